@@ -1,0 +1,54 @@
+"""``citebot``: the one command line in front of ingestion, answers, chat servers, eval and benchmarks.
+
+Each command lives in its own module exposing ``register(subparsers)``; the handler set with
+``set_defaults(func=...)`` takes ``(args, settings)`` and returns the exit status. Handlers import
+heavy libraries themselves so ``citebot --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+# Modules that register top-level commands, in help order.
+COMMAND_MODULES = [
+    "bot.cli.docs_cmds",  # docs, forget
+]
+# Modules that register `citebot bench <name>` benchmarks (they live under eval/).
+BENCH_MODULES = [
+    "eval.bench_retrieval",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="citebot", description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    bench = sub.add_parser("bench", help="benchmarks (ratios side by side in one run)")
+    bench_sub = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    for name in BENCH_MODULES:
+        importlib.import_module(name).register(bench_sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    args = build_parser().parse_args(argv)
+    from connectors.log import configure_logging
+    from connectors.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as e:
+        print(f"citebot: {e}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level, settings.log_format)
+    return int(args.func(args, settings) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""The platform-neutral chat core: chat events in, service calls and user-facing text out.
+
+Slack (``bot/slack``) and Teams (``bot/teams``) parse their events into :class:`ChatContext` and
+call these methods, then render the results. Everything a user reads that is not an answer is
+written here, once, so both platforms say the same thing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import structlog
+
+from connectors.settings import Settings
+from connectors.state_log import FeedbackEntry, Polarity, StateLog
+from pipelines.models import Answer, DocInfo, IngestProgress, IngestResult, Turn
+from pipelines.service import CitebotService, ProgressCallback
+
+log = structlog.get_logger("citebot.core")
+
+Platform = Literal["slack", "teams"]
+
+APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it; please try again in a minute."
+PDF_MAGIC = b"%PDF-"
+
+
+@dataclass(frozen=True)
+class ChatContext:
+    """Who asked, where, and which scopes they may search."""
+
+    platform: Platform
+    scope: str
+    user: str
+    search_scopes: tuple[str, ...] = field(default=())
+    event_id: str = ""
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        return self.search_scopes or (self.scope,)
+
+
+@dataclass(frozen=True)
+class ForgetOutcome:
+    status: Literal["deleted", "not_found", "not_allowed"]
+    message: str
+
+
+class ChatCore:
+    def __init__(self, service: CitebotService, state: StateLog, settings: Settings) -> None:
+        self.service = service
+        self.state = state
+        self.settings = settings
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ChatCore:
+        return cls(CitebotService(settings), StateLog(settings.state_path), settings)
+
+    # --- dedup -----------------------------------------------------------------------------------
+    def claim(self, platform: Platform, key: str) -> bool:
+        """True the first time an event/activity/file key is seen; False for any re-delivery."""
+        return self.state.claim_event(f"{platform}:{key}")
+
+    # --- questions -------------------------------------------------------------------------------
+    def ask(self, ctx: ChatContext, question: str, history: Sequence[Turn] = ()) -> Answer:
+        """Answer ``question`` over the context's scopes; logs one summary line, never the text."""
+        t0 = time.perf_counter()
+        answer = self.service.answer(question, list(ctx.scopes), history)
+        log.info(
+            "answered",
+            platform=ctx.platform,
+            scope=ctx.scope,
+            user=ctx.user,
+            event_id=ctx.event_id,
+            latency_ms=round((time.perf_counter() - t0) * 1000, 1),
+            n_retrieved=len(answer.retrieved),
+            n_citations=len(answer.citations),
+            mode=answer.mode,
+            refused=answer.refused,
+        )
+        return answer
+
+    def history(self, platform: Platform, thread_ref: str) -> list[Turn]:
+        return self.state.thread_history(platform=platform, thread_ref=thread_ref)
+
+    def thread_answered(self, platform: Platform, thread_ref: str) -> bool:
+        return self.state.thread_answered(platform=platform, thread_ref=thread_ref)
+
+    def record_answer(
+        self, ctx: ChatContext, *, message_ref: str, thread_ref: str, question: str, answer: Answer
+    ) -> None:
+        self.state.record_answer(
+            platform=ctx.platform,
+            message_ref=message_ref,
+            thread_ref=thread_ref,
+            scope=ctx.scope,
+            user=ctx.user,
+            question=question,
+            answer=answer,
+        )
+
+    # --- feedback --------------------------------------------------------------------------------
+    def feedback(
+        self, platform: Platform, *, message_ref: str, user: str, polarity: Polarity, comment: str = ""
+    ) -> bool:
+        ok = self.state.add_feedback(
+            platform=platform, message_ref=message_ref, user=user, polarity=polarity, comment=comment
+        )
+        log.info("feedback", platform=platform, user=user, polarity=polarity, linked=ok)
+        return ok
+
+    def retract_feedback(self, platform: Platform, *, message_ref: str, user: str, polarity: Polarity) -> bool:
+        return self.state.retract_feedback(
+            platform=platform, message_ref=message_ref, user=user, polarity=polarity
+        )
+
+    def feedback_entries(self) -> list[FeedbackEntry]:
+        return self.state.feedback()
+
+    # --- files -----------------------------------------------------------------------------------
+    def upload(
+        self, ctx: ChatContext, *, file_name: str, data: bytes, progress: ProgressCallback | None = None
+    ) -> IngestResult:
+        """Ingest an uploaded file into the context's own scope (never a search scope)."""
+        result = self.service.ingest(
+            data, file_name=file_name, scope=ctx.scope, uploaded_by=ctx.user, progress=progress
+        )
+        log.info(
+            "ingested",
+            platform=ctx.platform,
+            scope=ctx.scope,
+            user=ctx.user,
+            status=result.status,
+            pages=result.pages,
+            chunks=result.chunks,
+            seconds=round(result.seconds, 2),
+        )
+        return result
+
+    def documents(self, scopes: Sequence[str]) -> list[DocInfo]:
+        return self.service.list_documents(list(scopes))
+
+    def forget(self, ctx: ChatContext, name: str, *, is_admin: bool) -> ForgetOutcome:
+        """Delete a document of the context's scope by file name or doc id: uploader or admin only."""
+        found = self.service.find_documents(name, ctx.scope)
+        if not found:
+            return ForgetOutcome("not_found", f"No document called “{name}” here. `docs` lists them.")
+        allowed = [d for d in found if is_admin or d.uploaded_by == ctx.user]
+        if not allowed:
+            return ForgetOutcome(
+                "not_allowed", f"Only the person who uploaded “{found[0].file}” or an admin can remove it."
+            )
+        for doc in allowed:
+            self.service.forget(doc.doc_id, ctx.scope)
+        log.info("forgot", platform=ctx.platform, scope=ctx.scope, user=ctx.user, n_docs=len(allowed))
+        return ForgetOutcome("deleted", f"Removed “{allowed[0].file}”; I will no longer quote it here.")
+
+    def forget_by_id(self, scope: str, doc_id: str) -> int:
+        return self.service.forget(doc_id, scope)
+
+    def stats(self, scopes: Sequence[str]) -> dict[str, int]:
+        docs = self.documents(scopes)
+        return {"documents": len(docs), "pages": sum(d.pages for d in docs), "chunks": sum(d.chunks for d in docs)}
+
+
+# --- fixed user-facing texts ------------------------------------------------------------------------
+
+HELP_TEXT = (
+    "*Citebot* answers questions about the PDFs shared here, quoting them.\n"
+    "• Mention me with a question; I reply in a thread and answer follow-ups there without a new mention.\n"
+    "• Upload a PDF to this channel and I index it (scanned pages are OCR'd).\n"
+    "• React 👍 or 👎 to an answer to tell us whether it helped.\n"
+    "• Commands: `help`, `docs` (what I have indexed here), `forget <file>` (uploader or admin), `stats`."
+)
+
+FEEDBACK_HINT = "Quotes are checked against the PDFs. React 👍 or 👎 to tell us whether this helped."
+
+
+def is_pdf(data: bytes) -> bool:
+    return data[:1024].lstrip().startswith(PDF_MAGIC)
+
+
+def progress_text(p: IngestProgress) -> str:
+    if p.phase in ("parsing", "ocr") and p.pages_total:
+        verb = "Reading scanned pages of" if p.phase == "ocr" else "Indexing"
+        return f"{verb} {p.file}… {p.pages_done}/{p.pages_total} pages"
+    if p.phase == "embedding":
+        return f"Indexing {p.file}… embedding passages"
+    if p.phase == "writing":
+        return f"Indexing {p.file}… saving"
+    return f"Indexing {p.file}…"
+
+
+def ingest_result_text(r: IngestResult) -> str:
+    if r.status == "failed":
+        return f"I couldn't index {r.file}: {r.error or 'unknown reason'}"
+    if r.status == "unchanged":
+        return f"{r.file} is already indexed here ({r.pages} pages, {r.chunks} passages)."
+    ocr = f", {r.ocr_pages} scanned pages read with OCR" if r.ocr_pages else ""
+    skipped = (
+        f" Pages {', '.join(map(str, r.skipped_pages))} could not be read and were skipped."
+        if r.skipped_pages
+        else ""
+    )
+    replaced = " It replaces the earlier version." if r.replaced_doc_id else ""
+    return f"Indexed {r.file}: {r.pages} pages, {r.chunks} passages{ocr}.{replaced}{skipped} Ask me about it!"
+
+
+def docs_text(docs: Sequence[DocInfo]) -> str:
+    if not docs:
+        return "No PDFs are indexed here yet. Upload one to this channel and I'll index it."
+    lines = [f"• {d.file} — {d.pages} pages, {d.chunks} passages (added {d.uploaded_at[:10]})" for d in docs]
+    return f"{len(docs)} PDF{'s' if len(docs) != 1 else ''} indexed here:\n" + "\n".join(lines)
+
+
+def stats_text(stats: dict[str, int]) -> str:
+    return f"{stats['documents']} documents, {stats['pages']} pages, {stats['chunks']} passages indexed here."

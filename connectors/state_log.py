@@ -1,0 +1,245 @@
+"""Durable chat state on SQLite (``CITEBOT_DATA_DIR/state.sqlite3``), shared by Slack, Teams and eval.
+
+* ``answers``: every answer the bot posted, keyed by (platform, message_ref), so a later 👍/👎 on
+  that message can be linked to its question, answer, citations and retrieved chunks.
+* ``feedback``: one row per (platform, message_ref, user); a new reaction replaces the user's
+  earlier one, a removed reaction sets ``retracted_at``.
+* ``seen_events``: chat event ids already claimed, so a re-delivered event does no work twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pipelines.models import Answer, Turn
+
+Polarity = Literal["up", "down"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    platform TEXT NOT NULL,
+    message_ref TEXT NOT NULL,
+    thread_ref TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    user TEXT NOT NULL,
+    question TEXT NOT NULL,
+    answer_json TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (platform, message_ref)
+);
+CREATE INDEX IF NOT EXISTS answers_thread ON answers (platform, thread_ref, at);
+CREATE TABLE IF NOT EXISTS feedback (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    platform TEXT NOT NULL,
+    message_ref TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    user TEXT NOT NULL,
+    polarity TEXT NOT NULL CHECK (polarity IN ('up', 'down')),
+    comment TEXT NOT NULL DEFAULT '',
+    at TEXT NOT NULL,
+    retracted_at TEXT,
+    UNIQUE (platform, message_ref, user)
+);
+CREATE TABLE IF NOT EXISTS seen_events (
+    key TEXT PRIMARY KEY,
+    at TEXT NOT NULL
+);
+"""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class FeedbackEntry:
+    platform: str
+    message_ref: str
+    scope: str
+    user: str
+    polarity: Polarity
+    comment: str
+    at: str
+    question: str
+    answer: str
+    citations: list[dict[str, Any]]
+    retrieved_chunk_ids: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "polarity": self.polarity,
+            "platform": self.platform,
+            "scope": self.scope,
+            "user": self.user,
+            "at": self.at,
+            "comment": self.comment,
+            "message_ref": self.message_ref,
+            "citations": self.citations,
+            "retrieved_chunk_ids": self.retrieved_chunk_ids,
+        }
+
+
+class StateLog:
+    """Thread-safe; one connection per thread, WAL so the CLI can read while the bot writes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._tx() as db:
+            db.executescript(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.row_factory = sqlite3.Row
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        db = self._conn()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    # --- event dedup -------------------------------------------------------------------------
+    def claim_event(self, key: str) -> bool:
+        """True the first time ``key`` is seen (the caller does the work), False ever after."""
+        with self._tx() as db:
+            cur = db.execute("INSERT OR IGNORE INTO seen_events (key, at) VALUES (?, ?)", (key, _now()))
+            return cur.rowcount == 1
+
+    # --- answers -----------------------------------------------------------------------------
+    def record_answer(
+        self,
+        *,
+        platform: str,
+        message_ref: str,
+        thread_ref: str,
+        scope: str,
+        user: str,
+        question: str,
+        answer: Answer,
+    ) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (platform, message_ref, thread_ref, scope, user, question, answer.model_dump_json(), _now()),
+            )
+
+    def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[Turn]:
+        """The last ``limit`` question/answer pairs the bot handled in a thread, oldest first."""
+        rows = self._conn().execute(
+            """SELECT question, answer_json FROM answers WHERE platform = ? AND thread_ref = ?
+               ORDER BY at DESC, rowid DESC LIMIT ?""",
+            (platform, thread_ref, limit),
+        ).fetchall()
+        turns: list[Turn] = []
+        for row in reversed(rows):
+            turns.append(Turn(role="user", text=row["question"]))
+            turns.append(Turn(role="assistant", text=Answer.model_validate_json(row["answer_json"]).text))
+        return turns
+
+    def thread_answered(self, *, platform: str, thread_ref: str) -> bool:
+        row = self._conn().execute(
+            "SELECT 1 FROM answers WHERE platform = ? AND thread_ref = ? LIMIT 1", (platform, thread_ref)
+        ).fetchone()
+        return row is not None
+
+    def find_answer(self, *, platform: str, message_ref: str) -> tuple[str, str, Answer] | None:
+        """(scope, question, answer) of a posted answer, or None if the bot did not post it."""
+        row = self._conn().execute(
+            "SELECT scope, question, answer_json FROM answers WHERE platform = ? AND message_ref = ?",
+            (platform, message_ref),
+        ).fetchone()
+        if row is None:
+            return None
+        return row["scope"], row["question"], Answer.model_validate_json(row["answer_json"])
+
+    # --- feedback ----------------------------------------------------------------------------
+    def add_feedback(
+        self, *, platform: str, message_ref: str, user: str, polarity: Polarity, comment: str = ""
+    ) -> bool:
+        """Record ``user``'s 👍/👎 on a posted answer. False when the message is not a bot answer."""
+        found = self.find_answer(platform=platform, message_ref=message_ref)
+        if found is None:
+            return False
+        scope = found[0]
+        with self._tx() as db:
+            db.execute(
+                """INSERT INTO feedback (platform, message_ref, scope, user, polarity, comment, at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (platform, message_ref, user) DO UPDATE SET
+                     polarity = excluded.polarity, comment = excluded.comment,
+                     at = excluded.at, retracted_at = NULL""",
+                (platform, message_ref, scope, user, polarity, comment, _now()),
+            )
+        return True
+
+    def retract_feedback(self, *, platform: str, message_ref: str, user: str, polarity: Polarity) -> bool:
+        """Retract ``user``'s reaction of that polarity (a removed 👍 does not retract a 👎)."""
+        with self._tx() as db:
+            cur = db.execute(
+                """UPDATE feedback SET retracted_at = ? WHERE platform = ? AND message_ref = ?
+                   AND user = ? AND polarity = ? AND retracted_at IS NULL""",
+                (_now(), platform, message_ref, user, polarity),
+            )
+            return cur.rowcount > 0
+
+    def feedback(
+        self, *, since: str | None = None, polarity: Polarity | None = None, include_retracted: bool = False
+    ) -> list[FeedbackEntry]:
+        """Feedback entries, oldest first, joined with the answers they rate."""
+        sql = """SELECT f.*, a.question, a.answer_json FROM feedback f
+                 JOIN answers a ON a.platform = f.platform AND a.message_ref = f.message_ref WHERE 1=1"""
+        args: list[Any] = []
+        if not include_retracted:
+            sql += " AND f.retracted_at IS NULL"
+        if since:
+            sql += " AND f.at >= ?"
+            args.append(since)
+        if polarity:
+            sql += " AND f.polarity = ?"
+            args.append(polarity)
+        sql += " ORDER BY f.at, f.id"
+        out = []
+        for row in self._conn().execute(sql, args):
+            answer = Answer.model_validate_json(row["answer_json"])
+            out.append(
+                FeedbackEntry(
+                    platform=row["platform"],
+                    message_ref=row["message_ref"],
+                    scope=row["scope"],
+                    user=row["user"],
+                    polarity=row["polarity"],
+                    comment=row["comment"],
+                    at=row["at"],
+                    question=row["question"],
+                    answer=answer.text,
+                    citations=[c.model_dump() for c in answer.citations],
+                    retrieved_chunk_ids=[r.chunk_id for r in answer.retrieved],
+                )
+            )
+        return out
+
+
+def feedback_as_json(entries: list[FeedbackEntry]) -> str:
+    return json.dumps([e.to_json() for e in entries], ensure_ascii=False, indent=2)

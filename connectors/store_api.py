@@ -1,0 +1,89 @@
+"""What Citebot needs from a document store, beyond Haystack's ``DocumentStore`` protocol.
+
+Both stores implement it: the embedded :mod:`connectors.sqlite_store` and
+:mod:`connectors.elasticsearch_store`. Every search and listing takes the scopes it may see and
+raises :class:`ScopeRequiredError` when given none: no code path returns, counts or lists a chunk
+of another scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from haystack import Document
+
+from pipelines.models import DocInfo
+
+
+class StoreError(Exception):
+    """The store could not do what was asked (server down, disk full...)."""
+
+
+class ScopeRequiredError(ValueError):
+    """A search or listing was asked for without a scope."""
+
+
+def require_scopes(scopes: str | Sequence[str] | None) -> list[str]:
+    """Normalise ``scopes`` to a non-empty list of non-empty strings, or raise."""
+    if isinstance(scopes, str):
+        scopes = [scopes]
+    out = [s for s in (scopes or []) if isinstance(s, str) and s]
+    if not out:
+        raise ScopeRequiredError("a scope is required: pass the channel's scope (e.g. 'local')")
+    return out
+
+
+def scope_filter(scopes: Sequence[str], filters: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Haystack filter for ``meta.scope in scopes``, AND-ed with ``filters``."""
+    cond: dict[str, Any] = {"field": "meta.scope", "operator": "in", "value": list(require_scopes(scopes))}
+    if not filters:
+        return {"operator": "AND", "conditions": [cond]}
+    return {"operator": "AND", "conditions": [cond, filters]}
+
+
+@runtime_checkable
+class ChunkStore(Protocol):
+    # --- Haystack DocumentStore protocol -------------------------------------------------
+    def to_dict(self) -> dict[str, Any]: ...
+    def count_documents(self) -> int: ...
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]: ...
+    def write_documents(self, documents: list[Document], policy: Any = ...) -> int: ...
+    def delete_documents(self, document_ids: list[str]) -> None: ...
+
+    # --- Citebot ----------------------------------------------------------------------------
+    def replace_document(self, documents: list[Document], *, scope: str, file_name: str) -> list[str]:
+        """Write all chunks of one document and remove every other version of ``file_name`` in
+        ``scope``, all or nothing. Returns the doc_ids that were replaced."""
+        ...
+
+    def has_document(self, doc_id: str, *, scope: str) -> bool: ...
+
+    def delete_document(self, doc_id: str, *, scopes: Sequence[str]) -> int:
+        """Delete every chunk of ``doc_id`` within ``scopes``; returns how many were deleted."""
+        ...
+
+    def list_documents(self, *, scopes: Sequence[str]) -> list[DocInfo]: ...
+
+    def bm25_search(
+        self, query: str, *, scopes: Sequence[str], top_k: int, filters: dict[str, Any] | None = None
+    ) -> list[Document]: ...
+
+    def embedding_search(
+        self,
+        embedding: Sequence[float],
+        *,
+        scopes: Sequence[str],
+        top_k: int,
+        filters: dict[str, Any] | None = None,
+    ) -> list[Document]: ...
+
+    def fetch(
+        self, *, scopes: Sequence[str], filters: dict[str, Any] | None = None, limit: int = 200
+    ) -> list[Document]:
+        """Chunks by metadata (pages, section, label, file), ordered by doc and chunk_index."""
+        ...
+
+    def all_scopes(self) -> list[str]:
+        """Every scope holding chunks (admin CLI only: reindex, docs --all-scopes)."""
+        ...

@@ -1,0 +1,133 @@
+"""Platform-neutral models shared by the pipelines, the chat core, the CLI and the eval suite.
+
+Chunk metadata (on every Haystack ``Document`` the indexing pipeline writes):
+
+=================  ==========================================================================
+``scope``          ``local`` (CLI), ``slack:{team}:{channel}``, ``teams:{tenant}:{conversation}``
+``doc_id``         hash of (scope, content sha256): same bytes in the same scope = same id
+``file_name``      as uploaded (display only; never used to build a path)
+``page_start``     1-based first page of the chunk
+``page_end``       1-based last page
+``section``        heading path, ``" > "``-joined ("4 Leave > 4.2 Parental leave"); "" if none
+``section_id``     numbering of the innermost numbered heading ("4.2", "12", "IV"); "" if none
+``element_type``   ``text`` | ``table`` | ``list`` | ``caption`` | ``ocr``
+``label``          "Table 3" / "Figure 2" for tables and figures with a numbered caption, else ""
+``chunk_index``    0-based position of the chunk in its document
+``sha256``         sha256 of the file's bytes
+``uploaded_by``    platform user id ("" for the CLI)
+``uploaded_at``    ISO-8601 UTC time of ingestion
+``ocr_confidence`` mean Tesseract word confidence 0-100 (OCR chunks only)
+=================  ==========================================================================
+
+Chunk ids are ``f"{doc_id}:{chunk_index:05d}"``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+ElementType = Literal["text", "table", "list", "caption", "ocr"]
+RetrievalMode = Literal["hybrid", "bm25", "dense"]
+
+LOCAL_SCOPE = "local"
+
+
+def slack_scope(team_id: str, channel_id: str) -> str:
+    return f"slack:{team_id}:{channel_id}"
+
+
+def teams_scope(tenant_id: str, conversation_id: str) -> str:
+    return f"teams:{tenant_id}:{conversation_id}"
+
+
+class Citation(BaseModel):
+    n: int = Field(description="The [n] marker in the answer text.")
+    chunk_id: str
+    doc_id: str
+    file: str
+    page_start: int
+    page_end: int
+    section: str = ""
+    quote: str = Field(description="An exact span of the chunk's text, validated before it is shown.")
+
+
+class RetrievedChunk(BaseModel):
+    chunk_id: str
+    doc_id: str
+    file: str
+    page_start: int
+    page_end: int
+    section: str = ""
+    score: float
+
+
+class Timings(BaseModel):
+    retrieve: float = 0.0
+    generate: float = 0.0
+    total: float = 0.0
+
+
+class ValidationCounts(BaseModel):
+    """Outcomes of citation validation for one answer."""
+
+    exact: int = 0
+    normalised: int = 0
+    fuzzy: int = 0
+    unknown_chunk: int = 0
+    unmatched: int = 0
+    retried: bool = False
+
+
+class Answer(BaseModel):
+    text: str
+    citations: list[Citation] = Field(default_factory=list)
+    refused: bool = False
+    mode: Literal["extractive", "llm"] = "extractive"
+    retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    timings_ms: Timings = Field(default_factory=Timings)
+    note: str = Field("", description="Why the answer fell back or refused, for the user (e.g. 'LLM unavailable').")
+    validation: ValidationCounts = Field(default_factory=ValidationCounts)
+
+
+class Turn(BaseModel):
+    """One earlier turn of a chat thread."""
+
+    role: Literal["user", "assistant"]
+    text: str
+
+
+IngestStatus = Literal["indexed", "unchanged", "failed"]
+
+
+class IngestResult(BaseModel):
+    file: str
+    doc_id: str = ""
+    scope: str
+    status: IngestStatus
+    pages: int = 0
+    chunks: int = 0
+    ocr_pages: int = 0
+    skipped_pages: list[int] = Field(default_factory=list, description="Pages whose OCR failed or timed out.")
+    seconds: float = 0.0
+    error: str | None = Field(None, description="A clear, user-facing reason when status is failed.")
+    replaced_doc_id: str | None = Field(None, description="The older version of the same file that was replaced.")
+
+
+class IngestProgress(BaseModel):
+    file: str
+    phase: Literal["checking", "parsing", "ocr", "chunking", "embedding", "writing", "done"]
+    pages_done: int = 0
+    pages_total: int = 0
+
+
+class DocInfo(BaseModel):
+    doc_id: str
+    scope: str
+    file: str
+    pages: int
+    chunks: int
+    uploaded_at: str
+    uploaded_by: str = ""
+    sha256: str = ""
