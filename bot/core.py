@@ -24,7 +24,6 @@ log = structlog.get_logger("citebot.core")
 Platform = Literal["slack", "teams"]
 
 APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it; please try again in a minute."
-PDF_MAGIC = b"%PDF-"
 
 
 @dataclass(frozen=True)
@@ -176,10 +175,6 @@ HELP_TEXT = (
 )
 
 FEEDBACK_HINT = "Quotes are checked against the PDFs. React 👍 or 👎 to tell us whether this helped."
-
-
-def is_pdf(data: bytes) -> bool:
-    return data[:1024].lstrip().startswith(PDF_MAGIC)
 
 
 def progress_text(p: IngestProgress) -> str:

@@ -85,7 +85,7 @@ class Settings(BaseSettings):
         "MultiTenant", validation_alias=_alias("TEAMS_APP_TYPE")
     )
     teams_graph_url: str = "https://graph.microsoft.com/v1.0/"
-    teams_token_url: str = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"
+    teams_token_url: str = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"  # noqa: S105
 
     # --- logging ---------------------------------------------------------------------------
     log_format: Literal["auto", "console", "json"] = "auto"
