@@ -16,6 +16,7 @@ from collections.abc import Sequence
 # Modules that register top-level commands, in help order.
 COMMAND_MODULES = [
     "bot.cli.docs_cmds",  # docs, forget
+    "bot.cli.serve_cmds",  # serve slack | teams
 ]
 # Modules that register `citebot bench <name>` benchmarks (they live under eval/).
 BENCH_MODULES = [

@@ -1,0 +1,36 @@
+"""``citebot serve slack`` and ``citebot serve teams``: run a chat adapter."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from connectors.settings import Settings
+
+
+def register(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="run the Slack or Teams bot")
+    platforms = serve.add_subparsers(dest="platform", metavar="PLATFORM", required=True)
+
+    slack = platforms.add_parser("slack", help="Slack bot: Socket Mode when SLACK_APP_TOKEN is set, else --http")
+    slack.add_argument("--http", action="store_true", help="serve the Events API over HTTP instead of Socket Mode")
+    slack.add_argument("--host", default="127.0.0.1")
+    slack.add_argument("--port", type=int, default=3000)
+    slack.set_defaults(func=run_slack)
+
+    teams = platforms.add_parser("teams", help="Microsoft Teams bot on /api/messages")
+    teams.add_argument("--host", default="127.0.0.1")
+    teams.add_argument("--port", type=int, default=3978)
+    teams.set_defaults(func=run_teams)
+
+
+def run_slack(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.slack.server import serve
+
+    return serve(settings, http=args.http, host=args.host, port=args.port)
+
+
+def run_teams(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.teams.server import serve
+
+    return serve(settings, host=args.host, port=args.port)
