@@ -96,8 +96,7 @@ class StateLog:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        with self._tx() as db:
-            db.executescript(_SCHEMA)
+        self._conn().executescript(_SCHEMA)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connectors.settings import SettingsError, load_settings
+
+
+def test_defaults_need_no_server_and_no_key(tmp_path: Path) -> None:
+    s = load_settings()
+    assert s.elasticsearch_url is None
+    assert not s.llm_configured
+    assert s.resolved_model_path.joinpath("modules.json").exists()
+    assert s.sqlite_path.parent == s.data_dir
+
+
+def test_vendor_variable_names_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-123")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("TEAMS_APP_ID", "app-1")
+    s = load_settings()
+    assert s.slack_bot_token is not None and s.slack_bot_token.get_secret_value() == "xoxb-123"
+    assert s.llm_configured
+    assert s.teams_app_id == "app-1"
+    assert "xoxb-123" not in repr(s)  # secrets never show up in a repr or a log line
+
+
+def test_dotenv_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("CITEBOT_RETRIEVAL_TOP_K=7\n")
+    assert load_settings().retrieval_top_k == 7
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("CITEBOT_RETRIEVAL_TOP_K", "zero"),
+        ("CITEBOT_CHUNK_MAX_TOKENS", "5000"),
+        ("CITEBOT_ELASTICSEARCH_URL", "localhost:9200"),
+        ("TEAMS_APP_TYPE", "Everyone"),
+    ],
+)
+def test_invalid_settings_fail_naming_the_variable(monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
+    monkeypatch.setenv(var, value)
+    with pytest.raises(SettingsError) as e:
+        load_settings()
+    assert var in str(e.value) or "ELASTICSEARCH_URL" in str(e.value)
+
+
+def test_cli_reports_bad_settings_without_traceback(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from bot.cli.main import main
+
+    monkeypatch.setenv("CITEBOT_MAX_PAGES", "-3")
+    assert main(["docs"]) == 2
+    assert "CITEBOT_MAX_PAGES" in capsys.readouterr().err

@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from connectors.state_log import StateLog, feedback_as_json
+from pipelines.models import Answer, Citation, RetrievedChunk
+
+
+def _answer(text: str = "Employees get 25 days [1].") -> Answer:
+    return Answer(
+        text=text,
+        citations=[
+            Citation(n=1, chunk_id="d1:00003", doc_id="d1", file="handbook.pdf", page_start=4, page_end=4,
+                     section="4 Leave", quote="Employees get 25 days of annual leave.")
+        ],
+        retrieved=[RetrievedChunk(chunk_id="d1:00003", doc_id="d1", file="handbook.pdf", page_start=4, page_end=4,
+                                  score=0.8)],
+    )
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> StateLog:
+    return StateLog(tmp_path / "state.sqlite3")
+
+
+def _record(log: StateLog, ref: str = "C1:111.1", thread: str = "C1:100.0", q: str = "How much leave?") -> None:
+    log.record_answer(platform="slack", message_ref=ref, thread_ref=thread, scope="slack:T1:C1", user="U1",
+                      question=q, answer=_answer())
+
+
+def test_event_is_claimed_once(log: StateLog) -> None:
+    assert log.claim_event("slack:Ev1")
+    assert not log.claim_event("slack:Ev1")
+    assert log.claim_event("slack:Ev2")
+
+
+def test_feedback_links_to_the_answer_and_survives_reopen(log: StateLog, tmp_path: Path) -> None:
+    _record(log)
+    assert log.add_feedback(platform="slack", message_ref="C1:111.1", user="U2", polarity="up")
+    reopened = StateLog(tmp_path / "state.sqlite3")
+    [entry] = reopened.feedback()
+    out = json.loads(feedback_as_json([entry]))[0]
+    assert out["question"] == "How much leave?"
+    assert out["polarity"] == "up"
+    assert out["scope"] == "slack:T1:C1"
+    assert out["citations"][0]["quote"] == "Employees get 25 days of annual leave."
+    assert out["retrieved_chunk_ids"] == ["d1:00003"]
+    assert {"answer", "platform", "user", "at"} <= set(out)
+
+
+def test_reaction_on_a_message_that_is_not_an_answer_is_ignored(log: StateLog) -> None:
+    assert not log.add_feedback(platform="slack", message_ref="C1:999.9", user="U2", polarity="down")
+    assert log.feedback() == []
+
+
+def test_changing_and_retracting_a_reaction(log: StateLog) -> None:
+    _record(log)
+    log.add_feedback(platform="slack", message_ref="C1:111.1", user="U2", polarity="up")
+    log.add_feedback(platform="slack", message_ref="C1:111.1", user="U2", polarity="down")
+    assert [e.polarity for e in log.feedback()] == ["down"]
+    assert not log.retract_feedback(platform="slack", message_ref="C1:111.1", user="U2", polarity="up")
+    assert log.retract_feedback(platform="slack", message_ref="C1:111.1", user="U2", polarity="down")
+    assert log.feedback() == []
+    assert len(log.feedback(include_retracted=True)) == 1
+
+
+def test_filters_by_polarity(log: StateLog) -> None:
+    _record(log, ref="C1:1.1")
+    _record(log, ref="C1:2.2", q="Who approves?")
+    log.add_feedback(platform="slack", message_ref="C1:1.1", user="U2", polarity="up")
+    log.add_feedback(platform="slack", message_ref="C1:2.2", user="U3", polarity="down")
+    assert [e.question for e in log.feedback(polarity="down")] == ["Who approves?"]
+    assert log.feedback(since="2999-01-01") == []
+
+
+def test_thread_history_is_oldest_first_and_per_thread(log: StateLog) -> None:
+    _record(log, ref="C1:1.1", q="first")
+    _record(log, ref="C1:2.2", q="second")
+    _record(log, ref="C1:3.3", thread="C1:300.0", q="other thread")
+    turns = log.thread_history(platform="slack", thread_ref="C1:100.0")
+    assert [t.text for t in turns if t.role == "user"] == ["first", "second"]
+    assert log.thread_answered(platform="slack", thread_ref="C1:300.0")
+    assert not log.thread_answered(platform="slack", thread_ref="C1:400.0")
+    assert not log.thread_answered(platform="teams", thread_ref="C1:100.0")
