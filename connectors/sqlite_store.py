@@ -1,0 +1,919 @@
+"""The embedded document store: SQLite (WAL, FTS5 BM25) plus an in-memory numpy matrix for dense search.
+
+One file holds everything: ``chunks`` (id, scope, doc_id, file_name, chunk_index, content, meta JSON),
+``embeddings`` (float32 blobs, kept apart so BM25 and listings never read them), the FTS5 index
+``chunks_fts`` (external content, kept in sync by triggers inside the writing transaction) and
+``changes`` (one row per scope touched by each write transaction).
+
+* Every write is one ``BEGIN IMMEDIATE`` transaction: all chunks of a document or none.
+* Readers in other processes see only committed states (WAL snapshots). The dense matrices are cached per
+  scope and refreshed lazily: each search reads the newest ``changes.gen`` and drops the cached matrices
+  of the scopes written since, by this process or another one.
+* Every search takes its scopes and filters by them in SQL or by scope-partitioned matrices: a chunk of
+  another scope is never scored, returned, counted or listed.
+
+Scores: BM25 is ``-bm25()`` (positive, higher is better); dense is the cosine similarity in [-1, 1].
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.dataclasses import ByteStream, SparseEmbedding
+from haystack.document_stores.errors import DuplicateDocumentError
+from haystack.document_stores.types import DuplicatePolicy
+from haystack.errors import FilterError
+
+from connectors.log import get_logger
+from connectors.store_api import StoreError, require_scopes
+from pipelines.models import DocInfo
+
+log = get_logger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chunks (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    scope TEXT NOT NULL DEFAULT '',
+    doc_id TEXT,
+    file_name TEXT,
+    chunk_index INTEGER,
+    content TEXT,
+    meta TEXT NOT NULL DEFAULT '{}',
+    extra TEXT
+);
+CREATE INDEX IF NOT EXISTS chunks_scope_doc ON chunks(scope, doc_id, chunk_index);
+CREATE INDEX IF NOT EXISTS chunks_scope_file ON chunks(scope, file_name);
+CREATE TABLE IF NOT EXISTS embeddings (
+    rid INTEGER PRIMARY KEY,
+    scope TEXT NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS embeddings_scope ON embeddings(scope);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    content, content='chunks', content_rowid='rid', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, content) VALUES (new.rid, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, content) VALUES ('delete', old.rid, old.content);
+    DELETE FROM embeddings WHERE rid = old.rid;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF content ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, content) VALUES ('delete', old.rid, old.content);
+    INSERT INTO chunks_fts(rowid, content) VALUES (new.rid, new.content);
+END;
+CREATE TABLE IF NOT EXISTS changes (
+    gen INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS store_info (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+# How many change rows to keep; a reader further behind than this reloads every matrix.
+_KEEP_CHANGES = 5000
+# Terms of a BM25 query beyond this are dropped (a pasted paragraph is not a better question).
+_MAX_QUERY_TERMS = 64
+_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+# --------------------------------------------------------------------------------------------------
+# Haystack filters -> SQL
+# --------------------------------------------------------------------------------------------------
+def _looks_like_iso_date(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and len(value) >= 10
+        and value[:4].isdigit()
+        and value[4] == "-"
+        and value[5:7].isdigit()
+        and value[7] == "-"
+        and value[8:10].isdigit()
+        and (len(value) == 10 or value[10] in "Tt ")
+    )
+
+
+def _json_path(key: str) -> str:
+    return "$" + "".join("." + json.dumps(part) for part in key.split("."))
+
+
+def _field_sql(field: str, alias: str) -> tuple[str, str]:
+    """SQL expression for a filter field, and its kind ("column" or "json")."""
+    if field == "id":
+        return f"{alias}.id", "column"
+    if field == "content":
+        return f"{alias}.content", "column"
+    key = field[5:] if field.startswith("meta.") else field
+    if not key or key.startswith(".") or key.endswith("."):
+        raise FilterError(f"invalid filter field {field!r}")
+    return f"json_extract({alias}.meta, {_sql_literal(_json_path(key))})", "json"
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _json_type_sql(field: str, alias: str) -> str | None:
+    if field in ("id", "content"):
+        return None
+    key = field[5:] if field.startswith("meta.") else field
+    return f"json_type({alias}.meta, {_sql_literal(_json_path(key))})"
+
+
+def _bind(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float, str)) or value is None:
+        return value
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, sort_keys=True)
+    raise FilterError(f"unsupported filter value of type {type(value).__name__}")
+
+
+def _comparison_sql(cond: dict[str, Any], alias: str, params: list[Any]) -> str:
+    for key in ("field", "operator", "value"):
+        if key not in cond:
+            raise FilterError(f"'{key}' key missing in {cond}")
+    field, op, value = cond["field"], cond["operator"], cond["value"]
+    if not isinstance(field, str):
+        raise FilterError(f"filter field must be a string, got {field!r}")
+    expr, _kind = _field_sql(field, alias)
+    jtype = _json_type_sql(field, alias)
+
+    if op in ("==", "!="):
+        if value is None:
+            return f"{expr} IS NULL" if op == "==" else f"{expr} IS NOT NULL"
+        if isinstance(value, (list, dict)) and jtype is not None:
+            # meta lists/objects compare as canonical JSON
+            clause = f"({jtype} IN ('array','object') AND json({expr}) = json(?))"
+            params.append(json.dumps(value))
+        elif _looks_like_iso_date(value):
+            clause = f"({expr} = ? OR (julianday({expr}) IS NOT NULL AND julianday({expr}) = julianday(?)))"
+            params.extend([value, value])
+        else:
+            clause = f"{expr} IS ?"
+            params.append(_bind(value))
+        return clause if op == "==" else f"NOT coalesce({clause}, 0)"
+
+    if op in (">", ">=", "<", "<="):
+        if value is None:
+            return "0"
+        if isinstance(value, (list, dict, tuple, set)):
+            raise FilterError(f"Filter value can't be of type {type(value).__name__} using operator '{op}'")
+        if isinstance(value, str):
+            if not _looks_like_iso_date(value):
+                raise FilterError(
+                    f"Can't compare strings using operator '{op}'; strings are only comparable as ISO dates"
+                )
+            params.append(value)
+            return f"(julianday({expr}) {op} julianday(?))"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FilterError(f"unsupported value {value!r} for operator '{op}'")
+        params.append(value)
+        if jtype is None:
+            return f"({expr} {op} ?)"
+        return f"({jtype} IN ('integer','real') AND {expr} {op} ?)"
+
+    if op in ("in", "not in"):
+        if not isinstance(value, list):
+            raise FilterError(f"Filter value must be a `list` when using operator '{op}', got {type(value).__name__}")
+        parts = [_comparison_sql({"field": field, "operator": "==", "value": v}, alias, params) for v in value]
+        clause = "(" + " OR ".join(parts) + ")" if parts else "0"
+        return clause if op == "in" else f"NOT coalesce({clause}, 0)"
+
+    raise FilterError(f"Unknown comparison operator '{op}'")
+
+
+def filters_to_sql(filters: dict[str, Any] | None, alias: str = "c") -> tuple[str, list[Any]]:
+    """Translate Haystack's filter syntax to a SQL boolean expression over ``chunks`` (aliased ``alias``)."""
+    params: list[Any] = []
+    if not filters:
+        return "1", params
+    return _node_sql(filters, alias, params), params
+
+
+def _node_sql(node: Any, alias: str, params: list[Any]) -> str:
+    if not isinstance(node, dict):
+        raise FilterError(f"a filter must be a dict, got {type(node).__name__}")
+    if "field" in node:
+        return _comparison_sql(node, alias, params)
+    if "operator" not in node:
+        raise FilterError(f"'operator' key missing in {node}")
+    if "conditions" not in node:
+        raise FilterError(f"'conditions' key missing in {node}")
+    op, conditions = node["operator"], node["conditions"]
+    if not isinstance(conditions, list):
+        raise FilterError("'conditions' must be a list")
+    if op not in ("AND", "OR", "NOT"):
+        raise FilterError(f"Unknown logical operator '{op}'. Valid operators are: ['AND', 'NOT', 'OR']")
+    parts = [f"coalesce({_node_sql(c, alias, params)}, 0)" for c in conditions]
+    if op == "OR":
+        return "(" + " OR ".join(parts) + ")" if parts else "0"
+    joined = "(" + " AND ".join(parts) + ")" if parts else "1"
+    return joined if op == "AND" else f"NOT {joined}"
+
+
+# --------------------------------------------------------------------------------------------------
+# FTS5 query sanitising
+# --------------------------------------------------------------------------------------------------
+def fts5_query(text: str, max_terms: int = _MAX_QUERY_TERMS) -> str:
+    """Turn free text into a safe FTS5 query: each word a quoted term, OR-ed so partial matches rank.
+
+    Returns "" when the text has no searchable word. Quotes, operators (AND/OR/NOT/NEAR), column
+    filters (``x:``), prefixes (``*``), parentheses and hyphens in the text lose their FTS5 meaning.
+    """
+    seen: dict[str, None] = {}
+    for token in _TOKEN_RE.findall(text or ""):
+        key = token.lower()
+        if key not in seen:
+            seen[key] = None
+        if len(seen) >= max_terms:
+            break
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
+
+
+# --------------------------------------------------------------------------------------------------
+# The store
+# --------------------------------------------------------------------------------------------------
+@dataclass
+class _ScopeMatrix:
+    rids: np.ndarray  # int64, sorted
+    mat: np.ndarray  # float32, rows unit-normalised
+
+
+class SQLiteDocumentStore:
+    """Haystack ``DocumentStore`` + Citebot ``ChunkStore`` on one SQLite file. Safe across threads and processes."""
+
+    def __init__(self, path: str | Path, *, embedding_dim: int | None = None) -> None:
+        if embedding_dim is not None and embedding_dim <= 0:
+            raise ValueError("embedding_dim must be positive")
+        self.path = Path(path)
+        self.embedding_dim = embedding_dim
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._cache_lock = threading.RLock()
+        self._matrices: dict[str, _ScopeMatrix] = {}
+        self._gen = -1
+        self._dim: int | None = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = self._conn()
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open the store at {self.path}: {e}; check the path and its permissions") from e
+        self._check_dim(conn)
+
+    # --- connections ---------------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=60000")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA temp_store=MEMORY")
+            conn.execute("PRAGMA cache_size=-65536")
+            conn.execute("PRAGMA mmap_size=268435456")
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this store opened (any thread's). The store reopens lazily if used again."""
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                log.debug("sqlite_close_failed")
+        self._local = threading.local()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception."""
+        conn = self._conn()
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for several statements (nested calls reuse the outer one)."""
+        conn = self._conn()
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def _check_dim(self, conn: sqlite3.Connection) -> None:
+        row = conn.execute("SELECT value FROM store_info WHERE key='embedding_dim'").fetchone()
+        stored = int(row[0]) if row else None
+        if stored is not None and self.embedding_dim is not None and stored != self.embedding_dim:
+            raise StoreError(
+                f"the store at {self.path} holds {stored}-dimensional embeddings but the model makes "
+                f"{self.embedding_dim}; use another CITEBOT_DATA_DIR or re-index with `citebot reindex`"
+            )
+        self._dim = stored if stored is not None else self.embedding_dim
+
+    # --- serialisation -------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, path=str(self.path), embedding_dim=self.embedding_dim)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SQLiteDocumentStore:
+        return default_from_dict(cls, data)
+
+    # --- Haystack DocumentStore protocol -----------------------------------------------------------
+    def count_documents(self) -> int:
+        return int(self._conn().execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
+        where, params = filters_to_sql(filters)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT c.rid, c.id, c.content, c.meta, c.extra, e.embedding FROM chunks c "
+                f"LEFT JOIN embeddings e ON e.rid = c.rid WHERE {where} ORDER BY c.rid",
+                params,
+            ).fetchall()
+        return [self._row_to_doc(r[1], r[2], r[3], r[4], r[5], None) for r in rows]
+
+    def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
+        docs = self._validate_docs(documents)
+        with self._write() as conn:
+            n = self._insert(conn, docs, policy)
+            self._log_changes(conn, {self._scope_of(d) for d in docs})
+        self._after_write()
+        return n
+
+    def delete_documents(self, document_ids: list[str]) -> None:
+        if not document_ids:
+            return
+        with self._write() as conn:
+            scopes: set[str] = set()
+            for batch in _batches(list(document_ids), 500):
+                marks = ",".join("?" * len(batch))
+                scopes.update(
+                    r[0] for r in conn.execute(f"SELECT DISTINCT scope FROM chunks WHERE id IN ({marks})", batch)
+                )
+                conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", batch)
+            self._log_changes(conn, scopes)
+        self._after_write()
+
+    # --- ChunkStore ----------------------------------------------------------------------------------
+    def replace_document(self, documents: list[Document], *, scope: str, file_name: str) -> list[str]:
+        (scope,) = require_scopes([scope])
+        docs = self._validate_docs(documents)
+        new_ids: set[str] = set()
+        for d in docs:
+            if d.meta.get("scope", scope) != scope:
+                raise ValueError(f"chunk {d.id} has scope {d.meta.get('scope')!r}, expected {scope!r}")
+            if d.meta.get("doc_id"):
+                new_ids.add(str(d.meta["doc_id"]))
+        docs = [d if d.meta.get("scope") == scope else replace(d, meta={**d.meta, "scope": scope}) for d in docs]
+        with self._write() as conn:
+            old = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT doc_id FROM chunks WHERE scope=? AND file_name=? AND doc_id IS NOT NULL",
+                    (scope, file_name),
+                )
+            }
+            conn.execute("DELETE FROM chunks WHERE scope=? AND file_name=?", (scope, file_name))
+            for batch in _batches(sorted(new_ids), 500):
+                marks = ",".join("?" * len(batch))
+                conn.execute(f"DELETE FROM chunks WHERE scope=? AND doc_id IN ({marks})", [scope, *batch])
+            self._insert(conn, docs, DuplicatePolicy.FAIL)
+            self._log_changes(conn, {scope})
+        self._after_write()
+        replaced = sorted(old - new_ids)
+        log.info("store_replace_document", scope=scope, chunks=len(docs), replaced=len(replaced))
+        return replaced
+
+    def has_document(self, doc_id: str, *, scope: str) -> bool:
+        (scope,) = require_scopes([scope])
+        row = self._conn().execute("SELECT 1 FROM chunks WHERE scope=? AND doc_id=? LIMIT 1", (scope, doc_id))
+        return row.fetchone() is not None
+
+    def delete_document(self, doc_id: str, *, scopes: Sequence[str]) -> int:
+        scopes = require_scopes(scopes)
+        marks = ",".join("?" * len(scopes))
+        with self._write() as conn:
+            touched = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT DISTINCT scope FROM chunks WHERE doc_id=? AND scope IN ({marks})", [doc_id, *scopes]
+                )
+            ]
+            cur = conn.execute(f"DELETE FROM chunks WHERE doc_id=? AND scope IN ({marks})", [doc_id, *scopes])
+            n = cur.rowcount
+            self._log_changes(conn, set(touched))
+        self._after_write()
+        return int(n)
+
+    def list_documents(self, *, scopes: Sequence[str]) -> list[DocInfo]:
+        scopes = require_scopes(scopes)
+        marks = ",".join("?" * len(scopes))
+        rows = (
+            self._conn()
+            .execute(
+                f"""SELECT doc_id, scope, max(file_name),
+                       max(coalesce(json_extract(meta, '$.page_end'), json_extract(meta, '$.page_start'), 0)),
+                       count(*), max(coalesce(json_extract(meta, '$.uploaded_at'), '')),
+                       max(coalesce(json_extract(meta, '$.uploaded_by'), '')),
+                       max(coalesce(json_extract(meta, '$.sha256'), ''))
+                FROM chunks WHERE scope IN ({marks}) AND doc_id IS NOT NULL
+                GROUP BY scope, doc_id""",
+                scopes,
+            )
+            .fetchall()
+        )
+        docs = [
+            DocInfo(
+                doc_id=r[0],
+                scope=r[1],
+                file=r[2] or "",
+                pages=int(r[3] or 0),
+                chunks=int(r[4]),
+                uploaded_at=str(r[5] or ""),
+                uploaded_by=str(r[6] or ""),
+                sha256=str(r[7] or ""),
+            )
+            for r in rows
+        ]
+        docs.sort(key=lambda d: (d.file.lower(), d.uploaded_at, d.doc_id))
+        return docs
+
+    def fetch(
+        self,
+        *,
+        scopes: Sequence[str],
+        filters: dict[str, Any] | None = None,
+        limit: int = 200,
+        return_embedding: bool = False,
+    ) -> list[Document]:
+        scopes = require_scopes(scopes)
+        where, params = filters_to_sql(filters)
+        marks = ",".join("?" * len(scopes))
+        emb_col = "e.embedding" if return_embedding else "NULL"
+        join = "LEFT JOIN embeddings e ON e.rid = c.rid" if return_embedding else ""
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT c.id, c.content, c.meta, c.extra, {emb_col} FROM chunks c {join} "
+                f"WHERE c.scope IN ({marks}) AND coalesce({where}, 0) "
+                f"ORDER BY c.doc_id, c.chunk_index, c.id LIMIT ?",
+                [*scopes, *params, int(limit)],
+            )
+            .fetchall()
+        )
+        return [self._row_to_doc(*r, None) for r in rows]
+
+    def all_scopes(self) -> list[str]:
+        rows = self._conn().execute("SELECT DISTINCT scope FROM chunks WHERE scope != '' ORDER BY scope").fetchall()
+        return [r[0] for r in rows]
+
+    def count_in_scopes(self, scopes: Sequence[str]) -> int:
+        """How many chunks the scopes hold."""
+        scopes = require_scopes(scopes)
+        marks = ",".join("?" * len(scopes))
+        return int(self._conn().execute(f"SELECT count(*) FROM chunks WHERE scope IN ({marks})", scopes).fetchone()[0])
+
+    # --- search ----------------------------------------------------------------------------------------
+    def bm25_search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        top_k: int,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
+    ) -> list[Document]:
+        scopes = require_scopes(scopes)
+        if top_k <= 0:
+            return []
+        match = fts5_query(query)
+        if not match:
+            return []
+        where, params = filters_to_sql(filters)
+        marks = ",".join("?" * len(scopes))
+        with self._read() as conn:
+            try:
+                hits = conn.execute(
+                    f"SELECT c.rid, bm25(chunks_fts) AS r FROM chunks_fts JOIN chunks c ON c.rid = chunks_fts.rowid "
+                    f"WHERE chunks_fts MATCH ? AND c.scope IN ({marks}) AND coalesce({where}, 0) "
+                    f"ORDER BY r LIMIT ?",
+                    [match, *scopes, *params, int(top_k)],
+                ).fetchall()
+            except sqlite3.OperationalError as e:
+                raise StoreError(f"BM25 search failed: {e}") from e
+            return self._fetch_rids(conn, [h[0] for h in hits], [-float(h[1]) for h in hits], return_embedding)
+
+    def embedding_search(
+        self,
+        embedding: Sequence[float],
+        *,
+        scopes: Sequence[str],
+        top_k: int,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
+    ) -> list[Document]:
+        scopes = require_scopes(scopes)
+        if top_k <= 0:
+            return []
+        q = np.asarray(embedding, dtype=np.float32).ravel()
+        with self._read() as conn:
+            self._refresh(conn)
+            if self._dim is None:
+                return []  # nothing embedded yet
+            if q.shape[0] != self._dim:
+                raise ValueError(f"query embedding has {q.shape[0]} dimensions, the store holds {self._dim}")
+            if not np.all(np.isfinite(q)):
+                raise ValueError("query embedding contains NaN or infinity")
+            norm = float(np.linalg.norm(q))
+            if norm > 0:
+                q = q / norm
+            allowed: np.ndarray | None = None
+            if filters:
+                where, params = filters_to_sql(filters)
+                marks = ",".join("?" * len(scopes))
+                allowed = np.fromiter(
+                    (
+                        r[0]
+                        for r in conn.execute(
+                            f"SELECT c.rid FROM chunks c WHERE c.scope IN ({marks}) AND coalesce({where}, 0)",
+                            [*scopes, *params],
+                        )
+                    ),
+                    dtype=np.int64,
+                )
+                if allowed.size == 0:
+                    return []
+            all_rids: list[np.ndarray] = []
+            all_scores: list[np.ndarray] = []
+            for scope in dict.fromkeys(scopes):
+                sm = self._matrix(conn, scope)
+                if sm is None or sm.rids.size == 0:
+                    continue
+                if allowed is not None:
+                    mask = np.isin(sm.rids, allowed, assume_unique=True)
+                    if not mask.any():
+                        continue
+                    all_rids.append(sm.rids[mask])
+                    all_scores.append(sm.mat[mask] @ q)
+                else:
+                    all_rids.append(sm.rids)
+                    all_scores.append(sm.mat @ q)
+            if not all_rids:
+                return []
+            rids = np.concatenate(all_rids) if len(all_rids) > 1 else all_rids[0]
+            scores = np.concatenate(all_scores) if len(all_scores) > 1 else all_scores[0]
+            k = min(int(top_k), scores.shape[0])
+            idx = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
+            idx = idx[np.argsort(-scores[idx], kind="stable")]
+            return self._fetch_rids(
+                conn, [int(r) for r in rids[idx]], [float(s) for s in scores[idx]], return_embedding
+            )
+
+    # --- dense cache -----------------------------------------------------------------------------------
+    def _refresh(self, conn: sqlite3.Connection) -> None:
+        """Drop cached matrices of scopes written since we last looked (by any process)."""
+        row = conn.execute("SELECT max(gen), min(gen) FROM changes").fetchone()
+        gen = int(row[0]) if row[0] is not None else 0
+        with self._cache_lock:
+            if gen == self._gen:
+                return
+            if self._gen < 0 or row[1] is None or self._gen < int(row[1]) - 1:
+                self._matrices.clear()
+            else:
+                for (scope,) in conn.execute("SELECT DISTINCT scope FROM changes WHERE gen > ?", (self._gen,)):
+                    self._matrices.pop(scope, None)
+            if self._dim is None:
+                self._check_dim(conn)
+            self._gen = gen
+
+    def _matrix(self, conn: sqlite3.Connection, scope: str) -> _ScopeMatrix | None:
+        with self._cache_lock:
+            sm = self._matrices.get(scope)
+            if sm is not None:
+                return sm
+            t0 = time.perf_counter()
+            rows = conn.execute("SELECT rid, embedding FROM embeddings WHERE scope=? ORDER BY rid", (scope,)).fetchall()
+            dim = self._dim or 0
+            if not rows or not dim:
+                sm = _ScopeMatrix(np.empty(0, dtype=np.int64), np.empty((0, dim), dtype=np.float32))
+            else:
+                rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim).copy()
+                norms = np.linalg.norm(mat, axis=1)
+                norms[norms == 0] = 1.0
+                mat /= norms[:, None]
+                sm = _ScopeMatrix(rids, mat)
+            self._matrices[scope] = sm
+            log.debug("store_matrix_loaded", rows=len(rows), ms=round((time.perf_counter() - t0) * 1000, 1))
+            return sm
+
+    def _after_write(self) -> None:
+        # Our own writes reach the matrices through the changes table, like anyone else's; only the
+        # dimension recorded by a first embedding is picked up here.
+        if self._dim is None:
+            self._check_dim(self._conn())
+
+    # --- internals ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _validate_docs(documents: Any) -> list[Document]:
+        if not isinstance(documents, list):
+            raise ValueError("write_documents expects a list of Documents")  # noqa: TRY004 (Haystack protocol)
+        for d in documents:
+            if not isinstance(d, Document):
+                raise ValueError(f"write_documents expects Documents, got {type(d).__name__}")  # noqa: TRY004
+        return documents
+
+    @staticmethod
+    def _scope_of(doc: Document) -> str:
+        scope = doc.meta.get("scope")
+        return scope if isinstance(scope, str) else ""
+
+    def _embedding_blob(self, doc: Document, dim: int) -> bytes | None:
+        if doc.embedding is None:
+            return None
+        try:
+            vec = np.asarray(doc.embedding, dtype=np.float32)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"document {doc.id} has an embedding that is not a list of numbers") from e
+        if vec.ndim != 1 or vec.shape[0] == 0:
+            raise ValueError(f"document {doc.id} has an embedding that is not a flat list of numbers")
+        if not np.all(np.isfinite(vec)):
+            raise ValueError(f"document {doc.id} has an embedding with NaN or infinity")
+        if vec.shape[0] != dim:
+            raise ValueError(f"document {doc.id} has a {vec.shape[0]}-dimensional embedding; the store holds {dim}")
+        return vec.tobytes()
+
+    def _tx_dim(self, conn: sqlite3.Connection, docs: Iterable[Document]) -> int:
+        """The store's embedding dimension inside a write transaction, recorded by the first embedding."""
+        row = conn.execute("SELECT value FROM store_info WHERE key='embedding_dim'").fetchone()
+        if row is not None:
+            return int(row[0])
+        dim = self.embedding_dim
+        if dim is None:
+            first = next((d.embedding for d in docs if d.embedding is not None), None)
+            if first is None:
+                return 0
+            dim = len(first)
+        conn.execute("INSERT INTO store_info(key, value) VALUES ('embedding_dim', ?)", (str(dim),))
+        return dim
+
+    def _insert(self, conn: sqlite3.Connection, docs: list[Document], policy: DuplicatePolicy) -> int:
+        if policy == DuplicatePolicy.NONE:
+            policy = DuplicatePolicy.FAIL
+        # Resolve duplicates inside the batch the way the policy says.
+        batch: dict[str, Document] = {}
+        for d in docs:
+            if d.id in batch:
+                if policy == DuplicatePolicy.FAIL:
+                    raise DuplicateDocumentError(f"document id {d.id} appears twice in the batch")
+                if policy == DuplicatePolicy.SKIP:
+                    continue
+            batch[d.id] = d
+        ids = list(batch)
+        existing: set[str] = set()
+        for part in _batches(ids, 500):
+            marks = ",".join("?" * len(part))
+            existing.update(r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE id IN ({marks})", part))
+        if existing:
+            if policy == DuplicatePolicy.FAIL:
+                raise DuplicateDocumentError(f"{len(existing)} document id(s) already exist, e.g. {min(existing)}")
+            if policy == DuplicatePolicy.SKIP:
+                ids = [i for i in ids if i not in existing]
+            else:  # OVERWRITE
+                for part in _batches(sorted(existing), 500):
+                    marks = ",".join("?" * len(part))
+                    conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", part)
+        chunk_rows = []
+        emb_rows: list[tuple[str, str, bytes]] = []
+        dim = self._tx_dim(conn, (batch[i] for i in ids))
+        for i in ids:
+            d = batch[i]
+            meta = d.meta or {}
+            extra = None
+            if d.blob is not None or d.sparse_embedding is not None:
+                extra = json.dumps(
+                    {
+                        "blob": d.blob.to_dict() if d.blob is not None else None,
+                        "sparse_embedding": d.sparse_embedding.to_dict() if d.sparse_embedding is not None else None,
+                    }
+                )
+            ci = meta.get("chunk_index")
+            try:
+                meta_json = json.dumps(meta, ensure_ascii=False)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"document {d.id} has metadata that is not JSON-serialisable: {e}") from e
+            chunk_rows.append(
+                (
+                    d.id,
+                    self._scope_of(d),
+                    _str_or_none(meta.get("doc_id")),
+                    _str_or_none(meta.get("file_name")),
+                    ci if isinstance(ci, int) and not isinstance(ci, bool) else None,
+                    d.content,
+                    meta_json,
+                    extra,
+                )
+            )
+            blob = self._embedding_blob(d, dim)
+            if blob is not None:
+                emb_rows.append((d.id, self._scope_of(d), blob))
+        try:
+            conn.executemany(
+                "INSERT INTO chunks(id, scope, doc_id, file_name, chunk_index, content, meta, extra) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                chunk_rows,
+            )
+            if emb_rows:
+                conn.executemany(
+                    "INSERT INTO embeddings(rid, scope, embedding) SELECT rid, ?, ? FROM chunks WHERE id = ?",
+                    [(s, b, i) for i, s, b in emb_rows],
+                )
+        except sqlite3.IntegrityError as e:
+            raise DuplicateDocumentError(f"duplicate document id: {e}") from e
+        return len(chunk_rows)
+
+    def _log_changes(self, conn: sqlite3.Connection, scopes: Iterable[str]) -> None:
+        scopes = sorted(set(scopes)) or [""]
+        conn.executemany("INSERT INTO changes(scope) VALUES (?)", [(s,) for s in scopes])
+        gen = conn.execute("SELECT max(gen) FROM changes").fetchone()[0]
+        if gen is not None and gen % 100 == 0:
+            conn.execute("DELETE FROM changes WHERE gen < ?", (int(gen) - _KEEP_CHANGES,))
+
+    def _fetch_rids(
+        self, conn: sqlite3.Connection, rids: list[int], scores: list[float], return_embedding: bool
+    ) -> list[Document]:
+        if not rids:
+            return []
+        marks = ",".join("?" * len(rids))
+        emb_col = "e.embedding" if return_embedding else "NULL"
+        join = "LEFT JOIN embeddings e ON e.rid = c.rid" if return_embedding else ""
+        rows = conn.execute(
+            f"SELECT c.rid, c.id, c.content, c.meta, c.extra, {emb_col} FROM chunks c {join} WHERE c.rid IN ({marks})",
+            rids,
+        ).fetchall()
+        by_rid = {r[0]: r for r in rows}
+        out = []
+        for rid, score in zip(rids, scores, strict=True):
+            r = by_rid.get(rid)
+            if r is not None:  # deleted since it was scored
+                out.append(self._row_to_doc(r[1], r[2], r[3], r[4], r[5], score))
+        return out
+
+    @staticmethod
+    def _row_to_doc(
+        doc_id: str, content: str | None, meta: str, extra: str | None, emb: bytes | None, score: float | None
+    ) -> Document:
+        blob = sparse = None
+        if extra:
+            ex = json.loads(extra)
+            if ex.get("blob"):
+                blob = ByteStream.from_dict(ex["blob"])
+            if ex.get("sparse_embedding"):
+                sparse = SparseEmbedding.from_dict(ex["sparse_embedding"])
+        embedding = np.frombuffer(emb, dtype=np.float32).tolist() if emb is not None else None
+        return Document(
+            id=doc_id,
+            content=content,
+            meta=json.loads(meta) if meta else {},
+            blob=blob,
+            sparse_embedding=sparse,
+            embedding=embedding,
+            score=score,
+        )
+
+
+def _str_or_none(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# --------------------------------------------------------------------------------------------------
+# Retrievers
+# --------------------------------------------------------------------------------------------------
+def _check_top_k(top_k: int) -> None:
+    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k <= 0:
+        raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+
+
+@component
+class SQLiteBM25Retriever:
+    """BM25 over the chunks of the given scopes (always filtered by scope, at run time)."""
+
+    def __init__(self, document_store: SQLiteDocumentStore, *, top_k: int = 20, return_embedding: bool = False) -> None:
+        if not isinstance(document_store, SQLiteDocumentStore):
+            raise ValueError("document_store must be a SQLiteDocumentStore")  # noqa: TRY004
+        _check_top_k(top_k)
+        self.document_store = document_store
+        self.top_k = top_k
+        self.return_embedding = return_embedding
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            top_k=self.top_k,
+            return_embedding=self.return_embedding,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SQLiteBM25Retriever:
+        params = data.get("init_parameters", {})
+        params["document_store"] = SQLiteDocumentStore.from_dict(params["document_store"])
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query: str,
+        scopes: list[str],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, list[Document]]:
+        scopes = require_scopes(scopes)
+        k = self.top_k if top_k is None else top_k
+        _check_top_k(k)
+        docs = self.document_store.bm25_search(
+            query, scopes=scopes, top_k=k, filters=filters, return_embedding=self.return_embedding
+        )
+        return {"documents": docs}
+
+
+@component
+class SQLiteEmbeddingRetriever:
+    """Cosine kNN over the chunks of the given scopes (always filtered by scope, at run time)."""
+
+    def __init__(self, document_store: SQLiteDocumentStore, *, top_k: int = 20, return_embedding: bool = False) -> None:
+        if not isinstance(document_store, SQLiteDocumentStore):
+            raise ValueError("document_store must be a SQLiteDocumentStore")  # noqa: TRY004
+        _check_top_k(top_k)
+        self.document_store = document_store
+        self.top_k = top_k
+        self.return_embedding = return_embedding
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            top_k=self.top_k,
+            return_embedding=self.return_embedding,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SQLiteEmbeddingRetriever:
+        params = data.get("init_parameters", {})
+        params["document_store"] = SQLiteDocumentStore.from_dict(params["document_store"])
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query_embedding: list[float],
+        scopes: list[str],
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, list[Document]]:
+        scopes = require_scopes(scopes)
+        k = self.top_k if top_k is None else top_k
+        _check_top_k(k)
+        docs = self.document_store.embedding_search(
+            query_embedding, scopes=scopes, top_k=k, filters=filters, return_embedding=self.return_embedding
+        )
+        return {"documents": docs}

@@ -1,0 +1,45 @@
+"""Pick the document store from the settings, and the matching pair of scoped retrievers.
+
+``open_store`` returns Elasticsearch when ``CITEBOT_ELASTICSEARCH_URL`` is set, else the embedded SQLite
+store in ``CITEBOT_DATA_DIR``. ``make_retrievers`` returns ``(bm25, embedding)`` Haystack components whose
+``run`` takes ``scopes`` (mandatory) and ``filters``/``top_k`` (optional); fuse their outputs with
+``DocumentJoiner(join_mode="reciprocal_rank_fusion")``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from connectors.settings import Settings
+from connectors.store_api import ChunkStore
+
+
+def open_store(settings: Settings) -> ChunkStore:
+    if settings.elasticsearch_url:
+        from connectors.elasticsearch_store import CitebotElasticsearchStore
+
+        return CitebotElasticsearchStore.from_settings(settings)
+    from connectors.sqlite_store import SQLiteDocumentStore
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
+
+
+def make_retrievers(store: ChunkStore, top_k: int = 20) -> tuple[Any, Any]:
+    """``(bm25_retriever, embedding_retriever)`` components for ``store``, each returning ``top_k`` documents."""
+    from connectors.sqlite_store import SQLiteBM25Retriever, SQLiteDocumentStore, SQLiteEmbeddingRetriever
+
+    if isinstance(store, SQLiteDocumentStore):
+        return SQLiteBM25Retriever(store, top_k=top_k), SQLiteEmbeddingRetriever(store, top_k=top_k)
+    from connectors.elasticsearch_store import (
+        CitebotElasticsearchStore,
+        ScopedElasticsearchBM25Retriever,
+        ScopedElasticsearchEmbeddingRetriever,
+    )
+
+    if isinstance(store, CitebotElasticsearchStore):
+        return (
+            ScopedElasticsearchBM25Retriever(store, top_k=top_k),
+            ScopedElasticsearchEmbeddingRetriever(store, top_k=top_k),
+        )
+    raise TypeError(f"no retrievers for a {type(store).__name__}; use open_store() to get a store")
