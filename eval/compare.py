@@ -1,0 +1,224 @@
+"""``citebot eval compare BASE NEW [--gates FILE]``: per-metric deltas, per-case regressions and CI gates.
+
+Gates (TOML, see ``eval/gates.toml``)::
+
+    [floors]                       # the new run must reach each value
+    citation_validity = 1.0
+    "page_hit@5" = 0.85
+
+    [drop]                         # largest fall allowed against the baseline, higher-is-better metrics
+    max = 0.02
+    metrics = ["page_hit@5", ...]  # optional; default: every higher-is-better metric both runs have
+
+    [critical]                     # no `critical` case may regress
+    no_regression = true
+
+A case *regresses* when it gains a failure label it did not have (retrieval miss, wrong refusal,
+unsupported answer, answer without citation, error) or its case score falls by more than
+``[cases] score_tolerance`` (default 0.05). With only NEW given, floors are checked and the baseline
+gates are reported as skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.metrics import case_score, failure_labels, higher_is_better, summarise
+from eval.records import CaseResult, load_run
+
+
+class GatesError(ValueError):
+    """The gates file is unreadable or names something unknown."""
+
+
+@dataclass
+class Gates:
+    floors: dict[str, float] = field(default_factory=dict)
+    max_drop: float | None = None
+    drop_metrics: list[str] | None = None
+    critical_no_regression: bool = False
+    score_tolerance: float = 0.05
+
+
+def load_gates(path: Path) -> Gates:
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise GatesError(f"cannot read gates file {path}: {e}") from e
+    unknown = set(raw) - {"floors", "drop", "critical", "cases"}
+    if unknown:
+        raise GatesError(f"{path}: unknown table(s) {sorted(unknown)}; expected floors, drop, critical, cases")
+    floors = raw.get("floors", {})
+    for name, value in floors.items():
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise GatesError(f"{path}: floor {name!r} must be a number")
+    drop = raw.get("drop", {})
+    return Gates(
+        floors={k: float(v) for k, v in floors.items()},
+        max_drop=float(drop["max"]) if "max" in drop else None,
+        drop_metrics=list(drop["metrics"]) if "metrics" in drop else None,
+        critical_no_regression=bool(raw.get("critical", {}).get("no_regression", False)),
+        score_tolerance=float(raw.get("cases", {}).get("score_tolerance", 0.05)),
+    )
+
+
+@dataclass
+class GateResult:
+    gate: str
+    passed: bool | None  # None: skipped
+    detail: str
+
+
+@dataclass
+class CaseRegression:
+    id: str
+    question: str
+    critical: bool
+    base_score: float
+    new_score: float
+    new_labels: list[str]
+
+
+@dataclass
+class Comparison:
+    base: dict[str, Any] | None
+    new: dict[str, Any]
+    deltas: dict[str, dict[str, float | None]]
+    regressions: list[CaseRegression]
+    improvements: list[str]
+    gates: list[GateResult]
+
+    @property
+    def passed(self) -> bool:
+        return all(g.passed is not False for g in self.gates)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "deltas": self.deltas,
+            "regressions": [asdict(r) for r in self.regressions],
+            "improvements": self.improvements,
+            "gates": [asdict(g) for g in self.gates],
+        }
+
+
+def _numeric(summary: dict[str, Any]) -> dict[str, float | None]:
+    return {k: v for k, v in summary.items() if (isinstance(v, int | float) and not isinstance(v, bool)) or v is None}
+
+
+def case_regressions(
+    base: list[CaseResult], new: list[CaseResult], k: int, tolerance: float = 0.05
+) -> tuple[list[CaseRegression], list[str]]:
+    """Cases (matched by id) that got worse, and ids of cases that got better."""
+    by_id = {r.id: r for r in base}
+    regressions: list[CaseRegression] = []
+    improved: list[str] = []
+    for r in new:
+        b = by_id.get(r.id)
+        if b is None:
+            continue
+        bs, ns = case_score(b, k), case_score(r, k)
+        gained = [label for label in failure_labels(r, k) if label not in failure_labels(b, k)]
+        if gained or ns < bs - tolerance:
+            regressions.append(
+                CaseRegression(id=r.id, question=r.question, critical=r.critical or b.critical,
+                               base_score=bs, new_score=ns, new_labels=gained)
+            )
+        elif ns > bs + tolerance:
+            improved.append(r.id)
+    return regressions, improved
+
+
+def compare(
+    base: tuple[dict[str, Any], list[CaseResult]] | None,
+    new: tuple[dict[str, Any], list[CaseResult]],
+    gates: Gates | None = None,
+) -> Comparison:
+    new_meta, new_results = new
+    k = int(new_meta.get("k", 5))
+    new_sum = summarise(new_results, k)["overall"]
+    base_sum = summarise(base[1], int(base[0].get("k", k)))["overall"] if base else None
+    gates = gates or Gates()
+
+    deltas: dict[str, dict[str, float | None]] = {}
+    for key, value in _numeric(new_sum).items():
+        b = _numeric(base_sum).get(key) if base_sum else None
+        deltas[key] = {"base": b, "new": value, "delta": (value - b) if value is not None and b is not None else None}
+
+    regressions, improved = case_regressions(base[1], new_results, k, gates.score_tolerance) if base else ([], [])
+
+    results: list[GateResult] = []
+    for metric, floor in gates.floors.items():
+        if metric not in new_sum:
+            results.append(GateResult(f"floor {metric}", False, f"unknown metric {metric!r} (k={k} in this run?)"))
+            continue
+        value = new_sum[metric]
+        if value is None:
+            results.append(GateResult(f"floor {metric}", False, f"{metric} is undefined in this run (no cases apply)"))
+            continue
+        ok = value >= floor - 1e-9
+        results.append(GateResult(f"floor {metric}", ok, f"{value:.4f} {'>=' if ok else '<'} {floor:.4f}"))
+    if gates.max_drop is not None:
+        if base_sum is None:
+            results.append(GateResult("max drop", None, "skipped: no baseline run given"))
+        else:
+            metrics = gates.drop_metrics or [m for m in deltas if higher_is_better(m)]
+            worst = [
+                (m, deltas[m]["delta"])
+                for m in metrics
+                if m in deltas and deltas[m]["delta"] is not None and deltas[m]["delta"] < -gates.max_drop - 1e-9  # type: ignore[operator]
+            ]
+            detail = ", ".join(f"{m} {d:+.4f}" for m, d in worst) if worst else f"no metric fell by > {gates.max_drop}"
+            results.append(GateResult(f"max drop {gates.max_drop}", not worst, detail))
+    if gates.critical_no_regression:
+        if base is None:
+            results.append(GateResult("critical cases", None, "skipped: no baseline run given"))
+        else:
+            crit = [r for r in regressions if r.critical]
+            detail = ", ".join(r.id for r in crit) if crit else "no critical case regressed"
+            results.append(GateResult("critical cases", not crit, detail))
+    return Comparison(base_sum, new_sum, deltas, regressions, improved, results)
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.4f}" if abs(v) < 10 else f"{v:.1f}"
+
+
+def render(c: Comparison) -> str:
+    lines = ["| metric | base | new | delta |", "|---|---:|---:|---:|"]
+    for key, d in c.deltas.items():
+        flag = ""
+        hib = higher_is_better(key)
+        if d["delta"] is not None and hib is not None and abs(d["delta"]) > 1e-9:
+            worse = d["delta"] < 0 if hib else d["delta"] > 0
+            flag = " ▼" if worse else " ▲"
+        delta = "—" if d["delta"] is None else f"{d['delta']:+.4f}{flag}"
+        lines.append(f"| {key} | {_fmt(d['base'])} | {_fmt(d['new'])} | {delta} |")
+    lines.append("")
+    if c.base is not None:
+        lines.append(f"Regressed cases: {len(c.regressions)}; improved: {len(c.improvements)}")
+        for r in c.regressions:
+            crit = " [critical]" if r.critical else ""
+            why = ", ".join(r.new_labels) or "lower score"
+            lines.append(f"  - {r.id}{crit}: {r.base_score:.2f} -> {r.new_score:.2f} ({why}) {r.question}")
+        lines.append("")
+    if c.gates:
+        lines.append("Gates:")
+        for g in c.gates:
+            status = "SKIP" if g.passed is None else "PASS" if g.passed else "FAIL"
+            lines.append(f"  {status}  {g.gate}: {g.detail}")
+        lines.append("RESULT: " + ("all gates passed" if c.passed else "a gate FAILED"))
+    return "\n".join(lines)
+
+
+def run_compare(base_dir: Path | None, new_dir: Path, gates_path: Path | None, as_json: bool = False) -> int:
+    gates = load_gates(gates_path) if gates_path else None
+    c = compare(load_run(base_dir) if base_dir else None, load_run(new_dir), gates)
+    print(json.dumps(c.to_json(), indent=2) if as_json else render(c))
+    return 0 if c.passed else 1

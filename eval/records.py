@@ -1,0 +1,116 @@
+"""What an eval run writes: one :class:`CaseResult` per line of ``results.jsonl``, plus ``meta.json``.
+
+Kept apart from the pipeline's ``Answer`` so a run directory stays readable after the models change.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from eval.cases import Source
+
+
+class Hit(BaseModel):
+    """One retrieved chunk, in rank order."""
+
+    chunk_id: str
+    file: str
+    page_start: int
+    page_end: int
+    score: float = 0.0
+
+
+class CitedQuote(BaseModel):
+    n: int = 0
+    chunk_id: str
+    file: str
+    page_start: int
+    page_end: int
+    quote: str
+    verbatim: bool | None = Field(
+        None, description="Rechecked by the runner against the cited chunk's stored text; None = not checked."
+    )
+
+
+class JudgeScore(BaseModel):
+    score: float | None = None
+    explanation: str = ""
+
+
+class CaseResult(BaseModel):
+    id: str
+    question: str
+    category: str = "uncategorised"
+    critical: bool = False
+    answerable: bool = True
+    expected_answer: str | None = None
+    sources: list[Source] = Field(default_factory=list)
+    scopes: list[str] = Field(default_factory=list)
+    retrieval_mode: str = "hybrid"
+    answer_mode: str = "extractive"
+    answer: str = ""
+    refused: bool = False
+    citations: list[CitedQuote] = Field(default_factory=list)
+    retrieved: list[Hit] = Field(default_factory=list)
+    latency_ms: float = 0.0
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    judge: dict[str, JudgeScore] = Field(default_factory=dict)
+    error: str | None = None
+
+    def to_line(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def from_line(cls, line: str) -> CaseResult:
+        return cls.model_validate_json(line)
+
+
+RESULTS_FILE = "results.jsonl"
+META_FILE = "meta.json"
+MODES_ORDER = ("hybrid", "bm25", "dense")
+
+
+class RunDirError(ValueError):
+    """A run directory is missing or unreadable; the message says which command makes one."""
+
+
+def resolve_run_dir(run_dir: Path) -> Path:
+    """A run directory holds ``results.jsonl``; a ``--mode all`` run holds one per mode, and the hybrid one
+    stands for it."""
+    if (run_dir / RESULTS_FILE).exists():
+        return run_dir
+    for mode in MODES_ORDER:
+        if (run_dir / mode / RESULTS_FILE).exists():
+            return run_dir / mode
+    raise RunDirError(f"{run_dir} holds no {RESULTS_FILE}: make one with `citebot eval run --out {run_dir} ...`")
+
+
+def read_results(path: Path) -> list[CaseResult]:
+    """Results of a run, the last line per case id winning; a torn last line (interrupted write) is skipped."""
+    out: dict[str, CaseResult] = {}
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            r = CaseResult.from_line(line)
+        except ValueError:
+            if i == len(lines) - 1:
+                continue  # interrupted mid-write; the case will be redone
+            raise RunDirError(f"{path}:{i + 1}: not a result line; was the file edited by hand?") from None
+        out[r.id] = r
+    return list(out.values())
+
+
+def load_run(run_dir: Path) -> tuple[dict[str, Any], list[CaseResult]]:
+    run_dir = resolve_run_dir(run_dir)
+    meta: dict[str, Any] = {}
+    if (run_dir / META_FILE).exists():
+        meta = json.loads((run_dir / META_FILE).read_text(encoding="utf-8"))
+    return meta, read_results(run_dir / RESULTS_FILE)

@@ -1,0 +1,186 @@
+"""Metric functions on hand-made cases whose values are worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from eval.cases import Source
+from eval.metrics import (
+    aggregate,
+    bucket,
+    case_score,
+    citation_page_hits,
+    citation_validity,
+    contains_match,
+    doc_hit_at_k,
+    exact_match,
+    failure_labels,
+    ndcg_at_k,
+    page_hit_at_k,
+    percentile,
+    recall_at_k,
+    reciprocal_rank,
+    refusal_prf,
+    summarise,
+    token_f1,
+)
+from eval.records import CaseResult, CitedQuote, Hit, JudgeScore
+
+
+def hit(file: str, start: int, end: int | None = None) -> Hit:
+    return Hit(chunk_id=f"{file}:{start}", file=file, page_start=start, page_end=end or start, score=0.5)
+
+
+def quote(file: str, page: int, verbatim: bool | None = True) -> CitedQuote:
+    return CitedQuote(chunk_id=f"{file}:{page}", file=file, page_start=page, page_end=page, quote="q",
+                      verbatim=verbatim)
+
+
+SRC = [Source(doc="a.pdf", pages=[3, 4])]
+# rank 1: other doc; rank 2: a.pdf p1 (wrong page); rank 3: a.pdf p3-3; rank 4: a.pdf p3 again; rank 5: a.pdf p4
+RANKED = [hit("b.pdf", 3), hit("a.pdf", 1), hit("a.pdf", 3), hit("a.pdf", 3), hit("a.pdf", 4)]
+
+
+class TestRetrieval:
+    def test_doc_hit(self) -> None:
+        assert doc_hit_at_k(RANKED, SRC, 1) == 0.0
+        assert doc_hit_at_k(RANKED, SRC, 2) == 1.0
+        assert doc_hit_at_k(RANKED, [], 5) is None
+
+    def test_page_hit_needs_an_overlapping_page(self) -> None:
+        assert page_hit_at_k(RANKED, SRC, 2) == 0.0
+        assert page_hit_at_k(RANKED, SRC, 3) == 1.0
+        # a chunk spanning pages 2-3 overlaps expected page 3
+        assert page_hit_at_k([hit("a.pdf", 2, 3)], SRC, 1) == 1.0
+        # file names compare case-insensitively
+        assert page_hit_at_k([hit("A.PDF", 4)], SRC, 1) == 1.0
+
+    def test_source_without_pages_means_any_page_of_the_doc(self) -> None:
+        src = [Source(doc="a.pdf")]
+        assert page_hit_at_k([hit("a.pdf", 9)], src, 1) == 1.0
+        assert recall_at_k([hit("a.pdf", 9)], src, 1) is None
+
+    def test_recall_over_expected_pages(self) -> None:
+        assert recall_at_k(RANKED, SRC, 3) == 0.5  # page 3 of {3, 4}
+        assert recall_at_k(RANKED, SRC, 5) == 1.0
+        assert recall_at_k([hit("a.pdf", 2, 5)], SRC, 1) == 1.0
+
+    def test_reciprocal_rank(self) -> None:
+        assert reciprocal_rank(RANKED, SRC) == pytest.approx(1 / 3)
+        assert reciprocal_rank([hit("b.pdf", 1)], SRC) == 0.0
+
+    def test_ndcg_counts_each_expected_page_once(self) -> None:
+        # gains: 0, 0, 1 (page 3), 0 (page 3 again), 1 (page 4) -> DCG = 1/log2(4) + 1/log2(6)
+        # ideal: two units -> 1/log2(2) + 1/log2(3)
+        expected = (1 / math.log2(4) + 1 / math.log2(6)) / (1 + 1 / math.log2(3))
+        assert ndcg_at_k(RANKED, SRC) == pytest.approx(expected)
+        assert ndcg_at_k([hit("a.pdf", 3), hit("a.pdf", 4)], SRC) == pytest.approx(1.0)
+        assert ndcg_at_k([hit("a.pdf", 3, 4)], SRC) == 1.0  # capped
+        assert ndcg_at_k([], SRC) == 0.0
+        assert ndcg_at_k(RANKED, []) is None
+
+
+class TestAnswers:
+    def test_citation_validity_counts_checked_quotes(self) -> None:
+        assert citation_validity([quote("a.pdf", 3), quote("a.pdf", 4, False), quote("a.pdf", 4, None)]) == (1, 2)
+
+    def test_citation_page_precision(self) -> None:
+        assert citation_page_hits([quote("a.pdf", 3), quote("a.pdf", 9), quote("b.pdf", 3)], SRC) == (1, 3)
+        assert citation_page_hits([], SRC) == (0, 0)
+
+    def test_refusal_prf(self) -> None:
+        # (refused, answerable): TP=2, FP=1, FN=1, TN=1 -> P=2/3, R=2/3, F1=2/3
+        pairs = [(True, False), (True, False), (True, True), (False, False), (False, True)]
+        prf = refusal_prf(pairs)
+        assert prf["precision"] == pytest.approx(2 / 3)
+        assert prf["recall"] == pytest.approx(2 / 3)
+        assert prf["f1"] == pytest.approx(2 / 3)
+        assert refusal_prf([(False, True)]) == {"precision": None, "recall": None, "f1": None}
+        assert refusal_prf([(False, False)]) == {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+
+    @pytest.mark.parametrize(
+        ("pred", "gold", "em", "contains", "f1"),
+        [
+            ("The answer is 25 days [1].", "25 days", 0.0, 1.0, 2 * (2 / 4) * 1 / (2 / 4 + 1)),
+            ("25 Days.", "25 days", 1.0, 1.0, 1.0),
+            ("250 days", "25 days", 0.0, 0.0, 0.5),
+            ("nothing", "25 days", 0.0, 0.0, 0.0),
+        ],
+    )
+    def test_text_matches(self, pred: str, gold: str, em: float, contains: float, f1: float) -> None:
+        assert exact_match(pred, gold) == em
+        assert contains_match(pred, gold) == contains
+        assert token_f1(pred, gold) == pytest.approx(f1)
+
+    def test_percentile_interpolates(self) -> None:
+        assert percentile([10, 20, 30, 40], 50) == 25
+        assert percentile([10, 20, 30, 40], 95) == pytest.approx(38.5)
+        assert percentile([], 50) is None
+
+
+def result(**kw: object) -> CaseResult:
+    base: dict[str, object] = {"id": "c", "question": "q?", "sources": SRC, "retrieved": RANKED}
+    base.update(kw)
+    return CaseResult.model_validate(base)
+
+
+class TestCases:
+    def test_good_answer_scores_high(self) -> None:
+        r = result(answer="Staff get 25 days.", expected_answer="25 days", citations=[quote("a.pdf", 3)])
+        # page_hit 1, citation page precision 1, validity 1, max(contains 1, f1) = 1
+        assert case_score(r) == 1.0
+        assert bucket(case_score(r)) == "high"
+        assert failure_labels(r) == []
+
+    def test_failure_labels(self) -> None:
+        miss = result(retrieved=[hit("b.pdf", 1)], answer="x", citations=[quote("b.pdf", 1)])
+        assert failure_labels(miss) == ["retrieval miss", "unsupported answer"]
+        assert failure_labels(result(refused=True)) == ["wrong refusal"]
+        assert failure_labels(result(answerable=False, sources=[], answer="made up")) == [
+            "wrong refusal", "answer without citation"]
+        forged = result(answer="x", citations=[quote("a.pdf", 3, verbatim=False)])
+        assert failure_labels(forged) == ["unsupported answer"]
+        ungrounded = result(answer="x", citations=[quote("a.pdf", 3)],
+                            judge={"groundedness": JudgeScore(score=0.2, explanation="not in quote")})
+        assert failure_labels(ungrounded) == ["unsupported answer"]
+        assert failure_labels(result(error="boom")) == ["error"]
+
+    def test_case_score_mixes_the_layers(self) -> None:
+        # page_hit 1, citation page precision 1/2, validity 1/2 -> (1 + 0.5 + 0.5) / 3
+        r = result(answer="x", citations=[quote("a.pdf", 3), quote("b.pdf", 1, verbatim=False)])
+        assert case_score(r) == pytest.approx(2 / 3)
+        assert bucket(case_score(r)) == "medium"
+        assert case_score(result(answerable=False, sources=[], refused=True)) == 1.0
+        assert case_score(result(refused=True)) == 0.0
+
+
+def test_aggregate_per_run_and_category() -> None:
+    results = [
+        result(id="1", category="lookup", answer="25 days", expected_answer="25 days",
+               citations=[quote("a.pdf", 3)], latency_ms=10),
+        result(id="2", category="lookup", retrieved=[hit("b.pdf", 1)], answer="no", expected_answer="25 days",
+               citations=[quote("b.pdf", 1), quote("b.pdf", 1, verbatim=False)], latency_ms=30),
+        result(id="3", category="unanswerable", answerable=False, sources=[], refused=True, latency_ms=20),
+        result(id="4", category="unanswerable", answerable=False, sources=[], answer="made up", latency_ms=40),
+    ]
+    s = summarise(results)
+    o = s["overall"]
+    assert o["n_cases"] == 4
+    assert o["page_hit@5"] == 0.5 and o["doc_hit@5"] == 0.5
+    assert o["citation_validity"] == pytest.approx(2 / 3)  # 3 quotes checked, 2 verbatim
+    assert o["citation_page_precision"] == pytest.approx(1 / 3)
+    # refusals: TP=1 (case 3), FP=0, FN=1 (case 4) -> P=1, R=0.5
+    assert o["refusal_precision"] == 1.0 and o["refusal_recall"] == 0.5
+    assert o["refusal_f1"] == pytest.approx(2 / 3)
+    assert o["answer_rate"] == 1.0
+    assert o["exact_match"] == 0.5
+    assert o["latency_p50_ms"] == 25
+    assert o["buckets"] == {"high": 2, "medium": 0, "low": 2}
+    assert o["failures"]["wrong refusal"] == 1
+    assert o["failures"]["retrieval miss"] == 1
+    assert s["categories"]["lookup"]["page_hit@5"] == 0.5
+    assert s["categories"]["unanswerable"]["page_hit@5"] is None
+    assert s["categories"]["unanswerable"]["refusal_recall"] == 0.5
+    assert aggregate([])["n_cases"] == 0
