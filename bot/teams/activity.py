@@ -1,0 +1,192 @@
+"""Teams activities parsed into small typed models, so the handler never digs through raw dicts.
+
+Scopes: ``teams:{tenant}:{channel_id}`` for channel messages (the channel id from
+``channelData.channel.id``, never the ``;messageid=`` thread suffix of ``conversation.id``) and
+``teams:{tenant}:{conversation_id}`` for personal and group chats.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from botbuilder.schema import Activity
+
+from pipelines.models import teams_scope
+
+FILE_DOWNLOAD_INFO = "application/vnd.microsoft.teams.file.download.info"
+ConversationKind = Literal["channel", "personal", "groupChat"]
+
+_AT_TAG = re.compile(r"<at[^>]*>.*?</at>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"</?(?:p|div|span|br)\b[^>]*>", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TeamsFile:
+    name: str
+    download_url: str
+    file_type: str = ""
+    unique_id: str = ""
+
+    @property
+    def is_pdf(self) -> bool:
+        return self.file_type.lower() == "pdf" or self.name.lower().endswith(".pdf")
+
+
+@dataclass(frozen=True)
+class TeamsTurn:
+    """Where a message came from and what it says (mention stripped)."""
+
+    kind: ConversationKind
+    tenant_id: str
+    conversation_id: str
+    channel_id: str  # the channel for channel messages, else ""
+    team_id: str  # the team's Bot Framework id (19:...@thread...), else ""
+    team_group_id: str  # the team's Microsoft 365 group id when Teams sent it, else ""
+    user: str
+    text: str
+    mentioned: bool
+    files: tuple[TeamsFile, ...] = ()
+
+    @property
+    def scope(self) -> str:
+        return teams_scope(self.tenant_id, self.channel_id if self.kind == "channel" else self.conversation_id)
+
+    @property
+    def thread_ref(self) -> str:
+        """The thread: for channels the conversation id carries ``;messageid=<root post>``."""
+        return self.conversation_id
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def channel_data(activity: Activity) -> dict[str, Any]:
+    return _dict(activity.channel_data)
+
+
+def tenant_id(activity: Activity) -> str:
+    tenant = _dict(channel_data(activity).get("tenant")).get("id")
+    conv = activity.conversation
+    return str(tenant or (conv.tenant_id if conv else None) or "no-tenant")
+
+
+def conversation_kind(activity: Activity) -> ConversationKind:
+    conv_type = (activity.conversation.conversation_type if activity.conversation else None) or ""
+    if conv_type == "channel" or channel_data(activity).get("channel"):
+        return "channel"
+    if conv_type == "groupChat" or (activity.conversation and activity.conversation.is_group):
+        return "groupChat"
+    return "personal"
+
+
+def _mention_texts(activity: Activity) -> tuple[bool, list[str]]:
+    """(the bot is mentioned, the markup of each of its mentions)."""
+    bot_id = activity.recipient.id if activity.recipient else None
+    found = False
+    texts: list[str] = []
+    for entity in activity.entities or []:
+        if (entity.type or "").lower() != "mention":
+            continue
+        props = getattr(entity, "additional_properties", None) or {}
+        mentioned = _dict(props.get("mentioned"))
+        if bot_id and mentioned.get("id") == bot_id:
+            found = True
+            if props.get("text"):
+                texts.append(str(props["text"]))
+    return found, texts
+
+
+def strip_bot_mention(activity: Activity) -> tuple[bool, str]:
+    """(mentioned, the text without the bot's ``<at>…</at>`` markup and HTML whitespace).
+
+    Other people's mentions keep their names; only the bot's own mention is removed.
+    """
+    mentioned, markups = _mention_texts(activity)
+    text = activity.text or ""
+    for markup in markups:
+        text = text.replace(markup, " ")
+    if mentioned and not markups:
+        text = _AT_TAG.sub(" ", text, count=1)  # the mention entity had no text: drop the first tag
+    text = _AT_TAG.sub(lambda m: re.sub(r"<[^>]+>", "", m.group(0)), text)
+    text = _TAG.sub(" ", text).replace("&nbsp;", " ")
+    return mentioned, " ".join(html.unescape(text).split())
+
+
+def _file_content(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return _dict(raw)
+
+
+def files(activity: Activity) -> tuple[TeamsFile, ...]:
+    out = []
+    for att in activity.attachments or []:
+        if att.content_type != FILE_DOWNLOAD_INFO:
+            continue
+        content = _file_content(att.content)
+        url = str(content.get("downloadUrl") or "")
+        if not url:
+            continue
+        out.append(
+            TeamsFile(
+                name=str(att.name or "file"),
+                download_url=url,
+                file_type=str(content.get("fileType") or ""),
+                unique_id=str(content.get("uniqueId") or ""),
+            )
+        )
+    return tuple(out)
+
+
+def parse_turn(activity: Activity) -> TeamsTurn:
+    data = channel_data(activity)
+    kind = conversation_kind(activity)
+    conv_id = (activity.conversation.id if activity.conversation else None) or ""
+    channel_id = ""
+    if kind == "channel":
+        channel_id = str(_dict(data.get("channel")).get("id") or data.get("teamsChannelId") or "")
+        channel_id = channel_id or conv_id.split(";messageid=")[0]
+    team = _dict(data.get("team"))
+    mentioned, text = strip_bot_mention(activity)
+    user = activity.from_property.id if activity.from_property and activity.from_property.id else "unknown"
+    return TeamsTurn(
+        kind=kind,
+        tenant_id=tenant_id(activity),
+        conversation_id=conv_id,
+        channel_id=channel_id,
+        team_id=str(team.get("id") or data.get("teamsTeamId") or ""),
+        team_group_id=str(team.get("aadGroupId") or ""),
+        user=str(user),
+        text=text,
+        mentioned=mentioned,
+        files=files(activity),
+    )
+
+
+def message_ref(scope: str, activity_id: str) -> str:
+    """The key an answer is recorded under: Teams message ids are only unique per conversation."""
+    return f"{scope}|{activity_id}"
+
+
+def feedback_comment(raw: Any) -> str:
+    """The optional text of a feedback-loop submission (Teams sends ``{"feedbackText": "..."}`` as JSON)."""
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return raw.strip()[:2000]
+        raw = parsed
+    if isinstance(raw, dict):
+        for key in ("feedbackText", "feedback", "text"):
+            if isinstance(raw.get(key), str):
+                return str(raw[key]).strip()[:2000]
+        return ""
+    return str(raw).strip()[:2000] if isinstance(raw, str) else ""

@@ -1,0 +1,362 @@
+"""The Teams activity handler: activities in, :class:`bot.core.ChatCore` calls, Teams messages out.
+
+Every turn acknowledges at once (a typing indicator, or a short reply for quick commands) and
+hands slow work (answers, file ingestion, channel sync) to a background task on a sized thread
+pool; its results are posted proactively with ``adapter.continue_conversation`` and the stored
+conversation reference, because the Bot Service gives a turn only about 15 seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
+from typing import Any, TypeVar
+
+import structlog
+from botbuilder.core import ActivityHandler, BotAdapter, InvokeResponse, TurnContext
+from botbuilder.schema import Activity, ChannelAccount, ConversationReference, MessageReaction
+
+from bot.core import APOLOGY, ChatContext, ChatCore, docs_text, ingest_result_text, progress_text, stats_text
+from bot.teams import render
+from bot.teams.activity import TeamsFile, TeamsTurn, feedback_comment, message_ref, parse_turn
+from bot.teams.graph import GraphClient, GraphError, graph_configured
+from connectors.download import DownloadError, download
+from connectors.settings import Settings
+from pipelines.models import IngestProgress
+
+log = structlog.get_logger("citebot.teams")
+T = TypeVar("T")
+
+HELP_TEXT = (
+    "**Citebot** answers questions about your PDFs, quoting them.\n\n"
+    "- In a channel, @mention me with a question; I reply in the thread.\n"
+    "- In a chat with me, just ask. Send me a PDF here and I index it for this chat.\n"
+    "- `@Citebot sync` in a channel indexes the PDFs in the channel's Files tab.\n"
+    "- Use 👍/👎 under an answer to tell us whether it helped.\n"
+    "- Commands: `help`, `docs` (what I have indexed here), `forget <file>` (the uploader), `stats`, `sync`."
+)
+GRAPH_NOT_CONFIGURED = (
+    "Channel sync needs Microsoft Graph, which is not configured for this bot: set TEAMS_APP_ID and "
+    "TEAMS_APP_PASSWORD and grant the app Files.Read.All (application permission, admin consent). "
+    "Until then, send me PDFs in a personal chat."
+)
+SYNC_ONLY_IN_CHANNELS = "`sync` reads a channel's Files tab, so use it in a channel. Here, just send me the PDF."
+NOT_A_PDF = "I can only index PDFs, and {name} isn't one."
+NO_CHANNEL_PDFS = "I found no PDFs in this channel's Files tab. Upload some there, then `@Citebot sync` again."
+
+PROGRESS_INTERVAL_S = 2.0
+COMMANDS = ("help", "docs", "stats", "forget", "sync")
+
+
+class _Progress:
+    """Thread-safe progress callback that edits the status message at most every few seconds."""
+
+    def __init__(self, post: Callable[[str], Coroutine[Any, Any, None]], loop: asyncio.AbstractEventLoop) -> None:
+        self._post = post
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._last = 0.0
+        self._pending: list[Future[None]] = []
+
+    def __call__(self, p: IngestProgress) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - self._last < PROGRESS_INTERVAL_S or any(not f.done() for f in self._pending):
+                return
+            self._last = now
+            self._pending.append(asyncio.run_coroutine_threadsafe(self._post(progress_text(p)), self._loop))
+
+    async def settle(self) -> None:
+        """Wait for in-flight edits so the final text is never overwritten by a late progress edit."""
+        with self._lock:
+            pending = list(self._pending)
+        for fut in pending:
+            try:
+                await asyncio.wrap_future(fut)
+            except Exception:  # noqa: BLE001 - a failed progress edit must not fail the ingest
+                log.warning("teams_progress_update_failed")
+
+
+class CitebotTeamsBot(ActivityHandler):
+    def __init__(self, core: ChatCore, settings: Settings, *, workers: int = 4) -> None:
+        self.core = core
+        self.settings = settings
+        self.app_id = settings.teams_app_id or ""
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="citebot-teams")
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- plumbing ---------------------------------------------------------------------------------
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking core call on the worker pool."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, partial(fn, *args, **kwargs))
+
+    def _spawn(self, adapter: BotAdapter, ref: ConversationReference, work: Awaitable[None], what: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._guard(adapter, ref, work, what))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _guard(self, adapter: BotAdapter, ref: ConversationReference, work: Awaitable[None], what: str) -> None:
+        try:
+            await work
+        except Exception:
+            log.exception("teams_job_failed", job=what, conversation=ref.conversation.id if ref.conversation else "")
+            try:
+                await self._send(adapter, ref, render.text_activity(APOLOGY))
+            except Exception:
+                log.exception("teams_apology_failed")
+
+    async def drain(self) -> None:
+        """Wait for all background work (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _send(self, adapter: BotAdapter, ref: ConversationReference, activity: Activity) -> str | None:
+        """Post ``activity`` proactively in the referenced thread; returns the new message id."""
+        posted: dict[str, str | None] = {}
+
+        async def callback(ctx: TurnContext) -> None:
+            # Reply to the user's message (same thread), not to the synthetic continuation event.
+            ctx.activity.id = ref.activity_id
+            resp = await ctx.send_activity(activity)
+            posted["id"] = resp.id if resp else None
+
+        await adapter.continue_conversation(ref, callback, self.app_id)
+        return posted.get("id")
+
+    async def _update(self, adapter: BotAdapter, ref: ConversationReference, message_id: str, text: str) -> None:
+        async def callback(ctx: TurnContext) -> None:
+            ctx.activity.id = ref.activity_id
+            activity = render.text_activity(text)
+            activity.id = message_id
+            await ctx.update_activity(activity)
+
+        await adapter.continue_conversation(ref, callback, self.app_id)
+
+    async def _show(self, adapter: BotAdapter, ref: ConversationReference, status_id: str | None, text: str) -> None:
+        """Replace the status message with ``text`` (or post it when there is no status message)."""
+        if status_id:
+            await self._update(adapter, ref, status_id, text)
+        else:
+            await self._send(adapter, ref, render.text_activity(text))
+
+    # --- turns ------------------------------------------------------------------------------------
+    async def on_turn(self, turn_context: TurnContext) -> None:
+        try:
+            await super().on_turn(turn_context)
+        except Exception:
+            log.exception("teams_turn_failed", activity_type=turn_context.activity.type)
+            try:
+                await turn_context.send_activity(render.text_activity(APOLOGY))
+            except Exception:
+                log.exception("teams_apology_failed")
+
+    async def on_message_activity(self, turn_context: TurnContext) -> None:
+        activity = turn_context.activity
+        turn = parse_turn(activity)
+        if turn.kind == "channel" and not turn.mentioned:
+            return  # channel messages are for people unless they mention the bot
+        if activity.id and not await self._run(self.core.claim, "teams", f"msg:{turn.conversation_id}:{activity.id}"):
+            log.info("teams_duplicate_ignored", event_id=activity.id)
+            return
+        ctx = ChatContext(platform="teams", scope=turn.scope, user=turn.user, event_id=activity.id or "")
+        structlog.contextvars.bind_contextvars(platform="teams", scope=turn.scope, user=turn.user)
+        try:
+            await self._dispatch(turn_context, turn, ctx)
+        finally:
+            structlog.contextvars.unbind_contextvars("platform", "scope", "user")
+
+    async def _dispatch(self, turn_context: TurnContext, turn: TeamsTurn, ctx: ChatContext) -> None:
+        word, _, rest = turn.text.partition(" ")
+        command = word.lower().strip("!/.") if word.lower().strip("!/.") in COMMANDS else ""
+        if not turn.files and (not turn.text or command == "help"):
+            await turn_context.send_activity(render.text_activity(HELP_TEXT))
+            return
+        if command == "docs":
+            docs = await self._run(self.core.documents, [turn.scope])
+            await turn_context.send_activity(render.text_activity(docs_text(docs)))
+            return
+        if command == "stats":
+            stats = await self._run(self.core.stats, [turn.scope])
+            await turn_context.send_activity(render.text_activity(stats_text(stats)))
+            return
+        if command == "forget" and rest.strip():
+            outcome = await self._run(self.core.forget, ctx, rest.strip(), is_admin=False)
+            await turn_context.send_activity(render.text_activity(outcome.message))
+            return
+        if command == "sync" and turn.kind != "channel":
+            await turn_context.send_activity(render.text_activity(SYNC_ONLY_IN_CHANNELS))
+            return
+        if command == "sync" and not graph_configured(self.settings):
+            await turn_context.send_activity(render.text_activity(GRAPH_NOT_CONFIGURED))
+            return
+
+        # Slow work: acknowledge now, deliver proactively.
+        try:
+            await turn_context.send_activity(render.typing_activity())
+        except Exception:  # noqa: BLE001 - a lost typing indicator must not lose the answer
+            log.warning("teams_typing_failed")
+        adapter = turn_context.adapter
+        ref = TurnContext.get_conversation_reference(turn_context.activity)
+        if turn.files:
+            self._spawn(adapter, ref, self._ingest_files(adapter, ref, ctx, turn.files), "ingest")
+        elif command == "sync":
+            self._spawn(adapter, ref, self._sync(adapter, ref, ctx, turn), "sync")
+        else:
+            self._spawn(adapter, ref, self._answer(adapter, ref, ctx, turn, turn.text), "answer")
+
+    # --- answers ----------------------------------------------------------------------------------
+    async def _answer(
+        self, adapter: BotAdapter, ref: ConversationReference, ctx: ChatContext, turn: TeamsTurn, question: str
+    ) -> None:
+        history = await self._run(self.core.history, "teams", turn.thread_ref)
+        answer = await self._run(self.core.ask, ctx, question, history)
+        message = render.answer_activity(answer, quote_card=turn.kind == "channel")
+        message_id = await self._send(adapter, ref, message)
+        if not message_id:
+            log.warning("teams_answer_without_id")
+            return
+        await self._run(
+            self.core.record_answer,
+            ctx,
+            message_ref=message_ref(turn.scope, message_id),
+            thread_ref=turn.thread_ref,
+            question=question,
+            answer=answer,
+        )
+
+    # --- files ------------------------------------------------------------------------------------
+    async def _ingest_one(
+        self,
+        adapter: BotAdapter,
+        ref: ConversationReference,
+        ctx: ChatContext,
+        name: str,
+        fetch: Callable[[], bytes],
+        status_id: str | None,
+    ) -> str:
+        """Download and ingest one file, editing the status message; returns the result text."""
+        try:
+            data = await self._run(fetch)
+        except (DownloadError, GraphError) as e:
+            return f"I couldn't index {name}: {e}."
+
+        async def post(text: str) -> None:
+            if status_id:
+                await self._update(adapter, ref, status_id, text)
+
+        progress = _Progress(post, asyncio.get_running_loop())
+        try:
+            result = await self._run(self.core.upload, ctx, file_name=name, data=data, progress=progress)
+        finally:
+            await progress.settle()
+        return ingest_result_text(result)
+
+    async def _ingest_files(
+        self, adapter: BotAdapter, ref: ConversationReference, ctx: ChatContext, files: tuple[TeamsFile, ...]
+    ) -> None:
+        max_bytes = int(self.settings.max_file_mb * 1_000_000)
+        for f in files:
+            if not f.is_pdf:
+                await self._send(adapter, ref, render.text_activity(NOT_A_PDF.format(name=f.name)))
+                continue
+            status_id = await self._send(adapter, ref, render.text_activity(f"Indexing {f.name}…"))
+            fetch = partial(download, f.download_url, max_bytes=max_bytes, timeout_s=self.settings.download_timeout_s)
+            text = await self._ingest_one(adapter, ref, ctx, f.name, fetch, status_id)
+            await self._show(adapter, ref, status_id, text)
+
+    async def _team_group_id(self, adapter: BotAdapter, ref: ConversationReference, turn: TeamsTurn) -> str:
+        """The team's Microsoft 365 group id (Graph needs it), from channelData or the Bot Connector."""
+        if turn.team_group_id:
+            return turn.team_group_id
+        if not turn.team_id:
+            raise GraphError("Teams did not say which team this channel belongs to")
+        from botbuilder.core.teams import TeamsInfo
+
+        found: dict[str, str] = {}
+
+        async def callback(ctx: TurnContext) -> None:
+            client = await TeamsInfo.get_teams_connector_client(ctx)
+            details = await asyncio.get_running_loop().run_in_executor(
+                self._pool, client.teams.get_team_details, turn.team_id
+            )
+            found["id"] = (details.aad_group_id if details else "") or ""
+
+        await adapter.continue_conversation(ref, callback, self.app_id)
+        if not found.get("id"):
+            raise GraphError("Teams did not return the team's group id")
+        return found["id"]
+
+    async def _sync(self, adapter: BotAdapter, ref: ConversationReference, ctx: ChatContext, turn: TeamsTurn) -> None:
+        status_id = await self._send(adapter, ref, render.text_activity("Looking for PDFs in this channel's files…"))
+        max_bytes = int(self.settings.max_file_mb * 1_000_000)
+        try:
+            group_id = await self._team_group_id(adapter, ref, turn)
+            client = GraphClient(self.settings, turn.tenant_id)
+            found = await self._run(lambda: list(client.channel_pdfs(group_id, turn.channel_id)))
+        except GraphError as e:
+            await self._show(adapter, ref, status_id, f"I couldn't read this channel's files: {e}.")
+            return
+        if not found:
+            await self._show(adapter, ref, status_id, NO_CHANNEL_PDFS)
+            return
+        lines = []
+        for i, f in enumerate(found, 1):
+            if status_id:
+                await self._update(adapter, ref, status_id, f"Syncing {i}/{len(found)}: {f.name}…")
+            fetch = partial(client.download, f, max_bytes=max_bytes, timeout_s=self.settings.download_timeout_s)
+            lines.append("- " + await self._ingest_one(adapter, ref, ctx, f.name, fetch, None))
+        plural = "s" if len(found) != 1 else ""
+        summary = f"Synced {len(found)} PDF{plural} from this channel's files:\n\n" + "\n".join(lines)
+        await self._show(adapter, ref, status_id, summary)
+
+    # --- feedback ---------------------------------------------------------------------------------
+    async def on_reactions_added(self, message_reactions: list[MessageReaction], turn_context: TurnContext) -> None:
+        await self._reactions(message_reactions, turn_context, added=True)
+
+    async def on_reactions_removed(self, message_reactions: list[MessageReaction], turn_context: TurnContext) -> None:
+        await self._reactions(message_reactions, turn_context, added=False)
+
+    async def _reactions(self, reactions: list[MessageReaction], turn_context: TurnContext, *, added: bool) -> None:
+        activity = turn_context.activity
+        if not activity.reply_to_id or not any((r.type or "").lower() == "like" for r in reactions):
+            return
+        turn = parse_turn(activity)
+        ref = message_ref(turn.scope, activity.reply_to_id)
+        if added:
+            await self._run(self.core.feedback, "teams", message_ref=ref, user=turn.user, polarity="up")
+        else:
+            await self._run(self.core.retract_feedback, "teams", message_ref=ref, user=turn.user, polarity="up")
+
+    async def on_invoke_activity(self, turn_context: TurnContext) -> InvokeResponse | None:
+        activity = turn_context.activity
+        if activity.name != "message/submitAction":
+            return await super().on_invoke_activity(turn_context)
+        value = activity.value if isinstance(activity.value, dict) else {}
+        action = value.get("actionValue") if isinstance(value.get("actionValue"), dict) else {}
+        reaction = str(action.get("reaction") or "").lower()
+        if value.get("actionName") == "feedback" and reaction in ("like", "dislike") and activity.reply_to_id:
+            turn = parse_turn(activity)
+            linked = await self._run(
+                self.core.feedback,
+                "teams",
+                message_ref=message_ref(turn.scope, activity.reply_to_id),
+                user=turn.user,
+                polarity="up" if reaction == "like" else "down",
+                comment=feedback_comment(action.get("feedback")),
+            )
+            if not linked:
+                log.info("teams_feedback_unlinked", event_id=activity.id or "")
+        return InvokeResponse(status=200)
+
+    # --- install ----------------------------------------------------------------------------------
+    async def on_members_added_activity(self, members_added: list[ChannelAccount], turn_context: TurnContext) -> None:
+        bot_id = turn_context.activity.recipient.id if turn_context.activity.recipient else None
+        if any(m.id == bot_id for m in members_added):
+            await turn_context.send_activity(render.text_activity(HELP_TEXT))

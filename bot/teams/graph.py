@@ -1,0 +1,144 @@
+"""Microsoft Graph, just enough to list and fetch the PDFs of a Teams channel's files folder.
+
+App-only (client-credentials) token from ``settings.teams_token_url`` with the bot's app id and
+password, then ``GET /teams/{group}/channels/{channel}/filesFolder`` and the folder's children.
+Both endpoints are settings so tests point them at a local fake. Every call has a timeout; the
+token is never logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import requests
+
+from connectors.download import DownloadError, download
+from connectors.settings import Settings
+
+GRAPH_SCOPE = "https://graph.microsoft.com/.default"
+_TIMEOUT_S = 20.0
+_MAX_PAGES = 50
+
+
+class GraphError(Exception):
+    """Graph could not be used; ``str(e)`` is safe to show the user."""
+
+
+def graph_configured(settings: Settings) -> bool:
+    return bool(settings.teams_app_id and settings.teams_app_password)
+
+
+@dataclass(frozen=True)
+class DriveFile:
+    item_id: str
+    drive_id: str
+    name: str
+    size: int
+    download_url: str  # pre-authenticated ``@microsoft.graph.downloadUrl``, or "" (then /content with the token)
+
+
+class GraphClient:
+    def __init__(self, settings: Settings, tenant_id: str) -> None:
+        if not graph_configured(settings):
+            raise GraphError("Microsoft Graph is not configured (TEAMS_APP_ID and TEAMS_APP_PASSWORD)")
+        self.settings = settings
+        self.tenant_id = settings.teams_app_tenant_id if settings.teams_app_type == "SingleTenant" else tenant_id
+        self.base = settings.teams_graph_url.rstrip("/") + "/"
+        self._token: str | None = None
+
+    # --- token ---------------------------------------------------------------------------------
+    def token(self) -> str:
+        if self._token is None:
+            url = self.settings.teams_token_url.format(tenant=self.tenant_id or "botframework.com")
+            password = self.settings.teams_app_password
+            try:
+                resp = requests.post(
+                    url,
+                    data={
+                        "grant_type": "client_credentials",
+                        "client_id": self.settings.teams_app_id or "",
+                        "client_secret": password.get_secret_value() if password else "",
+                        "scope": GRAPH_SCOPE,
+                    },
+                    timeout=_TIMEOUT_S,
+                )
+            except requests.RequestException as e:
+                raise GraphError("I couldn't reach the Microsoft sign-in service") from e
+            if resp.status_code != 200:
+                raise GraphError(
+                    f"Microsoft sign-in refused the bot's credentials (HTTP {resp.status_code}); "
+                    "check TEAMS_APP_ID, TEAMS_APP_PASSWORD and admin consent for Files.Read.All"
+                )
+            try:
+                self._token = str(resp.json()["access_token"])
+            except (ValueError, KeyError) as e:
+                raise GraphError("Microsoft sign-in answered without an access token") from e
+        return self._token
+
+    def _get(self, url: str) -> dict[str, Any]:
+        if not url.startswith(("http://", "https://")):
+            url = self.base + url.lstrip("/")
+        try:
+            resp = requests.get(url, headers={"Authorization": f"Bearer {self.token()}"}, timeout=_TIMEOUT_S)
+        except requests.RequestException as e:
+            raise GraphError("I couldn't reach Microsoft Graph") from e
+        if resp.status_code in (401, 403):
+            raise GraphError(
+                "Microsoft Graph denied access to this channel's files; an admin must grant the app "
+                "Files.Read.All (application) and consent"
+            )
+        if resp.status_code == 404:
+            raise GraphError("Microsoft Graph could not find this channel's files folder")
+        if resp.status_code >= 400:
+            raise GraphError(f"Microsoft Graph answered HTTP {resp.status_code}")
+        try:
+            body = resp.json()
+        except ValueError as e:
+            raise GraphError("Microsoft Graph answered with something that is not JSON") from e
+        if not isinstance(body, dict):
+            raise GraphError("Microsoft Graph answered with an unexpected shape")
+        return body
+
+    # --- files ---------------------------------------------------------------------------------
+    def channel_pdfs(self, group_id: str, channel_id: str) -> Iterator[DriveFile]:
+        """PDFs directly inside the channel's files folder (paged)."""
+        folder = self._get(f"teams/{quote(group_id, safe='')}/channels/{quote(channel_id, safe='')}/filesFolder")
+        drive_id = str((folder.get("parentReference") or {}).get("driveId") or "")
+        folder_id = str(folder.get("id") or "")
+        if not drive_id or not folder_id:
+            raise GraphError("Microsoft Graph returned a files folder without a drive")
+        url: str | None = f"drives/{quote(drive_id, safe='')}/items/{quote(folder_id, safe='')}/children"
+        pages = 0
+        while url and pages < _MAX_PAGES:
+            page = self._get(url)
+            pages += 1
+            for item in page.get("value") or []:
+                if not isinstance(item, dict) or "file" not in item:
+                    continue
+                name = str(item.get("name") or "")
+                mime = str((item.get("file") or {}).get("mimeType") or "")
+                if not (name.lower().endswith(".pdf") or mime == "application/pdf"):
+                    continue
+                yield DriveFile(
+                    item_id=str(item.get("id") or ""),
+                    drive_id=drive_id,
+                    name=name,
+                    size=int(item.get("size") or 0),
+                    download_url=str(item.get("@microsoft.graph.downloadUrl") or ""),
+                )
+            next_link = page.get("@odata.nextLink")
+            url = str(next_link) if next_link else None
+
+    def download(self, f: DriveFile, *, max_bytes: int, timeout_s: float) -> bytes:
+        """The file's bytes (size cap, timeout and PDF magic check from connectors.download)."""
+        if f.size > max_bytes:
+            raise DownloadError(f"the file is larger than the {max_bytes / 1_000_000:.0f} MB limit")
+        if f.download_url:
+            return download(f.download_url, max_bytes=max_bytes, timeout_s=timeout_s)
+        url = f"{self.base}drives/{quote(f.drive_id, safe='')}/items/{quote(f.item_id, safe='')}/content"
+        return download(
+            url, headers={"Authorization": f"Bearer {self.token()}"}, max_bytes=max_bytes, timeout_s=timeout_s
+        )

@@ -1,0 +1,161 @@
+"""Answers and statuses as Teams messages.
+
+An answer becomes one message activity:
+
+* ``text``: the answer with its ``[n]`` markers (Teams turns them into citation pills);
+* ``entities``: one schema.org ``Message`` entity with ``additionalType: ["AIGeneratedContent"]``
+  (the "AI generated" label) and a ``citation`` list: per marker its position and appearance
+  (file name, the verbatim quote as abstract, page and section as keywords, the full quote in an
+  Adaptive Card shown in the citation's pop-up);
+* ``channelData.feedbackLoopEnabled``: Teams' own 👍/👎 buttons, answered by a
+  ``message/submitAction`` invoke;
+* optionally an Adaptive Card attachment with one quote block per citation (file · p. N · section),
+  for places where the client does not draw citation entities (older channel clients).
+
+The quotes are the validated spans from the answer pipeline, never re-worded here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from botbuilder.schema import Activity, ActivityTypes, Attachment, Entity
+
+from pipelines.models import Answer, Citation
+
+ADAPTIVE_CARD = "application/vnd.microsoft.card.adaptive"
+# Limits from the Teams client-citation schema.
+_ABSTRACT_MAX = 160
+_NAME_MAX = 80
+_KEYWORD_MAX = 28
+_KEYWORDS_MAX = 3
+
+
+def pages_label(c: Citation) -> str:
+    return f"p. {c.page_start}" if c.page_end <= c.page_start else f"pp. {c.page_start}–{c.page_end}"
+
+
+def source_label(c: Citation) -> str:
+    """``file · p. N · section`` (the section only when the chunk has one)."""
+    parts = [c.file, pages_label(c)]
+    if c.section:
+        parts.append(c.section.split(" > ")[-1])
+    return " · ".join(parts)
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _quote_card(c: Citation) -> dict[str, Any]:
+    """The full verbatim quote, shown when the user opens a citation."""
+    return {
+        "type": "AdaptiveCard",
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "version": "1.5",
+        "body": [
+            {"type": "TextBlock", "text": source_label(c), "weight": "Bolder", "wrap": True},
+            {"type": "TextBlock", "text": c.quote, "wrap": True},
+        ],
+    }
+
+
+def citation_entity(c: Citation) -> dict[str, Any]:
+    keywords = [pages_label(c)]
+    if c.section:
+        keywords.append(_clip(c.section.split(" > ")[-1], _KEYWORD_MAX))
+    return {
+        "@type": "Claim",
+        "position": c.n,
+        "appearance": {
+            "@type": "DigitalDocument",
+            "name": _clip(c.file, _NAME_MAX),
+            "abstract": _clip(c.quote, _ABSTRACT_MAX),
+            "text": json.dumps(_quote_card(c), ensure_ascii=False),
+            "encodingFormat": ADAPTIVE_CARD,
+            "keywords": keywords[:_KEYWORDS_MAX],
+        },
+    }
+
+
+class _OpenEntity(Entity):
+    """An Entity that serialises its extra keys (the schema's Entity only knows ``type``)."""
+
+    _attribute_map = {**Entity._attribute_map, "additional_properties": {"key": "", "type": "{object}"}}
+
+
+def ai_message_entity(citations: Sequence[Citation]) -> Entity:
+    """The schema.org Message entity: AI label plus the client-drawn citations."""
+    data: dict[str, Any] = {
+        "@type": "Message",
+        "@context": "https://schema.org",
+        "@id": "",
+        "additionalType": ["AIGeneratedContent"],
+    }
+    if citations:
+        data["citation"] = [citation_entity(c) for c in citations]
+    entity = _OpenEntity(type="https://schema.org/Message")
+    entity.additional_properties = data
+    return entity
+
+
+def quotes_card(citations: Sequence[Citation]) -> Attachment:
+    """An Adaptive Card with one quote block per citation (for clients that don't draw citations)."""
+    body: list[dict[str, Any]] = [{"type": "TextBlock", "text": "Sources", "weight": "Bolder", "size": "Medium"}]
+    for c in citations:
+        body.append(
+            {
+                "type": "Container",
+                "style": "emphasis",
+                "spacing": "Small",
+                "items": [
+                    {
+                        "type": "TextBlock",
+                        "text": f"[{c.n}] {source_label(c)}",
+                        "weight": "Bolder",
+                        "size": "Small",
+                        "wrap": True,
+                    },
+                    {"type": "TextBlock", "text": f"“{c.quote}”", "wrap": True, "isSubtle": True},
+                ],
+            }
+        )
+    content = {
+        "type": "AdaptiveCard",
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "version": "1.5",
+        "body": body,
+    }
+    return Attachment(content_type=ADAPTIVE_CARD, content=content)
+
+
+def answer_text(answer: Answer) -> str:
+    text = answer.text.strip()
+    if answer.note:
+        text += f"\n\n_{answer.note}_"
+    return text
+
+
+def answer_activity(answer: Answer, *, quote_card: bool) -> Activity:
+    """The Teams message for an answer; ``quote_card`` adds the Adaptive Card of quotes."""
+    activity = Activity(
+        type=ActivityTypes.message,
+        text=answer_text(answer),
+        text_format="markdown",
+        entities=[ai_message_entity(answer.citations)],
+        channel_data={"feedbackLoopEnabled": True},
+    )
+    if quote_card and answer.citations:
+        activity.attachments = [quotes_card(answer.citations)]
+    return activity
+
+
+def text_activity(text: str) -> Activity:
+    return Activity(type=ActivityTypes.message, text=text, text_format="markdown")
+
+
+def typing_activity() -> Activity:
+    return Activity(type=ActivityTypes.typing)
