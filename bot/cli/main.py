@@ -17,6 +17,7 @@ from collections.abc import Sequence
 COMMAND_MODULES = [
     "bot.cli.docs_cmds",  # docs, forget
     "bot.cli.serve_cmds",  # serve slack | teams
+    "bot.cli.teams_cmds",  # teams package
 ]
 # Modules that register `citebot bench <name>` benchmarks (they live under eval/).
 BENCH_MODULES = [
