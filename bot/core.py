@@ -159,6 +159,23 @@ class ChatCore:
     def forget_by_id(self, scope: str, doc_id: str) -> int:
         return self.service.forget(doc_id, scope)
 
+    def record_upload(self, ctx: ChatContext, *, file_ref: str, result: IngestResult) -> None:
+        """Link the platform's file id to the document it became, for :meth:`forget_file`."""
+        if result.status != "failed" and result.doc_id:
+            self.state.record_upload(
+                platform=ctx.platform, file_ref=file_ref, scope=ctx.scope, doc_id=result.doc_id, user=ctx.user
+            )
+
+    def forget_file(self, platform: Platform, file_ref: str) -> int:
+        """The platform deleted a file: remove the documents it became in every scope it was shared to
+        (kept while another file of that scope holds the same bytes). Returns how many were removed."""
+        removed = 0
+        for scope, doc_id, still_shared in self.state.pop_uploads(platform=platform, file_ref=file_ref):
+            if not still_shared and self.service.forget(doc_id, scope):
+                removed += 1
+        log.info("file_deleted", platform=platform, n_docs=removed)
+        return removed
+
     def stats(self, scopes: Sequence[str]) -> dict[str, int]:
         docs = self.documents(scopes)
         return {"documents": len(docs), "pages": sum(d.pages for d in docs), "chunks": sum(d.chunks for d in docs)}

@@ -5,6 +5,8 @@
 * ``feedback``: one row per (platform, message_ref, user); a new reaction replaces the user's
   earlier one, a removed reaction sets ``retracted_at``.
 * ``seen_events``: chat event ids already claimed, so a re-delivered event does no work twice.
+* ``uploads``: which document a chat platform's file became (platform file id -> scope, doc_id), so a
+  platform event that carries only the file id (Slack's ``file_deleted``) can remove the document.
 """
 
 from __future__ import annotations
@@ -52,6 +54,16 @@ CREATE TABLE IF NOT EXISTS seen_events (
     key TEXT PRIMARY KEY,
     at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS uploads (
+    platform TEXT NOT NULL,
+    file_ref TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    user TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (platform, file_ref, scope)
+);
+CREATE INDEX IF NOT EXISTS uploads_doc ON uploads (platform, scope, doc_id);
 """
 
 
@@ -125,6 +137,32 @@ class StateLog:
         with self._tx() as db:
             cur = db.execute("INSERT OR IGNORE INTO seen_events (key, at) VALUES (?, ?)", (key, _now()))
             return cur.rowcount == 1
+
+    # --- uploads -----------------------------------------------------------------------------
+    def record_upload(self, *, platform: str, file_ref: str, scope: str, doc_id: str, user: str) -> None:
+        """Remember that the platform's file ``file_ref`` shared in ``scope`` is document ``doc_id``."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO uploads VALUES (?, ?, ?, ?, ?, ?)",
+                (platform, file_ref, scope, doc_id, user, _now()),
+            )
+
+    def pop_uploads(self, *, platform: str, file_ref: str) -> list[tuple[str, str, bool]]:
+        """Forget every upload of ``file_ref``; returns (scope, doc_id, still_shared) for each, where
+        ``still_shared`` says another file of the same scope is the same document (keep it then)."""
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT scope, doc_id FROM uploads WHERE platform = ? AND file_ref = ?", (platform, file_ref)
+            ).fetchall()
+            db.execute("DELETE FROM uploads WHERE platform = ? AND file_ref = ?", (platform, file_ref))
+            out = []
+            for row in rows:
+                other = db.execute(
+                    "SELECT 1 FROM uploads WHERE platform = ? AND scope = ? AND doc_id = ? LIMIT 1",
+                    (platform, row["scope"], row["doc_id"]),
+                ).fetchone()
+                out.append((row["scope"], row["doc_id"], other is not None))
+        return out
 
     # --- answers -----------------------------------------------------------------------------
     def record_answer(

@@ -1,0 +1,438 @@
+"""The Slack adapter: Bolt listeners that parse events, call :class:`bot.core.ChatCore`, and render.
+
+Acknowledge first, work after. The app runs with ``process_before_response=True``: every listener
+runs in the request's own thread, does only cheap things (parse, claim, ``ack``) and hands the real
+work (answering, downloading, indexing) to one explicitly sized ``ThreadPoolExecutor``
+(``CITEBOT_SLACK_WORKERS``). The HTTP response (or Socket Mode ack) goes out as soon as the listener
+returns, so a busy pool never delays an ack — not even a slash command's, which with Bolt's default
+(listeners themselves queued on the listener executor) would wait for a free worker.
+
+Cross-cutting concerns are Bolt middleware: log context, and dedup (a re-delivered ``event_id``,
+e.g. a retry carrying ``X-Slack-Retry-Num``, is acknowledged and dropped). One ``@app.error`` handler
+and the pool's own guard share one failure path: log the event id, apologise in the thread.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import structlog
+from slack_bolt import App, BoltContext, BoltRequest, BoltResponse
+from slack_bolt.context.ack import Ack
+from slack_bolt.context.respond import Respond
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+
+from bot.core import (
+    APOLOGY,
+    HELP_TEXT,
+    ChatContext,
+    ChatCore,
+    docs_text,
+    ingest_result_text,
+    progress_text,
+    stats_text,
+)
+from bot.slack.events import (
+    Command,
+    FileShared,
+    Message,
+    SlackFile,
+    files_of_message,
+    mentions,
+    parse_command,
+    parse_file_deleted,
+    parse_file_shared,
+    parse_message,
+    parse_reaction,
+)
+from bot.slack.render import plain, render_answer
+from bot.slack.scopes import MembershipCache, dm_search_scopes
+from connectors.download import DownloadError, download
+from connectors.settings import Settings
+from pipelines.models import IngestProgress
+
+log = structlog.get_logger("citebot.slack")
+
+WORKING_REACTION = "eyes"
+PROGRESS_MIN_INTERVAL_S = 1.0
+INGEST_FAILED_TEXT = "I couldn't index {file}: something went wrong on my side. Please try uploading it again."
+FORGET_USAGE = "Tell me which file: `/citebot forget handbook.pdf` (`/citebot docs` lists them)."
+_RETRY_HEADER = "x-slack-retry-num"
+
+
+class SlackConfigError(Exception):
+    """The Slack settings are incomplete; the message names the variable to set."""
+
+
+def web_client(settings: Settings) -> WebClient:
+    """The Web API client: ``CITEBOT_SLACK_API_URL``, a timeout, and retries on 429 and dropped connections."""
+    if settings.slack_bot_token is None:
+        raise SlackConfigError("SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-...) from the app")
+    base_url = settings.slack_api_url if settings.slack_api_url.endswith("/") else settings.slack_api_url + "/"
+    return WebClient(
+        token=settings.slack_bot_token.get_secret_value(),
+        base_url=base_url,
+        timeout=30,
+        retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=2), RateLimitErrorRetryHandler(max_retry_count=3)],
+    )
+
+
+class SlackBot:
+    """One Bolt app, its worker pool and its membership cache."""
+
+    def __init__(self, settings: Settings, core: ChatCore, client: WebClient | None = None) -> None:
+        if settings.slack_signing_secret is None and settings.slack_app_token is None:
+            raise SlackConfigError(
+                "SLACK_SIGNING_SECRET is not set (HTTP mode), nor SLACK_APP_TOKEN (Socket Mode): set one of them"
+            )
+        self.settings = settings
+        self.core = core
+        self.client = client if client is not None else web_client(settings)
+        self.members = MembershipCache(self.client)
+        self.pool = ThreadPoolExecutor(max_workers=settings.slack_workers, thread_name_prefix="citebot-slack")
+        self._pending: set[Future[None]] = set()
+        self._pending_lock = threading.Lock()
+        secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
+        self.app = App(
+            name="citebot",
+            client=self.client,
+            signing_secret=secret,
+            # Socket Mode needs no signature (the socket is authenticated by the app token).
+            request_verification_enabled=secret is not None,
+            process_before_response=True,
+        )
+        self.app.use(self._log_context)
+        self.app.use(self._dedup)
+        self.app.event("app_mention")(self._on_mention)
+        self.app.event("message")(self._on_message)
+        self.app.event("file_shared")(self._on_file_shared)
+        self.app.event("file_deleted")(self._on_file_deleted)
+        self.app.event("reaction_added")(self._on_reaction)
+        self.app.event("reaction_removed")(self._on_reaction)
+        self.app.command("/citebot")(self._on_command)
+        self.app.error(self._on_error)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    def wait_idle(self, timeout_s: float = 60.0) -> bool:
+        """Block until no submitted work is running (for shutdown and benchmarks)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._pending_lock:
+                if not self._pending:
+                    return True
+            time.sleep(0.01)
+        return False
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=False)
+
+    # --- middleware ------------------------------------------------------------------------------
+    def _log_context(self, body: dict[str, Any], next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
+        event = body.get("event") or {}
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(
+            platform="slack",
+            event_id=body.get("event_id", ""),
+            event_type=event.get("type", body.get("command", body.get("type", ""))),
+            team=body.get("team_id", ""),
+            user=event.get("user") or body.get("user_id", ""),
+        )
+        return next()
+
+    def _dedup(
+        self, body: dict[str, Any], request: BoltRequest, next: Callable[[], BoltResponse]  # noqa: A002
+    ) -> BoltResponse:
+        """Claim each ``event_id`` once. Slack re-sends an event (``X-Slack-Retry-Num``) when it did not
+        see our ack in time; the retry carries the same event id, so it is dropped here. A retry whose
+        id was never claimed (the first delivery never arrived) is processed normally."""
+        event_id = body.get("event_id")
+        if body.get("type") != "event_callback" or not event_id:
+            return next()
+        retry = (request.headers.get(_RETRY_HEADER) or [None])[0]
+        if not self.core.claim("slack", f"event:{event_id}"):
+            log.info("duplicate_event_skipped", retry_num=retry)
+            return BoltResponse(status=200, body="")
+        if retry:
+            log.info("retried_event_first_seen", retry_num=retry)
+        return next()
+
+    # --- work pool -------------------------------------------------------------------------------
+    def _submit(self, job: Callable[[], None], *, event_id: str, on_failure: Callable[[], None] | None) -> None:
+        """Run ``job`` on the worker pool with this request's log context; failures go to :meth:`_failed`."""
+        ctx = contextvars.copy_context()
+
+        def guarded() -> None:
+            try:
+                job()
+            except Exception as e:  # noqa: BLE001 - a listener's failure must never stop the bot
+                self._failed(e, event_id=event_id, on_failure=on_failure)
+
+        future = self.pool.submit(ctx.run, guarded)
+        with self._pending_lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[None]) -> None:
+        with self._pending_lock:
+            self._pending.discard(future)
+
+    def _failed(self, error: BaseException, *, event_id: str, on_failure: Callable[[], None] | None) -> None:
+        log.error("slack_work_failed", event_id=event_id, error=type(error).__name__, exc_info=error)
+        if on_failure is None:
+            return
+        try:
+            on_failure()
+        except Exception as e:  # noqa: BLE001 - best effort: the apology itself may fail
+            log.warning("apology_failed", event_id=event_id, error=type(e).__name__)
+
+    def _on_error(self, error: Exception, body: dict[str, Any]) -> BoltResponse:
+        """Bolt's one error handler: a listener raised before handing off its work."""
+        event = body.get("event") or {}
+        on_failure = None
+        if event.get("type") in ("app_mention", "message") and event.get("channel") and event.get("ts"):
+            channel, thread = str(event["channel"]), str(event.get("thread_ts") or event["ts"])
+            on_failure = lambda: self._apologise(channel, thread)  # noqa: E731
+        self._failed(error, event_id=str(body.get("event_id") or ""), on_failure=on_failure)
+        # The event is claimed; a retry would be dropped anyway, so tell Slack not to bother.
+        return BoltResponse(status=200, body="")
+
+    def _apologise(self, channel: str, thread_ts: str) -> None:
+        self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=APOLOGY)
+
+    # --- questions -------------------------------------------------------------------------------
+    def _on_mention(self, body: dict[str, Any]) -> None:
+        msg = parse_message(body)
+        if msg is not None:
+            self._start_answer(msg)
+
+    def _on_message(self, body: dict[str, Any], context: BoltContext) -> None:
+        msg = parse_message(body)
+        if msg is None:
+            return
+        if msg.subtype == "file_share":
+            for shared in files_of_message(msg):
+                self._start_ingest(shared)
+            return
+        if not msg.is_dm and mentions(msg.text, context.bot_user_id or ""):
+            return  # the app_mention event for this message answers it
+        if msg.is_dm or (msg.in_thread and self.core.thread_answered("slack", msg.thread_ref)):
+            self._start_answer(msg)
+
+    def _start_answer(self, msg: Message) -> None:
+        # app_mention and message events for one message share this key: one answer per message.
+        if not self.core.claim("slack", f"answer:{msg.team}:{msg.channel}:{msg.ts}"):
+            return
+        self._submit(
+            lambda: self._answer(msg),
+            event_id=msg.event_id,
+            on_failure=lambda: self._apologise(msg.channel, msg.reply_thread_ts),
+        )
+
+    def _answer(self, msg: Message) -> None:
+        question = msg.question
+        if not question:
+            self.client.chat_postMessage(channel=msg.channel, thread_ts=msg.reply_thread_ts, text=plain(HELP_TEXT))
+            return
+        self._react(msg.channel, msg.ts, add=True)
+        try:
+            scopes = (
+                dm_search_scopes(self.members, team=msg.team, dm_channel=msg.channel, user=msg.user)
+                if msg.is_dm
+                else ()
+            )
+            ctx = ChatContext("slack", msg.scope, msg.user, search_scopes=scopes, event_id=msg.event_id)
+            history = self.core.history("slack", msg.thread_ref) if msg.in_thread else []
+            answer = self.core.ask(ctx, question, history)
+            text, blocks = render_answer(answer)
+            resp = self.client.chat_postMessage(
+                channel=msg.channel,
+                thread_ts=msg.reply_thread_ts,
+                text=text,
+                blocks=blocks,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+            self.core.record_answer(
+                ctx,
+                message_ref=f"{msg.channel}:{resp['ts']}",
+                thread_ref=msg.thread_ref,
+                question=question,
+                answer=answer,
+            )
+        finally:
+            self._react(msg.channel, msg.ts, add=False)
+
+    def _react(self, channel: str, ts: str, *, add: bool) -> None:
+        """The 👀 that says work started (removed when done); cosmetic, so failures are only logged."""
+        try:
+            if add:
+                self.client.reactions_add(channel=channel, timestamp=ts, name=WORKING_REACTION)
+            else:
+                self.client.reactions_remove(channel=channel, timestamp=ts, name=WORKING_REACTION)
+        except (SlackApiError, SlackClientError) as e:
+            log.info("reaction_failed", add=add, error=type(e).__name__)
+
+    # --- files -----------------------------------------------------------------------------------
+    def _on_file_shared(self, body: dict[str, Any]) -> None:
+        shared = parse_file_shared(body)
+        if shared is not None:
+            self._start_ingest(shared)
+
+    def _start_ingest(self, shared: FileShared) -> None:
+        if shared.file.complete and not shared.file.is_pdf:
+            return  # other file types are none of our business
+        # file_shared and message/file_share both announce one share: ingest it once per channel.
+        if not self.core.claim("slack", f"file:{shared.team}:{shared.channel}:{shared.file.id}"):
+            return
+        structlog.contextvars.bind_contextvars(file_id=shared.file.id)
+        self._submit(lambda: self._ingest(shared), event_id=shared.event_id, on_failure=None)
+
+    def _ingest(self, shared: FileShared) -> None:
+        file, thread_ts = shared.file, shared.message_ts
+        if not file.complete or not thread_ts:
+            info = self.client.files_info(file=file.id)["file"]
+            if not file.complete:
+                file = SlackFile.parse(info)
+            thread_ts = thread_ts or _share_ts(info, shared.channel)
+        if not file.is_pdf:
+            return
+        posted = self.client.chat_postMessage(
+            channel=shared.channel, thread_ts=thread_ts or None, text=plain(f"Indexing {file.name}…")
+        )
+        status = _StatusMessage(self.client, shared.channel, str(posted["ts"]))
+        try:
+            text = self._download_and_index(shared, file, status)
+        except Exception:
+            status.set(plain(INGEST_FAILED_TEXT.format(file=file.name)), force=True)
+            raise
+        status.set(plain(text), force=True)
+
+    def _download_and_index(self, shared: FileShared, file: SlackFile, status: _StatusMessage) -> str:
+        max_bytes = int(self.settings.max_file_mb * 1_000_000)
+        if file.size > max_bytes:  # Slack told us the size: don't even start
+            limit = f"{self.settings.max_file_mb:.0f} MB"
+            return f"I couldn't index {file.name}: the file is larger than the {limit} limit."
+        try:
+            data = download(
+                file.url_private_download,
+                headers={"Authorization": f"Bearer {self.client.token}"},
+                max_bytes=max_bytes,
+                timeout_s=self.settings.download_timeout_s,
+            )
+        except DownloadError as e:  # its message is written for users
+            log.info("download_failed", reason=str(e))
+            return f"I couldn't index {file.name}: {e}."
+        ctx = ChatContext("slack", shared.scope, shared.user, event_id=shared.event_id)
+
+        def progress(p: IngestProgress) -> None:
+            status.set(plain(progress_text(p)))
+
+        result = self.core.upload(ctx, file_name=file.name, data=data, progress=progress)
+        self.core.record_upload(ctx, file_ref=file.id, result=result)
+        return ingest_result_text(result)
+
+    def _on_file_deleted(self, body: dict[str, Any]) -> None:
+        deleted = parse_file_deleted(body)
+        if deleted is not None:
+            self._submit(
+                lambda: self.core.forget_file("slack", deleted.file_id), event_id=deleted.event_id, on_failure=None
+            )
+
+    # --- feedback --------------------------------------------------------------------------------
+    def _on_reaction(self, body: dict[str, Any]) -> None:
+        reaction = parse_reaction(body)
+        if reaction is None:
+            return
+
+        def record() -> None:
+            if reaction.added:
+                self.core.feedback(
+                    "slack", message_ref=reaction.message_ref, user=reaction.user, polarity=reaction.polarity
+                )
+            else:
+                self.core.retract_feedback(
+                    "slack", message_ref=reaction.message_ref, user=reaction.user, polarity=reaction.polarity
+                )
+
+        self._submit(record, event_id=reaction.event_id, on_failure=None)
+
+    # --- /citebot --------------------------------------------------------------------------------
+    def _on_command(self, ack: Ack, body: dict[str, Any], respond: Respond) -> None:
+        cmd = parse_command(body)
+        if cmd.verb not in ("docs", "forget", "stats"):
+            prefix = "" if cmd.verb == "help" else f"I don't know `{cmd.verb}`.\n"
+            ack(text=plain(prefix + HELP_TEXT))
+            return
+        if cmd.verb == "forget" and not cmd.arg:
+            ack(text=FORGET_USAGE)
+            return
+        ack()
+        self._submit(lambda: self._command(cmd, respond), event_id="", on_failure=lambda: respond(APOLOGY))
+
+    def _command(self, cmd: Command, respond: Respond) -> None:
+        scopes = (
+            dm_search_scopes(self.members, team=cmd.team, dm_channel=cmd.channel, user=cmd.user)
+            if cmd.is_dm
+            else (cmd.scope,)
+        )
+        if cmd.verb == "docs":
+            respond(plain(docs_text(self.core.documents(scopes))))
+        elif cmd.verb == "stats":
+            respond(plain(stats_text(self.core.stats(scopes))))
+        else:
+            ctx = ChatContext("slack", cmd.scope, cmd.user)
+            outcome = self.core.forget(ctx, cmd.arg, is_admin=self._is_admin(cmd.user))
+            respond(plain(outcome.message))
+
+    def _is_admin(self, user: str) -> bool:
+        info = self.client.users_info(user=user).get("user") or {}
+        return bool(info.get("is_admin") or info.get("is_owner") or info.get("is_primary_owner"))
+
+
+class _StatusMessage:
+    """A message updated in place (chat.update), at most once a second unless forced."""
+
+    def __init__(self, client: WebClient, channel: str, ts: str) -> None:
+        self._client, self.channel, self.ts = client, channel, ts
+        self._lock = threading.Lock()
+        self._last_text = ""
+        self._last_at = 0.0
+
+    def set(self, text: str, *, force: bool = False) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if text == self._last_text or (not force and now - self._last_at < PROGRESS_MIN_INTERVAL_S):
+                return
+            self._last_text, self._last_at = text, now
+        try:
+            self._client.chat_update(channel=self.channel, ts=self.ts, text=text)
+        except (SlackApiError, SlackClientError) as e:
+            if force:
+                raise
+            log.info("progress_update_failed", error=type(e).__name__)
+
+
+def _share_ts(info: dict[str, Any], channel: str) -> str:
+    """The ts of the message that shared ``info`` (a files.info file) in ``channel``, or ""."""
+    shares = info.get("shares") or {}
+    for kind in ("public", "private"):
+        for share in (shares.get(kind) or {}).get(channel) or []:
+            if share.get("ts"):
+                return str(share["ts"])
+    return ""
+
+
+def build_bot(settings: Settings, core: ChatCore, client: WebClient | None = None) -> SlackBot:
+    return SlackBot(settings, core, client)
+
+
+def build_app(settings: Settings, core: ChatCore, client: WebClient | None = None) -> App:
+    """The Bolt app with every Citebot listener; its worker pool lives as long as the process."""
+    return build_bot(settings, core, client).app

@@ -1,0 +1,337 @@
+"""A local fake of the Slack Web API and of Slack's event deliveries, for tests and benchmarks.
+
+:class:`FakeSlack` is a threaded ``http.server`` on 127.0.0.1 that speaks the Web API's wire format
+(JSON or form bodies, ``Authorization: Bearer``, ``{"ok": ...}`` replies, 429 with ``Retry-After``),
+serves uploaded files at ``url_private_download`` URLs (bot token required, like Slack), takes
+``response_url`` posts, and records every call so a test can wait for one deterministically.
+
+:func:`post_signed` delivers an event or slash command the way Slack does: signed with the app's
+signing secret (``X-Slack-Signature`` over ``v0:{timestamp}:{body}``), optionally as a retry.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from slack_sdk.signature import SignatureVerifier
+
+TEAM = "T0CITE"
+BOT_USER = "UCITEBOT"
+BOT_ID = "BCITEBOT"
+BOT_TOKEN = "xoxb-fake-citebot-token"  # noqa: S105 - a fake token for a fake server
+SIGNING_SECRET = "fake-signing-secret"  # noqa: S105
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    at: float
+    authorized: bool
+
+
+@dataclass
+class FakeFile:
+    id: str
+    name: str
+    data: bytes
+    filetype: str = "pdf"
+    mimetype: str = "application/pdf"
+    shares: dict[str, str] = field(default_factory=dict)  # channel -> ts of the sharing message
+
+
+class FakeSlack:
+    """The fake Web API. ``url`` is the ``base_url`` for ``WebClient`` (``CITEBOT_SLACK_API_URL``)."""
+
+    def __init__(self, *, team: str = TEAM, bot_user: str = BOT_USER, bot_id: str = BOT_ID, token: str = BOT_TOKEN):
+        self.team, self.bot_user, self.bot_id, self.token = team, bot_user, bot_id, token
+        self.calls: list[Call] = []
+        self.files: dict[str, FakeFile] = {}
+        self.memberships: dict[str, list[str]] = {}
+        self.admins: set[str] = set()
+        self.rate_limit_once: set[str] = set()
+        self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
+        self._cond = threading.Condition()
+        self._ts = itertools.count(1)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> FakeSlack:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeSlack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.root}/api/"
+
+    def response_url(self, name: str = "cmd") -> str:
+        return f"{self.root}/respond/{name}"
+
+    # --- test set-up -------------------------------------------------------------------------
+    def add_file(self, file_id: str, name: str, data: bytes, *, filetype: str = "pdf", mimetype: str = "") -> dict:
+        """Host a file and return the file object Slack would put in an event."""
+        mime = mimetype or ("application/pdf" if filetype == "pdf" else "application/octet-stream")
+        self.files[file_id] = FakeFile(file_id, name, data, filetype, mime)
+        return self.file_object(file_id)
+
+    def file_object(self, file_id: str) -> dict[str, Any]:
+        f = self.files[file_id]
+        return {
+            "id": f.id,
+            "name": f.name,
+            "title": f.name,
+            "filetype": f.filetype,
+            "mimetype": f.mimetype,
+            "size": len(f.data),
+            "url_private": f"{self.root}/files/{f.id}/{urllib.parse.quote(f.name)}",
+            "url_private_download": f"{self.root}/files/{f.id}/download/{urllib.parse.quote(f.name)}",
+            "shares": {"public": {ch: [{"ts": ts}] for ch, ts in f.shares.items()}},
+        }
+
+    # --- inspection --------------------------------------------------------------------------
+    def calls_to(self, method: str, **match: Any) -> list[Call]:
+        with self._cond:
+            return [c for c in self.calls if c.method == method and _matches(c.params, match)]
+
+    def wait_for(self, method: str, count: int = 1, *, timeout: float = 60.0, **match: Any) -> list[Call]:
+        """Block until ``count`` calls of ``method`` (with params equal to ``match``) were recorded."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = [c for c in self.calls if c.method == method and _matches(c.params, match)]
+                if len(found) >= count:
+                    return found
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    seen = [c.method for c in self.calls]
+                    raise TimeoutError(f"waited {timeout:.0f} s for {count} x {method} {match}; calls so far: {seen}")
+                self._cond.wait(left)
+
+    def wait_until(self, predicate: Callable[[], bool], *, timeout: float = 60.0) -> None:
+        """Block until ``predicate()`` holds; re-checked whenever a call is recorded (and every 50 ms)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"condition not met within {timeout:.0f} s")
+                self._cond.wait(min(left, 0.05))
+
+    def _record(self, method: str, params: dict[str, Any], authorized: bool) -> None:
+        with self._cond:
+            self.calls.append(Call(method, params, time.monotonic(), authorized))
+            self._cond.notify_all()
+
+    # --- the Web API -------------------------------------------------------------------------
+    def _reply(self, method: str, p: dict[str, Any]) -> dict[str, Any]:
+        if method in self.fail:
+            return {"ok": False, "error": self.fail[method]}
+        if method == "auth.test":
+            return {
+                "ok": True,
+                "url": "https://fake.slack.invalid/",
+                "team": "Fake",
+                "user": "citebot",
+                "team_id": self.team,
+                "user_id": self.bot_user,
+                "bot_id": self.bot_id,
+            }
+        if method == "chat.postMessage":
+            ts = f"{int(time.time())}.{next(self._ts):06d}"
+            return {"ok": True, "channel": p.get("channel"), "ts": ts, "message": {"text": p.get("text"), "ts": ts}}
+        if method == "chat.update":
+            return {"ok": True, "channel": p.get("channel"), "ts": p.get("ts"), "text": p.get("text")}
+        if method == "users.conversations":
+            channels = [{"id": c} for c in self.memberships.get(str(p.get("user")), [])]
+            return {"ok": True, "channels": channels, "response_metadata": {"next_cursor": ""}}
+        if method == "users.info":
+            user = str(p.get("user"))
+            admin = user in self.admins
+            return {"ok": True, "user": {"id": user, "is_admin": admin, "is_owner": False}}
+        if method == "files.info":
+            file_id = str(p.get("file"))
+            if file_id not in self.files:
+                return {"ok": False, "error": "file_not_found"}
+            return {"ok": True, "file": self.file_object(file_id)}
+        return {"ok": True}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return
+
+            def _authorized(self) -> bool:
+                return self.headers.get("Authorization") == f"Bearer {fake.token}"
+
+            def _params(self) -> dict[str, Any]:
+                path, _, query = self.path.partition("?")
+                params: dict[str, Any] = {k: v[0] for k, v in urllib.parse.parse_qs(query).items()}
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                ctype = self.headers.get("Content-Type", "")
+                if raw and "json" in ctype:
+                    params.update(json.loads(raw))
+                elif raw:
+                    params.update({k: v[0] for k, v in urllib.parse.parse_qs(raw.decode()).items()})
+                if isinstance(params.get("blocks"), str):
+                    params["blocks"] = json.loads(params["blocks"])
+                return params
+
+            def _send(self, status: int, body: bytes, ctype: str = "application/json", **headers: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in headers.items():
+                    self.send_header(k.replace("_", "-"), v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _api(self) -> None:
+                path = self.path.partition("?")[0]
+                params = self._params()
+                if path.startswith("/respond/"):
+                    fake._record("response_url", {"name": path.rsplit("/", 1)[-1], **params}, True)
+                    self._send(200, b"ok", "text/plain")
+                    return
+                if not path.startswith("/api/"):
+                    self._send(404, b"")
+                    return
+                method = path[len("/api/") :]
+                if method in fake.rate_limit_once:
+                    fake.rate_limit_once.discard(method)
+                    fake._record(f"{method}#429", params, self._authorized())
+                    self._send(429, b'{"ok":false,"error":"ratelimited"}', Retry_After="1")
+                    return
+                authorized = self._authorized()
+                fake._record(method, params, authorized)
+                reply = fake._reply(method, params) if authorized else {"ok": False, "error": "invalid_auth"}
+                self._send(200, json.dumps(reply).encode())
+
+            def do_POST(self) -> None:  # noqa: N802
+                self._api()
+
+            def do_GET(self) -> None:  # noqa: N802
+                path = self.path.partition("?")[0]
+                if not path.startswith("/files/"):
+                    self._api()
+                    return
+                file_id = path.split("/")[2]
+                fake._record("file.download", {"file": file_id}, self._authorized())
+                f = fake.files.get(file_id)
+                if not self._authorized():  # Slack answers a login page to a request without the token
+                    self._send(200, b"<!DOCTYPE html><html>Sign in to Slack</html>", "text/html")
+                elif f is None:
+                    self._send(404, b"")
+                else:
+                    self._send(200, f.data, f.mimetype)
+
+        return Handler
+
+
+def _matches(params: dict[str, Any], match: dict[str, Any]) -> bool:
+    return all(params.get(k) == v for k, v in match.items())
+
+
+# --- deliveries ----------------------------------------------------------------------------------
+
+
+def sign(body: str, *, secret: str = SIGNING_SECRET, timestamp: int | None = None) -> dict[str, str]:
+    """The headers Slack puts on a delivery of ``body``."""
+    ts = str(int(time.time()) if timestamp is None else timestamp)
+    signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
+    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": signature}
+
+
+def post_signed(
+    url: str,
+    payload: dict[str, Any],
+    *,
+    secret: str = SIGNING_SECRET,
+    form: bool = False,
+    retry_num: int | None = None,
+    timeout: float = 10.0,
+) -> tuple[int, bytes]:
+    """POST ``payload`` to the bot like Slack: JSON (events) or form-encoded (slash commands), signed."""
+    body = urllib.parse.urlencode(payload) if form else json.dumps(payload)
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded" if form else "application/json",
+        **sign(body, secret=secret),
+    }
+    if retry_num is not None:
+        headers["X-Slack-Retry-Num"] = str(retry_num)
+        headers["X-Slack-Retry-Reason"] = "http_timeout"
+    req = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")  # noqa: S310
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - loopback only
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+_event_ids = itertools.count(1)
+
+
+def event_callback(event: dict[str, Any], *, team: str = TEAM, event_id: str | None = None) -> dict[str, Any]:
+    """Wrap ``event`` in the Events API envelope."""
+    return {
+        "token": "unused-verification-token",
+        "team_id": team,
+        "api_app_id": "ACITEBOT",
+        "event": event,
+        "type": "event_callback",
+        "event_id": event_id or f"Ev{next(_event_ids):08d}{int(time.time() * 1000) % 100000}",
+        "event_time": int(time.time()),
+        "authorizations": [{"team_id": team, "user_id": BOT_USER, "is_bot": True}],
+    }
+
+
+def mention(channel: str, user: str, text: str, ts: str, *, thread_ts: str | None = None) -> dict[str, Any]:
+    event = {"type": "app_mention", "user": user, "text": f"<@{BOT_USER}> {text}", "ts": ts, "channel": channel}
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    return event
+
+
+def message(
+    channel: str, user: str, text: str, ts: str, *, thread_ts: str | None = None, channel_type: str = "channel"
+) -> dict[str, Any]:
+    event = {
+        "type": "message",
+        "user": user,
+        "text": text,
+        "ts": ts,
+        "channel": channel,
+        "channel_type": channel_type,
+    }
+    if thread_ts:
+        event["thread_ts"] = thread_ts
+    return event

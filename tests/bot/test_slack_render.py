@@ -1,0 +1,143 @@
+"""Block Kit rendering of answers and parsing of Slack payloads (no network, no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core import FEEDBACK_HINT
+from bot.slack.events import (
+    parse_command,
+    parse_file_shared,
+    parse_message,
+    parse_reaction,
+    strip_mentions,
+)
+from bot.slack.render import MAX_BLOCKS, MAX_SECTION_CHARS, location, render_answer, split_text
+from pipelines.models import Answer, Citation, RetrievedChunk
+
+
+def _citation(n: int, quote: str = "Employees may take eighteen weeks of parental leave.") -> Citation:
+    return Citation(
+        n=n,
+        chunk_id=f"d1:{n:05d}",
+        doc_id="d1",
+        file="handbook.pdf",
+        page_start=4,
+        page_end=4,
+        section="4 Leave > 4.2 Parental leave",
+        quote=quote,
+    )
+
+
+def _texts(blocks: list[dict]) -> list[str]:
+    out = []
+    for b in blocks:
+        if b["type"] == "section":
+            out.append(b["text"]["text"])
+        elif b["type"] == "context":
+            out.extend(e["text"] for e in b["elements"])
+        elif b["type"] == "rich_text":
+            out.append("".join(e["text"] for q in b["elements"] for e in q["elements"]))
+    return out
+
+
+class TestRenderAnswer:
+    def test_answer_then_each_citation_as_quote_with_location_and_feedback_hint(self) -> None:
+        answer = Answer(text="Eighteen weeks [1].", citations=[_citation(1)])
+        text, blocks = render_answer(answer)
+        assert [b["type"] for b in blocks] == ["section", "rich_text", "context", "context"]
+        assert blocks[0]["text"]["text"] == "Eighteen weeks [1]."
+        quote = blocks[1]["elements"][0]
+        assert quote["type"] == "rich_text_quote"
+        assert "".join(e["text"] for e in quote["elements"]) == (
+            "[1] Employees may take eighteen weeks of parental leave."
+        )
+        assert blocks[2]["elements"][0]["text"] == "handbook.pdf · p. 4 · 4 Leave &gt; 4.2 Parental leave"
+        assert blocks[3]["elements"][0]["text"] == FEEDBACK_HINT
+        assert "Eighteen weeks [1]." in text and "handbook.pdf · p. 4" in text
+
+    def test_long_answer_with_many_citations_stays_inside_slack_limits(self) -> None:
+        long_text = ("The policy says a great many things about leave and pay. " * 400).strip()  # ~23k chars
+        answer = Answer(text=long_text, citations=[_citation(i, "quote " * 700) for i in range(1, 41)])
+        text, blocks = render_answer(answer)
+        assert len(blocks) <= MAX_BLOCKS
+        for b in blocks:
+            if b["type"] == "section":
+                assert len(b["text"]["text"]) <= MAX_SECTION_CHARS
+            if b["type"] == "context":
+                assert all(len(e["text"]) <= MAX_SECTION_CHARS for e in b["elements"])
+            if b["type"] == "rich_text":
+                assert sum(len(e["text"]) for q in b["elements"] for e in q["elements"]) <= MAX_SECTION_CHARS
+        assert any("more sources not shown" in t for t in _texts(blocks))
+        assert blocks[-1]["elements"][0]["text"] == FEEDBACK_HINT
+        assert 0 < len(text) <= 3000
+
+    def test_refusal_shows_closest_passages(self) -> None:
+        answer = Answer(
+            text="The PDFs here don't say.",
+            refused=True,
+            retrieved=[
+                RetrievedChunk(chunk_id="d:1", doc_id="d", file="a.pdf", page_start=2, page_end=3, score=0.1),
+                RetrievedChunk(chunk_id="d:2", doc_id="d", file="a.pdf", page_start=7, page_end=7, score=0.05),
+            ],
+        )
+        _, blocks = render_answer(answer)
+        texts = _texts(blocks)
+        assert texts[0] == "The PDFs here don't say."
+        assert any("closest passages" in t for t in texts)
+        assert "a.pdf · pp. 2–3" in texts and "a.pdf · p. 7" in texts
+
+    def test_mrkdwn_control_characters_are_escaped(self) -> None:
+        _, blocks = render_answer(Answer(text="Use <b> & <@U123> carefully"))
+        assert blocks[0]["text"]["text"] == "Use &lt;b&gt; &amp; &lt;@U123&gt; carefully"
+
+    @pytest.mark.parametrize("n", [10, 2999, 3000, 3001, 9000])
+    def test_split_text_keeps_every_word_in_order(self, n: int) -> None:
+        text = " ".join(f"w{i}" for i in range(n))[: n * 3]
+        parts = split_text(text, 100)
+        assert all(len(p) <= 100 for p in parts)
+        assert " ".join(parts).split() == text.split()
+
+    def test_location_without_section(self) -> None:
+        assert location("x.pdf", 3, 3, "") == "x.pdf · p. 3"
+
+
+class TestParse:
+    def test_message_from_a_bot_or_an_edit_is_ignored(self) -> None:
+        base = {"team_id": "T1", "event_id": "E1"}
+        bot = {**base, "event": {"type": "message", "bot_id": "B2", "user": "U2", "channel": "C1", "ts": "1"}}
+        edit = {**base, "event": {"type": "message", "subtype": "message_changed", "channel": "C1", "ts": "1"}}
+        assert parse_message(bot) is None
+        assert parse_message(edit) is None
+
+    def test_mention_question_and_thread(self) -> None:
+        body = {
+            "team_id": "T1",
+            "event_id": "E1",
+            "event": {"type": "app_mention", "user": "U1", "text": "<@UBOT> how long?", "ts": "5.1", "channel": "C1"},
+        }
+        msg = parse_message(body)
+        assert msg is not None
+        got = (msg.question, msg.scope, msg.reply_thread_ts, msg.in_thread)
+        assert got == ("how long?", "slack:T1:C1", "5.1", False)
+        assert strip_mentions("<@U1|bob>  hi <@U2>") == "hi"
+
+    def test_reactions_map_to_polarity_and_other_emoji_are_ignored(self) -> None:
+        def body(name: str, kind: str = "reaction_added") -> dict:
+            item = {"type": "message", "channel": "C1", "ts": "9.9"}
+            return {"team_id": "T1", "event": {"type": kind, "user": "U1", "reaction": name, "item": item}}
+
+        up = parse_reaction(body("+1::skin-tone-3"))
+        assert up is not None and (up.polarity, up.added, up.message_ref) == ("up", True, "C1:9.9")
+        down = parse_reaction(body("thumbsdown", "reaction_removed"))
+        assert down is not None and (down.polarity, down.added) == ("down", False)
+        assert parse_reaction(body("eyes")) is None
+
+    def test_file_shared_and_command(self) -> None:
+        fs = parse_file_shared(
+            {"team_id": "T1", "event": {"type": "file_shared", "file_id": "F1", "channel_id": "C1", "user_id": "U1"}}
+        )
+        assert fs is not None and fs.file.id == "F1" and not fs.file.complete and fs.scope == "slack:T1:C1"
+        cmd = parse_command({"team_id": "T1", "channel_id": "D9", "user_id": "U1", "text": " forget  “a b.pdf” "})
+        assert (cmd.verb, cmd.arg, cmd.is_dm) == ("forget", "a b.pdf", True)
+        assert parse_command({"text": ""}).verb == "help"
