@@ -1,0 +1,93 @@
+"""Small text helpers shared by the query components: terms, stop words, sentence spans."""
+
+from __future__ import annotations
+
+import re
+
+STOPWORDS = frozenset(
+    """a about above after again all also am an and any are as at be been before being below between both but by
+    can could did do does doing down during each few for from further had has have having he her here hers him his
+    how i if in into is it its itself just me more most my no nor not of off on once only or other our ours out over
+    own same she should so some such than that the their theirs them then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your yours
+    tell say says said show shows give list please explain describe summarize summarise summary according
+    document documents pdf pdfs file files paper report page pages section sections table tables figure figures
+    does do did much many whats""".split()  # noqa: SIM905
+)
+
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+
+
+def stem(word: str) -> str:
+    """A deliberately tiny stemmer: lower case, strip possessives and simple plural/verb endings."""
+    w = word.lower().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    w = w.strip("'-")
+    for suffix, min_len in (("ies", 5), ("sses", 6), ("es", 5), ("s", 4), ("ing", 6), ("ed", 5)):
+        if w.endswith(suffix) and len(w) >= min_len:
+            if suffix == "ies":
+                return w[:-3] + "y"
+            if suffix == "sses":
+                return w[:-2]
+            if suffix == "s" and w.endswith("ss"):
+                return w
+            return w[: -len(suffix)]
+    return w
+
+
+def terms(text: str) -> list[str]:
+    """Content terms (stemmed, stop words removed), in order, duplicates kept."""
+    out = []
+    for tok in _TOKEN.findall(text):
+        low = tok.lower()
+        if low in STOPWORDS or (len(low) < 2 and not low.isdigit()):
+            continue
+        out.append(stem(low))
+    return out
+
+
+_SENT_END = re.compile(r"(?<=[.!?])[\"”’)]?\s+(?=[\"“(\[]?[A-Z0-9•\-])")
+_ABBREV = frozenset(
+    "dr mr mrs ms prof st no nos fig figs vs etc e.g i.e cf approx art sec p pp vol ch inc ltd co".split()  # noqa: SIM905
+)
+_BULLET = re.compile(r"\n\s*(?=[•\-\*–]|\d+[.)]\s|[a-z][.)]\s)")
+
+
+def sentence_spans(text: str, *, lines: bool = False) -> list[tuple[int, int]]:
+    """[start, end) spans of the sentences (or, with ``lines``, the non-empty lines) of ``text``."""
+    spans: list[tuple[int, int]] = []
+    if lines:
+        pos = 0
+        for line in text.split("\n"):
+            s, e = pos, pos + len(line)
+            pos = e + 1
+            s, e = _strip(text, s, e)
+            if e > s:
+                spans.append((s, e))
+        return spans
+    # paragraphs and bullets first, then sentence ends within them
+    cuts = [0]
+    for m in re.finditer(r"\n\s*\n", text):
+        cuts.append(m.end())
+    for m in _BULLET.finditer(text):
+        cuts.append(m.end())
+    for m in _SENT_END.finditer(text):
+        before = text[max(0, m.start() - 6) : m.start() + 1].split()
+        if before and before[-1].lower().rstrip(".") in _ABBREV:
+            continue
+        cuts.append(m.end())
+    cuts = sorted(set(cuts)) + [len(text)]
+    for s, e in zip(cuts, cuts[1:], strict=False):
+        s, e = _strip(text, s, e)
+        if e > s:
+            spans.append((s, e))
+    return spans
+
+
+def _strip(text: str, s: int, e: int) -> tuple[int, int]:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return s, e

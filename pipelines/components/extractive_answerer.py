@@ -1,0 +1,309 @@
+"""Extractive answers: the 1-3 sentences or table rows of the top passages that best answer the question.
+
+Candidates are the sentences of text chunks and the lines of table and list chunks. Each is scored
+by cosine similarity of its embedding to the question's plus a term-overlap bonus (IDF-weighted
+over the candidates), with a small bonus for the passage's rank. The answer is a fixed lead line and
+the chosen spans as quotes: nothing but the lead line is written that is not in the source.
+
+Special cases:
+
+* a table named in the question ("table 2") is quoted whole (up to ``max_table_chars``), since the
+  answer to "which year has the highest revenue" is the table itself;
+* a structural question with no content words ("summarize pages 5-7") quotes the opening sentence
+  of up to three of the referenced chunks (distinct pages first).
+
+The ``relevance`` output is the highest cosine similarity between the question and any scored
+candidate; the refusal check compares it with ``settings.refusal_threshold``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from pipelines.components._text import sentence_spans, terms
+from pipelines.components.citation_validator import chunk_id_of
+
+LEAD = "Here is what the PDFs say:"
+_MIN_CHARS = 20
+_MAX_CHARS = 700
+_EMBED_CHARS = 400  # scoring needs the gist; long sentences cost embedding time
+_CACHE_SIZE = 4096
+
+
+@dataclass
+class Candidate:
+    doc_rank: int
+    doc: Document
+    start: int
+    end: int
+    terms: set[str]
+    overlap: float = 0.0
+    cosine: float = 0.0
+    score: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return (self.doc.content or "")[self.start : self.end]
+
+
+def _is_heading_line(text: str, doc: Document) -> bool:
+    section = str((doc.meta or {}).get("section", "") or "")
+    if not section:
+        return False
+    flat = " ".join(text.split())
+    return flat in section or flat == section.split(" > ")[-1]
+
+
+_NUMBERED_HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.|article\s+\w+|section\s+\d+)\s+\S", re.I)
+
+
+def _skip_heading_lines(content: str, s: int, e: int, doc: Document) -> int:
+    """Move ``s`` past heading lines ("4 Leave > 4.2 Parental leave") that open the span."""
+    while True:
+        nl = content.find("\n", s, e)
+        if nl < 0:
+            return s
+        line = content[s:nl].strip()
+        heading = _is_heading_line(line, doc) or (
+            len(line) <= 100 and line[-1:] not in ".!?:;," and (" > " in line or bool(_NUMBERED_HEADING.match(line)))
+        )
+        if not heading:
+            return s
+        s = nl + 1
+        while s < e and content[s].isspace():
+            s += 1
+
+
+def _label_for(doc: Document) -> str:
+    return str((doc.meta or {}).get("label", "") or "")
+
+
+@component
+class ExtractiveAnswerer:
+    """Question + passages in; a lead line with quoted spans (``text``), ``citations`` as
+    ``{n, chunk_id, quote}``, and ``relevance`` (best question-sentence cosine) out."""
+
+    def __init__(
+        self,
+        *,
+        model_path: str,
+        threads: int = 1,
+        max_quotes: int = 3,
+        max_candidates: int = 10,
+        overlap_weight: float = 0.35,
+        keep_ratio: float = 0.85,
+        max_table_chars: int = 1500,
+    ) -> None:
+        if not model_path:
+            raise ValueError("model_path is required")
+        if threads < 1:
+            raise ValueError("threads must be >= 1")
+        if not 1 <= max_quotes <= 3:
+            raise ValueError("max_quotes must be 1, 2 or 3")
+        if not 4 <= max_candidates <= 256:
+            raise ValueError("max_candidates must be between 4 and 256")
+        if not 0.0 <= overlap_weight <= 2.0:
+            raise ValueError("overlap_weight must be between 0 and 2")
+        if not 0.0 < keep_ratio <= 1.0:
+            raise ValueError("keep_ratio must be in (0, 1]")
+        if max_table_chars < 100:
+            raise ValueError("max_table_chars must be at least 100")
+        self.model_path = str(model_path)
+        self.threads = threads
+        self.max_quotes = max_quotes
+        self.max_candidates = max_candidates
+        self.overlap_weight = overlap_weight
+        self.keep_ratio = keep_ratio
+        self.max_table_chars = max_table_chars
+        self._ready = False
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            model_path=self.model_path,
+            threads=self.threads,
+            max_quotes=self.max_quotes,
+            max_candidates=self.max_candidates,
+            overlap_weight=self.overlap_weight,
+            keep_ratio=self.keep_ratio,
+            max_table_chars=self.max_table_chars,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExtractiveAnswerer:
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        if not self._ready:
+            from connectors.embedding import get_model
+
+            get_model(Path(self.model_path), self.threads)
+            self._ready = True
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """Embeddings of ``texts``; repeated sentences (popular passages) come from a small LRU cache."""
+        from connectors.embedding import embed
+
+        self.warm_up()
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            vecs = embed(
+                [t[:_EMBED_CHARS] for t in missing], path=Path(self.model_path), threads=self.threads, batch_size=64
+            )
+            with self._cache_lock:
+                for t, v in zip(missing, vecs, strict=True):
+                    self._cache[t] = np.asarray(v, "float32")
+                while len(self._cache) > _CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        with self._cache_lock:
+            out = []
+            for t in texts:
+                v = self._cache.get(t)
+                if v is None:  # evicted by a concurrent call between the two steps
+                    v = np.asarray(embed([t[:_EMBED_CHARS]], path=Path(self.model_path), threads=self.threads)[0])
+                else:
+                    self._cache.move_to_end(t)
+                out.append(v)
+        return np.stack(out).astype("float32")
+
+    # --- candidates ----------------------------------------------------------------------------
+    def _candidates(self, docs: list[Document]) -> list[Candidate]:
+        out: list[Candidate] = []
+        for rank, doc in enumerate(docs):
+            content = doc.content or ""
+            etype = (doc.meta or {}).get("element_type", "text")
+            for s0, e in sentence_spans(content, lines=etype in ("table", "list")):
+                s = _skip_heading_lines(content, s0, e, doc)
+                text = content[s:e]
+                if len(text) < _MIN_CHARS and etype != "table":
+                    continue
+                if e - s > _MAX_CHARS or _is_heading_line(text, doc):
+                    continue
+                out.append(Candidate(rank, doc, s, e, set(terms(text))))
+        return out
+
+    @component.output_types(text=str, citations=list[dict[str, Any]], relevance=float)
+    def run(
+        self,
+        question: str,
+        documents: list[Document],
+        routed: list[Document] | None = None,
+        query_embedding: list[float] | None = None,
+        content_question: str | None = None,
+    ) -> dict[str, Any]:
+        """``documents``: retrieved passages, best first; ``routed``: chunks the question referenced
+        explicitly (page, section, table...); ``content_question``: the question without its
+        structural references (defaults to ``question``)."""
+        routed = list(routed or [])
+        routed_ids = {d.id for d in routed}
+        context = routed + [d for d in documents if d.id not in routed_ids]
+        if not context:
+            return {"text": "", "citations": [], "relevance": 0.0}
+        cq = question if content_question is None else content_question
+        qterms = set(terms(cq))
+
+        # a table the question names: quote it whole
+        named_tables = [d for d in routed if (d.meta or {}).get("element_type") == "table" and _label_for(d)]
+        if named_tables and _label_for(named_tables[0]).lower() in question.lower():
+            table = named_tables[0]
+            content = (table.content or "").strip()
+            quote = (
+                content[: self.max_table_chars].rsplit("\n", 1)[0] if len(content) > self.max_table_chars else content
+            )
+            return {
+                "text": f"{_label_for(table)}:\n“{quote}” [1]",
+                "citations": [{"n": 1, "chunk_id": chunk_id_of(table), "quote": quote}],
+                "relevance": 1.0,
+            }
+
+        # a structural question without content words: the opening sentence of the referenced chunks
+        if routed and not qterms:
+            return self._summary(routed)
+
+        cands = self._candidates(context)
+        if not cands:
+            return {"text": "", "citations": [], "relevance": 0.0}
+        df: dict[str, int] = {}
+        for c in cands:
+            for t in c.terms:
+                df[t] = df.get(t, 0) + 1
+        n = len(cands)
+        idf = {t: math.log(1 + n / df.get(t, 0.5)) for t in qterms}
+        total = sum(idf.values()) or 1.0
+        for c in cands:
+            c.overlap = sum(idf[t] for t in qterms & c.terms) / total if qterms else 0.0
+        # pre-select by overlap and passage rank, then embed
+        cands.sort(key=lambda c: c.overlap + 0.15 / (1 + c.doc_rank), reverse=True)
+        cands = cands[: self.max_candidates]
+        q_vec = np.asarray(query_embedding, "float32") if query_embedding is not None else self._embed([question])[0]
+        vecs = self._embed([c.text for c in cands])
+        cos = vecs @ q_vec
+        for c, s in zip(cands, cos, strict=True):
+            c.cosine = float(s)
+            c.score = c.cosine + self.overlap_weight * c.overlap + 0.05 / (1 + c.doc_rank)
+            if c.doc.id in routed_ids:
+                c.score += 0.1
+        relevance = max(c.cosine for c in cands)
+        cands.sort(key=lambda c: c.score, reverse=True)
+        chosen: list[Candidate] = []
+        best = cands[0].score
+        for c in cands:
+            if len(chosen) >= self.max_quotes:
+                break
+            if chosen and c.score < best * self.keep_ratio:
+                break
+            if any(o.doc.id == c.doc.id and o.start < c.end and c.start < o.end for o in chosen):
+                continue
+            if any(o.text == c.text for o in chosen):
+                continue
+            chosen.append(c)
+        # show quotes in document order within a passage, passages in rank order
+        chosen.sort(key=lambda c: (c.doc_rank, c.start))
+        citations = [{"n": i, "chunk_id": chunk_id_of(c.doc), "quote": c.text} for i, c in enumerate(chosen, 1)]
+        body = "\n".join(f"“{c['quote']}” [{c['n']}]" for c in citations)
+        return {"text": f"{LEAD}\n{body}", "citations": citations, "relevance": relevance}
+
+    def _summary(self, routed: list[Document]) -> dict[str, Any]:
+        picked: list[tuple[Document, int, int]] = []
+        pages_seen: set[int] = set()
+        for pass_ in (0, 1):
+            for doc in routed:
+                if len(picked) >= self.max_quotes:
+                    break
+                page = int((doc.meta or {}).get("page_start", 0) or 0)
+                if pass_ == 0 and page in pages_seen:
+                    continue
+                if any(p[0].id == doc.id for p in picked):
+                    continue
+                etype = (doc.meta or {}).get("element_type", "text")
+                for s0, e in sentence_spans(doc.content or "", lines=etype in ("table", "list")):
+                    s = _skip_heading_lines(doc.content or "", s0, e, doc)
+                    text = (doc.content or "")[s:e]
+                    if len(text) >= _MIN_CHARS and e - s <= _MAX_CHARS and not _is_heading_line(text, doc):
+                        picked.append((doc, s, e))
+                        pages_seen.add(page)
+                        break
+        picked.sort(key=lambda p: (int((p[0].meta or {}).get("page_start", 0) or 0), str(p[0].id)))
+        citations = [
+            {"n": i, "chunk_id": chunk_id_of(d), "quote": (d.content or "")[s:e]}
+            for i, (d, s, e) in enumerate(picked, 1)
+        ]
+        if not citations:
+            return {"text": "", "citations": [], "relevance": 0.0}
+        body = "\n".join(f"“{c['quote']}” [{c['n']}]" for c in citations)
+        return {
+            "text": f"The referenced part of the PDFs opens with:\n{body}",
+            "citations": citations,
+            "relevance": 1.0,
+        }

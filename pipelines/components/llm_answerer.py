@@ -1,0 +1,195 @@
+"""LLM answers over the retrieved passages, as structured JSON with [n] markers and exact quotes.
+
+The model sees each passage under its chunk id and must reply with
+``{"answerable": bool, "answer": "... [1] ...", "citations": [{"n": 1, "chunk_id": "...", "quote": "..."}]}``.
+The caller validates the citations (:mod:`pipelines.components.citation_validator`); on failures it
+calls ``run`` once more with ``failures`` so the stricter prompt names them, then
+:func:`keep_supported` drops claims whose citations are still invalid.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.utils import Secret, deserialize_secrets_inplace
+
+from pipelines.components.citation_validator import chunk_id_of
+from pipelines.models import Citation, Turn
+
+PROMPT_VERSION = "answer-v1"
+
+SYSTEM_PROMPT = """You answer questions about PDF documents using ONLY the passages provided.
+Rules:
+- Every claim in your answer must be supported by a passage and carry a marker like [1] after it.
+- For each marker give a citation: the passage's chunk_id exactly as shown, and a quote copied
+  character for character from that passage (one sentence or table row, at most 300 characters).
+- Never cite a chunk_id that is not listed. Never change the words of a quote.
+- If the passages do not answer the question, set "answerable" to false and leave the answer empty.
+- Be brief: at most 4 sentences.
+Reply with only this JSON object:
+{"answerable": true, "answer": "text with [1] markers", "citations": [{"n": 1, "chunk_id": "...", "quote": "..."}]}"""
+
+STRICT_SUFFIX = """Your previous reply had citations that failed an exact check:
+{failures}
+Reply again. Use only the chunk_ids listed above and copy each quote exactly from its passage.
+Drop any claim you cannot support with an exact quote."""
+
+
+def _passage_header(doc: Document) -> str:
+    meta = doc.meta or {}
+    a, b = meta.get("page_start", "?"), meta.get("page_end", "?")
+    page = f"p. {a}" if a == b else f"pp. {a}-{b}"
+    section = str(meta.get("section", "") or "")
+    return f"[chunk_id: {chunk_id_of(doc)}] {meta.get('file_name', '')}, {page}" + (
+        f', section "{section}"' if section else ""
+    )
+
+
+def build_messages(
+    question: str,
+    documents: list[Document],
+    history: list[Turn] | None = None,
+    failures: list[dict[str, Any]] | None = None,
+    *,
+    max_passage_chars: int = 2500,
+) -> list[dict[str, str]]:
+    passages = "\n\n".join(f"{_passage_header(d)}\n{(d.content or '')[:max_passage_chars]}" for d in documents)
+    convo = ""
+    if history:
+        convo = "Earlier in this thread:\n" + "\n".join(f"{t.role}: {t.text[:500]}" for t in history[-4:]) + "\n\n"
+    user = f"Passages:\n\n{passages}\n\n{convo}Question: {question}"
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    if failures:
+        lines = []
+        for f in failures:
+            if f.get("reason") == "unknown_chunk":
+                lines.append(f"- [{f.get('n')}] chunk_id {f.get('chunk_id')!r} is not one of the passages")
+            else:
+                quote = str(f.get("quote", ""))[:200]
+                lines.append(f"- [{f.get('n')}] the quote {quote!r} is not in chunk {f.get('chunk_id')!r}")
+        messages.append({"role": "user", "content": STRICT_SUFFIX.format(failures="\n".join(lines))})
+    return messages
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_MARKER = re.compile(r"\s*\[(\d+)\]")
+
+
+def keep_supported(text: str, citations: list[Citation]) -> tuple[str, list[Citation]]:
+    """Drop sentences whose [n] markers all lack a valid citation, strip invalid markers, and
+    renumber the remaining citations 1..m in order of appearance."""
+    valid: dict[int, Citation] = {}
+    for c in citations:
+        valid.setdefault(c.n, c)
+    kept: list[str] = []
+    order: list[int] = []
+    for sentence in _SENTENCE.split(text.strip()):
+        if not sentence.strip():
+            continue
+        ns = [int(m) for m in _MARKER.findall(sentence)]
+        good = [n for n in ns if n in valid]
+        if ns and not good:
+            continue
+        for n in good:
+            if n not in order:
+                order.append(n)
+        kept.append(_MARKER.sub(lambda m: f" [{m.group(1)}]" if int(m.group(1)) in valid else "", sentence))
+    renumber = {old: new for new, old in enumerate(order, 1)}
+    out_text = " ".join(kept)
+    out_text = _MARKER.sub(lambda m: f" [{renumber[int(m.group(1))]}]", out_text).strip()
+    out_cits = [valid[old].model_copy(update={"n": renumber[old]}) for old in order]
+    return out_text, out_cits
+
+
+@component
+class LLMAnswerer:
+    """Question + passages in; ``text`` with [n] markers, raw ``citations`` and ``answerable`` out.
+
+    Raises :class:`connectors.llm.LLMError` when the model cannot give a usable reply; the caller
+    falls back to the extractive answer.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: Secret | None = None,
+        timeout_s: float = 30.0,
+        max_retries: int = 3,
+        max_passage_chars: int = 2500,
+    ) -> None:
+        if not model:
+            raise ValueError("model is required")
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if max_passage_chars < 200:
+            raise ValueError("max_passage_chars must be at least 200")
+        self.model = model
+        self.base_url = base_url
+        self.api_key = (
+            api_key
+            if api_key is not None
+            else Secret.from_env_var(["OPENAI_API_KEY", "CITEBOT_OPENAI_API_KEY"], strict=False)
+        )
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.max_passage_chars = max_passage_chars
+        self._client: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            model=self.model,
+            base_url=self.base_url,
+            api_key=self.api_key.to_dict(),
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            max_passage_chars=self.max_passage_chars,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LLMAnswerer:
+        deserialize_secrets_inplace(data["init_parameters"], keys=["api_key"])
+        return default_from_dict(cls, data)
+
+    def set_client(self, client: Any) -> None:
+        """Use an already built :class:`connectors.llm.LLMClient` (shared with the query rewriter)."""
+        self._client = client
+
+    def warm_up(self) -> None:
+        if self._client is None:
+            from connectors.llm import LLMClient
+
+            self._client = LLMClient(
+                model=self.model,
+                base_url=self.base_url,
+                api_key=self.api_key.resolve_value(),
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+            )
+
+    @component.output_types(text=str, citations=list[dict[str, Any]], answerable=bool)
+    def run(
+        self,
+        question: str,
+        documents: list[Document],
+        history: list[Turn] | None = None,
+        failures: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        from connectors.llm import LLMResponseError
+
+        self.warm_up()
+        messages = build_messages(question, documents, history, failures, max_passage_chars=self.max_passage_chars)
+        out = self._client.chat_json(messages)
+        answerable = out.get("answerable", True)
+        text = out.get("answer", "")
+        cits = out.get("citations", [])
+        if not isinstance(text, str) or not isinstance(cits, list) or not isinstance(answerable, bool):
+            raise LLMResponseError("the model's JSON did not have the expected fields")
+        raw = [c for c in cits if isinstance(c, dict)]
+        return {"text": text.strip(), "citations": raw, "answerable": answerable}

@@ -1,0 +1,63 @@
+"""Refusal: when retrieval is weak, or the LLM says the passages don't answer, say so and point at the
+closest passages instead of guessing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+REFUSAL_TEXT = "The PDFs in this channel don't seem to answer that."
+
+
+def _where(doc: Document) -> str:
+    meta = doc.meta or {}
+    a, b = int(meta.get("page_start", 0) or 0), int(meta.get("page_end", 0) or 0)
+    page = f"p. {a}" if not b or a == b else f"pp. {a}–{b}"
+    section = str(meta.get("section", "") or "").split(" > ")[-1]
+    name = str(meta.get("file_name", "") or "?")
+    return f"{name} · {page}" + (f" · {section}" if section else "")
+
+
+@component
+class RefusalCheck:
+    """Decides whether to refuse: ``relevance`` below ``threshold``, no passages, or ``answerable`` False.
+
+    ``relevance`` is the best cosine similarity of the question to a sentence of the top passages
+    (see :mod:`pipelines.components.extractive_answerer`). On refusal ``text`` names up to
+    ``max_pointers`` closest passages (file, page, section; one per page).
+    """
+
+    def __init__(self, *, threshold: float, max_pointers: int = 3) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError("threshold must be between 0 and 1")
+        if not 0 <= max_pointers <= 10:
+            raise ValueError("max_pointers must be between 0 and 10")
+        self.threshold = threshold
+        self.max_pointers = max_pointers
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, threshold=self.threshold, max_pointers=self.max_pointers)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RefusalCheck:
+        return default_from_dict(cls, data)
+
+    @component.output_types(refused=bool, text=str, reason=str)
+    def run(self, relevance: float, documents: list[Document], answerable: bool = True) -> dict[str, Any]:
+        if documents and answerable and relevance >= self.threshold:
+            return {"refused": False, "text": "", "reason": ""}
+        reason = "no_passages" if not documents else ("not_answerable" if not answerable else "weak_retrieval")
+        pointers: list[str] = []
+        for d in documents:
+            w = _where(d)
+            if w not in pointers:
+                pointers.append(w)
+            if len(pointers) >= self.max_pointers:
+                break
+        text = REFUSAL_TEXT
+        if pointers:
+            text += " The closest passages, if you want to check:\n" + "\n".join(f"• {p}" for p in pointers)
+        elif not documents:
+            text += " I found no passages about it here."
+        return {"refused": True, "text": text, "reason": reason}

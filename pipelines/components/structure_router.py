@@ -1,0 +1,224 @@
+"""Structure routing (after PDFTriage): explicit references in a question fetch those elements by metadata.
+
+Recognised references:
+
+* pages — "page 12", "p. 12", "pp. 5-7", "pages 5 to 7", "pages 5–7", "pages 5 and 6";
+* sections — "section 4.2", "§ 4.2", "§4.2", "Section 12", "Article IV", "chapter 3", and a
+  retrieved chunk's heading when the question contains all of the heading's words;
+* tables and figures — "table 3", "Figure 2", "fig. 2" (chunk meta ``label``);
+* a file name — "report.pdf", or the name without ``.pdf`` — which restricts everything else to
+  that file.
+
+The fetched chunks go first in the answerer's context. Every fetch carries the caller's scopes.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from connectors.store_api import ChunkStore, require_scopes
+from pipelines.components._text import terms
+
+_NUM = r"(\d{1,4})"
+_PAGES = re.compile(rf"\b(?:pages?|pp?\.)\s*{_NUM}(?:\s*(?:-|–|—|to|through|thru|and|&)\s*{_NUM})?\b", re.I)
+_SECTION = re.compile(r"(?:\b(?:section|sect\.|sec\.|chapter|clause|part)\s*|§\s*)(\d+(?:\.\d+)*|[IVXLC]+\b)", re.I)
+_ARTICLE = re.compile(r"\barticle\s+(\d+(?:\.\d+)*|[IVXLC]+\b)", re.I)
+_LABEL = re.compile(r"\b(table|figure|fig\.?)\s*(\d+(?:\.\d+)?[a-z]?)\b", re.I)
+_MAX_PAGE_SPAN = 30
+_FILE_CACHE_TTL_S = 30.0
+
+
+@dataclass(frozen=True)
+class StructureRefs:
+    """What a question explicitly points at."""
+
+    pages: tuple[int, int] | None = None
+    section_ids: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    spans: tuple[tuple[int, int], ...] = field(default=())
+
+    @property
+    def any(self) -> bool:
+        return bool(self.pages or self.section_ids or self.labels)
+
+    def describe(self) -> str:
+        parts = []
+        if self.pages:
+            a, b = self.pages
+            parts.append(f"page {a}" if a == b else f"pages {a}–{b}")
+        parts += [f"section {s}" for s in self.section_ids]
+        parts += list(self.labels)
+        return ", ".join(parts)
+
+
+def parse_refs(question: str) -> StructureRefs:
+    """The page range, section numbers and table/figure labels named in ``question``."""
+    pages: tuple[int, int] | None = None
+    spans: list[tuple[int, int]] = []
+    m = _PAGES.search(question)
+    if m:
+        a = int(m.group(1))
+        b = int(m.group(2)) if m.group(2) else a
+        a, b = min(a, b), max(a, b)
+        if a >= 1:
+            pages = (a, min(b, a + _MAX_PAGE_SPAN - 1))
+            spans.append(m.span())
+    sections: list[str] = []
+    for rx in (_SECTION, _ARTICLE):
+        for sm in rx.finditer(question):
+            value = sm.group(1)
+            if value.isalpha():
+                value = value.upper()
+                if not re.fullmatch(r"M{0,3}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})", value):
+                    continue
+            if value not in sections:
+                sections.append(value)
+                spans.append(sm.span())
+    labels: list[str] = []
+    for lm in _LABEL.finditer(question):
+        kind = "Table" if lm.group(1).lower() == "table" else "Figure"
+        label = f"{kind} {lm.group(2)}"
+        if label not in labels:
+            labels.append(label)
+            spans.append(lm.span())
+    return StructureRefs(pages, tuple(sections), tuple(labels), tuple(spans))
+
+
+def strip_refs(question: str, refs: StructureRefs) -> str:
+    """The question without its structural references ("summarize pages 5-7" -> "summarize")."""
+    out = question
+    for s, e in sorted(refs.spans, reverse=True):
+        out = out[:s] + " " + out[e:]
+    return " ".join(out.split())
+
+
+def _and(*conds: dict[str, Any] | None) -> dict[str, Any] | None:
+    parts = [c for c in conds if c]
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return {"operator": "AND", "conditions": parts}
+
+
+@component
+class StructureRouter:
+    """Question in, the chunks it explicitly references out (``documents``), plus ``filters`` that
+    restrict retrieval to a named file and a human-readable ``reference``."""
+
+    def __init__(self, *, document_store: ChunkStore, fetch_limit: int = 40) -> None:
+        if document_store is None:
+            raise ValueError("StructureRouter needs a document_store")
+        if not 1 <= fetch_limit <= 500:
+            raise ValueError("fetch_limit must be between 1 and 500")
+        self.document_store = document_store
+        self.fetch_limit = fetch_limit
+        self._files_lock = threading.Lock()
+        self._files: dict[tuple[str, ...], tuple[float, list[str]]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, document_store=self.document_store.to_dict(), fetch_limit=self.fetch_limit)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StructureRouter:
+        from haystack.utils import deserialize_document_store_in_init_params_inplace
+
+        deserialize_document_store_in_init_params_inplace(data)
+        return default_from_dict(cls, data)
+
+    # --- files ---------------------------------------------------------------------------------
+    def _file_names(self, scopes: list[str]) -> list[str]:
+        key = tuple(sorted(scopes))
+        now = time.monotonic()
+        with self._files_lock:
+            hit = self._files.get(key)
+            if hit and now - hit[0] < _FILE_CACHE_TTL_S:
+                return hit[1]
+        names = sorted({d.file for d in self.document_store.list_documents(scopes=scopes)})
+        with self._files_lock:
+            self._files[key] = (now, names)
+        return names
+
+    def file_filter(self, question: str, scopes: list[str]) -> tuple[dict[str, Any] | None, list[str]]:
+        """A ``meta.file_name in [...]`` filter for files the question names, and those names."""
+        q = " ".join(re.sub(r"[_\-]+", " ", question.lower()).split())
+        named = []
+        for name in self._file_names(scopes):
+            low = name.lower()
+            stem = re.sub(r"\.pdf$", "", low)
+            stem_sp = " ".join(re.sub(r"[_\-.]+", " ", stem).split())
+            if low in question.lower() or (len(stem_sp) >= 5 and re.search(rf"\b{re.escape(stem_sp)}\b", q)):
+                named.append(name)
+        if not named:
+            return None, []
+        return {"field": "meta.file_name", "operator": "in", "value": named}, named
+
+    # --- headings ------------------------------------------------------------------------------
+    def heading_documents(
+        self, question: str, scopes: Sequence[str], candidates: list[Document], filters: dict[str, Any] | None = None
+    ) -> tuple[list[Document], str]:
+        """The whole section of a retrieved chunk whose innermost heading's words all occur in the question."""
+        qterms = set(terms(question))
+        best: tuple[int, str, str] | None = None
+        for doc in candidates:
+            section = str((doc.meta or {}).get("section", "") or "")
+            if not section:
+                continue
+            heading = section.split(" > ")[-1]
+            hterms = {t for t in terms(re.sub(r"^[\dIVXLC.§]+\s+", "", heading)) if not t.isdigit()}
+            if len(hterms) >= 1 and hterms <= qterms and (best is None or len(hterms) > best[0]):
+                best = (len(hterms), section, str((doc.meta or {}).get("doc_id", "")))
+        if best is None:
+            return [], ""
+        _, section, doc_id = best
+        cond = _and(
+            filters,
+            {"field": "meta.section", "operator": "==", "value": section},
+            {"field": "meta.doc_id", "operator": "==", "value": doc_id} if doc_id else None,
+        )
+        docs = self.document_store.fetch(scopes=require_scopes(list(scopes)), filters=cond, limit=self.fetch_limit)
+        return [replace(d, score=1.0) for d in docs], section.split(" > ")[-1]
+
+    # --- run -----------------------------------------------------------------------------------
+    @component.output_types(documents=list[Document], filters=dict[str, Any] | None, reference=str)
+    def run(self, question: str, scopes: list[str]) -> dict[str, Any]:
+        scopes = require_scopes(scopes)
+        file_cond, files = self.file_filter(question, scopes)
+        refs = parse_refs(question)
+        docs: list[Document] = []
+        if refs.any:
+            alternatives: list[dict[str, Any]] = []
+            if refs.pages:
+                a, b = refs.pages
+                alternatives.append(
+                    {
+                        "operator": "AND",
+                        "conditions": [
+                            {"field": "meta.page_start", "operator": "<=", "value": b},
+                            {"field": "meta.page_end", "operator": ">=", "value": a},
+                        ],
+                    }
+                )
+            if refs.section_ids:
+                alternatives.append({"field": "meta.section_id", "operator": "in", "value": list(refs.section_ids)})
+            if refs.labels:
+                alternatives.append({"field": "meta.label", "operator": "in", "value": list(refs.labels)})
+            seen: set[str] = set()
+            for cond in alternatives:
+                for d in self.document_store.fetch(
+                    scopes=scopes, filters=_and(file_cond, cond), limit=self.fetch_limit
+                ):
+                    if d.id not in seen:
+                        seen.add(d.id)
+                        docs.append(replace(d, score=1.0))
+        reference = refs.describe()
+        if files:
+            reference = f"{reference} of {', '.join(files)}" if reference else ", ".join(files)
+        return {"documents": docs, "filters": file_cond, "reference": reference}

@@ -1,0 +1,326 @@
+"""The query side: scoped hybrid retrieval, structure routing, answers with validated quotes, refusal.
+
+``build_query_pipeline(settings, store, mode)`` is the Haystack retrieval pipeline::
+
+    embedder (question -> embedding) -> dense retriever --\\
+                                          bm25 retriever --> DocumentJoiner(reciprocal_rank_fusion)
+
+(``bm25`` and ``dense`` modes keep one branch, for ablations). Scopes are passed to both retrievers
+on every run, never baked into the pipeline.
+
+:class:`QueryEngine` runs the steps around it, each a component under ``pipelines/components``:
+follow-up rewriting -> structure routing (explicit pages/sections/tables/files fetched by metadata
+and put first) -> retrieval -> extractive answer (always: it measures relevance and is the fallback)
+-> refusal check -> LLM answer when configured -> citation validation (one stricter retry, then
+unsupported claims dropped) -> :class:`pipelines.models.Answer`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from haystack import Document, Pipeline
+from haystack.components.joiners import DocumentJoiner
+
+from connectors.log import get_logger
+from connectors.settings import Settings
+from connectors.store_api import ChunkStore, require_scopes
+from pipelines.components.citation_validator import CitationValidator, chunk_id_of
+from pipelines.components.extractive_answerer import ExtractiveAnswerer
+from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer, keep_supported
+from pipelines.components.query_embedder import QueryEmbedder
+from pipelines.components.query_rewriter import QueryRewriter
+from pipelines.components.refusal import RefusalCheck
+from pipelines.components.structure_router import StructureRouter, strip_refs
+from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn, ValidationCounts
+
+log = get_logger("citebot.query")
+
+MODES: tuple[str, ...] = ("hybrid", "bm25", "dense")
+MAX_ROUTED = 12
+NOTE_LLM_FAILED = "The language model was unavailable, so this answer quotes the PDFs directly."
+NOTE_LLM_UNSUPPORTED = (
+    "The language model's answer could not be matched to the PDFs, so this answer quotes them directly."
+)
+NOTE_DROPPED = "Some statements were left out because their quotes could not be found in the PDFs."
+__all__ = ["MODES", "PROMPT_VERSION", "QueryEngine", "build_query_pipeline"]
+
+
+def build_query_pipeline(settings: Settings, store: ChunkStore, mode: RetrievalMode = "hybrid") -> Pipeline:
+    """The retrieval pipeline for ``mode``. Run it with :func:`pipeline_inputs`."""
+    from connectors.stores import make_retrievers
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    bm25, dense = make_retrievers(store, settings.retrieval_top_k)
+    p = Pipeline()
+    p.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion"))
+    if mode in ("hybrid", "dense"):
+        p.add_component(
+            "embedder",
+            QueryEmbedder(model_path=str(settings.resolved_model_path), threads=settings.torch_threads),
+        )
+        p.add_component("dense", dense)
+        p.connect("embedder.embedding", "dense.query_embedding")
+        p.connect("dense.documents", "joiner.documents")
+    if mode in ("hybrid", "bm25"):
+        p.add_component("bm25", bm25)
+        p.connect("bm25.documents", "joiner.documents")
+    return p
+
+
+def pipeline_inputs(
+    mode: RetrievalMode, query: str, scopes: list[str], filters: dict[str, Any] | None, top_k: int
+) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if mode in ("hybrid", "dense"):
+        data["embedder"] = {"text": query}
+        data["dense"] = {"scopes": scopes, "filters": filters, "top_k": top_k}
+    if mode in ("hybrid", "bm25"):
+        data["bm25"] = {"query": query, "scopes": scopes, "filters": filters, "top_k": top_k}
+    return data
+
+
+class Retrieval:
+    """What one retrieval produced: referenced chunks, fused hits, the query embedding."""
+
+    def __init__(
+        self, routed: list[Document], hits: list[Document], embedding: list[float], reference: str, query: str
+    ) -> None:
+        self.routed = routed
+        self.hits = hits
+        self.embedding = embedding
+        self.reference = reference
+        self.query = query
+
+    def context(self, k: int) -> list[Document]:
+        """Referenced chunks first, then the top ``k`` fused hits not already there."""
+        ids = {d.id for d in self.routed}
+        return self.routed + [d for d in self.hits if d.id not in ids][:k]
+
+
+class QueryEngine:
+    """Answers questions over a store; thread-safe after :meth:`warm_up`."""
+
+    def __init__(self, settings: Settings, store: ChunkStore, *, llm_client: Any = None) -> None:
+        self.settings = settings
+        self.store = store
+        model_path = str(settings.resolved_model_path)
+        self.embedder = QueryEmbedder(model_path=model_path, threads=settings.torch_threads)
+        self.router = StructureRouter(document_store=store, fetch_limit=40)
+        self.extractive = ExtractiveAnswerer(model_path=model_path, threads=settings.torch_threads)
+        self.validator = CitationValidator(fuzzy_threshold=0.9)
+        self.refusal = RefusalCheck(threshold=settings.refusal_threshold)
+        self.llm: LLMAnswerer | None = None
+        self._llm_client = llm_client
+        if settings.llm_configured or llm_client is not None:
+            self.llm = LLMAnswerer(
+                model=settings.llm_model,
+                base_url=settings.openai_base_url,
+                timeout_s=settings.llm_timeout_s,
+                max_retries=settings.llm_max_retries,
+            )
+        self.rewriter = QueryRewriter(mode="llm" if self.llm is not None else "terms")
+        self._pipelines: dict[str, Pipeline] = {}
+        self._lock = threading.Lock()
+        self._warm = False
+
+    # --- setup ---------------------------------------------------------------------------------
+    def _pipeline(self, mode: RetrievalMode) -> Pipeline:
+        with self._lock:
+            if mode not in self._pipelines:
+                p = build_query_pipeline(self.settings, self.store, mode)
+                p.warm_up()
+                self._pipelines[mode] = p
+            return self._pipelines[mode]
+
+    def warm_up(self) -> None:
+        """Load the embedding model, build the hybrid pipeline, and create the LLM client (no call)."""
+        if self._warm:
+            return
+        self.embedder.warm_up()
+        self.extractive.warm_up()
+        self._pipeline("hybrid")
+        if self.llm is not None:
+            if self._llm_client is None:
+                from connectors.llm import client_from_settings
+
+                self._llm_client = client_from_settings(self.settings)
+            self.llm.set_client(self._llm_client)
+            self.rewriter.set_client(self._llm_client)
+        self._warm = True
+
+    # --- retrieval -----------------------------------------------------------------------------
+    def _retrieve(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> Retrieval:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        routed_out = self.router.run(question=query, scopes=scopes)
+        filters = routed_out["filters"]
+        out = self._pipeline(mode).run(
+            pipeline_inputs(mode, query, scopes, filters, self.settings.retrieval_top_k),
+            include_outputs_from={"embedder"} if mode != "bm25" else None,
+        )
+        hits = out["joiner"]["documents"]
+        embedding = out["embedder"]["embedding"] if mode != "bm25" else self.embedder.run(text=query)["embedding"]
+        routed = routed_out["documents"][:MAX_ROUTED]
+        reference = routed_out["reference"]
+        if not routed and hits:
+            heading_docs, heading = self.router.heading_documents(query, scopes, hits[:k], filters)
+            routed = heading_docs[:MAX_ROUTED]
+            if heading and routed:
+                reference = heading
+        routed = self._in_scope(routed, scopes)
+        hits = self._in_scope(hits, scopes)
+        return Retrieval(routed, hits, embedding, reference, query)
+
+    @staticmethod
+    def _in_scope(docs: list[Document], scopes: list[str]) -> list[Document]:
+        """Defence in depth: the stores filter by scope; anything else here is a bug, dropped and logged."""
+        ok = [d for d in docs if (d.meta or {}).get("scope") in scopes]
+        if len(ok) != len(docs):
+            log.error("scope_leak_blocked", n_dropped=len(docs) - len(ok))
+        return ok
+
+    def retrieve(
+        self, question: str, scopes: Sequence[str], *, mode: RetrievalMode = "hybrid", k: int | None = None
+    ) -> list[Document]:
+        """The passages an answer would be built from: referenced chunks first, then the top ``k`` hits."""
+        self.warm_up()
+        scopes = require_scopes(list(scopes))
+        k = k or self.settings.answer_top_k
+        return self._retrieve(question, scopes, mode, k).context(k)
+
+    # --- answers -------------------------------------------------------------------------------
+    def answer(
+        self,
+        question: str,
+        scopes: Sequence[str],
+        history: Sequence[Turn] = (),
+        *,
+        mode: RetrievalMode = "hybrid",
+        k: int | None = None,
+    ) -> Answer:
+        t0 = time.perf_counter()
+        self.warm_up()
+        scopes = require_scopes(list(scopes))
+        k = k or self.settings.answer_top_k
+        question = " ".join(question.split())
+        if not question:
+            raise ValueError("the question is empty")
+        query = self.rewriter.run(question=question, history=list(history))["query"]
+        r = self._retrieve(query, scopes, mode, k)
+        context = r.context(k)
+        t_retrieved = time.perf_counter()
+
+        ext = self.extractive.run(
+            question=query,
+            documents=r.hits[:k],
+            routed=r.routed,
+            query_embedding=r.embedding,
+            content_question=strip_refs(query, _refs(query)),
+        )
+        refusal = self.refusal.run(relevance=ext["relevance"], documents=context)
+        if refusal["refused"] or not ext["citations"]:
+            answer = self._refusal(refusal["text"] or self.refusal.run(relevance=0.0, documents=context)["text"])
+        elif self.llm is not None:
+            answer = self._llm_answer(question, context, list(history), ext)
+        else:
+            answer = self._extractive_answer(ext, context)
+        t_end = time.perf_counter()
+        answer = answer.model_copy(
+            update={
+                "retrieved": [_retrieved(d) for d in context],
+                "timings_ms": Timings(
+                    retrieve=round((t_retrieved - t0) * 1000, 1),
+                    generate=round((t_end - t_retrieved) * 1000, 1),
+                    total=round((t_end - t0) * 1000, 1),
+                ),
+            }
+        )
+        log.info(
+            "answer",
+            mode=answer.mode,
+            retrieval=mode,
+            refused=answer.refused,
+            n_retrieved=len(context),
+            n_routed=len(r.routed),
+            n_citations=len(answer.citations),
+            relevance=round(float(ext["relevance"]), 3),
+            latency_ms=answer.timings_ms.total,
+            validation=answer.validation.model_dump(),
+        )
+        return answer
+
+    def _refusal(self, text: str, note: str = "", mode: str = "extractive") -> Answer:
+        return Answer(text=text, refused=True, mode=mode, note=note)  # type: ignore[arg-type]
+
+    def _extractive_answer(self, ext: dict[str, Any], context: list[Document], note: str = "") -> Answer:
+        v = self.validator.run(citations=ext["citations"], documents=context)
+        text, cits = ext["text"], v["citations"]
+        if v["failures"]:  # cannot happen for spans cut from the chunks themselves; never show one anyway
+            text = "\n".join([text.split("\n", 1)[0], *(f"“{c.quote}” [{c.n}]" for c in cits)])
+        if not cits:
+            return self._refusal(self.refusal.run(relevance=0.0, documents=context)["text"], note)
+        return Answer(text=text, citations=cits, mode="extractive", note=note, validation=v["validation"])
+
+    def _llm_answer(self, question: str, context: list[Document], history: list[Turn], ext: dict[str, Any]) -> Answer:
+        from connectors.llm import LLMError
+
+        assert self.llm is not None
+        try:
+            draft = self.llm.run(question=question, documents=context, history=history)
+            if not draft["answerable"]:
+                text = self.refusal.run(relevance=ext["relevance"], documents=context, answerable=False)["text"]
+                return self._refusal(text, mode="llm")
+            v = self.validator.run(citations=draft["citations"], documents=context)
+            counts: ValidationCounts = v["validation"]
+            if v["failures"]:
+                log.info("citations_retry", n_failures=len(v["failures"]))
+                draft = self.llm.run(question=question, documents=context, history=history, failures=v["failures"])
+                if not draft["answerable"]:
+                    text = self.refusal.run(relevance=ext["relevance"], documents=context, answerable=False)["text"]
+                    return self._refusal(text, mode="llm")
+                v = self.validator.run(citations=draft["citations"], documents=context, retried=True)
+                counts = _add_counts(counts, v["validation"])
+        except LLMError as e:
+            log.warning("llm_fallback", error=type(e).__name__)
+            return self._extractive_answer(ext, context, note=NOTE_LLM_FAILED)
+        text, cits = keep_supported(draft["text"], v["citations"])
+        if not cits or not text:
+            fallback = self._extractive_answer(ext, context, note=NOTE_LLM_UNSUPPORTED)
+            return fallback.model_copy(update={"validation": _add_counts(counts, fallback.validation)})
+        note = NOTE_DROPPED if v["failures"] else ""
+        return Answer(text=text, citations=cits, mode="llm", note=note, validation=counts)
+
+
+def _refs(query: str) -> Any:
+    from pipelines.components.structure_router import parse_refs
+
+    return parse_refs(query)
+
+
+def _add_counts(a: ValidationCounts, b: ValidationCounts) -> ValidationCounts:
+    return ValidationCounts(
+        exact=a.exact + b.exact,
+        normalised=a.normalised + b.normalised,
+        fuzzy=a.fuzzy + b.fuzzy,
+        unknown_chunk=a.unknown_chunk + b.unknown_chunk,
+        unmatched=a.unmatched + b.unmatched,
+        retried=a.retried or b.retried,
+    )
+
+
+def _retrieved(doc: Document) -> RetrievedChunk:
+    meta = doc.meta or {}
+    return RetrievedChunk(
+        chunk_id=chunk_id_of(doc),
+        doc_id=str(meta.get("doc_id", "")),
+        file=str(meta.get("file_name", "")),
+        page_start=int(meta.get("page_start", 0) or 0),
+        page_end=int(meta.get("page_end", meta.get("page_start", 0)) or 0),
+        section=str(meta.get("section", "") or ""),
+        score=round(float(doc.score or 0.0), 6),
+    )
