@@ -1,0 +1,229 @@
+"""Teams message rendering, activity parsing (scopes, mentions, files) and the app package."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from botbuilder.schema import Activity
+from PIL import Image
+
+from bot.teams import render
+from bot.teams.activity import FILE_DOWNLOAD_INFO, feedback_comment, message_ref, parse_turn
+from bot.teams.package import PackageError, build_package
+from pipelines.models import Answer, Citation
+
+APP_ID = "0b7f9a3c-1d2e-4f50-8a6b-9c0d1e2f3a4b"
+LONG_QUOTE = (
+    "Employees who have completed five years of continuous service receive twenty-five days of annual "
+    "leave, which may be carried over to the next calendar year up to a maximum of five days."
+)
+
+
+def _answer() -> Answer:
+    return Answer(
+        text="Staff with five years of service get 25 days [1]; carry-over is capped at five days [2].",
+        citations=[
+            Citation(
+                n=1, chunk_id="d1:00003", doc_id="d1", file="handbook.pdf", page_start=4, page_end=4,
+                section="4 Leave > 4.1 Annual leave", quote=LONG_QUOTE,
+            ),
+            Citation(
+                n=2, chunk_id="d1:00004", doc_id="d1", file="handbook.pdf", page_start=4, page_end=5,
+                quote="up to a maximum of five days",
+            ),
+        ],
+    )
+
+
+def _entity(activity: Activity) -> dict:
+    data = activity.serialize()
+    (entity,) = [e for e in data["entities"] if e.get("@type") == "Message"]
+    return entity
+
+
+class TestAnswerActivity:
+    def test_text_keeps_markers_and_ai_label_and_feedback_loop(self) -> None:
+        data = render.answer_activity(_answer(), quote_card=False).serialize()
+        assert "[1]" in data["text"] and "[2]" in data["text"]
+        assert data["channelData"] == {"feedbackLoopEnabled": True}
+        entity = _entity(render.answer_activity(_answer(), quote_card=False))
+        assert entity["type"] == "https://schema.org/Message"
+        assert entity["@context"] == "https://schema.org"
+        assert entity["additionalType"] == ["AIGeneratedContent"]
+
+    def test_citation_entities_carry_file_page_and_verbatim_quote(self) -> None:
+        entity = _entity(render.answer_activity(_answer(), quote_card=False))
+        first, second = entity["citation"]
+        assert first["@type"] == "Claim" and first["position"] == 1 and second["position"] == 2
+        app = first["appearance"]
+        assert app["@type"] == "DigitalDocument"
+        assert app["name"] == "handbook.pdf"
+        assert app["keywords"] == ["p. 4", "4.1 Annual leave"]
+        # abstract: a verbatim prefix within Teams' 160-character limit; the full quote in the pop-up card
+        assert len(app["abstract"]) <= 160
+        assert LONG_QUOTE.startswith(app["abstract"].rstrip("…"))
+        assert app["encodingFormat"] == "application/vnd.microsoft.card.adaptive"
+        assert LONG_QUOTE in json.loads(app["text"])["body"][1]["text"]
+        assert second["appearance"]["abstract"] == "up to a maximum of five days"
+        assert second["appearance"]["keywords"] == ["pp. 4–5"]
+
+    def test_quote_card_only_when_asked(self) -> None:
+        assert not render.answer_activity(_answer(), quote_card=False).attachments
+        (card,) = render.answer_activity(_answer(), quote_card=True).attachments
+        assert card.content_type == "application/vnd.microsoft.card.adaptive"
+        blocks = [b for b in card.content["body"] if b["type"] == "Container"]
+        assert [b["items"][0]["text"] for b in blocks] == [
+            "[1] handbook.pdf · p. 4 · 4.1 Annual leave",
+            "[2] handbook.pdf · pp. 4–5",
+        ]
+        assert blocks[0]["items"][1]["text"] == f"“{LONG_QUOTE}”"
+
+    def test_refusal_has_label_but_no_citations_or_card(self) -> None:
+        refused = Answer(text="The PDFs here don't say.", refused=True, note="No passage was relevant enough.")
+        activity = render.answer_activity(refused, quote_card=True)
+        assert "citation" not in _entity(activity)
+        assert not activity.attachments
+        assert "No passage was relevant enough." in activity.text
+
+
+def _channel_activity(text: str, *, mention: bool = True, tenant: str = "tenant-1") -> Activity:
+    entities = [{"type": "mention", "text": "<at>Citebot</at>", "mentioned": {"id": "28:bot", "name": "Citebot"}}]
+    return Activity().deserialize(
+        {
+            "type": "message",
+            "id": "1700000000001",
+            "text": text,
+            "from": {"id": "29:alice", "aadObjectId": "aad-alice"},
+            "recipient": {"id": "28:bot", "name": "Citebot"},
+            "conversation": {
+                "id": "19:general@thread.tacv2;messageid=1699999999999",
+                "conversationType": "channel",
+                "tenantId": tenant,
+            },
+            "channelData": {
+                "channel": {"id": "19:general@thread.tacv2"},
+                "team": {"id": "19:team@thread.tacv2", "aadGroupId": "group-1"},
+                "tenant": {"id": tenant},
+            },
+            "entities": entities if mention else [],
+        }
+    )
+
+
+class TestParseTurn:
+    def test_channel_scope_uses_channel_id_not_thread_suffix(self) -> None:
+        turn = parse_turn(_channel_activity("<at>Citebot</at> what is the leave policy?"))
+        assert turn.kind == "channel"
+        assert turn.scope == "teams:tenant-1:19:general@thread.tacv2"
+        assert turn.thread_ref == "19:general@thread.tacv2;messageid=1699999999999"
+        assert turn.team_group_id == "group-1"
+
+    def test_other_tenant_same_channel_id_is_another_scope(self) -> None:
+        a = parse_turn(_channel_activity("x", tenant="tenant-1"))
+        b = parse_turn(_channel_activity("x", tenant="tenant-2"))
+        assert a.scope != b.scope
+        assert message_ref(a.scope, "42") != message_ref(b.scope, "42")
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("<at>Citebot</at> what is the leave policy?", "what is the leave policy?"),
+            ("<p><at>Citebot</at>&nbsp;how many days?</p>", "how many days?"),
+            ("Ask <at>Citebot</at> about &quot;Table 2&quot; please", "Ask about \"Table 2\" please"),
+            ("<at>Citebot</at> does <at>Bob</at> approve?", "does Bob approve?"),
+        ],
+    )
+    def test_mention_is_stripped(self, text: str, expected: str) -> None:
+        turn = parse_turn(_channel_activity(text))
+        assert turn.mentioned
+        assert turn.text == expected
+
+    def test_unmentioned_channel_message(self) -> None:
+        turn = parse_turn(_channel_activity("just chatting", mention=False))
+        assert not turn.mentioned and turn.text == "just chatting"
+
+    def test_personal_chat_scope_and_file_attachment(self) -> None:
+        activity = Activity().deserialize(
+            {
+                "type": "message",
+                "id": "1",
+                "from": {"id": "29:alice"},
+                "recipient": {"id": "28:bot"},
+                "conversation": {"id": "a:1personal", "conversationType": "personal", "tenantId": "tenant-1"},
+                "channelData": {"tenant": {"id": "tenant-1"}},
+                "attachments": [
+                    {
+                        "contentType": FILE_DOWNLOAD_INFO,
+                        "name": "policy.pdf",
+                        "content": {"downloadUrl": "http://127.0.0.1:1/files/x", "uniqueId": "u1", "fileType": "pdf"},
+                    },
+                    {"contentType": "text/html", "content": "<p>here</p>"},
+                ],
+            }
+        )
+        turn = parse_turn(activity)
+        assert turn.kind == "personal"
+        assert turn.scope == "teams:tenant-1:a:1personal"
+        (f,) = turn.files
+        assert (f.name, f.download_url, f.is_pdf) == ("policy.pdf", "http://127.0.0.1:1/files/x", True)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (json.dumps({"feedbackText": "Quote was from the wrong page"}), "Quote was from the wrong page"),
+        ({"feedbackText": "ok"}, "ok"),
+        ("plain words", "plain words"),
+        (None, ""),
+    ],
+)
+def test_feedback_comment(raw: object, expected: str) -> None:
+    assert feedback_comment(raw) == expected
+
+
+class TestPackage:
+    def test_builds_zip_with_app_id_and_icons(self, tmp_path: Path) -> None:
+        out = build_package(APP_ID, tmp_path / "citebot.zip")
+        with zipfile.ZipFile(out) as zf:
+            assert sorted(zf.namelist()) == ["color.png", "manifest.json", "outline.png"]
+            manifest = json.loads(zf.read("manifest.json"))
+            color = Image.open(io.BytesIO(zf.read("color.png")))
+            outline = Image.open(io.BytesIO(zf.read("outline.png")))
+        assert "{{" not in json.dumps(manifest)
+        assert manifest["id"] == APP_ID
+        (bot,) = manifest["bots"]
+        assert bot["botId"] == APP_ID
+        assert sorted(bot["scopes"]) == ["groupChat", "personal", "team"]
+        assert bot["supportsFiles"] is True
+        assert {c["title"] for cl in bot["commandLists"] for c in cl["commands"]} >= {"help", "docs", "sync"}
+        assert float(manifest["manifestVersion"]) >= 1.16
+        assert "validDomains" in manifest
+        assert color.size == (192, 192)
+        assert outline.size == (32, 32)
+        # the outline icon is white on transparent, as Teams requires
+        pixels = [outline.convert("RGBA").getpixel((x, y)) for x in range(32) for y in range(32)]
+        assert {px[:3] for px in pixels if px[3] > 0} == {(255, 255, 255)}
+
+    def test_refuses_without_a_guid_app_id(self, tmp_path: Path) -> None:
+        with pytest.raises(PackageError, match="TEAMS_APP_ID"):
+            build_package("", tmp_path / "x.zip")
+        assert not (tmp_path / "x.zip").exists()
+
+    def test_cli_command(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        import argparse
+
+        from bot.cli.teams_cmds import register, run_package
+        from connectors.settings import Settings
+
+        parser = argparse.ArgumentParser()
+        register(parser.add_subparsers(dest="command"))
+        args = parser.parse_args(["teams", "package", "--out", str(tmp_path / "pkg.zip")])
+        assert args.func is run_package
+        assert run_package(args, Settings(data_dir=tmp_path, teams_app_id=APP_ID)) == 0
+        assert zipfile.ZipFile(tmp_path / "pkg.zip").namelist()
+        assert run_package(args, Settings(data_dir=tmp_path)) == 2
+        assert "TEAMS_APP_ID" in capsys.readouterr().err
