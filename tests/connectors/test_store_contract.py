@@ -1,0 +1,605 @@
+"""One contract for both document stores: the embedded SQLite store always, Elasticsearch when
+``CITEBOT_TEST_ELASTICSEARCH_URL`` points at a running Elasticsearch 8 (``deploy/docker-compose.yml``).
+
+Covers Haystack's DocumentStore protocol (Haystack's own test mix-ins), Citebot's ChunkStore additions,
+scope isolation, all-or-nothing document writes and a second process reading while this one writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from haystack import Document, Pipeline
+from haystack.components.joiners import DocumentJoiner
+from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
+from haystack.document_stores.types import DuplicatePolicy
+from haystack.testing.document_store import DocumentStoreBaseTests
+
+from connectors.settings import Settings
+from connectors.store_api import ScopeRequiredError, StoreError
+from connectors.stores import make_retrievers, open_store
+
+ES_URL = os.environ.get("CITEBOT_TEST_ELASTICSEARCH_URL")
+ES_SKIP_REASON = (
+    "set CITEBOT_TEST_ELASTICSEARCH_URL to a running Elasticsearch 8 (deploy/docker-compose.yml starts one) "
+    "to run the contract suite against it"
+)
+STORE_KINDS = [
+    "sqlite",
+    pytest.param(
+        "elasticsearch", marks=[pytest.mark.integration, pytest.mark.skipif(not ES_URL, reason=ES_SKIP_REASON)]
+    ),
+]
+DIM = 384
+# What a failed write may raise: the input was bad, an id clashed, or the store refused.
+WRITE_ERRORS = (ValueError, DuplicateDocumentError, DocumentStoreError, StoreError)
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------
+def store_settings(kind: str, tmp_path: Path, dim: int = DIM) -> dict[str, Any]:
+    if kind == "sqlite":
+        return {"data_dir": str(tmp_path / "data"), "embedding_dim": dim}
+    return {
+        "data_dir": str(tmp_path / "data"),
+        "embedding_dim": dim,
+        "elasticsearch_url": ES_URL,
+        "elasticsearch_index": f"citebot-test-{uuid.uuid4().hex[:12]}",
+    }
+
+
+def drop_store(store: Any) -> None:
+    drop = getattr(store, "drop_index", None)
+    if drop is not None:
+        drop()
+    close = getattr(store, "close", None)
+    if close is not None:
+        close()
+
+
+def unit(*weights: tuple[int, float], dim: int = DIM) -> list[float]:
+    """A unit vector with the given (axis, weight) components."""
+    v = np.zeros(dim, dtype=np.float64)
+    for axis, w in weights:
+        v[axis] += w
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def chunk(
+    doc_id: str,
+    i: int,
+    text: str,
+    *,
+    scope: str = "local",
+    file: str = "a.pdf",
+    embedding: list[float] | None = None,
+    **meta: Any,
+) -> Document:
+    m = {
+        "scope": scope,
+        "doc_id": doc_id,
+        "file_name": file,
+        "page_start": meta.pop("page_start", i + 1),
+        "page_end": meta.pop("page_end", i + 1),
+        "section": meta.pop("section", ""),
+        "section_id": "",
+        "element_type": meta.pop("element_type", "text"),
+        "label": meta.pop("label", ""),
+        "chunk_index": i,
+        "sha256": f"sha-{doc_id}",
+        "uploaded_by": "U1",
+        "uploaded_at": meta.pop("uploaded_at", "2026-01-01T10:00:00+00:00"),
+        **meta,
+    }
+    return Document(id=f"{doc_id}:{i:05d}", content=text, meta=m, embedding=embedding or unit((i % DIM, 1.0)))
+
+
+def snapshot(store: Any, scopes: list[str]) -> Any:
+    """Everything a user could see of ``scopes``."""
+    docs = store.fetch(scopes=scopes, limit=10_000)
+    return (
+        sorted((d.id, d.content, json.dumps(d.meta, sort_keys=True)) for d in docs),
+        [d.model_dump() for d in store.list_documents(scopes=scopes)],
+    )
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def store_cfg(store_kind: str, tmp_path: Path) -> dict[str, Any]:
+    return store_settings(store_kind, tmp_path)
+
+
+@pytest.fixture
+def store(store_cfg: dict[str, Any]) -> Any:
+    s = open_store(Settings(**store_cfg))
+    yield s
+    drop_store(s)
+
+
+# --------------------------------------------------------------------------------------------------
+# Haystack's DocumentStore protocol, with Haystack's own tests
+# --------------------------------------------------------------------------------------------------
+class TestHaystackProtocol(DocumentStoreBaseTests):
+    @pytest.fixture
+    def document_store(self, store_kind: str, tmp_path: Path) -> Any:
+        # Haystack's fixtures use 768-dimensional embeddings.
+        s = open_store(Settings(**store_settings(store_kind, tmp_path, dim=768)))
+        yield s
+        drop_store(s)
+
+    @staticmethod
+    def assert_documents_are_equal(received: list[Document], expected: list[Document]) -> None:
+        # Embeddings are stored as float32 and scores are set by some stores: compare the rest exactly.
+        assert len(received) == len(expected)
+        got = sorted(received, key=lambda d: d.id)
+        want = sorted(expected, key=lambda d: d.id)
+        for r, e in zip(got, want, strict=True):
+            assert (r.id, r.content, r.meta) == (e.id, e.content, e.meta)
+            if e.embedding is None:
+                assert r.embedding is None
+            else:
+                assert r.embedding is not None
+                np.testing.assert_allclose(r.embedding, e.embedding, rtol=1e-6)
+
+    def test_write_documents(self, document_store: Any) -> None:
+        doc = Document(content="test doc")
+        assert document_store.write_documents([doc]) == 1
+        self.assert_documents_are_equal(document_store.filter_documents(), [doc])
+        # The default policy refuses duplicates, like DuplicatePolicy.FAIL.
+        with pytest.raises(DuplicateDocumentError):
+            document_store.write_documents([doc])
+
+
+# --------------------------------------------------------------------------------------------------
+# writes, overwrites, deletes
+# --------------------------------------------------------------------------------------------------
+class TestWrites:
+    def test_write_skip_overwrite_fail_delete(self, store: Any) -> None:
+        a0, a1 = chunk("a", 0, "first version"), chunk("a", 1, "second chunk")
+        assert store.write_documents([a0, a1], policy=DuplicatePolicy.FAIL) == 2
+        assert store.count_documents() == 2
+
+        changed = Document(id=a0.id, content="rewritten text", meta=a0.meta, embedding=a0.embedding)
+        assert store.write_documents([changed], policy=DuplicatePolicy.SKIP) == 0
+        assert [d.content for d in store.fetch(scopes=["local"])] == ["first version", "second chunk"]
+
+        assert store.write_documents([changed], policy=DuplicatePolicy.OVERWRITE) == 1
+        assert [d.content for d in store.fetch(scopes=["local"])] == ["rewritten text", "second chunk"]
+        assert [d.id for d in store.bm25_search("rewritten", scopes=["local"], top_k=5)] == [a0.id]
+        assert store.bm25_search("first version", scopes=["local"], top_k=5) == []
+
+        with pytest.raises(DuplicateDocumentError):
+            store.write_documents([a1], policy=DuplicatePolicy.FAIL)
+        assert store.count_documents() == 2
+
+        store.delete_documents([a0.id, "no-such-id"])
+        assert [d.id for d in store.fetch(scopes=["local"])] == [a1.id]
+        assert store.bm25_search("rewritten", scopes=["local"], top_k=5) == []
+        assert [d.id for d in store.embedding_search(a0.embedding, scopes=["local"], top_k=5)] == [a1.id]
+
+    def test_delete_document_counts_and_scopes(self, store: Any) -> None:
+        store.write_documents([chunk("a", i, f"text {i}") for i in range(3)] + [chunk("b", 0, "other")])
+        assert store.has_document("a", scope="local")
+        assert store.delete_document("a", scopes=["local"]) == 3
+        assert not store.has_document("a", scope="local")
+        assert store.delete_document("a", scopes=["local"]) == 0
+        assert [d.doc_id for d in store.list_documents(scopes=["local"])] == ["b"]
+
+    def test_list_documents_aggregates_per_document(self, store: Any) -> None:
+        docs = [
+            chunk("a", i, f"text {i}", file="Handbook.pdf", page_start=2 * i + 1, page_end=2 * i + 2) for i in range(4)
+        ]
+        docs.append(chunk("b", 0, "x", file="b.pdf", page_start=1, page_end=1, uploaded_at="2026-02-01T00:00:00+00:00"))
+        store.write_documents(docs)
+        listed = {d.doc_id: d for d in store.list_documents(scopes=["local"])}
+        assert set(listed) == {"a", "b"}
+        assert (listed["a"].file, listed["a"].pages, listed["a"].chunks) == ("Handbook.pdf", 8, 4)
+        assert (listed["a"].scope, listed["a"].sha256, listed["a"].uploaded_by) == ("local", "sha-a", "U1")
+        assert (listed["b"].pages, listed["b"].chunks, listed["b"].uploaded_at) == (1, 1, "2026-02-01T00:00:00+00:00")
+
+    def test_fetch_orders_by_document_and_chunk_and_limits(self, store: Any) -> None:
+        store.write_documents([chunk("b", i, f"b{i}") for i in (2, 0, 1)] + [chunk("a", i, f"a{i}") for i in (1, 0)])
+        assert [d.id for d in store.fetch(scopes=["local"])] == ["a:00000", "a:00001", "b:00000", "b:00001", "b:00002"]
+        assert len(store.fetch(scopes=["local"], limit=2)) == 2
+        assert all(d.embedding is None for d in store.fetch(scopes=["local"]))
+
+
+# --------------------------------------------------------------------------------------------------
+# filters on chunk metadata
+# --------------------------------------------------------------------------------------------------
+FILTER_DOCS = [
+    chunk("d", 0, "intro", section="1 Intro", element_type="text", uploaded_at="2026-01-01T10:00:00+00:00"),
+    chunk(
+        "d",
+        1,
+        "table",
+        page_start=2,
+        page_end=3,
+        section="2 Leave > 2.1 Parental",
+        element_type="table",
+        label="Table 1",
+        uploaded_at="2026-01-02T10:00:00+00:00",
+    ),
+    chunk(
+        "d",
+        2,
+        "list",
+        page_start=4,
+        page_end=4,
+        section="2 Leave > 2.2 Holiday",
+        element_type="list",
+        ocr_confidence=71.5,
+        uploaded_at="2026-01-03T10:00:00+00:00",
+    ),
+    chunk(
+        "d",
+        3,
+        "scan",
+        page_start=5,
+        page_end=5,
+        element_type="ocr",
+        ocr_confidence=88.0,
+        uploaded_at="2026-01-04T10:00:00+00:00",
+    ),
+]
+
+
+def _c(field: str, op: str, value: Any) -> dict[str, Any]:
+    return {"field": field, "operator": op, "value": value}
+
+
+FILTER_CASES = [
+    ("eq", _c("meta.element_type", "==", "table"), [1]),
+    ("eq-section", _c("meta.section", "==", "2 Leave > 2.1 Parental"), [1]),
+    ("ne", _c("meta.element_type", "!=", "table"), [0, 2, 3]),
+    ("gt", _c("meta.page_start", ">", 2), [2, 3]),
+    ("ge", _c("meta.page_start", ">=", 2), [1, 2, 3]),
+    ("lt", _c("meta.page_start", "<", 2), [0]),
+    ("le", _c("meta.page_end", "<=", 4), [0, 1, 2]),
+    ("gt-float", _c("meta.ocr_confidence", ">", 80.0), [3]),
+    ("eq-none", _c("meta.ocr_confidence", "==", None), [0, 1]),
+    ("ne-none", _c("meta.ocr_confidence", "!=", None), [2, 3]),
+    ("gt-date", _c("meta.uploaded_at", ">", "2026-01-02T10:00:00+00:00"), [2, 3]),
+    ("le-date", _c("meta.uploaded_at", "<=", "2026-01-02T10:00:00+00:00"), [0, 1]),
+    ("in", _c("meta.element_type", "in", ["list", "ocr"]), [2, 3]),
+    ("not-in", _c("meta.element_type", "not in", ["list", "ocr"]), [0, 1]),
+    ("in-ints", _c("meta.chunk_index", "in", [0, 3]), [0, 3]),
+    ("id-eq", _c("id", "==", "d:00002"), [2]),
+    ("id-in", _c("id", "in", ["d:00000", "d:00003", "zz"]), [0, 3]),
+    (
+        "and",
+        {
+            "operator": "AND",
+            "conditions": [_c("meta.element_type", "in", ["table", "list"]), _c("meta.page_start", ">=", 3)],
+        },
+        [2],
+    ),
+    (
+        "or",
+        {"operator": "OR", "conditions": [_c("meta.label", "==", "Table 1"), _c("meta.page_start", "==", 5)]},
+        [1, 3],
+    ),
+    ("not", {"operator": "NOT", "conditions": [_c("meta.page_start", "<=", 2)]}, [2, 3]),
+    (
+        "not-and",
+        {"operator": "NOT", "conditions": [_c("meta.element_type", "==", "ocr"), _c("meta.page_start", "==", 5)]},
+        [0, 1, 2],
+    ),
+    (
+        "nested",
+        {
+            "operator": "AND",
+            "conditions": [
+                {
+                    "operator": "OR",
+                    "conditions": [_c("meta.element_type", "==", "text"), _c("meta.page_start", ">", 3)],
+                },
+                {"operator": "NOT", "conditions": [_c("meta.element_type", "==", "ocr")]},
+            ],
+        },
+        [0, 2],
+    ),
+]
+
+
+class TestFilters:
+    @pytest.mark.parametrize(("name", "filters", "expected"), FILTER_CASES, ids=[c[0] for c in FILTER_CASES])
+    def test_filter_operators(self, store: Any, name: str, filters: dict[str, Any], expected: list[int]) -> None:
+        store.write_documents(FILTER_DOCS)
+        want = [f"d:{i:05d}" for i in expected]
+        assert sorted(d.id for d in store.filter_documents(filters)) == want
+        assert [d.id for d in store.fetch(scopes=["local"], filters=filters)] == want
+        # the same filters narrow both searches
+        assert (
+            sorted(d.id for d in store.embedding_search(unit((0, 1.0)), scopes=["local"], top_k=10, filters=filters))
+            == want
+        )
+        bm25 = store.bm25_search("intro table list scan", scopes=["local"], top_k=10, filters=filters)
+        assert sorted(d.id for d in bm25) == want
+
+
+# --------------------------------------------------------------------------------------------------
+# ranking and fusion
+# --------------------------------------------------------------------------------------------------
+TEXTS = [
+    "The notice period for employees is three months.",
+    "Parental leave lasts twelve weeks at full pay.",
+    "Holiday entitlement is 25 days per year, plus public holidays.",
+    "Employees must give notice of parental leave eight weeks before it starts.",
+]
+
+
+class TestRanking:
+    def test_bm25_ranks_matching_chunks_first_with_positive_scores(self, store: Any) -> None:
+        store.write_documents([chunk("h", i, t) for i, t in enumerate(TEXTS)])
+        top = store.bm25_search("How long is parental leave?", scopes=["local"], top_k=2)
+        assert {d.id for d in top} == {"h:00001", "h:00003"}
+        res = store.bm25_search(
+            'What\'s the "notice period" (in months)? -- e.g. 3: months*', scopes=["local"], top_k=4
+        )
+        assert res[0].id == "h:00000"
+        scores = [d.score for d in res]
+        assert all(s is not None and s > 0 for s in scores) and scores == sorted(scores, reverse=True)
+        assert all(d.embedding is None for d in res)
+        assert store.bm25_search("xylophone", scopes=["local"], top_k=4) == []
+        assert store.bm25_search("?!", scopes=["local"], top_k=4) == []
+
+    def test_dense_ranks_nearest_first(self, store: Any) -> None:
+        store.write_documents([chunk("h", i, t, embedding=unit((i, 1.0), (10, 0.3))) for i, t in enumerate(TEXTS)])
+        res = store.embedding_search(unit((2, 0.9), (1, 0.4)), scopes=["local"], top_k=3)
+        assert [d.id for d in res][:2] == ["h:00002", "h:00001"]
+        assert len(res) == 3
+        scores = [d.score for d in res]
+        assert scores == sorted(scores, reverse=True)
+        assert math.isclose(scores[0], float(np.dot(unit((2, 0.9), (1, 0.4)), unit((2, 1.0), (10, 0.3)))), abs_tol=1e-3)
+        assert all(d.embedding is None for d in res)
+        bm25, dense = make_retrievers(store, top_k=2)
+        assert len(dense.run(query_embedding=unit((2, 1.0)), scopes=["local"])["documents"]) == 2
+        assert len(bm25.run(query="parental leave notice", scopes=["local"], top_k=1)["documents"]) == 1
+
+    def test_rrf_fusion_through_documentjoiner(self, store: Any) -> None:
+        vectors = {0: unit((0, 0.2), (5, 1.0)), 1: unit((1, 1.0)), 2: unit((7, 1.0), (9, 0.5)), 3: unit((7, 1.0))}
+        store.write_documents([chunk("h", i, t, embedding=vectors[i]) for i, t in enumerate(TEXTS)])
+        bm25, dense = make_retrievers(store, top_k=20)
+        pipe = Pipeline()
+        pipe.add_component("bm25", bm25)
+        pipe.add_component("dense", dense)
+        pipe.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion"))
+        pipe.connect("bm25.documents", "joiner.documents")
+        pipe.connect("dense.documents", "joiner.documents")
+        out = pipe.run(
+            {
+                "bm25": {"query": "notice employees", "scopes": ["local"]},
+                "dense": {"query_embedding": unit((7, 1.0)), "scopes": ["local"]},
+            }
+        )
+        fused = [d.id for d in out["joiner"]["documents"]]
+        # h:3 is 1st in dense and in BM25's top 2; h:2 has no query word but is 2nd in dense.
+        assert fused[0] == "h:00003"
+        assert set(fused) == {"h:00000", "h:00001", "h:00002", "h:00003"}
+        assert fused.index("h:00002") < fused.index("h:00001")
+
+
+# --------------------------------------------------------------------------------------------------
+# scopes
+# --------------------------------------------------------------------------------------------------
+SHARED_TEXT = "Quarterly budget: the secret figures for the board."
+
+
+class TestScopes:
+    def test_no_leak_across_many_scopes(self, store: Any) -> None:
+        scopes = [f"slack:T1:C{i:02d}" for i in range(25)] + ["teams:tenant:19:abc@thread.v2", "local"]
+        target = scopes[0]
+        docs = []
+        for s in scopes:
+            n = 5 if s == target else 8
+            for i in range(n):
+                # other scopes hold vectors that match the query better than anything in the target scope
+                emb = unit((3, 0.2), (i + 20, 1.0)) if s == target else unit((3, 1.0), (i + 40, 0.05))
+                docs.append(chunk(f"doc-{s}", i, f"{SHARED_TEXT} part {i}", scope=s, file="budget.pdf", embedding=emb))
+        store.write_documents(docs)
+        q = unit((3, 1.0))
+
+        for s in (target, scopes[7], "local"):
+            n = 5 if s == target else 8
+            hits = store.bm25_search("quarterly budget secret figures", scopes=[s], top_k=50)
+            assert len(hits) == n and {d.meta["scope"] for d in hits} == {s}
+            dense = store.embedding_search(q, scopes=[s], top_k=n)
+            assert len(dense) == n and {d.meta["scope"] for d in dense} == {s}
+            assert [d.scope for d in store.list_documents(scopes=[s])] == [s]
+            assert {d.meta["scope"] for d in store.fetch(scopes=[s], limit=1000)} == {s}
+            assert sum(d.chunks for d in store.list_documents(scopes=[s])) == n
+
+        # a filter cannot widen the scope
+        sneaky = {"operator": "OR", "conditions": [_c("meta.scope", "==", scopes[5]), _c("meta.scope", "!=", "x")]}
+        assert {d.meta["scope"] for d in store.bm25_search("budget", scopes=[target], top_k=100, filters=sneaky)} == {
+            target
+        }
+        assert {d.meta["scope"] for d in store.embedding_search(q, scopes=[target], top_k=100, filters=sneaky)} == {
+            target
+        }
+        assert store.fetch(scopes=[target], filters=_c("meta.scope", "==", scopes[5])) == []
+
+        # several scopes: exactly their union
+        two = [scopes[1], scopes[2]]
+        assert {d.meta["scope"] for d in store.embedding_search(q, scopes=two, top_k=100)} == set(two)
+        assert len(store.bm25_search("budget", scopes=two, top_k=100)) == 16
+
+        # another scope's document can't be seen, checked or deleted from here
+        other = f"doc-{scopes[3]}"
+        assert not store.has_document(other, scope=target)
+        assert store.delete_document(other, scopes=[target]) == 0
+        assert store.has_document(other, scope=scopes[3])
+        assert set(store.all_scopes()) == set(scopes)
+
+    @pytest.mark.parametrize("bad", [None, [], [""], ""])
+    def test_every_search_and_listing_requires_a_scope(self, store: Any, bad: Any) -> None:
+        store.write_documents([chunk("a", 0, "some text")])
+        bm25, dense = make_retrievers(store, top_k=5)
+        calls = [
+            lambda: store.bm25_search("text", scopes=bad, top_k=5),
+            lambda: store.embedding_search(unit((0, 1.0)), scopes=bad, top_k=5),
+            lambda: store.list_documents(scopes=bad),
+            lambda: store.fetch(scopes=bad),
+            lambda: store.delete_document("a", scopes=bad),
+            lambda: store.has_document("a", scope=bad),
+            lambda: bm25.run(query="text", scopes=bad),
+            lambda: dense.run(query_embedding=unit((0, 1.0)), scopes=bad),
+        ]
+        for call in calls:
+            with pytest.raises(ScopeRequiredError):
+                call()
+        assert store.count_documents() == 1
+
+
+# --------------------------------------------------------------------------------------------------
+# replace_document: all or nothing, old versions go
+# --------------------------------------------------------------------------------------------------
+def _version(doc_id: str, n: int, word: str, scope: str = "local", file: str = "policy.pdf") -> list[Document]:
+    return [
+        chunk(
+            doc_id, i, f"{word} clause {i} of the policy", scope=scope, file=file, embedding=unit((i, 1.0), (50, 0.5))
+        )
+        for i in range(n)
+    ]
+
+
+def _bad_dim(docs: list[Document]) -> list[Document]:
+    docs[4] = Document(id=docs[4].id, content=docs[4].content, meta=docs[4].meta, embedding=[0.1] * (DIM - 1))
+    return docs
+
+
+def _nan(docs: list[Document]) -> list[Document]:
+    docs[4] = Document(id=docs[4].id, content=docs[4].content, meta=docs[4].meta, embedding=[float("nan")] * DIM)
+    return docs
+
+
+def _dup_in_batch(docs: list[Document]) -> list[Document]:
+    docs[4] = Document(id=docs[1].id, content="dup", meta=docs[4].meta, embedding=docs[4].embedding)
+    return docs
+
+
+def _clash_other_scope(docs: list[Document]) -> list[Document]:
+    docs[4] = Document(id="foreign:00000", content="steal", meta=docs[4].meta, embedding=docs[4].embedding)
+    return docs
+
+
+class TestReplaceDocument:
+    @pytest.mark.parametrize("corrupt", [_bad_dim, _nan, _dup_in_batch, _clash_other_scope])
+    def test_failure_midway_leaves_store_as_before(self, store: Any, corrupt: Any) -> None:
+        store.replace_document(_version("v1", 3, "alpha"), scope="local", file_name="policy.pdf")
+        store.write_documents([chunk("foreign", 0, "another channel's text", scope="slack:T:C9")])
+        before = snapshot(store, ["local"])
+        foreign_before = snapshot(store, ["slack:T:C9"])
+
+        with pytest.raises(WRITE_ERRORS):
+            store.replace_document(corrupt(_version("v2", 8, "omega")), scope="local", file_name="policy.pdf")
+
+        assert snapshot(store, ["local"]) == before
+        assert snapshot(store, ["slack:T:C9"]) == foreign_before
+        assert store.bm25_search("omega", scopes=["local"], top_k=10) == []
+        assert {d.meta["doc_id"] for d in store.embedding_search(unit((6, 1.0)), scopes=["local"], top_k=10)} == {"v1"}
+        assert store.count_documents() == 4
+
+    def test_replace_removes_old_version_of_same_file_only_in_its_scope(self, store: Any) -> None:
+        assert store.replace_document(_version("v1", 3, "alpha"), scope="local", file_name="policy.pdf") == []
+        store.replace_document(
+            _version("x1", 2, "alpha", scope="slack:T:C1"), scope="slack:T:C1", file_name="policy.pdf"
+        )
+        store.replace_document(_version("o1", 2, "other", file="other.pdf"), scope="local", file_name="other.pdf")
+
+        assert store.replace_document(_version("v2", 2, "omega"), scope="local", file_name="policy.pdf") == ["v1"]
+        assert [(d.doc_id, d.chunks) for d in store.list_documents(scopes=["local"])] == [("o1", 2), ("v2", 2)]
+        assert store.bm25_search("alpha", scopes=["local"], top_k=10) == []
+        assert {d.meta["doc_id"] for d in store.bm25_search("omega", scopes=["local"], top_k=10)} == {"v2"}
+        assert [(d.doc_id, d.chunks) for d in store.list_documents(scopes=["slack:T:C1"])] == [("x1", 2)]
+
+        # re-indexing the same document with fewer chunks drops the stale ones
+        assert store.replace_document(_version("v2", 1, "omega"), scope="local", file_name="policy.pdf") == []
+        assert [(d.doc_id, d.chunks) for d in store.list_documents(scopes=["local"])] == [("o1", 2), ("v2", 1)]
+        assert len(store.embedding_search(unit((0, 1.0)), scopes=["local"], top_k=10)) == 3
+
+
+# --------------------------------------------------------------------------------------------------
+# a second process reads while this one writes
+# --------------------------------------------------------------------------------------------------
+READER = textwrap.dedent(
+    """
+    import json, sys, time
+    import numpy as np
+    from connectors.settings import Settings
+    from connectors.stores import open_store
+
+    cfg, n = json.loads(sys.argv[1]), int(sys.argv[2])
+    store = open_store(Settings(**cfg))
+    q = np.zeros(384); q[77] = 1.0; q = q.tolist()
+    seen = {"list": set(), "bm25": set(), "dense": set()}
+    # warm every cache before the write starts
+    store.embedding_search(q, scopes=["local"], top_k=5)
+    store.bm25_search("zanzibar", scopes=["local"], top_k=5)
+    print("ready", flush=True)
+    deadline = time.time() + 90
+    done = False
+    while time.time() < deadline and not done:
+        listed = {d.doc_id: d.chunks for d in store.list_documents(scopes=["local"])}
+        bm = store.bm25_search("zanzibar", scopes=["local"], top_k=n + 10)
+        de = [d for d in store.embedding_search(q, scopes=["local"], top_k=n + 10) if d.meta["doc_id"] == "new"]
+        seen["list"].add(listed.get("new", 0))
+        seen["bm25"].add(len(bm))
+        seen["dense"].add(len(de))
+        done = listed.get("new") == n and len(bm) == n and len(de) == n
+        time.sleep(0.005)
+    print(json.dumps({"done": done, **{k: sorted(v) for k, v in seen.items()}}), flush=True)
+    """
+)
+
+
+@pytest.mark.slow
+def test_second_process_sees_whole_documents_only(store: Any, store_cfg: dict[str, Any]) -> None:
+    n = 60
+    store.replace_document(_version("old", 5, "alpha"), scope="local", file_name="old.pdf")
+    env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, json.dumps(store_cfg), str(n)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert reader.stdout is not None
+        for line in reader.stdout:  # the reader may log to stdout before it is ready
+            if line.strip() == "ready":
+                break
+        else:
+            pytest.fail(f"reader did not start: {reader.stderr.read() if reader.stderr else ''}")
+        new = [
+            chunk("new", i, f"Zanzibar annex clause {i}", file="new.pdf", embedding=unit((77, 1.0), (100 + i, 0.1)))
+            for i in range(n)
+        ]
+        store.replace_document(new, scope="local", file_name="new.pdf")
+        out, err = reader.communicate(timeout=120)
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["done"], (result, err[-2000:])
+    # never a partial document: either nothing of it or all of it
+    assert set(result["list"]) <= {0, n}
+    assert set(result["bm25"]) <= {0, n}
+    assert set(result["dense"]) <= {0, n}
