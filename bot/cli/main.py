@@ -17,6 +17,8 @@ from collections.abc import Sequence
 COMMAND_MODULES = [
     "bot.cli.docs_cmds",  # docs, forget
     "bot.cli.serve_cmds",  # serve slack | teams
+    "bot.cli.ask_cmd",  # ask
+    "bot.cli.demo_cmd",  # demo
     "bot.cli.teams_cmds",  # teams package
 ]
 # Modules that register `citebot bench <name>` benchmarks (they live under eval/).
