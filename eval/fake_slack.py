@@ -37,6 +37,7 @@ class Call:
     params: dict[str, Any]
     at: float
     authorized: bool
+    reply: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -142,9 +143,11 @@ class FakeSlack:
                     raise TimeoutError(f"condition not met within {timeout:.0f} s")
                 self._cond.wait(min(left, 0.05))
 
-    def _record(self, method: str, params: dict[str, Any], authorized: bool) -> None:
+    def _record(
+        self, method: str, params: dict[str, Any], authorized: bool, reply: dict[str, Any] | None = None
+    ) -> None:
         with self._cond:
-            self.calls.append(Call(method, params, time.monotonic(), authorized))
+            self.calls.append(Call(method, params, time.monotonic(), authorized, reply or {}))
             self._cond.notify_all()
 
     # --- the Web API -------------------------------------------------------------------------
@@ -232,8 +235,8 @@ class FakeSlack:
                     self._send(429, b'{"ok":false,"error":"ratelimited"}', Retry_After="1")
                     return
                 authorized = self._authorized()
-                fake._record(method, params, authorized)
                 reply = fake._reply(method, params) if authorized else {"ok": False, "error": "invalid_auth"}
+                fake._record(method, params, authorized, reply)
                 self._send(200, json.dumps(reply).encode())
 
             def do_POST(self) -> None:  # noqa: N802

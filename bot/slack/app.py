@@ -147,7 +147,10 @@ class SlackBot:
         return next()
 
     def _dedup(
-        self, body: dict[str, Any], request: BoltRequest, next: Callable[[], BoltResponse]  # noqa: A002
+        self,
+        body: dict[str, Any],
+        request: BoltRequest,
+        next: Callable[[], BoltResponse],  # noqa: A002
     ) -> BoltResponse:
         """Claim each ``event_id`` once. Slack re-sends an event (``X-Slack-Retry-Num``) when it did not
         see our ack in time; the retry carries the same event id, so it is dropped here. A retry whose

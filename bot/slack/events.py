@@ -164,9 +164,7 @@ def parse_file_shared(body: dict[str, Any]) -> FileShared | None:
 def files_of_message(msg: Message) -> list[FileShared]:
     """The files of a ``file_share`` message, in the same shape as ``file_shared`` events."""
     return [
-        FileShared(
-            event_id=msg.event_id, team=msg.team, channel=msg.channel, user=msg.user, file=f, message_ts=msg.ts
-        )
+        FileShared(event_id=msg.event_id, team=msg.team, channel=msg.channel, user=msg.user, file=f, message_ts=msg.ts)
         for f in msg.files
         if f.id
     ]

@@ -1,0 +1,466 @@
+"""The real Bolt app, end to end: signed HTTP deliveries in, Web API calls out to a local fake Slack.
+
+The bot runs with the real ``CitebotService`` (SQLite store, embedding model, extractive answers)
+over small PDFs generated here. Every wait is on something the fake Slack recorded or on the bot's
+worker pool going idle — never a blind sleep.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from slack_sdk import WebClient
+
+from bot.core import APOLOGY, HELP_TEXT, ChatContext, ChatCore
+from bot.slack.app import SlackBot, build_bot
+from bot.slack.server import make_http_server
+from connectors.settings import Settings
+from eval.fake_slack import (
+    BOT_ID,
+    BOT_TOKEN,
+    BOT_USER,
+    SIGNING_SECRET,
+    TEAM,
+    FakeSlack,
+    event_callback,
+    mention,
+    message,
+    post_signed,
+)
+from pipelines.models import slack_scope
+
+pytestmark = pytest.mark.slow
+
+LEAVE_PDF = "leave_policy.pdf"
+CONTRACT_PDF = "kestrel_contract.pdf"
+OFFSITE_PDF = "offsite_notes.pdf"
+
+LEAVE_PAGES = [
+    ["1 Introduction", "This handbook describes how Halvard Logistics treats its employees."],
+    [
+        "4 Leave",
+        "4.2 Parental leave",
+        "Employees may take eighteen weeks of paid parental leave after the birth or adoption of a child.",
+        "Parental leave must be requested from the people team at least four weeks in advance.",
+    ],
+]
+CONTRACT_PAGES = [
+    [
+        "Article 7 Delivery",
+        "7.1 The supplier shall deliver the turbines within ninety days of the purchase order.",
+        "7.2 The penalty for late delivery is two percent of the order value for each week of delay.",
+    ]
+]
+OFFSITE_PAGES = [["Offsite planning", "The quarterly offsite takes place in Tromso at the harbour conference centre."]]
+
+C_LEAVE, C_CONTRACT, DM = "C0LEAVE", "C0CONTRACT", "D0ASKER"
+MEMBER, OUTSIDER = "U0MEMBER", "U0OUTSIDER"  # MEMBER is in C_LEAVE only; OUTSIDER in C_CONTRACT only
+ADMIN = "U0ADMIN"
+
+
+def make_pdf(pages: list[list[str]]) -> bytes:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4, invariant=True)
+    for lines in pages:
+        y = 780.0
+        for i, line in enumerate(lines):
+            c.setFont("Helvetica-Bold" if i == 0 or line[:1].isdigit() and len(line) < 40 else "Helvetica", 11)
+            c.drawString(60, y, line)
+            y -= 22
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+@dataclass
+class Harness:
+    fake: FakeSlack
+    bot: SlackBot
+    core: ChatCore
+    url: str
+
+    def send(self, event: dict[str, Any], *, team: str = TEAM, event_id: str | None = None, **kw: Any) -> int:
+        status, _ = post_signed(self.url, event_callback(event, team=team, event_id=event_id), **kw)
+        return status
+
+    def command(self, text: str, *, channel: str, user: str, name: str = "cmd") -> tuple[int, bytes]:
+        payload = {
+            "token": "unused",
+            "team_id": TEAM,
+            "channel_id": channel,
+            "channel_name": "directmessage" if channel.startswith("D") else "general",
+            "user_id": user,
+            "command": "/citebot",
+            "text": text,
+            "response_url": self.fake.response_url(name),
+            "trigger_id": "1.2.3",
+        }
+        return post_signed(self.url, payload, form=True)
+
+    def idle(self) -> None:
+        assert self.bot.wait_idle(60), "the bot's worker pool did not finish"
+
+    def answers(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+        """Answer messages (with blocks) the bot posted in a thread."""
+        return [
+            c.params
+            for c in self.fake.calls_to("chat.postMessage", channel=channel, thread_ts=thread_ts)
+            if c.params.get("blocks")
+        ]
+
+    def files_cited(self, params: dict[str, Any]) -> set[str]:
+        names = set()
+        for b in params["blocks"]:
+            if b["type"] == "context":
+                text = b["elements"][0]["text"]
+                if " · p" in text:
+                    names.add(text.split(" · ")[0])
+        return names
+
+
+@pytest.fixture(scope="module")
+def slack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    data_dir: Path = tmp_path_factory.mktemp("slack-data")
+    fake = FakeSlack().start()
+    fake.memberships = {MEMBER: [C_LEAVE], OUTSIDER: [C_CONTRACT]}
+    fake.admins = {ADMIN}
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        data_dir=data_dir,
+        slack_bot_token=BOT_TOKEN,
+        slack_signing_secret=SIGNING_SECRET,
+        slack_api_url=fake.url,
+        slack_workers=2,
+        ocr_enabled=False,
+    )
+    core = ChatCore.from_settings(settings)
+    for scope, name, pages in [
+        (slack_scope(TEAM, C_LEAVE), LEAVE_PDF, LEAVE_PAGES),
+        (slack_scope(TEAM, C_CONTRACT), CONTRACT_PDF, CONTRACT_PAGES),
+        (slack_scope(TEAM, DM), OFFSITE_PDF, OFFSITE_PAGES),
+    ]:
+        result = core.upload(ChatContext("slack", scope, MEMBER), file_name=name, data=make_pdf(pages))
+        assert result.status == "indexed", result
+    client = WebClient(token=BOT_TOKEN, base_url=fake.url, timeout=10)
+    bot = build_bot(settings, core, client)
+    server = make_http_server(bot.app, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield Harness(fake, bot, core, f"http://127.0.0.1:{server.server_address[1]}/slack/events")
+    server.shutdown()
+    server.server_close()
+    bot.close()
+    fake.stop()
+
+
+# --- questions ------------------------------------------------------------------------------------
+
+
+def test_mention_gets_a_threaded_answer_with_quote_blocks(slack: Harness) -> None:
+    status = slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", "100.000001"))
+    assert status == 200
+    posted = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="100.000001")[0].params
+    assert slack.fake.calls_to("reactions.add", channel=C_LEAVE, timestamp="100.000001", name="eyes")
+    quotes = [b for b in posted["blocks"] if b["type"] == "rich_text"]
+    assert quotes, posted["blocks"]
+    quoted = " ".join(e["text"] for q in quotes for e in q["elements"][0]["elements"])
+    assert "eighteen weeks" in quoted
+    assert slack.files_cited(posted) == {LEAVE_PDF}
+    assert any(
+        b["type"] == "context" and b["elements"][0]["text"].startswith(f"{LEAVE_PDF} · p. 2") for b in posted["blocks"]
+    )
+    assert "eighteen weeks" in posted["text"]  # the plain-text fallback carries the quote too
+    slack.fake.wait_for("reactions.remove", channel=C_LEAVE, timestamp="100.000001", name="eyes")
+
+
+def test_follow_up_in_an_answered_thread_needs_no_mention_and_uses_history(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen_history: list[list[Any]] = []
+    real_answer = slack.core.service.answer
+
+    def spy(question: str, scopes: Any, history: Any = (), **kw: Any) -> Any:
+        seen_history.append(list(history))
+        return real_answer(question, scopes, history, **kw)
+
+    monkeypatch.setattr(slack.core.service, "answer", spy)
+    root = "110.000001"
+    slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", root))
+    slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts=root)
+    slack.idle()
+    slack.send(message(C_LEAVE, MEMBER, "How far in advance must it be requested?", "110.000002", thread_ts=root))
+    posted = slack.fake.wait_for("chat.postMessage", 2, channel=C_LEAVE, thread_ts=root)
+    assert "four weeks" in posted[1].params["text"]
+    assert seen_history[0] == []
+    assert [t.role for t in seen_history[1]] == ["user", "assistant"]
+    assert "parental leave" in seen_history[1][0].text
+
+    # a thread the bot never answered: people talk among themselves, the bot stays out
+    slack.send(message(C_LEAVE, MEMBER, "lunch?", "111.000002", thread_ts="111.000001"))
+    # another bot posting in the answered thread is ignored too
+    other_bot = message(C_LEAVE, "U0OTHERBOT", "beep", "110.000003", thread_ts=root) | {"bot_id": "B0OTHER"}
+    slack.send(other_bot)
+    # and so is the bot's own answer echoed back as a message event
+    own = message(C_LEAVE, BOT_USER, "an answer", "110.000004", thread_ts=root) | {"bot_id": BOT_ID}
+    slack.send(own)
+    slack.idle()
+    assert slack.fake.calls_to("chat.postMessage", channel=C_LEAVE, thread_ts="111.000001") == []
+    assert len(slack.fake.calls_to("chat.postMessage", channel=C_LEAVE, thread_ts=root)) == 2
+
+
+def test_dm_searches_the_dm_and_the_askers_channels_only(slack: Harness) -> None:
+    # MEMBER is in C_LEAVE, not C_CONTRACT: the leave policy and the DM's own notes answer, the contract never
+    for ts, question in [
+        ("120.000001", "How many weeks of parental leave do employees get?"),
+        ("120.000002", "Where does the quarterly offsite take place?"),
+        ("120.000003", "What is the penalty for late delivery of the turbines?"),
+    ]:
+        slack.send(message(DM, MEMBER, question, ts, channel_type="im"))
+    leave = slack.fake.wait_for("chat.postMessage", channel=DM, thread_ts="120.000001")[0].params
+    offsite = slack.fake.wait_for("chat.postMessage", channel=DM, thread_ts="120.000002")[0].params
+    penalty = slack.fake.wait_for("chat.postMessage", channel=DM, thread_ts="120.000003")[0].params
+    assert slack.files_cited(leave) == {LEAVE_PDF}
+    assert slack.files_cited(offsite) == {OFFSITE_PDF}
+    assert CONTRACT_PDF not in penalty["text"] and CONTRACT_PDF not in slack.files_cited(penalty)
+    assert "two percent" not in penalty["text"]
+    assert slack.fake.calls_to("users.conversations", user=MEMBER)
+
+    # the same question from someone who IS in the contract channel finds it
+    slack.send(
+        message(
+            "D0OUTSIDER",
+            OUTSIDER,
+            "What is the penalty for late delivery of the turbines?",
+            "121.000001",
+            channel_type="im",
+        )
+    )
+    found = slack.fake.wait_for("chat.postMessage", channel="D0OUTSIDER", thread_ts="121.000001")[0].params
+    assert slack.files_cited(found) == {CONTRACT_PDF}
+    assert "two percent" in found["text"]
+
+
+def test_channel_workspace_and_dm_isolation(slack: Harness) -> None:
+    q = "How many weeks of parental leave do employees get?"
+    slack.send(mention(C_CONTRACT, OUTSIDER, q, "130.000001"))  # another channel
+    slack.send(mention(C_LEAVE, MEMBER, q, "130.000002"), team="T0OTHER")  # same channel id, other workspace
+    slack.send(message("D0OUTSIDER", OUTSIDER, q, "130.000003", channel_type="im"))  # DM of a non-member
+    for channel, ts in [(C_CONTRACT, "130.000001"), (C_LEAVE, "130.000002"), ("D0OUTSIDER", "130.000003")]:
+        posted = slack.fake.wait_for("chat.postMessage", channel=channel, thread_ts=ts)[0].params
+        assert LEAVE_PDF not in slack.files_cited(posted)
+        assert "eighteen weeks" not in posted["text"]
+    # listings and counts follow the same rule
+    _, body = slack.command("docs", channel=C_CONTRACT, user=OUTSIDER, name="iso-docs")
+    listed = slack.fake.wait_for("response_url", name="iso-docs")[0].params["text"]
+    assert CONTRACT_PDF in listed and LEAVE_PDF not in listed and OFFSITE_PDF not in listed
+    slack.command("stats", channel="D0OUTSIDER", user=OUTSIDER, name="iso-stats")
+    stats = slack.fake.wait_for("response_url", name="iso-stats")[0].params["text"]
+    assert stats.startswith("1 documents")  # the contract channel only: not the leave policy, not MEMBER's DM
+
+
+# --- reliability ------------------------------------------------------------------------------------
+
+
+def test_retried_and_repeated_deliveries_answer_once(slack: Harness) -> None:
+    event = mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", "140.000001")
+    assert slack.send(event, event_id="EvRETRY1") == 200
+    assert slack.send(event, event_id="EvRETRY1", retry_num=1) == 200  # Slack's retry
+    assert slack.send(event, event_id="EvRETRY1") == 200  # the same event id again
+    # the app_mention's twin message event (another event id) must not answer a second time either
+    twin = message(C_LEAVE, MEMBER, f"<@{BOT_USER}> How many weeks of parental leave?", "140.000001")
+    assert slack.send(twin, event_id="EvTWIN1") == 200
+    slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="140.000001")
+    slack.idle()
+    assert len(slack.answers(C_LEAVE, "140.000001")) == 1
+
+    # a retry whose first delivery never arrived is answered (once)
+    late = mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", "141.000001")
+    assert slack.send(late, event_id="EvLOST1", retry_num=2) == 200
+    slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="141.000001")
+    slack.idle()
+    assert len(slack.answers(C_LEAVE, "141.000001")) == 1
+
+
+def test_forged_signature_is_rejected_with_401_and_no_work(slack: Harness) -> None:
+    before = len(slack.fake.calls)
+    event = event_callback(mention(C_LEAVE, MEMBER, "How many weeks of parental leave?", "150.000001"))
+    status, _ = post_signed(slack.url, event, secret="not-the-signing-secret")
+    assert status == 401
+    cmd = {"team_id": TEAM, "channel_id": C_LEAVE, "user_id": ADMIN, "command": "/citebot"}
+    cmd["text"] = f"forget {LEAVE_PDF}"
+    status, _ = post_signed(slack.url, cmd, form=True, secret="not-the-signing-secret")
+    assert status == 401
+    slack.idle()
+    assert slack.fake.calls[before:] == []
+    assert slack.core.documents([slack_scope(TEAM, C_LEAVE)])  # still there
+
+
+def test_exception_while_answering_posts_apology_and_bot_keeps_serving(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_answer = slack.core.service.answer
+    calls = {"n": 0}
+
+    def flaky(*args: Any, **kw: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("the store went away")
+        return real_answer(*args, **kw)
+
+    monkeypatch.setattr(slack.core.service, "answer", flaky)
+    slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", "160.000001"))
+    apology = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="160.000001")[0].params
+    assert apology["text"] == APOLOGY
+    assert "store went away" not in str(slack.fake.calls_to("chat.postMessage"))
+    slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", "160.000002"))
+    answer = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="160.000002")[0].params
+    assert "eighteen weeks" in answer["text"]
+
+
+def test_rate_limited_post_is_retried_after_retry_after(slack: Harness) -> None:
+    slack.fake.rate_limit_once.add("chat.postMessage")
+    slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", "170.000001"))
+    posted = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="170.000001")
+    slack.idle()
+    assert slack.fake.calls_to("chat.postMessage#429")
+    assert len(posted) == 1 and "eighteen weeks" in posted[0].params["text"]
+
+
+# --- files ------------------------------------------------------------------------------------------
+
+
+def _file_share(channel: str, user: str, file_obj: dict[str, Any], ts: str) -> dict[str, Any]:
+    return message(channel, user, "", ts) | {"subtype": "file_share", "files": [file_obj]}
+
+
+def _file_shared(channel: str, user: str, file_id: str) -> dict[str, Any]:
+    return {"type": "file_shared", "file_id": file_id, "user_id": user, "file": {"id": file_id}, "channel_id": channel}
+
+
+def test_pdf_upload_both_delivery_paths_ingest_once_with_progress(slack: Harness) -> None:
+    channel, scope = "C0UPLOAD", slack_scope(TEAM, "C0UPLOAD")
+    file_obj = slack.fake.add_file("F0LEAVE", "team_handbook.pdf", make_pdf(LEAVE_PAGES))
+    slack.fake.files["F0LEAVE"].shares[channel] = "180.000001"
+    slack.send(_file_shared(channel, MEMBER, "F0LEAVE"))
+    slack.send(_file_share(channel, MEMBER, file_obj, "180.000001"))
+    final = slack.fake.wait_for("chat.update", channel=channel, timeout=120)
+    slack.idle()
+    progress = slack.fake.calls_to("chat.postMessage", channel=channel)
+    assert len(progress) == 1 and progress[0].params["text"] == "Indexing team_handbook.pdf…"
+    assert progress[0].params["thread_ts"] == "180.000001"
+    final = slack.fake.calls_to("chat.update", channel=channel)
+    assert final[-1].params["text"].startswith("Indexed team_handbook.pdf: 2 pages")
+    downloads = slack.fake.calls_to("file.download", file="F0LEAVE")
+    assert len(downloads) == 1 and downloads[0].authorized
+    docs = slack.core.documents([scope])
+    assert [(d.file, d.uploaded_by) for d in docs] == [("team_handbook.pdf", MEMBER)]
+
+    # and it answers from it in that channel
+    slack.send(mention(channel, MEMBER, "How many weeks of parental leave do employees get?", "181.000001"))
+    posted = slack.fake.wait_for("chat.postMessage", channel=channel, thread_ts="181.000001")[0].params
+    assert slack.files_cited(posted) == {"team_handbook.pdf"}
+
+    # file_deleted removes it
+    slack.send({"type": "file_deleted", "file_id": "F0LEAVE", "event_ts": "182.0"})
+    slack.idle()
+    assert slack.core.documents([scope]) == []
+
+
+def test_corrupt_pdf_fails_clearly_and_leaves_the_store_unchanged(slack: Harness) -> None:
+    channel, scope = "C0BROKEN", slack_scope(TEAM, "C0BROKEN")
+    before = slack.core.service.store.count_documents()
+    file_obj = slack.fake.add_file("F0BROKEN", "broken report.pdf", b"%PDF-1.4\n%garbage that is no pdf\n" * 20)
+    slack.send(_file_share(channel, MEMBER, file_obj, "190.000001"))
+    update = slack.fake.wait_for("chat.update", channel=channel)[-1].params
+    slack.idle()
+    text = slack.fake.calls_to("chat.update", channel=channel)[-1].params["text"]
+    assert text.startswith("I couldn't index broken report.pdf"), update
+    assert slack.core.service.store.count_documents() == before
+    assert slack.core.documents([scope]) == []
+
+
+def test_non_pdf_files_are_ignored_silently(slack: Harness) -> None:
+    channel = "C0PICS"
+    png = slack.fake.add_file("F0PNG", "diagram.png", b"\x89PNG\r\n\x1a\n" + b"0" * 100, filetype="png")
+    slack.send(_file_share(channel, MEMBER, png, "200.000001"))
+    slack.send(_file_shared(channel, MEMBER, "F0PNG"))
+    slack.idle()
+    assert slack.fake.calls_to("chat.postMessage", channel=channel) == []
+    assert slack.fake.calls_to("file.download", file="F0PNG") == []
+
+
+# --- feedback ---------------------------------------------------------------------------------------
+
+
+def test_thumbs_reactions_feed_the_log_and_removal_retracts(slack: Harness) -> None:
+    q = "How many weeks of parental leave do employees get?"
+    slack.send(mention(C_LEAVE, MEMBER, q, "210.000001"))
+    answer = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="210.000001")[0]
+    slack.idle()
+    answer_ts = answer.reply["ts"]
+
+    def reaction(kind: str, name: str, ts: str) -> dict[str, Any]:
+        item = {"type": "message", "channel": C_LEAVE, "ts": ts}
+        return {"type": kind, "user": ADMIN, "reaction": name, "item": item, "item_user": BOT_USER}
+
+    slack.send(reaction("reaction_added", "thumbsup", answer_ts))
+    slack.send(reaction("reaction_added", "+1", "210.000001"))  # on the question, not an answer: nothing
+    slack.send(reaction("reaction_added", "tada", answer_ts))  # not feedback
+    slack.idle()
+    entries = [e for e in slack.core.feedback_entries() if e.message_ref == f"{C_LEAVE}:{answer_ts}"]
+    assert [(e.polarity, e.user, e.question, e.platform, e.scope) for e in entries] == [
+        ("up", ADMIN, q, "slack", slack_scope(TEAM, C_LEAVE))
+    ]
+    assert entries[0].citations and entries[0].retrieved_chunk_ids
+    assert "eighteen weeks" in entries[0].answer or "eighteen weeks" in entries[0].citations[0]["quote"]
+    assert all(e.message_ref != f"{C_LEAVE}:210.000001" for e in slack.core.feedback_entries())
+
+    slack.send(reaction("reaction_removed", "thumbsup", answer_ts))
+    slack.idle()
+    assert all(e.message_ref != f"{C_LEAVE}:{answer_ts}" for e in slack.core.feedback_entries())
+
+
+# --- slash command ----------------------------------------------------------------------------------
+
+
+def test_slash_help_docs_stats(slack: Harness) -> None:
+    status, body = slack.command("help", channel=C_LEAVE, user=MEMBER)
+    assert status == 200 and HELP_TEXT.splitlines()[0] in body.decode()
+    slack.command("docs", channel=C_LEAVE, user=MEMBER, name="docs")
+    docs = slack.fake.wait_for("response_url", name="docs")[0].params["text"]
+    assert docs.startswith("1 PDF indexed here") and LEAVE_PDF in docs
+    slack.command("stats", channel=C_LEAVE, user=MEMBER, name="stats")
+    stats = slack.fake.wait_for("response_url", name="stats")[0].params["text"]
+    assert stats.startswith("1 documents, 2 pages")
+
+
+def test_forget_needs_the_uploader_or_an_admin(slack: Harness) -> None:
+    channel, scope = "C0FORGET", slack_scope(TEAM, "C0FORGET")
+    slack.core.upload(ChatContext("slack", scope, MEMBER), file_name="old_policy.pdf", data=make_pdf(LEAVE_PAGES))
+    status, body = slack.command("forget", channel=channel, user=OUTSIDER)
+    assert status == 200 and "forget handbook.pdf" in body.decode()  # usage, no work
+    slack.command("forget old_policy.pdf", channel=channel, user=OUTSIDER, name="f-outsider")
+    refused = slack.fake.wait_for("response_url", name="f-outsider")[0].params["text"]
+    assert "Only the person who uploaded" in refused
+    assert [d.file for d in slack.core.documents([scope])] == ["old_policy.pdf"]
+
+    slack.command("forget old_policy.pdf", channel=channel, user=ADMIN, name="f-admin")
+    done = slack.fake.wait_for("response_url", name="f-admin")[0].params["text"]
+    assert done.startswith("Removed “old_policy.pdf”")
+    assert slack.core.documents([scope]) == []
+    assert slack.fake.calls_to("users.info", user=ADMIN)
+
+
+def test_health_endpoint(slack: Harness) -> None:
+    import urllib.request
+
+    with urllib.request.urlopen(slack.url.replace("/slack/events", "/healthz"), timeout=5) as resp:
+        assert resp.status == 200 and b'"ok":true' in resp.read()
