@@ -25,6 +25,7 @@ COMMAND_MODULES = [
 BENCH_MODULES = [
     "eval.bench_retrieval",
     "eval.bench_slack",
+    "eval.bench_teams",
 ]
 
 
