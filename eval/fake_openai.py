@@ -1,0 +1,158 @@
+"""A local fake of the OpenAI chat-completions endpoint, for tests and offline demos of the LLM path.
+
+It listens on 127.0.0.1, speaks the real wire format (``POST /v1/chat/completions``, JSON bodies,
+``Retry-After`` on 429), and is driven by the real ``openai`` client pointed at :attr:`base_url`.
+Replies come from a script of queued responses, else from ``responder(request_json) -> content``.
+The default responder behaves like a careful model: it quotes the first sentence of the first
+passage in the prompt, citing its chunk id.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_PASSAGE = re.compile(
+    r"\[chunk_id: ([^\]]+)\][^\n]*\n(.+?)(?=\n\n\[chunk_id: |\n\n(?:Earlier in this thread|Question):)", re.S
+)
+
+
+def passages_in(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(chunk_id, text)`` of the passages in a request built by ``pipelines.components.llm_answerer``."""
+    user = "\n".join(m.get("content", "") for m in request.get("messages", []) if m.get("role") == "user")
+    return [(m.group(1), m.group(2)) for m in _PASSAGE.finditer(user)]
+
+
+def quoting_responder(request: dict[str, Any]) -> str:
+    """Answer with the first sentence of the first passage, quoted exactly."""
+    found = passages_in(request)
+    if not found:
+        return json.dumps({"answerable": False, "answer": "", "citations": []})
+    chunk_id, text = found[0]
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    body = " ".join(lines[1:] if len(lines) > 1 else lines)
+    sentence = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0][:300]
+    return json.dumps(
+        {
+            "answerable": True,
+            "answer": "The document says so [1].",
+            "citations": [{"n": 1, "chunk_id": chunk_id, "quote": sentence}],
+        }
+    )
+
+
+@dataclass
+class Scripted:
+    """One queued reply: an HTTP status, headers, a message ``content`` (or a raw ``body``) and a delay."""
+
+    content: str | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    delay_s: float = 0.0
+
+
+class FakeOpenAI:
+    """``with FakeOpenAI() as fake: ... fake.base_url ...``; ``fake.requests`` holds every request JSON."""
+
+    def __init__(self, responder: Callable[[dict[str, Any]], str] = quoting_responder) -> None:
+        self.responder = responder
+        self.script: deque[Scripted] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- script ----------------------------------------------------------------------------------
+    def push(self, content: str | None = None, **kwargs: Any) -> None:
+        self.script.append(Scripted(content=content, **kwargs))
+
+    def push_json(self, obj: Any, **kwargs: Any) -> None:
+        self.push(json.dumps(obj), **kwargs)
+
+    # --- server ----------------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "start the fake first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> FakeOpenAI:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet
+                return
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    req = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    req = {}
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {}, json.dumps({"error": {"message": "not found"}}).encode())
+                    return
+                with fake._lock:
+                    fake.requests.append(req)
+                    step = fake.script.popleft() if fake.script else None
+                if step is None:
+                    step = Scripted(content=fake.responder(req))
+                if step.delay_s:
+                    time.sleep(step.delay_s)
+                if step.body is not None:
+                    body = step.body
+                elif step.status != 200:
+                    body = json.dumps({"error": {"message": "scripted error", "type": "server_error"}}).encode()
+                else:
+                    body = json.dumps(_completion(req, step.content or "")).encode()
+                self._send(step.status, step.headers, body)
+
+            def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(body)))
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
+                    pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _completion(req: dict[str, Any], content: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": req.get("model", "fake"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
