@@ -187,6 +187,8 @@ def compare(
 def _fmt(v: float | None) -> str:
     if v is None:
         return "—"
+    if isinstance(v, int):
+        return str(v)
     return f"{v:.4f}" if abs(v) < 10 else f"{v:.1f}"
 
 

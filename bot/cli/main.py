@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "bot.cli.ask_cmd",  # ask
     "bot.cli.demo_cmd",  # demo
     "bot.cli.teams_cmds",  # teams package
+    "bot.cli.eval_cmds",  # eval run|report|compare|promote, feedback, reindex
 ]
 # Modules that register `citebot bench <name>` benchmarks (they live under eval/).
 BENCH_MODULES = [

@@ -1,0 +1,186 @@
+"""``citebot eval run|report|compare|promote``, ``citebot feedback`` and ``citebot reindex``: the admin side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from connectors.settings import Settings
+
+EVAL_DIR = Path(__file__).resolve().parents[2] / "eval"
+DEMO_SET = EVAL_DIR / "sets" / "demo.jsonl"
+DEMO_GATES = EVAL_DIR / "gates.toml"
+
+
+def _since(value: str) -> str:
+    """An ISO date or date-time, normalised to the form the feedback log stores (UTC)."""
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date: use YYYY-MM-DD or YYYY-MM-DDTHH:MM") from e
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def register(sub: Any) -> None:
+    ev = sub.add_parser("eval", help="evaluate answers on an eval set; reports, gates, feedback promotion")
+    ev_sub = ev.add_subparsers(dest="eval_command", metavar="EVAL", required=True)
+
+    r = ev_sub.add_parser("run", help="index a folder of PDFs and run an eval set through the answer pipeline")
+    r.add_argument("--set", type=Path, default=DEMO_SET, help="eval set JSONL (default: the demo set)")
+    r.add_argument("--docs", type=Path, help="folder of PDFs (default: the generated sample PDFs)")
+    r.add_argument("--out", type=Path, help="run directory (default: DATA_DIR/eval/runs/<time>); reuse to resume")
+    r.add_argument("--mode", choices=["hybrid", "bm25", "dense", "all"], default="hybrid")
+    r.add_argument("--k", type=int, default=5, help="retrieval cut-off for the @k metrics and the answer")
+    r.add_argument("--per-doc", action="store_true", help="one scope per PDF; ask each case in its source's scope")
+    r.add_argument("--judge", action="store_true", help="LLM judge (needs OPENAI_* and CITEBOT_JUDGE_MODEL)")
+    r.add_argument("--limit", type=int, help="run only N cases, spread over the categories (smoke runs)")
+    r.add_argument("--fresh", action="store_true", help="discard earlier results in --out instead of resuming")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.set_defaults(func=run_eval_cmd)
+
+    rep = ev_sub.add_parser("report", help="write report.md and report.html for a run directory")
+    rep.add_argument("run_dir", type=Path)
+    rep.set_defaults(func=run_report_cmd)
+
+    c = ev_sub.add_parser("compare", help="metric deltas and case regressions between two runs; gates for CI")
+    c.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="BASE_RUN NEW_RUN (or NEW_RUN alone: floors)")
+    c.add_argument("--gates", type=Path, help=f"gates TOML (e.g. {DEMO_GATES.relative_to(EVAL_DIR.parent)})")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=run_compare_cmd)
+
+    p = ev_sub.add_parser("promote", help="turn 👍/👎 from chat into eval cases (👎 go to FILE.review.jsonl)")
+    p.add_argument("--set", type=Path, help="eval set to extend (default: DATA_DIR/eval/feedback.jsonl)")
+    p.add_argument("--since", type=_since, help="only feedback given on or after this date (UTC)")
+    p.set_defaults(func=run_promote_cmd)
+
+    f = sub.add_parser("feedback", help="list 👍/👎 feedback from chat")
+    f.add_argument("--json", action="store_true", help="print a JSON array")
+    f.add_argument("--since", type=_since, help="only feedback given on or after this date (UTC)")
+    f.add_argument("--polarity", choices=["up", "down"])
+    f.set_defaults(func=run_feedback_cmd)
+
+    ri = sub.add_parser("reindex", help="re-embed every stored document with the current model (resumable)")
+    ri.add_argument("--scope", action="append", help="only this scope (repeatable; default: every scope)")
+    ri.add_argument("--restart", action="store_true", help="forget progress of an earlier run and redo everything")
+    ri.set_defaults(func=run_reindex_cmd)
+
+
+def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
+    from eval.cases import EvalSetError
+    from eval.report import ablation_markdown, ablation_rows
+    from eval.runner import MODES, EvalRunError, RunOptions, run_eval
+
+    docs = args.docs
+    if docs is None:
+        from eval.sample_pdfs import write_samples
+
+        docs = settings.data_dir / "eval" / "samples"
+        write_samples(docs)
+    out = args.out or settings.data_dir / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    modes = list(MODES) if args.mode == "all" else [args.mode]
+    log = (lambda m: print(m, file=sys.stderr)) if args.json else print
+    try:
+        runs = run_eval(settings, RunOptions(set_path=args.set, docs_dir=docs, out_dir=out, modes=modes, k=args.k,
+                                             per_doc=args.per_doc, judge=args.judge, limit=args.limit,
+                                             fresh=args.fresh), log=log)
+    except (EvalSetError, EvalRunError) as e:
+        print(f"citebot eval run: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:
+        from eval.judge import JudgeError
+
+        if isinstance(e, JudgeError):
+            print(f"citebot eval run: {e}", file=sys.stderr)
+            return 2
+        raise
+    if args.json:
+        from eval.metrics import summarise
+
+        header, rows = ablation_rows(runs)
+        print(json.dumps({"out": str(out), "modes": {m: summarise(res, args.k) for m, (_meta, res) in runs.items()},
+                          "ablation": [dict(zip(header, row, strict=True)) for row in rows]}, indent=2))
+    else:
+        print(ablation_markdown(runs))
+        print(f"\nRun directory: {out}\nNext: citebot eval report {out}")
+    errors = sum(1 for _m, res in runs.values() for r in res if r.error)
+    return 1 if errors and errors == sum(len(res) for _m, res in runs.values()) else 0
+
+
+def run_report_cmd(args: argparse.Namespace, settings: Settings) -> int:
+    from eval.records import RunDirError
+    from eval.report import write_report
+
+    try:
+        paths = write_report(args.run_dir)
+    except RunDirError as e:
+        print(f"citebot eval report: {e}", file=sys.stderr)
+        return 2
+    for p in paths:
+        print(p)
+    return 0
+
+
+def run_compare_cmd(args: argparse.Namespace, settings: Settings) -> int:
+    from eval.compare import GatesError, run_compare
+    from eval.records import RunDirError
+
+    if len(args.runs) > 2:
+        print("citebot eval compare: give BASE_RUN NEW_RUN, or NEW_RUN alone", file=sys.stderr)
+        return 2
+    base, new = (args.runs[0], args.runs[1]) if len(args.runs) == 2 else (None, args.runs[0])
+    try:
+        return run_compare(base, new, args.gates, as_json=args.json)
+    except (GatesError, RunDirError) as e:
+        print(f"citebot eval compare: {e}", file=sys.stderr)
+        return 2
+
+
+def run_promote_cmd(args: argparse.Namespace, settings: Settings) -> int:
+    from connectors.state_log import StateLog
+    from eval.cases import EvalSetError
+    from eval.promote import promote, review_path
+
+    set_path = args.set or settings.data_dir / "eval" / "feedback.jsonl"
+    try:
+        res = promote(StateLog(settings.state_path), set_path, since=args.since)
+    except EvalSetError as e:
+        print(f"citebot eval promote: {e}", file=sys.stderr)
+        return 2
+    print(f"{len(res.added)} case(s) added to {set_path}; {len(res.review)} to review in {review_path(set_path)}; "
+          f"{res.skipped} already present")
+    return 0
+
+
+def run_feedback_cmd(args: argparse.Namespace, settings: Settings) -> int:
+    from connectors.state_log import StateLog, feedback_as_json
+
+    entries = StateLog(settings.state_path).feedback(since=args.since, polarity=args.polarity)
+    if args.json:
+        print(feedback_as_json(entries))
+        return 0
+    if not entries:
+        print("No feedback yet." if not (args.since or args.polarity) else "No feedback matches.")
+    for e in entries:
+        mark = "👍" if e.polarity == "up" else "👎"
+        print(f"{e.at} {mark} {e.platform} {e.scope} {e.user}: {e.question}")
+    return 0
+
+
+def run_reindex_cmd(args: argparse.Namespace, settings: Settings) -> int:
+    from connectors.stores import open_store
+    from eval.reindex import ReindexError, reindex
+
+    try:
+        res = reindex(settings, open_store(settings), scopes=args.scope, restart=args.restart)
+    except ReindexError as e:
+        print(f"citebot reindex: {e}", file=sys.stderr)
+        return 1
+    print(f"Re-embedded {res.documents} document(s), {res.chunks} chunks in {res.scopes} scope(s); "
+          f"{res.skipped} already done with this model.")
+    return 0

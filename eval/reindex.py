@@ -1,0 +1,133 @@
+"""``citebot reindex``: re-embed every stored document with the current embedding model, scope by scope.
+
+What is possible: the store keeps each chunk's text and metadata but not the PDF's bytes (uploads are
+held in memory only, by design), so a *model* change is handled here by re-embedding every chunk's stored
+text with the current model, document by document; a *chunker* change needs the original files, which the
+store does not have: re-upload them (or ``citebot ingest`` them again) and the new chunks replace the old
+version of the same file.
+
+Each document is rewritten in one store write (the SQLite store commits a write as one transaction), and
+finished documents are recorded in ``CITEBOT_DATA_DIR/reindex.json`` keyed by the model fingerprint, so an
+interrupted reindex resumes where it stopped and a second run with the same model does nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from connectors.settings import Settings
+
+STATE_FILE = "reindex.json"
+
+Embedder = Callable[[list[str]], list[list[float]]]
+
+
+class ReindexError(Exception):
+    """Reindexing cannot go on; the message says what to do."""
+
+
+def model_fingerprint(settings: Settings) -> str:
+    """Changes when the model folder's config or weights' size change, or the configured dimension does."""
+    path = settings.resolved_model_path
+    h = hashlib.sha256(str(settings.embedding_dim).encode())
+    h.update(path.name.encode())
+    for name in ("config.json", "modules.json", "config_sentence_transformers.json"):
+        f = path / name
+        if f.exists():
+            h.update(f.read_bytes())
+    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        h.update(f"{f.name}:{f.stat().st_size}".encode())
+    return h.hexdigest()[:16]
+
+
+def embedding_text(doc: Any) -> str:
+    """The text the indexing pipeline embedded for this chunk (its heading prefix is part of the content)."""
+    try:
+        from pipelines.indexing import embedding_text as pipeline_text  # type: ignore[attr-defined]
+    except ImportError:
+        return str(doc.content or "")
+    return str(pipeline_text(doc))
+
+
+@dataclass
+class ReindexResult:
+    scopes: int = 0
+    documents: int = 0
+    chunks: int = 0
+    skipped: int = 0
+    per_scope: dict[str, int] = field(default_factory=dict)
+
+
+def _load_state(path: Path, fingerprint: str) -> dict[str, list[str]]:
+    if not path.exists():
+        return {}
+    state = json.loads(path.read_text(encoding="utf-8"))
+    if state.get("model") != fingerprint:
+        return {}  # a different model: everything is redone
+    return {k: list(v) for k, v in state.get("done", {}).items()}
+
+
+def _save_state(path: Path, fingerprint: str, done: dict[str, list[str]]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"model": fingerprint, "done": done}), encoding="utf-8")
+    tmp.replace(path)
+
+
+def reindex(
+    settings: Settings,
+    store: Any,
+    *,
+    scopes: Sequence[str] | None = None,
+    embedder: Embedder | None = None,
+    restart: bool = False,
+    batch_size: int | None = None,
+    log: Callable[[str], None] = print,
+) -> ReindexResult:
+    """Re-embed every document of ``scopes`` (default: every scope in the store)."""
+    from haystack.document_stores.types import DuplicatePolicy
+
+    def default_embedder(texts: list[str]) -> list[list[float]]:
+        from connectors.embedding import embed
+
+        return embed(texts, path=settings.resolved_model_path, threads=settings.torch_threads,
+                     batch_size=batch_size or settings.embedding_batch_size)
+
+    embed_fn = embedder or default_embedder
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    fingerprint = model_fingerprint(settings)
+    state_path = settings.data_dir / STATE_FILE
+    done = {} if restart else _load_state(state_path, fingerprint)
+    result = ReindexResult()
+    for scope in list(scopes) if scopes else store.all_scopes():
+        result.scopes += 1
+        finished = set(done.get(scope, []))
+        for info in store.list_documents(scopes=[scope]):
+            if info.doc_id in finished:
+                result.skipped += 1
+                continue
+            chunks = store.fetch(scopes=[scope], filters={"field": "meta.doc_id", "operator": "==",
+                                                          "value": info.doc_id}, limit=10_000_000)
+            if chunks:
+                vectors = embed_fn([embedding_text(d) for d in chunks])
+                if vectors and len(vectors[0]) != settings.embedding_dim:
+                    raise ReindexError(
+                        f"the model gives {len(vectors[0])}-dimensional vectors but CITEBOT_EMBEDDING_DIM is "
+                        f"{settings.embedding_dim}: set it to {len(vectors[0])}, move {settings.data_dir} aside "
+                        "and upload the PDFs again (a store holds one dimension)"
+                    )
+                new = [dataclasses.replace(d, embedding=list(v)) for d, v in zip(chunks, vectors, strict=True)]
+                store.write_documents(new, policy=DuplicatePolicy.OVERWRITE)
+            result.documents += 1
+            result.chunks += len(chunks)
+            result.per_scope[scope] = result.per_scope.get(scope, 0) + 1
+            finished.add(info.doc_id)
+            done[scope] = sorted(finished)
+            _save_state(state_path, fingerprint, done)
+            log(f"{scope}: re-embedded {info.file} ({len(chunks)} chunks)")
+    return result

@@ -1,0 +1,298 @@
+"""``citebot eval report RUN_DIR`` → ``report.md`` and ``report.html`` (charts are inline SVG drawn here).
+
+For a ``--mode all`` run directory, each mode gets its own report and the top-level report carries the
+ablation table.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eval.metrics import bucket, case_metrics, case_score, failure_labels, summarise
+from eval.records import MODES_ORDER, RESULTS_FILE, CaseResult, RunDirError, load_run
+
+PALETTE = ("#3b6ea5", "#e07b39", "#5a9e6f", "#b04a5a", "#7d6bb3", "#8c8c8c")
+
+# --- SVG ------------------------------------------------------------------------------------------
+
+
+def _svg(width: int, height: int, body: list[str], title: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11" role="img" '
+        f'aria-label="{html.escape(title)}"><title>{html.escape(title)}</title>'
+        f'<rect width="{width}" height="{height}" fill="#fff"/>'
+        f'<text x="{width / 2}" y="16" text-anchor="middle" font-size="13" font-weight="bold">'
+        f"{html.escape(title)}</text>" + "".join(body) + "</svg>"
+    )
+
+
+def histogram_svg(values: Sequence[float], *, title: str, lo: float, hi: float, bins: int = 10,
+                  unit: str = "", width: int = 420, height: int = 220) -> str:
+    """Vertical bars counting ``values`` in ``bins`` equal bins over ``lo..hi`` (the last bin is closed)."""
+    counts = [0] * bins
+    span = (hi - lo) or 1.0
+    for v in values:
+        i = int((min(max(v, lo), hi) - lo) / span * bins)
+        counts[min(i, bins - 1)] += 1
+    left, right, top, bottom = 36, 10, 28, 34
+    pw, ph = width - left - right, height - top - bottom
+    peak = max(counts) or 1
+    bw = pw / bins
+    body = [f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>',
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>',
+            f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{peak}</text>',
+            f'<text x="{left - 4}" y="{top + ph}" text-anchor="end">0</text>']
+    for i, c in enumerate(counts):
+        h = ph * c / peak
+        x = left + i * bw
+        body.append(f'<rect x="{x + 1:.1f}" y="{top + ph - h:.1f}" width="{bw - 2:.1f}" height="{h:.1f}" '
+                    f'fill="{PALETTE[0]}"><title>{c}</title></rect>')
+        if c:
+            body.append(f'<text x="{x + bw / 2:.1f}" y="{top + ph - h - 2:.1f}" text-anchor="middle">{c}</text>')
+    for i in range(0, bins + 1, max(1, bins // 5)):
+        x = left + i * bw
+        label = lo + span * i / bins
+        body.append(f'<text x="{x:.1f}" y="{top + ph + 14}" text-anchor="middle">{label:g}{unit}</text>')
+    return _svg(width, height, body, title)
+
+
+def bar_chart_svg(groups: Sequence[str], series: dict[str, Sequence[float | None]], *, title: str,
+                  width: int = 640, height: int = 260, vmax: float = 1.0) -> str:
+    """Grouped vertical bars: one group per label, one bar per series (None = no bar)."""
+    left, right, top, bottom = 36, 10, 44, 44
+    pw, ph = width - left - right, height - top - bottom
+    n_series = max(1, len(series))
+    gw = pw / max(1, len(groups))
+    bw = max(2.0, (gw - 8) / n_series)
+    body = [f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>']
+    for frac in (0.0, 0.5, 1.0):
+        y = top + ph * (1 - frac)
+        body.append(f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{vmax * frac:g}</text>')
+        body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#ddd"/>')
+    for si, name in enumerate(series):
+        x = left + si * 110
+        body.append(f'<rect x="{x}" y="24" width="10" height="10" fill="{PALETTE[si % len(PALETTE)]}"/>'
+                    f'<text x="{x + 14}" y="33">{html.escape(name)}</text>')
+    for gi, g in enumerate(groups):
+        gx = left + gi * gw + 4
+        for si, values in enumerate(series.values()):
+            v = values[gi]
+            if v is None:
+                continue
+            h = ph * min(max(v, 0.0), vmax) / vmax
+            body.append(f'<rect x="{gx + si * bw:.1f}" y="{top + ph - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
+                        f'fill="{PALETTE[si % len(PALETTE)]}"><title>{html.escape(g)}: {v:.3f}</title></rect>')
+        body.append(f'<text x="{gx + (gw - 8) / 2:.1f}" y="{top + ph + 14}" text-anchor="middle">'
+                    f"{html.escape(g[:16])}</text>")
+    return _svg(width, height, body, title)
+
+
+# --- tables ---------------------------------------------------------------------------------------
+
+OVERALL_KEYS = ("doc_hit@{k}", "page_hit@{k}", "recall@{k}", "mrr", "ndcg@10", "citation_validity",
+                "citation_page_precision", "refusal_precision", "refusal_recall", "refusal_f1", "answer_rate",
+                "exact_match", "contains_match", "token_f1", "judge_groundedness", "judge_completeness",
+                "judge_correctness", "latency_p50_ms", "latency_p95_ms", "score_mean")
+CATEGORY_KEYS = ("n_cases", "page_hit@{k}", "recall@{k}", "mrr", "citation_validity", "citation_page_precision",
+                 "refusal_f1", "token_f1", "score_mean")
+ABLATION_KEYS = ("doc_hit@{k}", "page_hit@{k}", "recall@{k}", "mrr", "ndcg@10", "citation_validity",
+                 "citation_page_precision", "refusal_f1", "answer_rate", "token_f1", "latency_p50_ms",
+                 "latency_p95_ms")
+
+
+def fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:.0f}"
+    return str(v)
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(fmt(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return out
+
+
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def ablation_rows(runs: dict[str, tuple[dict[str, Any], list[CaseResult]]]) -> tuple[list[str], list[list[Any]]]:
+    """One row per retrieval mode; the last column is the mean wall time per case in ms."""
+    k = 5
+    rows: list[list[Any]] = []
+    for mode, (meta, results) in runs.items():
+        k = int(meta.get("k", 5))
+        o = summarise(results, k)["overall"]
+        lat = [r.latency_ms for r in results if not r.error]
+        rows.append([mode, *[o[key.format(k=k)] for key in ABLATION_KEYS], sum(lat) / len(lat) if lat else None])
+    header = ["mode", *[key.format(k=k) for key in ABLATION_KEYS], "wall_ms_per_case"]
+    return header, rows
+
+
+def ablation_markdown(runs: dict[str, tuple[dict[str, Any], list[CaseResult]]]) -> str:
+    header, rows = ablation_rows(runs)
+    return "\n".join(_md_table(header, rows))
+
+
+# --- one run --------------------------------------------------------------------------------------
+
+
+def _pages(r: CaseResult, k: int) -> str:
+    return ", ".join(
+        f"{h.file} p.{h.page_start}" + (f"-{h.page_end}" if h.page_end != h.page_start else "")
+        for h in r.retrieved[:k]
+    ) or "(none)"
+
+
+def _expected(r: CaseResult) -> str:
+    if not r.answerable:
+        return "(unanswerable: should refuse)"
+    src = "; ".join(f"{s.doc} p.{','.join(map(str, s.pages)) or 'any'}" for s in r.sources)
+    return f"{r.expected_answer or '(no expected text)'} — {src or 'no sources'}"
+
+
+def _judge_text(r: CaseResult) -> str:
+    return " ".join(f"{name}: {fmt(js.score)} ({js.explanation})" for name, js in r.judge.items()) or "—"
+
+
+def _short(text: str, n: int = 400) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, str, dict[str, str]]:
+    """(markdown, html, {svg file name: svg}) for one run."""
+    k = int(meta.get("k", 5))
+    s = summarise(results, k)
+    o = s["overall"]
+    scores = [case_score(r, k) for r in results]
+    cats = list(s["categories"])
+    charts = {
+        "scores.svg": histogram_svg(scores, title="Case score distribution", lo=0.0, hi=1.0),
+        "categories.svg": bar_chart_svg(
+            cats,
+            {
+                f"page_hit@{k}": [s["categories"][c][f"page_hit@{k}"] for c in cats],
+                "refusal correct": [
+                    sum(case_metrics(r, k)["refusal_correct"] or 0.0 for r in results if r.category == c)
+                    / max(1, s["categories"][c]["n_cases"]) for c in cats
+                ],
+                "score": [s["categories"][c]["score_mean"] for c in cats],
+            },
+            title="Per category",
+        ),
+    }
+    lat = [r.latency_ms for r in results if not r.error]
+    if lat:
+        charts["latency.svg"] = histogram_svg(lat, title="Answer latency (ms)", lo=0.0, hi=max(lat) * 1.05 or 1.0)
+    for name in ("groundedness", "completeness", "correctness"):
+        vals = [js.score for r in results if (js := r.judge.get(name)) is not None and js.score is not None]
+        if vals:
+            charts[f"judge_{name}.svg"] = histogram_svg(vals, title=f"Judge {name}", lo=0.0, hi=1.0, bins=5)
+
+    worst = sorted(results, key=lambda r: (case_score(r, k), r.id))[:10]
+    worst = [r for r in worst if case_score(r, k) < 1.0]
+
+    meta_rows = [[key, meta.get(key)] for key in ("started_at", "git_commit", "retrieval_mode", "k", "per_doc",
+                                                  "set", "set_sha256", "index_checksum", "prompt_version",
+                                                  "embedding_model", "answer_model", "judge_model")
+                 if key in meta]
+    overall_rows = [[key.format(k=k), o[key.format(k=k)]] for key in OVERALL_KEYS]
+    cat_header = ["category", *[key.format(k=k) for key in CATEGORY_KEYS]]
+    cat_rows = [[c, *[s["categories"][c][key.format(k=k)] for key in CATEGORY_KEYS]] for c in cats]
+    bucket_rows = [[b, o["buckets"][b]] for b in ("high", "medium", "low")]
+    failure_rows = [[label, n] for label, n in o["failures"].items()]
+
+    md: list[str] = [f"# Eval report — {meta.get('set', '?')} ({meta.get('retrieval_mode', '?')})", ""]
+    md += _md_table(["run", "value"], meta_rows) + [""]
+    md += ["## Overall", ""] + _md_table(["metric", "value"], overall_rows) + [""]
+    md += ["## Confidence", "", "Case score ≥ 0.8 high, ≥ 0.5 medium, else low.", ""]
+    md += _md_table(["bucket", "cases"], bucket_rows) + [""]
+    md += ["## Failures by type", ""] + _md_table(["label", "cases"], failure_rows) + [""]
+    md += ["## Per category", ""] + _md_table(cat_header, cat_rows) + [""]
+    md += ["## Charts", ""] + [f"![{n}]({n})" for n in charts] + [""]
+    md += ["## Ten worst cases", ""]
+    for r in worst:
+        labels = ", ".join(failure_labels(r, k)) or "low score"
+        md += [
+            f"### {r.id} — score {case_score(r, k):.2f} ({bucket(case_score(r, k))}) — {labels}",
+            "",
+            f"- **Question:** {r.question}",
+            f"- **Answer:** {'(refused) ' if r.refused else ''}{_short(r.error or r.answer)}",
+            f"- **Expected:** {_expected(r)}",
+            f"- **Retrieved (top {k}):** {_pages(r, k)}",
+            f"- **Judge:** {_judge_text(r)}",
+            "",
+        ]
+
+    css = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+           "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
+           "text-align:left}th{background:#f3f3f3}.case{border-left:4px solid #b04a5a;padding-left:1em;"
+           "margin:1em 0}.charts svg{margin:4px}")
+    h: list[str] = [f"<!doctype html><html><head><meta charset='utf-8'><title>Eval report</title>"
+                    f"<style>{css}</style></head><body>",
+                    f"<h1>Eval report — {html.escape(str(meta.get('set', '?')))} "
+                    f"({html.escape(str(meta.get('retrieval_mode', '?')))})</h1>",
+                    _html_table(["run", "value"], meta_rows),
+                    "<h2>Overall</h2>", _html_table(["metric", "value"], overall_rows),
+                    "<h2>Confidence</h2><p>Case score ≥ 0.8 high, ≥ 0.5 medium, else low.</p>",
+                    _html_table(["bucket", "cases"], bucket_rows),
+                    "<h2>Failures by type</h2>", _html_table(["label", "cases"], failure_rows),
+                    "<h2>Per category</h2>", _html_table(cat_header, cat_rows),
+                    "<h2>Charts</h2><div class='charts'>", *charts.values(), "</div>",
+                    "<h2>Ten worst cases</h2>"]
+    for r in worst:
+        labels = ", ".join(failure_labels(r, k)) or "low score"
+        h.append(
+            f"<div class='case'><h3>{html.escape(r.id)} — score {case_score(r, k):.2f} "
+            f"({bucket(case_score(r, k))}) — {html.escape(labels)}</h3><dl>"
+            f"<dt>Question</dt><dd>{html.escape(r.question)}</dd>"
+            f"<dt>Answer</dt><dd>{'(refused) ' if r.refused else ''}{html.escape(_short(r.error or r.answer))}</dd>"
+            f"<dt>Expected</dt><dd>{html.escape(_expected(r))}</dd>"
+            f"<dt>Retrieved (top {k})</dt><dd>{html.escape(_pages(r, k))}</dd>"
+            f"<dt>Judge</dt><dd>{html.escape(_judge_text(r))}</dd></dl></div>"
+        )
+    h.append("</body></html>")
+    return "\n".join(md), "\n".join(h), charts
+
+
+def write_report(run_dir: Path) -> list[Path]:
+    """Write report.md/report.html (and the SVGs the markdown links) into ``run_dir``; returns the reports."""
+    subruns = [m for m in MODES_ORDER if (run_dir / m / RESULTS_FILE).exists()]
+    if not (run_dir / RESULTS_FILE).exists() and subruns:
+        written: list[Path] = []
+        runs = {}
+        for m in subruns:
+            written += write_report(run_dir / m)
+            runs[m] = load_run(run_dir / m)
+        table = ablation_markdown(runs)
+        links = "\n".join(f"- [{m}]({m}/report.md)" for m in subruns)
+        md = f"# Eval ablation\n\n{table}\n\n{links}\n"
+        header, rows = ablation_rows(runs)
+        page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Eval ablation</title></head><body>"
+                f"<h1>Eval ablation</h1>{_html_table(header, rows)}<ul>"
+                + "".join(f"<li><a href='{m}/report.html'>{m}</a></li>" for m in subruns)
+                + "</ul></body></html>")
+        (run_dir / "report.md").write_text(md, encoding="utf-8")
+        (run_dir / "report.html").write_text(page, encoding="utf-8")
+        return [run_dir / "report.md", run_dir / "report.html", *written]
+    if not (run_dir / RESULTS_FILE).exists():
+        raise RunDirError(f"{run_dir} holds no {RESULTS_FILE}: make one with `citebot eval run --out {run_dir}`")
+    meta, results = load_run(run_dir)
+    md, page, charts = build_report(meta, results)
+    for name, svg in charts.items():
+        (run_dir / name).write_text(svg, encoding="utf-8")
+    (run_dir / "report.md").write_text(md, encoding="utf-8")
+    (run_dir / "report.html").write_text(page, encoding="utf-8")
+    (run_dir / "summary.json").write_text(json.dumps(summarise(results, int(meta.get("k", 5))), indent=2),
+                                          encoding="utf-8")
+    return [run_dir / "report.md", run_dir / "report.html"]

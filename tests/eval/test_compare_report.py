@@ -1,0 +1,173 @@
+"""Compare with gates (exit 1 when one fails) and report rendering, on hand-made run directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.settings import Settings
+from eval.cases import Source
+from eval.compare import GatesError, compare, load_gates
+from eval.records import CaseResult, CitedQuote, Hit, JudgeScore, load_run
+from eval.report import write_report
+
+SRC = [Source(doc="hb.pdf", pages=[4])]
+
+
+def good(cid: str, critical: bool = False, latency: float = 20.0) -> CaseResult:
+    return CaseResult(
+        id=cid, question=f"question {cid}?", category="lookup", critical=critical, sources=SRC,
+        expected_answer="25 days", answer="You get 25 days [1].",
+        citations=[CitedQuote(n=1, chunk_id="d:1", file="hb.pdf", page_start=4, page_end=4, quote="25 days",
+                              verbatim=True)],
+        retrieved=[Hit(chunk_id="d:1", file="hb.pdf", page_start=4, page_end=4, score=0.9)],
+        latency_ms=latency,
+    )
+
+
+def missed(cid: str, critical: bool = False) -> CaseResult:
+    return CaseResult(
+        id=cid, question=f"question {cid}?", category="lookup", critical=critical, sources=SRC,
+        expected_answer="25 days", answer="Something else [1].",
+        citations=[CitedQuote(n=1, chunk_id="d:9", file="hb.pdf", page_start=9, page_end=9, quote="else",
+                              verbatim=True)],
+        retrieved=[Hit(chunk_id="d:9", file="hb.pdf", page_start=9, page_end=9, score=0.2)],
+        latency_ms=50.0,
+        judge={"groundedness": JudgeScore(score=0.0, explanation="quote is about travel, not leave")},
+    )
+
+
+def refused_unanswerable(cid: str) -> CaseResult:
+    return CaseResult(id=cid, question=f"unanswerable {cid}?", category="unanswerable", answerable=False,
+                      refused=True, answer="The PDFs here don't say.", latency_ms=10.0)
+
+
+def write_run(path: Path, results: list[CaseResult], **meta: Any) -> Path:
+    path.mkdir(parents=True)
+    (path / "meta.json").write_text(json.dumps({"k": 5, "retrieval_mode": "hybrid", "set": "t.jsonl", **meta}))
+    (path / "results.jsonl").write_text("".join(r.to_line() + "\n" for r in results))
+    return path
+
+
+GATES = """
+[floors]
+citation_validity = 1.0
+"page_hit@5" = 0.7
+refusal_f1 = 0.8
+[drop]
+max = 0.02
+[critical]
+no_regression = true
+"""
+
+
+@pytest.fixture
+def gates(tmp_path: Path) -> Path:
+    p = tmp_path / "gates.toml"
+    p.write_text(GATES)
+    return p
+
+
+def test_same_run_passes_its_gates(tmp_path: Path, gates: Path, run_cli: Any,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    base = write_run(tmp_path / "base", [good("a"), good("b", critical=True), good("c"), refused_unanswerable("u")])
+    settings = Settings(data_dir=tmp_path / "data")
+    assert run_cli(["eval", "compare", str(base), str(base), "--gates", str(gates)], settings) == 0
+    out = capsys.readouterr().out
+    assert "PASS  floor page_hit@5: 1.0000 >= 0.7000" in out
+    assert "RESULT: all gates passed" in out
+
+
+def test_regression_on_a_critical_case_fails_with_exit_1(tmp_path: Path, gates: Path, run_cli: Any,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    base = write_run(tmp_path / "base", [good("a"), good("b", critical=True), good("c"), good("d"),
+                                         refused_unanswerable("u")])
+    new = write_run(tmp_path / "new", [good("a"), missed("b", critical=True), good("c"), good("d"),
+                                       refused_unanswerable("u")])
+    settings = Settings(data_dir=tmp_path / "data")
+    assert run_cli(["eval", "compare", str(base), str(new), "--gates", str(gates)], settings) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  critical cases: b" in out
+    assert "FAIL  max drop 0.02" in out and "page_hit@5 -0.2500" in out
+    assert "PASS  floor page_hit@5: 0.7500 >= 0.7000" in out
+    c = compare(load_run(base), load_run(new), load_gates(gates))
+    [reg] = c.regressions
+    assert reg.id == "b" and reg.critical and "retrieval miss" in reg.new_labels
+    assert c.deltas["page_hit@5"]["delta"] == pytest.approx(-0.25)
+    # without gates the comparison is informational: exit 0
+    assert run_cli(["eval", "compare", str(base), str(new)], settings) == 0
+
+
+def test_floor_only_compare_and_forged_quote(tmp_path: Path, gates: Path, run_cli: Any,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    forged = good("a")
+    forged.citations[0].verbatim = False
+    new = write_run(tmp_path / "new", [forged, good("b"), refused_unanswerable("u")])
+    settings = Settings(data_dir=tmp_path / "data")
+    assert run_cli(["eval", "compare", str(new), "--gates", str(gates)], settings) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  floor citation_validity: 0.5000 < 1.0000" in out
+    assert "SKIP  max drop" in out
+
+
+def test_bad_gates_file_is_named(tmp_path: Path) -> None:
+    p = tmp_path / "g.toml"
+    p.write_text("[floor]\nx = 1\n")
+    with pytest.raises(GatesError, match="unknown table"):
+        load_gates(p)
+
+
+def test_shipped_gates_parse() -> None:
+    g = load_gates(Path(__file__).resolve().parents[2] / "eval" / "gates.toml")
+    assert g.floors["citation_validity"] == 1.0 and "page_hit@5" in g.floors and "refusal_f1" in g.floors
+    assert g.max_drop == 0.02 and g.critical_no_regression
+
+
+def test_report_has_charts_buckets_and_worst_cases(tmp_path: Path, run_cli: Any) -> None:
+    answered_unanswerable = CaseResult(id="x", question="Is there a dress code?", category="unanswerable",
+                                       answerable=False, answer="Wear a suit.", latency_ms=30)
+    run = write_run(tmp_path / "run", [good("a"), good("b", latency=40), missed("m"), answered_unanswerable,
+                                       refused_unanswerable("u")])
+    assert run_cli(["eval", "report", str(run)], Settings(data_dir=tmp_path / "data")) == 0
+    md = (run / "report.md").read_text()
+    page = (run / "report.html").read_text()
+    assert "| high | 3 |" in md and "| low | 2 |" in md
+    assert "| retrieval miss | 1 |" in md and "| wrong refusal | 1 |" in md
+    assert "| answer without citation | 1 |" in md and "| unsupported answer | 1 |" in md
+    # worst cases: the two failures, with question, answer, expected, retrieved pages and judge explanation
+    worst = md.split("## Ten worst cases")[1]
+    assert "### m " in worst and "### x " in worst and "### a " not in worst
+    assert "question m?" in worst and "Something else" in worst and "25 days — hb.pdf p.4" in worst
+    assert "hb.pdf p.9" in worst and "quote is about travel, not leave" in worst
+    assert page.count("<svg") >= 3 and "Case score distribution" in page and "Answer latency" in page
+    assert "Per category" in page and "<script" not in page
+    assert (run / "scores.svg").read_text().startswith("<svg")
+
+
+def test_report_escapes_html(tmp_path: Path) -> None:
+    evil = good("a")
+    evil.question = "<script>alert(1)</script>?"
+    evil.answer = "<img src=x onerror=alert(1)>"
+    evil.retrieved = []
+    run = write_run(tmp_path / "run", [evil])
+    write_report(run)
+    page = (run / "report.html").read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;" in page
+    assert "<img" not in page
+
+
+def test_report_of_mode_all_has_the_ablation_table(tmp_path: Path) -> None:
+    parent = tmp_path / "all"
+    for mode, results in (("hybrid", [good("a"), good("b")]), ("bm25", [good("a"), missed("b")]),
+                          ("dense", [missed("a"), missed("b")])):
+        write_run(parent / mode, results, retrieval_mode=mode)
+    write_report(parent)
+    md = (parent / "report.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith("| ")}
+    assert rows["hybrid"].split("|")[3].strip() == "1.000"  # page_hit@5
+    assert rows["bm25"].split("|")[3].strip() == "0.500"
+    assert rows["dense"].split("|")[3].strip() == "0.000"
+    assert (parent / "hybrid" / "report.html").exists()

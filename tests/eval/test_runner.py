@@ -1,0 +1,193 @@
+"""The eval runner's bookkeeping with a fake service: resume, index cache, scopes, verbatim recheck.
+
+(The real pipeline end to end is in test_eval_e2e.py.)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from haystack import Document
+
+from connectors.settings import Settings
+from eval.cases import load_cases
+from eval.records import read_results
+from eval.runner import EvalRunError, RunOptions, run_eval, stratified
+from pipelines.models import Answer, Citation, IngestResult, RetrievedChunk
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.docs: list[Document] = []
+
+    def fetch(self, *, scopes: Sequence[str], filters: dict[str, Any] | None = None, limit: int = 200
+              ) -> list[Document]:
+        out = [d for d in self.docs if d.meta["scope"] in scopes]
+        if filters and filters.get("field") == "id":
+            out = [d for d in out if d.id in filters["value"]]
+        return out[:limit]
+
+
+class FakeService:
+    """Indexes 'PDFs' as three one-page chunks; answers by citing page 2 of the first file in scope."""
+
+    def __init__(self, settings: Settings, calls: dict[str, list[Any]], interrupt_after: int | None = None,
+                 forge: str = "") -> None:
+        self.settings = settings
+        self.store = FakeStore()
+        self.calls = calls
+        self.interrupt_after = interrupt_after
+        self.forge = forge
+
+    def ingest(self, data: bytes, *, file_name: str, scope: str) -> IngestResult:
+        self.calls["ingest"].append((file_name, scope))
+        for page in (1, 2, 3):
+            self.store.docs.append(Document(id=f"{file_name}:{page:05d}", content=f"{file_name} page {page} text.",
+                                            meta={"scope": scope, "file_name": file_name}))
+        return IngestResult(file=file_name, doc_id=file_name, scope=scope, status="indexed", pages=3, chunks=3)
+
+    def answer(self, question: str, scopes: list[str], history: Sequence[Any] = (), *, mode: str = "hybrid",
+               k: int | None = None) -> Answer:
+        self.calls["answer"].append((question, tuple(scopes), mode))
+        if self.interrupt_after is not None and len(self.calls["answer"]) > self.interrupt_after:
+            raise KeyboardInterrupt
+        if "unknown" in question:
+            return Answer(text="The PDFs here don't say.", refused=True)
+        doc = next(d for d in self.store.docs if d.meta["scope"] in scopes and d.id.endswith(":00002"))
+        file = doc.meta["file_name"]
+        quote = "forged text" if question == self.forge else f"{file} page 2"
+        return Answer(
+            text=f"{quote} [1]",
+            citations=[Citation(n=1, chunk_id=doc.id, doc_id=file, file=file, page_start=2, page_end=2, quote=quote)],
+            retrieved=[RetrievedChunk(chunk_id=doc.id, doc_id=file, file=file, page_start=2, page_end=2, score=1.0)],
+        )
+
+
+CASES = [
+    {"id": "a", "question": "q a", "sources": [{"doc": "one.pdf", "pages": [2]}], "category": "lookup"},
+    {"id": "b", "question": "q b", "sources": [{"doc": "two.pdf", "pages": [2]}], "category": "lookup"},
+    {"id": "c", "question": "q unknown", "answerable": False, "category": "unanswerable"},
+    {"id": "d", "question": "q d", "sources": [{"doc": "two.pdf", "pages": [3]}], "category": "table"},
+]
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Settings, RunOptions, dict[str, list[Any]]]:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "one.pdf").write_bytes(b"%PDF-1 one")
+    (docs / "two.pdf").write_bytes(b"%PDF-1 two")
+    (docs / "notes.txt").write_text("not a pdf")
+    set_path = tmp_path / "set.jsonl"
+    set_path.write_text("".join(json.dumps(c) + "\n" for c in CASES))
+    settings = Settings(data_dir=tmp_path / "data")
+    return settings, RunOptions(set_path=set_path, docs_dir=docs, out_dir=tmp_path / "run"), {"ingest": [],
+                                                                                              "answer": []}
+
+
+def _quiet(_msg: str) -> None:
+    pass
+
+
+def test_interrupted_run_resumes_without_redoing_finished_cases(setup: Any) -> None:
+    settings, opts, calls = setup
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls, interrupt_after=2), log=_quiet)
+    assert [r.id for r in read_results(opts.out_dir / "results.jsonl")] == ["a", "b"]
+    # a torn, half-written line from the interruption is ignored and its case redone
+    with (opts.out_dir / "results.jsonl").open("a") as f:
+        f.write('{"id": "c", "question": "q unkn')
+    calls["answer"].clear()
+    runs = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    assert [q for q, _s, _m in calls["answer"]] == ["q unknown", "q d"]
+    meta, results = runs["hybrid"]
+    assert [r.id for r in results] == ["a", "b", "c", "d"]
+    assert len((opts.out_dir / "results.jsonl").read_text().splitlines()) == 4
+    assert meta["cases_run_now"] == 2
+    assert results[2].refused and not results[2].answerable
+
+
+def test_resume_refuses_a_different_run(setup: Any) -> None:
+    settings, opts, calls = setup
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    opts.k = 3
+    with pytest.raises(EvalRunError, match="different k"):
+        run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    opts.fresh = True
+    calls["answer"].clear()
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    assert len(calls["answer"]) == 4
+
+
+def test_index_is_cached_by_content_and_records_metadata(setup: Any, tmp_path: Path) -> None:
+    settings, opts, calls = setup
+    meta, _ = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert sorted(calls["ingest"]) == [("one.pdf", "eval"), ("two.pdf", "eval")]  # one scope, no .txt
+    assert meta["index_reused"] is False and len(meta["index_checksum"]) == 64
+    assert {"git_commit", "settings", "embedding_model", "answer_model", "prompt_version", "set_sha256"} <= set(meta)
+    assert meta["answer_model"] == "extractive"
+    assert "openai_api_key" in meta["settings"] and meta["settings"]["openai_api_key"] is None
+
+    opts.out_dir = tmp_path / "run2"
+    store_file_index = []
+
+    def factory(s: Settings) -> FakeService:
+        svc = FakeService(s, calls)
+        store_file_index.append(s.data_dir)
+        svc.store.docs = [Document(id=f"{f}:{p:05d}", content=f"{f} page {p} text.",
+                                   meta={"scope": "eval", "file_name": f}) for f in ("one.pdf", "two.pdf")
+                          for p in (1, 2, 3)]
+        return svc
+
+    calls["ingest"].clear()
+    meta2, _ = run_eval(settings, opts, service_factory=factory, log=_quiet)["hybrid"]
+    assert calls["ingest"] == [] and meta2["index_reused"] is True
+    assert meta2["index_checksum"] == meta["index_checksum"]
+    assert str(store_file_index[0]).startswith(str(settings.data_dir / "eval" / "index"))
+
+    (opts.docs_dir / "two.pdf").write_bytes(b"%PDF-1 two, edited")
+    opts.out_dir = tmp_path / "run3"
+    meta3, _ = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert len(calls["ingest"]) == 2 and meta3["index_key"] != meta["index_key"]
+
+
+def test_per_doc_asks_each_case_in_its_source_scope(setup: Any) -> None:
+    settings, opts, calls = setup
+    opts.per_doc = True
+    _, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    scope_of = dict(calls["ingest"])
+    assert scope_of["one.pdf"] != scope_of["two.pdf"]
+    asked = {q: scopes for q, scopes, _m in calls["answer"]}
+    assert asked["q a"] == (scope_of["one.pdf"],)
+    assert asked["q b"] == (scope_of["two.pdf"],)
+    assert set(asked["q unknown"]) == {scope_of["one.pdf"], scope_of["two.pdf"]}
+    assert results[1].citations[0].file == "two.pdf"
+
+
+def test_quotes_are_rechecked_against_the_stored_chunk(setup: Any) -> None:
+    settings, opts, calls = setup
+    _, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls, forge="q b"),
+                          log=_quiet)["hybrid"]
+    by_id = {r.id: r for r in results}
+    assert by_id["a"].citations[0].verbatim is True
+    assert by_id["b"].citations[0].verbatim is False
+
+
+def test_mode_all_writes_one_run_per_mode(setup: Any) -> None:
+    settings, opts, calls = setup
+    opts.modes = ("hybrid", "bm25", "dense")
+    runs = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    assert list(runs) == ["hybrid", "bm25", "dense"]
+    assert {m for _q, _s, m in calls["answer"]} == {"hybrid", "bm25", "dense"}
+    assert all((opts.out_dir / m / "results.jsonl").exists() for m in runs)
+    assert len(calls["ingest"]) == 2  # indexed once for all modes
+
+
+def test_stratified_limit_covers_categories(setup: Any) -> None:
+    _settings, opts, _calls = setup
+    picked = stratified(load_cases(opts.set_path), 3)
+    assert [c.id for c in picked] == ["a", "c", "d"]
