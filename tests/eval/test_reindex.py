@@ -1,0 +1,104 @@
+"""``citebot reindex`` on the real SQLite store, with a stand-in embedding model (a function of the text)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from haystack import Document
+
+from connectors.settings import Settings
+from connectors.sqlite_store import SQLiteDocumentStore
+from eval.reindex import ReindexError, reindex
+
+DIM = 8
+
+
+def _vec(text: str, salt: int) -> list[float]:
+    rng = np.random.default_rng(abs(hash((text, salt))) % 2**32)
+    v = rng.normal(size=DIM)
+    return list(v / np.linalg.norm(v))
+
+
+class Model:
+    """A deterministic 'model'; ``salt`` stands for the model version."""
+
+    def __init__(self, salt: int, fail_after: int | None = None) -> None:
+        self.salt = salt
+        self.fail_after = fail_after
+        self.calls: list[list[str]] = []
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        if self.fail_after is not None and len(self.calls) >= self.fail_after:
+            raise KeyboardInterrupt
+        self.calls.append(texts)
+        return [_vec(t, self.salt) for t in texts]
+
+
+def _chunks(scope: str, doc_id: str, n: int) -> list[Document]:
+    return [
+        Document(id=f"{doc_id}:{i:05d}", content=f"{doc_id} chunk {i} text", embedding=_vec(f"{doc_id}{i}", 0),
+                 meta={"scope": scope, "doc_id": doc_id, "file_name": f"{doc_id}.pdf", "chunk_index": i,
+                       "page_start": i + 1, "page_end": i + 1})
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def store_and_settings(tmp_path: Path) -> tuple[SQLiteDocumentStore, Settings]:
+    settings = Settings(data_dir=tmp_path / "data", embedding_dim=DIM)
+    store = SQLiteDocumentStore(settings.sqlite_path, embedding_dim=DIM)
+    store.write_documents(_chunks("slack:T:A", "d1", 3) + _chunks("slack:T:A", "d2", 2) + _chunks("slack:T:B", "d3", 4))
+    return store, settings
+
+
+def _embeddings(store: SQLiteDocumentStore, scope: str) -> dict[str, list[float]]:
+    return {d.id: list(d.embedding or []) for d in store.fetch(scopes=[scope], return_embedding=True, limit=100)}
+
+
+def _quiet(_m: str) -> None:
+    pass
+
+
+def test_reembeds_every_chunk_keeping_text_and_metadata(store_and_settings: Any) -> None:
+    store, settings = store_and_settings
+    before = {d.id: (d.content, d.meta) for s in ("slack:T:A", "slack:T:B") for d in store.fetch(scopes=[s])}
+    model = Model(salt=1)
+    res = reindex(settings, store, embedder=model, log=_quiet)
+    assert (res.scopes, res.documents, res.chunks) == (2, 3, 9)
+    after = {d.id: (d.content, d.meta) for s in ("slack:T:A", "slack:T:B") for d in store.fetch(scopes=[s])}
+    assert after == before
+    emb = _embeddings(store, "slack:T:B")
+    assert np.allclose(emb["d3:00002"], _vec("d3 chunk 2 text", 1))
+    # retrieval with the new model finds the chunk by its new vector, still only within its scope
+    hits = store.embedding_search(_vec("d3 chunk 2 text", 1), scopes=["slack:T:B"], top_k=1)
+    assert hits[0].id == "d3:00002"
+    assert store.embedding_search(_vec("d3 chunk 2 text", 1), scopes=["slack:T:A"], top_k=1)[0].id != "d3:00002"
+
+
+def test_interrupted_reindex_resumes_and_a_rerun_does_nothing(store_and_settings: Any) -> None:
+    store, settings = store_and_settings
+    with pytest.raises(KeyboardInterrupt):
+        reindex(settings, store, embedder=Model(salt=2, fail_after=1), log=_quiet)
+    model = Model(salt=2)
+    res = reindex(settings, store, embedder=model, log=_quiet)
+    assert res.skipped == 1 and res.documents == 2
+    assert len(model.calls) == 2
+    again = Model(salt=2)
+    assert reindex(settings, store, embedder=again, log=_quiet).documents == 0 and again.calls == []
+    assert reindex(settings, store, embedder=again, restart=True, log=_quiet).documents == 3
+
+
+def test_one_scope_only(store_and_settings: Any) -> None:
+    store, settings = store_and_settings
+    res = reindex(settings, store, scopes=["slack:T:B"], embedder=Model(salt=3), log=_quiet)
+    assert res.per_scope == {"slack:T:B": 1}
+    assert np.allclose(_embeddings(store, "slack:T:A")["d1:00000"], _vec("d10", 0))  # untouched
+
+
+def test_dimension_change_is_refused_with_instructions(store_and_settings: Any) -> None:
+    store, settings = store_and_settings
+    with pytest.raises(ReindexError, match="CITEBOT_EMBEDDING_DIM"):
+        reindex(settings, store, embedder=lambda texts: [[0.1] * 16 for _ in texts], log=_quiet)
