@@ -221,6 +221,7 @@ class QueryEngine:
             routed=r.routed,
             query_embedding=r.embedding,
             content_question=strip_refs(query, _refs(query)),
+            reference=r.reference,
         )
         refusal = self.refusal.run(relevance=ext["relevance"], documents=context)
         if refusal["refused"] or not ext["citations"]:
@@ -261,7 +262,7 @@ class QueryEngine:
         v = self.validator.run(citations=ext["citations"], documents=context)
         text, cits = ext["text"], v["citations"]
         if v["failures"]:  # cannot happen for spans cut from the chunks themselves; never show one anyway
-            text = "\n".join([text.split("\n", 1)[0], *(f"“{c.quote}” [{c.n}]" for c in cits)])
+            text = text.split(" [", 1)[0] + " " + "".join(f"[{c.n}]" for c in cits) + ":"
         if not cits:
             return self._refusal(self.refusal.run(relevance=0.0, documents=context)["text"], note)
         return Answer(text=text, citations=cits, mode="extractive", note=note, validation=v["validation"])

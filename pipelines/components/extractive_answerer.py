@@ -32,7 +32,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from pipelines.components._text import sentence_spans, terms
 from pipelines.components.citation_validator import chunk_id_of
 
-LEAD = "Here is what the PDFs say:"
+LEAD = "Here is what the PDFs say"
 _MIN_CHARS = 20
 _MAX_CHARS = 700
 _EMBED_CHARS = 400  # scoring needs the gist; long sentences cost embedding time
@@ -81,6 +81,11 @@ def _skip_heading_lines(content: str, s: int, e: int, doc: Document) -> int:
         s = nl + 1
         while s < e and content[s].isspace():
             s += 1
+
+
+def _lead(lead: str, citations: list[dict[str, Any]]) -> str:
+    """The one line written by Citebot: a fixed lead and the [n] markers; the quotes are the citations."""
+    return lead + " " + "".join(f"[{c['n']}]" for c in citations) + ":"
 
 
 def _label_for(doc: Document) -> str:
@@ -201,10 +206,12 @@ class ExtractiveAnswerer:
         routed: list[Document] | None = None,
         query_embedding: list[float] | None = None,
         content_question: str | None = None,
+        reference: str = "",
     ) -> dict[str, Any]:
         """``documents``: retrieved passages, best first; ``routed``: chunks the question referenced
         explicitly (page, section, table...); ``content_question``: the question without its
-        structural references (defaults to ``question``)."""
+        structural references (defaults to ``question``); ``reference``: what the question
+        referenced, for the lead line ("pages 5–7")."""
         routed = list(routed or [])
         routed_ids = {d.id for d in routed}
         context = routed + [d for d in documents if d.id not in routed_ids]
@@ -222,14 +229,14 @@ class ExtractiveAnswerer:
                 content[: self.max_table_chars].rsplit("\n", 1)[0] if len(content) > self.max_table_chars else content
             )
             return {
-                "text": f"{_label_for(table)}:\n“{quote}” [1]",
+                "text": f"{_label_for(table)} in {table.meta.get('file_name', 'the PDF')} [1]:",
                 "citations": [{"n": 1, "chunk_id": chunk_id_of(table), "quote": quote}],
                 "relevance": 1.0,
             }
 
         # a structural question without content words: the opening sentence of the referenced chunks
         if routed and not qterms:
-            return self._summary(routed)
+            return self._summary(routed, reference)
 
         cands = self._candidates(context)
         if not cands:
@@ -271,10 +278,9 @@ class ExtractiveAnswerer:
         # show quotes in document order within a passage, passages in rank order
         chosen.sort(key=lambda c: (c.doc_rank, c.start))
         citations = [{"n": i, "chunk_id": chunk_id_of(c.doc), "quote": c.text} for i, c in enumerate(chosen, 1)]
-        body = "\n".join(f"“{c['quote']}” [{c['n']}]" for c in citations)
-        return {"text": f"{LEAD}\n{body}", "citations": citations, "relevance": relevance}
+        return {"text": _lead(LEAD, citations), "citations": citations, "relevance": relevance}
 
-    def _summary(self, routed: list[Document]) -> dict[str, Any]:
+    def _summary(self, routed: list[Document], reference: str) -> dict[str, Any]:
         picked: list[tuple[Document, int, int]] = []
         pages_seen: set[int] = set()
         for pass_ in (0, 1):
@@ -301,9 +307,8 @@ class ExtractiveAnswerer:
         ]
         if not citations:
             return {"text": "", "citations": [], "relevance": 0.0}
-        body = "\n".join(f"“{c['quote']}” [{c['n']}]" for c in citations)
         return {
-            "text": f"The referenced part of the PDFs opens with:\n{body}",
+            "text": _lead(f"From {reference}" if reference else "From the part you named", citations),
             "citations": citations,
             "relevance": 1.0,
         }

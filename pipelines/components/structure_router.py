@@ -108,6 +108,20 @@ def _and(*conds: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"operator": "AND", "conditions": parts}
 
 
+def _store_from_dict(data: dict[str, Any]) -> ChunkStore:
+    """Rebuild one of Citebot's own stores (an explicit list: no importing arbitrary classes)."""
+    kind = str(data.get("type", ""))
+    if kind.endswith(".SQLiteDocumentStore"):
+        from connectors.sqlite_store import SQLiteDocumentStore
+
+        return SQLiteDocumentStore.from_dict(data)
+    if kind.endswith(".CitebotElasticsearchStore"):
+        from connectors.elasticsearch_store import CitebotElasticsearchStore  # type: ignore[import-not-found]
+
+        return CitebotElasticsearchStore.from_dict(data)  # type: ignore[no-any-return]
+    raise ValueError(f"unknown document store type {kind!r}")
+
+
 @component
 class StructureRouter:
     """Question in, the chunks it explicitly references out (``documents``), plus ``filters`` that
@@ -128,9 +142,10 @@ class StructureRouter:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StructureRouter:
-        from haystack.utils import deserialize_document_store_in_init_params_inplace
-
-        deserialize_document_store_in_init_params_inplace(data)
+        params = data.get("init_parameters", {})
+        store = params.get("document_store")
+        if isinstance(store, dict):
+            params["document_store"] = _store_from_dict(store)
         return default_from_dict(cls, data)
 
     # --- files ---------------------------------------------------------------------------------
