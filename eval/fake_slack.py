@@ -50,6 +50,11 @@ class FakeFile:
     shares: dict[str, str] = field(default_factory=dict)  # channel -> ts of the sharing message
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+
 class FakeSlack:
     """The fake Web API. ``url`` is the ``base_url`` for ``WebClient`` (``CITEBOT_SLACK_API_URL``)."""
 
@@ -63,8 +68,7 @@ class FakeSlack:
         self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
         self._cond = threading.Condition()
         self._ts = itertools.count(1)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     # --- lifecycle ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -187,7 +188,11 @@ class SlackBot:
             self._pending.discard(future)
 
     def _failed(self, error: BaseException, *, event_id: str, on_failure: Callable[[], None] | None) -> None:
-        log.error("slack_work_failed", event_id=event_id, error=type(error).__name__, exc_info=error)
+        # Where it failed, not what it held: no exception message or locals (they can carry text or tokens).
+        where = [
+            f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in traceback.extract_tb(error.__traceback__)
+        ]
+        log.error("slack_work_failed", event_id=event_id, error=type(error).__name__, where=where[-6:])
         if on_failure is None:
             return
         try:
@@ -309,7 +314,7 @@ class SlackBot:
         posted = self.client.chat_postMessage(
             channel=shared.channel, thread_ts=thread_ts or None, text=plain(f"Indexing {file.name}…")
         )
-        status = _StatusMessage(self.client, shared.channel, str(posted["ts"]))
+        status = _StatusMessage(self.client, shared.channel, str(posted["ts"]), text=plain(f"Indexing {file.name}…"))
         try:
             text = self._download_and_index(shared, file, status)
         except Exception:
@@ -402,10 +407,10 @@ class SlackBot:
 class _StatusMessage:
     """A message updated in place (chat.update), at most once a second unless forced."""
 
-    def __init__(self, client: WebClient, channel: str, ts: str) -> None:
+    def __init__(self, client: WebClient, channel: str, ts: str, *, text: str) -> None:
         self._client, self.channel, self.ts = client, channel, ts
         self._lock = threading.Lock()
-        self._last_text = ""
+        self._last_text = text
         self._last_at = 0.0
 
     def set(self, text: str, *, force: bool = False) -> None:

@@ -68,9 +68,11 @@ def make_http_server(app: App, host: str, port: int) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    return server
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 256  # Slack delivers bursts; the default backlog of 5 resets connections
+
+    return Server((host, port), Handler)
 
 
 def serve(settings: Settings, *, http: bool, host: str, port: int) -> int:

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slack_sdk import WebClient
 
 from bot.core import APOLOGY, HELP_TEXT, ChatContext, ChatCore
 from bot.slack.app import SlackBot, build_bot
@@ -150,8 +149,7 @@ def slack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     ]:
         result = core.upload(ChatContext("slack", scope, MEMBER), file_name=name, data=make_pdf(pages))
         assert result.status == "indexed", result
-    client = WebClient(token=BOT_TOKEN, base_url=fake.url, timeout=10)
-    bot = build_bot(settings, core, client)
+    bot = build_bot(settings, core)  # the production Web API client, pointed at the fake by slack_api_url
     server = make_http_server(bot.app, "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield Harness(fake, bot, core, f"http://127.0.0.1:{server.server_address[1]}/slack/events")
@@ -351,13 +349,14 @@ def test_pdf_upload_both_delivery_paths_ingest_once_with_progress(slack: Harness
     slack.fake.files["F0LEAVE"].shares[channel] = "180.000001"
     slack.send(_file_shared(channel, MEMBER, "F0LEAVE"))
     slack.send(_file_share(channel, MEMBER, file_obj, "180.000001"))
-    final = slack.fake.wait_for("chat.update", channel=channel, timeout=120)
+    slack.fake.wait_for("chat.update", channel=channel, timeout=120)
     slack.idle()
     progress = slack.fake.calls_to("chat.postMessage", channel=channel)
     assert len(progress) == 1 and progress[0].params["text"] == "Indexing team_handbook.pdf…"
     assert progress[0].params["thread_ts"] == "180.000001"
-    final = slack.fake.calls_to("chat.update", channel=channel)
-    assert final[-1].params["text"].startswith("Indexed team_handbook.pdf: 2 pages")
+    updates = slack.fake.calls_to("chat.update", channel=channel)
+    assert {u.params["ts"] for u in updates} == {progress[0].reply["ts"]}  # updated in place
+    assert updates[-1].params["text"].startswith("Indexed team_handbook.pdf: 2 pages")
     downloads = slack.fake.calls_to("file.download", file="F0LEAVE")
     assert len(downloads) == 1 and downloads[0].authorized
     docs = slack.core.documents([scope])
