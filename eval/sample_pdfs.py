@@ -877,7 +877,7 @@ def _render(blocks: list[tuple[Any, ...]], running_title: str, doc_title: str) -
             story.append(Paragraph(_soft_hyphenate(block[1]), body))
         elif kind == "bullets":
             story.append(ListFlowable(
-                [ListItem(Paragraph(t, body), leftIndent=14, value="bullet") for t in block[1]],
+                [ListItem(Paragraph(t, body), leftIndent=14) for t in block[1]],
                 bulletType="bullet", start="\u2022", leftIndent=14,
             ))
         elif kind == "table":

@@ -1,0 +1,301 @@
+"""StructureChunker: elements -> chunk Documents that never cross a section boundary.
+
+Budget: at most ``max_tokens`` tokens of the embedding model's tokenizer for the passage that gets
+embedded (section path + newline + chunk text). Paragraphs and lists are packed greedily; a
+paragraph too long for one chunk is split at sentence ends (then at word windows); a list that does
+not fit is split between items. Tables become their own chunks, rows as ``a | b | c`` lines, and
+every table chunk repeats the caption and the header row. OCR'd text is kept apart
+(``element_type=ocr``, with the page's mean confidence). An un-numbered section smaller than
+``min_tokens`` is merged into the chunk that follows when they share the same parent, and a
+section's short introduction is merged into its first subsection (which keeps the deeper meta).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from pipelines.components.layout import Element
+
+TokenCounter = Callable[[str], int]
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;:])\s+(?=[\"\u201c(\[]?[A-Z0-9\u00c0-\u024f])")
+
+
+@dataclass
+class _Piece:
+    text: str
+    page_start: int
+    page_end: int
+    kind: str  # text | list | table | caption | ocr
+    label: str = ""
+    ocr_confidence: float | None = None
+
+
+@dataclass
+class _Draft:
+    section: str
+    section_id: str
+    numbered: bool
+    pieces: list[_Piece] = field(default_factory=list)
+    tokens: int = 0
+
+    @property
+    def element_type(self) -> str:
+        kinds = {p.kind for p in self.pieces}
+        for k in ("table", "ocr", "list"):
+            if k in kinds:
+                return k
+        if kinds == {"caption"}:
+            return "caption"
+        return "text"
+
+
+def load_token_counter(model_path: Path) -> TokenCounter:
+    """Count tokens with the model folder's tokenizer only (no model weights loaded)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
+
+    def count(text: str) -> int:
+        return len(tok(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
+
+    return count
+
+
+@component
+class StructureChunker:
+    def __init__(self, *, model_path: str, max_tokens: int = 200, min_tokens: int = 40) -> None:
+        if not 32 <= max_tokens <= 256:
+            raise ValueError("max_tokens must be between 32 and 256 (the model truncates at 256)")
+        if not 0 <= min_tokens < max_tokens:
+            raise ValueError("min_tokens must be >= 0 and smaller than max_tokens")
+        if not model_path:
+            raise ValueError("model_path is required (the tokenizer counts the chunk budget)")
+        self.model_path = model_path
+        self.max_tokens = max_tokens
+        self.min_tokens = min_tokens
+        self._count: TokenCounter | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self, model_path=self.model_path, max_tokens=self.max_tokens, min_tokens=self.min_tokens
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StructureChunker:
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        if self._count is None:
+            self._count = load_token_counter(Path(self.model_path))
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        elements: list[Element],
+        doc_id: str,
+        file_name: str,
+        scope: str,
+        sha256: str = "",
+        uploaded_by: str = "",
+        uploaded_at: str = "",
+    ) -> dict[str, Any]:
+        self.warm_up()
+        drafts = self._drafts(elements)
+        drafts = self._merge_small(drafts)
+        docs = []
+        for index, d in enumerate(drafts):
+            content = "\n".join(p.text for p in d.pieces).strip()
+            if not content:
+                continue
+            label = next((p.label for p in d.pieces if p.label), "")
+            meta: dict[str, Any] = {
+                "scope": scope,
+                "doc_id": doc_id,
+                "file_name": file_name,
+                "page_start": min(p.page_start for p in d.pieces),
+                "page_end": max(p.page_end for p in d.pieces),
+                "section": d.section,
+                "section_id": d.section_id,
+                "element_type": d.element_type,
+                "label": label,
+                "chunk_index": len(docs),
+                "sha256": sha256,
+                "uploaded_by": uploaded_by,
+                "uploaded_at": uploaded_at,
+            }
+            confs = [p.ocr_confidence for p in d.pieces if p.ocr_confidence is not None]
+            if confs:
+                meta["ocr_confidence"] = round(sum(confs) / len(confs), 1)
+            del index
+            docs.append(Document(id=f"{doc_id}:{len(docs):05d}", content=content, meta=meta))
+        return {"documents": docs}
+
+    # --- building -------------------------------------------------------------------------
+    def _tokens(self, text: str) -> int:
+        assert self._count is not None
+        return self._count(text)
+
+    def _budget(self, section: str) -> int:
+        prefix = self._tokens(section) + 1 if section else 0
+        return max(16, self.max_tokens - prefix)
+
+    def _drafts(self, elements: list[Element]) -> list[_Draft]:
+        drafts: list[_Draft] = []
+        cur: _Draft | None = None
+        budget = self.max_tokens
+
+        def new_draft(section: str, section_id: str, numbered: bool) -> _Draft:
+            d = _Draft(section=section, section_id=section_id, numbered=numbered)
+            drafts.append(d)
+            return d
+
+        numbered_section = False
+        for e in elements:
+            if e.kind == "heading":
+                numbered_section = bool(e.numbering)
+                cur = new_draft(e.section, e.section_id, numbered_section)
+                budget = self._budget(e.section)
+                piece = _Piece(e.text, e.page_start, e.page_end, "text")
+                cur.pieces.append(piece)
+                cur.tokens = self._tokens(e.text)
+                continue
+            if cur is None or cur.section != e.section:
+                cur = new_draft(e.section, e.section_id, numbered_section)
+                budget = self._budget(e.section)
+            for piece in self._pieces(e, budget):
+                n = self._tokens(piece.text)
+                heading_only = len(cur.pieces) == 1 and cur.pieces[0].kind == "text" and cur.tokens < 40
+                mixes = bool(cur.pieces) and not heading_only and (
+                    (piece.kind in ("table", "ocr")) != (cur.element_type in ("table", "ocr"))
+                    or (piece.kind == "table" and cur.element_type == "table")
+                )
+                if cur.pieces and (cur.tokens + n + 1 > budget or mixes):
+                    cur = new_draft(e.section, e.section_id, numbered_section)
+                cur.pieces.append(piece)
+                cur.tokens += n + (1 if len(cur.pieces) > 1 else 0)
+        return [d for d in drafts if d.pieces]
+
+    def _pieces(self, e: Element, budget: int) -> list[_Piece]:
+        if e.kind == "table":
+            return self._table_pieces(e, budget)
+        kind = {"paragraph": "ocr" if e.ocr else "text", "list": "list", "caption": "caption"}[e.kind]
+        conf = e.ocr_confidence if e.ocr else None
+        if self._tokens(e.text) <= budget:
+            return [_Piece(e.text, e.page_start, e.page_end, kind, e.label, conf)]
+        parts = e.items if e.kind == "list" and e.items else _SENTENCE_SPLIT.split(e.text)
+        if e.kind == "list":
+            parts = [f"- {p}" for p in parts]
+        out: list[_Piece] = []
+        buf = ""
+        for part in parts:
+            for sub in self._fit(part, budget):
+                cand = (buf + ("\n" if e.kind == "list" else " ") + sub) if buf else sub
+                if buf and self._tokens(cand) > budget:
+                    out.append(_Piece(buf, e.page_start, e.page_end, kind, e.label, conf))
+                    buf = sub
+                else:
+                    buf = cand
+        if buf:
+            out.append(_Piece(buf, e.page_start, e.page_end, kind, e.label, conf))
+        return out
+
+    def _fit(self, text: str, budget: int) -> list[str]:
+        """``text`` as-is when it fits, else word windows that do."""
+        if self._tokens(text) <= budget:
+            return [text]
+        words = text.split()
+        out: list[str] = []
+        cur: list[str] = []
+        for w in words:
+            if cur and self._tokens(" ".join([*cur, w])) > budget:
+                out.append(" ".join(cur))
+                cur = []
+            cur.append(w)
+        if cur:
+            out.append(" ".join(cur))
+        return out
+
+    def _table_pieces(self, e: Element, budget: int) -> list[_Piece]:
+        head = [e.caption] if e.caption else []
+        if e.header:
+            head.append(" | ".join(e.header))
+        head_text = "\n".join(head)
+        head_tokens = self._tokens(head_text) if head_text else 0
+        pieces: list[_Piece] = []
+        rows: list[str] = []
+        pages: list[int] = []
+        tokens = head_tokens
+        row_pages = e.row_pages or [e.page_start] * len(e.rows)
+        for row, page in zip(e.rows, row_pages, strict=False):
+            line = " | ".join(row)
+            n = self._tokens(line) + 1
+            if rows and tokens + n > budget:
+                pieces.append(_Piece("\n".join([*head, *rows]), min([e.page_start, *pages]) if not pieces else
+                                     min(pages), max(pages), "table", e.label))
+                rows, pages, tokens = [], [], head_tokens
+            rows.append(line)
+            pages.append(page)
+            tokens += n
+        if rows or not pieces:
+            pieces.append(_Piece(
+                "\n".join([*head, *rows]), min([e.page_start, *pages]) if not pieces else min(pages),
+                max(pages or [e.page_end]), "table", e.label,
+            ))
+        return pieces
+
+    def _merge_small(self, drafts: list[_Draft]) -> list[_Draft]:
+        out: list[_Draft] = []
+        i = 0
+        while i < len(drafts):
+            d = drafts[i]
+            nxt = drafts[i + 1] if i + 1 < len(drafts) else None
+            if (
+                nxt is not None
+                and d.tokens < self.min_tokens
+                and d.element_type == "text"
+                and nxt.element_type in ("text", "list")
+                and d.tokens + nxt.tokens + 1 <= self._budget(nxt.section)
+                and (nxt.section.startswith(d.section + " > ") if d.section else True)
+                and self._single_chunk(drafts, i)
+            ):
+                # a parent's short intro joins its first subsection (deeper meta kept)
+                nxt.pieces = d.pieces + nxt.pieces
+                nxt.tokens += d.tokens + 1
+                i += 1
+                continue
+            if (
+                nxt is not None
+                and not d.numbered
+                and d.tokens < self.min_tokens
+                and d.element_type == "text"
+                and nxt.element_type in ("text", "list")
+                and _parent(d.section) == _parent(nxt.section)
+                and d.tokens + nxt.tokens + 1 <= self._budget(nxt.section)
+                and self._single_chunk(drafts, i)
+            ):
+                # a small un-numbered sibling joins the next section
+                nxt.pieces = d.pieces + nxt.pieces
+                nxt.tokens += d.tokens + 1
+                i += 1
+                continue
+            out.append(d)
+            i += 1
+        return out
+
+    @staticmethod
+    def _single_chunk(drafts: list[_Draft], i: int) -> bool:
+        d = drafts[i]
+        before = i > 0 and drafts[i - 1].section == d.section
+        after = i + 1 < len(drafts) and drafts[i + 1].section == d.section
+        return not before and not after
+
+
+def _parent(section: str) -> str:
+    return section.rsplit(" > ", 1)[0] if " > " in section else ""

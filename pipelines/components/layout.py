@@ -1,0 +1,95 @@
+"""Plain data passed between the indexing components (pages, lines, elements) and the ingest error type.
+
+Coordinates are PDF points with a top-left origin (``top`` grows downwards), whatever produced the
+line (the text layer or OCR).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+class IngestError(Exception):
+    """A document cannot be indexed; ``reason`` is a fixed, user-facing sentence (no exception text)."""
+
+    def __init__(self, reason: str, *, code: str = "failed") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Line:
+    """One visual line (or one row of a table: several cells on one baseline)."""
+
+    page: int  # 1-based
+    text: str
+    x0: float
+    top: float
+    x1: float
+    bottom: float
+    size: float = 0.0  # font size in points (0 = unknown, e.g. OCR)
+    bold: bool = False
+    cells: tuple[str, ...] = ()  # >1 when the line is made of separate runs with wide gaps between them
+    cell_x: tuple[float, ...] = ()  # left edge of each cell
+    hyphen_join: bool = False  # the line ended in a hyphenated word break: glue the next line without a space
+    ocr_confidence: float | None = None
+
+
+@dataclass
+class Page:
+    number: int  # 1-based
+    width: float
+    height: float
+    lines: list[Line] = field(default_factory=list)
+    chars: int = 0  # non-space characters in the text layer
+    needs_ocr: bool = False
+    ocr: bool = False
+    ocr_confidence: float | None = None
+    ocr_failed: bool = False
+
+
+@dataclass
+class ParsedPdf:
+    """What the parser found: pages with lines, plus the outline (level, title, 1-based page)."""
+
+    pages: list[Page]
+    outline: list[tuple[int, str, int]] = field(default_factory=list)
+
+    @property
+    def page_count(self) -> int:
+        return len(self.pages)
+
+    @property
+    def ocr_pages(self) -> list[int]:
+        return [p.number for p in self.pages if p.ocr]
+
+    @property
+    def skipped_pages(self) -> list[int]:
+        return [p.number for p in self.pages if p.ocr_failed]
+
+
+ElementKind = Literal["heading", "paragraph", "list", "table", "caption"]
+
+
+@dataclass
+class Element:
+    """A structural unit of the document, in reading order."""
+
+    kind: ElementKind
+    text: str  # paragraph/list/caption text; heading title; table: "" (see rows)
+    page_start: int
+    page_end: int
+    level: int = 0  # headings: 1 = top level
+    numbering: str = ""  # headings: "4.2", "12", "IV"
+    label: str = ""  # "Table 2", "Figure 1"
+    caption: str = ""  # tables: the caption line
+    header: tuple[str, ...] = ()  # tables: the header row
+    rows: list[tuple[str, ...]] = field(default_factory=list)  # tables: body rows
+    row_pages: list[int] = field(default_factory=list)  # tables: page of each body row
+    items: list[str] = field(default_factory=list)  # lists: one string per item
+    ocr: bool = False
+    ocr_confidence: float | None = None
+    section: str = ""  # heading path, " > "-joined (filled by the structure step)
+    section_id: str = ""

@@ -1,0 +1,140 @@
+"""OcrFallback: Tesseract for the pages whose text layer is empty or too thin.
+
+Pages are rendered one at a time with pypdfium2 (greyscale, ``dpi``, capped at ``max_pixels``) and
+the image is dropped before the next page, so memory stays flat however long the document is. A
+page whose OCR fails or times out is skipped and reported (``Page.ocr_failed``); running past the
+document's time budget fails the whole ingest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+
+from connectors.ocr import OcrError, OcrUnavailableError, ocr_image
+from pipelines.components.layout import IngestError, Line, Page, ParsedPdf
+
+PageCallback = Callable[[int, int], None]
+
+_MIN_LINE_CONFIDENCE = 30.0
+
+
+@component
+class OcrFallback:
+    def __init__(
+        self,
+        *,
+        enabled: bool = True,
+        dpi: int = 200,
+        language: str = "eng",
+        page_timeout_s: float = 60.0,
+        max_pixels: int = 40_000_000,
+    ) -> None:
+        if not 72 <= dpi <= 600:
+            raise ValueError("dpi must be between 72 and 600")
+        if page_timeout_s <= 0:
+            raise ValueError("page_timeout_s must be positive")
+        if not language or not all(part.isalnum() or part == "_" for part in language.split("+")):
+            raise ValueError("language must be Tesseract language codes like 'eng' or 'eng+deu'")
+        if max_pixels < 1_000_000:
+            raise ValueError("max_pixels must be at least 1,000,000")
+        self.enabled = enabled
+        self.dpi = dpi
+        self.language = language
+        self.page_timeout_s = page_timeout_s
+        self.max_pixels = max_pixels
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self,
+            enabled=self.enabled,
+            dpi=self.dpi,
+            language=self.language,
+            page_timeout_s=self.page_timeout_s,
+            max_pixels=self.max_pixels,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OcrFallback:
+        return default_from_dict(cls, data)
+
+    @component.output_types(parsed=ParsedPdf)
+    def run(
+        self,
+        data: bytes,
+        parsed: ParsedPdf,
+        deadline: float | None = None,
+        on_page: PageCallback | None = None,
+    ) -> dict[str, Any]:
+        todo = [p for p in parsed.pages if p.needs_ocr]
+        if not self.enabled or not todo:
+            return {"parsed": parsed}
+        import pypdfium2 as pdfium
+
+        pdf = pdfium.PdfDocument(data)
+        new_pages: dict[int, Page] = {}
+        try:
+            for done, page in enumerate(todo, start=1):
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise IngestError(
+                        "Reading this PDF (including OCR of scanned pages) took longer than the time allowed "
+                        "per document, so it was not indexed.",
+                        code="timeout",
+                    )
+                timeout = self.page_timeout_s if remaining is None else min(self.page_timeout_s, remaining)
+                new_pages[page.number] = self._ocr_page(pdf, page, timeout)
+                if on_page is not None:
+                    on_page(done, len(todo))
+                if deadline is not None and time.monotonic() > deadline:
+                    raise IngestError(
+                        "Reading this PDF (including OCR of scanned pages) took longer than the time allowed "
+                        "per document, so it was not indexed.",
+                        code="timeout",
+                    )
+        finally:
+            pdf.close()
+        pages = [new_pages.get(p.number, p) for p in parsed.pages]
+        return {"parsed": dataclasses.replace(parsed, pages=pages)}
+
+    def _ocr_page(self, pdf: Any, page: Page, timeout_s: float) -> Page:
+        scale = self.dpi / 72.0
+        pixels = page.width * scale * page.height * scale
+        if pixels > self.max_pixels:
+            scale *= (self.max_pixels / pixels) ** 0.5
+        try:
+            pg = pdf[page.number - 1]
+            try:
+                bitmap = pg.render(scale=scale, grayscale=True)
+                image = bitmap.to_pil()
+            finally:
+                pg.close()
+            result = ocr_image(image, language=self.language, timeout_s=timeout_s)
+            del image, bitmap
+        except OcrUnavailableError:
+            return dataclasses.replace(page, ocr_failed=True)
+        except (OcrError, Exception):  # noqa: BLE001 - one bad page is skipped and reported, never fatal
+            return dataclasses.replace(page, ocr_failed=True)
+        to_pt = 1.0 / scale
+        lines = [
+            Line(
+                page=page.number,
+                text=ln.text,
+                x0=ln.x0 * to_pt,
+                top=ln.top * to_pt,
+                x1=ln.x1 * to_pt,
+                bottom=ln.bottom * to_pt,
+                size=(ln.bottom - ln.top) * to_pt,
+                ocr_confidence=ln.confidence,
+            )
+            for ln in result.lines
+            if ln.confidence >= _MIN_LINE_CONFIDENCE and any(c.isalnum() for c in ln.text)
+        ]
+        if not lines:
+            # nothing legible: keep whatever thin text layer the page had
+            return dataclasses.replace(page, ocr=True, ocr_confidence=result.confidence)
+        return dataclasses.replace(page, lines=lines, ocr=True, ocr_confidence=result.confidence)

@@ -1,0 +1,477 @@
+"""StructureDetector: positioned lines -> headings, paragraphs, lists, tables and captions with a section path.
+
+* Running headers/footers and page numbers: lines in the top/bottom margin band whose text (digits
+  folded) repeats on many pages, and lone page-number lines there, are dropped.
+* Headings come from the font (larger than body text, or bold and short), from numbering ("7.2",
+  "Section 12", "ARTICLE IV") and from the PDF outline when there is one. Numbering gives the
+  level; un-numbered headings get a level from their font size.
+* Paragraphs join lines (hyphenated breaks glued, "reim-" + "bursement"), also across a page or
+  column break when the sentence goes on.
+* Lists are kept whole (bullet or "(a)"/"1)" items with their continuation lines).
+* Tables are runs of lines made of several cells on one baseline (plus wrapped header/cell lines
+  aligned to a column), with their caption ("Table 3: ...") and header row.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from typing import Any
+
+from haystack import component, default_from_dict, default_to_dict
+
+from pipelines.components.layout import Element, Line, ParsedPdf
+
+_PAGE_NUMBER = re.compile(
+    r"^(?:(?:page|seite|p\.|pg\.?)\s*)?[-\u2013\u2014(\[]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-\u2013\u2014)\]]?"
+    r"(?:\s*(?:of|/|von)\s*\d{1,4})?$",
+    re.IGNORECASE,
+)
+_CAPTION = re.compile(
+    r"^(Table|Tab\.|Tabelle|Figure|Fig\.|Abbildung|Abb\.|Exhibit|Chart)\s+"
+    r"([A-Z]?\d+(?:[.\-]\d+)*)\s*[:.\u2013\u2014-]?\s*",
+    re.IGNORECASE,
+)
+_BULLET_CHARS = tuple("\u2022\u25cf\u25aa\u25e6\u2023\u2043\u00b7*")
+_ENUMERATED = re.compile(r"^(\(?[a-z0-9]{1,2}\)|[\-\u2013\u2014])")
+_NUM_HEADING = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){0,5})\.?\s+(?=[^\W\d_]|[\"\u201c(])")
+_ARTICLE = re.compile(r"^(?:ARTICLE|Article|ART\.)\s+([IVXLC]{1,7}|\d{1,3})\b\.?\s*")
+_SECTION = re.compile(r"^(?:SECTION|Section|Sec\.|\u00a7)\s*(\d{1,3}(?:\.\d{1,3}){0,4})\b\.?\s*")
+_CHAPTER = re.compile(r"^(?:CHAPTER|Chapter|PART|Part|Kapitel)\s+([IVXLC]{1,7}|\d{1,3})\b\.?\s*")
+_ROMAN = re.compile(r"^([IVX]{1,6})\.\s+(?=[A-Z])")
+_BULLET = re.compile(
+    r"^(?:[\u2022\u25cf\u25aa\u25e6\u2023\u2043\u00b7\u2013\u2014*\-]|\(?[a-z]\)|\(\d{1,2}\)|\d{1,2}\))\s+"
+)
+_SENTENCE_END = re.compile(r"[.!?:;\u201d\"')]$")
+
+
+def _fold(text: str) -> str:
+    return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.strip().lower()))
+
+
+def _norm_title(text: str) -> str:
+    return re.sub(r"[^0-9a-z\u00c0-\u024f]+", "", text.lower())
+
+
+def heading_numbering(text: str) -> tuple[str, int]:
+    """``("4.2", 2)`` for "4.2 Parental leave", ``("IV", 1)`` for "ARTICLE IV ...", ``("", 0)`` when none."""
+    for rx in (_ARTICLE, _CHAPTER):
+        m = rx.match(text)
+        if m:
+            return m.group(1), 1
+    m = _SECTION.match(text)
+    if m:
+        return m.group(1), m.group(1).count(".") + 1
+    m = _NUM_HEADING.match(text)
+    if m:
+        num = m.group(1)
+        if "." not in num and int(num) > 200:  # a year or an amount, not a section number
+            return "", 0
+        return num, num.count(".") + 1
+    m = _ROMAN.match(text)
+    if m:
+        return m.group(1), 1
+    return "", 0
+
+
+def strip_running_lines(pages: list[list[Line]], heights: list[float]) -> list[list[Line]]:
+    """Drop running headers/footers and page numbers (lines in the margin bands)."""
+    band = 0.1
+    counts: Counter[str] = Counter()
+    for lines, h in zip(pages, heights, strict=True):
+        seen = set()
+        for ln in lines:
+            if ln.ocr_confidence is not None:
+                continue
+            if ln.top < h * band or ln.bottom > h * (1 - band):
+                seen.add(_fold(ln.text))
+        counts.update(seen)
+    n = len(pages)
+    threshold = max(2, int(0.3 * n + 0.999)) if n >= 3 else n + 1
+    out = []
+    for lines, h in zip(pages, heights, strict=True):
+        kept = []
+        for ln in lines:
+            in_band = ln.top < h * band or ln.bottom > h * (1 - band)
+            if (
+                in_band
+                and ln.ocr_confidence is None
+                and (counts[_fold(ln.text)] >= threshold or _PAGE_NUMBER.match(ln.text.strip()))
+            ):
+                continue
+            kept.append(ln)
+        out.append(kept)
+    return out
+
+
+def _join(prev: str, nxt: str, hyphen_join: bool) -> str:
+    if not prev:
+        return nxt
+    if hyphen_join:
+        return prev + nxt
+    if prev.endswith("-") and len(prev) > 1 and prev[-2].isalpha() and nxt[:1].islower():
+        return prev[:-1] + nxt
+    return prev + " " + nxt
+
+
+def _is_table_row(ln: Line) -> bool:
+    return len(ln.cells) >= 2 and all(len(c) <= 60 for c in ln.cells) and len(ln.text) <= 240
+
+
+@component
+class StructureDetector:
+    def __init__(self, *, heading_size_ratio: float = 1.12, max_heading_chars: int = 120) -> None:
+        if heading_size_ratio <= 1.0:
+            raise ValueError("heading_size_ratio must be above 1.0")
+        if max_heading_chars < 10:
+            raise ValueError("max_heading_chars must be at least 10")
+        self.heading_size_ratio = heading_size_ratio
+        self.max_heading_chars = max_heading_chars
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self, heading_size_ratio=self.heading_size_ratio, max_heading_chars=self.max_heading_chars
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StructureDetector:
+        return default_from_dict(cls, data)
+
+    @component.output_types(elements=list[Element])
+    def run(self, parsed: ParsedPdf) -> dict[str, Any]:
+        pages = strip_running_lines([p.lines for p in parsed.pages], [p.height for p in parsed.pages])
+        ocr_conf = {p.number: p.ocr_confidence for p in parsed.pages if p.ocr}
+        lines = [ln for page_lines in pages for ln in page_lines]
+        body = self._body_size(lines)
+        outline = {(pg, _norm_title(t)): lvl for lvl, t, pg in parsed.outline}
+        outline_titles = {(pg, _norm_title(re.sub(r"^[\dIVX.]+\s+", "", t))): lvl for lvl, t, pg in parsed.outline}
+        elements = self._elements(lines, body, outline, outline_titles, ocr_conf)
+        self._assign_levels(elements)
+        self._assign_sections(elements)
+        return {"elements": elements}
+
+    # --- steps -------------------------------------------------------------------------------
+    @staticmethod
+    def _body_size(lines: list[Line]) -> float:
+        weights: Counter[float] = Counter()
+        for ln in lines:
+            if ln.size > 0 and ln.ocr_confidence is None:
+                weights[round(ln.size * 2) / 2] += len(ln.text)
+        return weights.most_common(1)[0][0] if weights else 10.0
+
+    def _heading_level_hint(
+        self, ln: Line, body: float, outline: dict[tuple[int, str], int], outline_titles: dict[tuple[int, str], int]
+    ) -> int | None:
+        """None when ``ln`` is not a heading; 0 when it is but the level is decided later; >0 from the outline."""
+        if ln.ocr_confidence is not None or ln.cells and _is_table_row(ln):
+            return None
+        text = ln.text.strip()
+        key = (ln.page, _norm_title(text))
+        if key in outline:
+            return outline[key]
+        stripped = (ln.page, _norm_title(re.sub(r"^[\dIVX.]+\s+", "", text)))
+        if stripped in outline_titles and len(text) <= self.max_heading_chars:
+            return outline_titles[stripped]
+        if len(text) > self.max_heading_chars or len(text.split()) > 16 or len(text) < 2:
+            return None
+        if text.endswith((",", ";")) or (text.endswith(".") and not re.search(r"\d\.$", text)):
+            return None
+        if not any(c.isalpha() for c in text) or _CAPTION.match(text) or _BULLET.match(text):
+            return None
+        bigger = ln.size >= body * self.heading_size_ratio
+        numbered, _ = heading_numbering(text)
+        if bigger and (len(text.split()) <= 12 or numbered):
+            return 0
+        if ln.bold and (numbered or len(text.split()) <= 8):
+            return 0
+        if _ARTICLE.match(text) or (_SECTION.match(text) and text[:1].isupper() and len(text) <= 80):
+            return 0
+        return None
+
+    def _elements(
+        self,
+        lines: list[Line],
+        body: float,
+        outline: dict[tuple[int, str], int],
+        outline_titles: dict[tuple[int, str], int],
+        ocr_conf: dict[int, float | None],
+    ) -> list[Element]:
+        out: list[Element] = []
+        para: list[Line] = []
+        i = 0
+
+        def flush_para() -> None:
+            if not para:
+                return
+            text = ""
+            hyphen = False
+            for ln in para:
+                text = _join(text, ln.text.strip(), hyphen)
+                hyphen = ln.hyphen_join
+            ocr = para[0].ocr_confidence is not None
+            out.append(Element(
+                kind="paragraph", text=text, page_start=para[0].page, page_end=para[-1].page,
+                ocr=ocr, ocr_confidence=ocr_conf.get(para[0].page) if ocr else None,
+            ))
+            para.clear()
+
+        while i < len(lines):
+            ln = lines[i]
+            text = ln.text.strip()
+            if not text:
+                i += 1
+                continue
+            # tables: a caption followed by rows, or rows (caption may follow)
+            if ln.ocr_confidence is None:
+                table = self._try_table(lines, i)
+                if table is not None:
+                    flush_para()
+                    element, i = table
+                    self._attach_caption(out, element, lines, i)
+                    if element.caption and i < len(lines) and lines[i].text.strip() == element.caption:
+                        i += 1
+                    out.append(element)
+                    continue
+            hint = self._heading_level_hint(ln, body, outline, outline_titles)
+            if hint is not None:
+                flush_para()
+                title = text
+                # a heading wrapped onto a second line in the same font
+                if (
+                    i + 1 < len(lines)
+                    and lines[i + 1].page == ln.page
+                    and abs(lines[i + 1].size - ln.size) < 0.3
+                    and lines[i + 1].bold == ln.bold
+                    and 0 <= lines[i + 1].top - ln.bottom < ln.size * 0.8
+                    and ln.size >= body * self.heading_size_ratio
+                    and not heading_numbering(lines[i + 1].text)[0]
+                    and len(title) + len(lines[i + 1].text) <= self.max_heading_chars
+                ):
+                    i += 1
+                    title = _join(title, lines[i].text.strip(), ln.hyphen_join)
+                numbering, _ = heading_numbering(title)
+                out.append(Element(
+                    kind="heading", text=title, page_start=ln.page, page_end=lines[i].page,
+                    level=hint, numbering=numbering,
+                ))
+                out[-1].rows = []  # keep dataclass defaults independent
+                out[-1].header = (("size", str(ln.size)),) if False else ()
+                out[-1].caption = f"{ln.size:.2f}"  # font size, used for un-numbered heading levels
+                i += 1
+                continue
+            m = _CAPTION.match(text)
+            if m and ln.ocr_confidence is None and len(text) <= 250 and not m.group(1).lower().startswith("tab"):
+                flush_para()
+                out.append(Element(
+                    kind="caption", text=text, page_start=ln.page, page_end=ln.page,
+                    label=f"{m.group(1).rstrip('.').capitalize()} {m.group(2)}",
+                ))
+                i += 1
+                continue
+            if ln.ocr_confidence is None and _BULLET.match(text):
+                flush_para()
+                element, i = self._list(lines, i)
+                out.append(element)
+                continue
+            # paragraph lines
+            if para:
+                prev = para[-1]
+                new_para = False
+                if prev.page != ln.page or ln.top < prev.top - 2:  # page or column break
+                    new_para = bool(_SENTENCE_END.search(prev.text.strip())) and not prev.hyphen_join
+                else:
+                    gap = ln.top - prev.bottom
+                    size = max(prev.size, ln.size, 1.0) if prev.size and ln.size else (prev.bottom - prev.top)
+                    new_para = gap > 0.55 * size
+                if (prev.ocr_confidence is None) != (ln.ocr_confidence is None):
+                    new_para = True
+                if new_para:
+                    flush_para()
+            para.append(ln)
+            i += 1
+        flush_para()
+        return out
+
+    @staticmethod
+    def _list(lines: list[Line], i: int) -> tuple[Element, int]:
+        items: list[str] = []
+        first = lines[i]
+        marker_x = first.x0
+        cur = ""
+        hyphen = False
+        last = first
+        while i < len(lines):
+            ln = lines[i]
+            text = ln.text.strip()
+            if ln is not first:
+                if ln.page != last.page and _SENTENCE_END.search(last.text.strip()) and not _BULLET.match(text):
+                    break
+                gap = ln.top - last.bottom if ln.page == last.page else 0.0
+                if gap > 0.9 * max(last.size, 1.0) and not _BULLET.match(text):
+                    break
+                if _BULLET.match(text):
+                    if abs(ln.x0 - marker_x) > 30:
+                        break
+                elif ln.x0 < marker_x + 2:
+                    break
+            if _BULLET.match(text):
+                if cur:
+                    items.append(cur)
+                cur = _BULLET.sub("", text, count=1) if text.startswith(_BULLET_CHARS) else text
+                hyphen = ln.hyphen_join
+            else:
+                cur = _join(cur, text, hyphen)
+                hyphen = ln.hyphen_join
+            last = ln
+            i += 1
+        if cur:
+            items.append(cur)
+        text = "\n".join(it if _ENUMERATED.match(it) else f"- {it}" for it in items)
+        return Element(kind="list", text=text, page_start=first.page, page_end=last.page, items=items), i
+
+    def _try_table(self, lines: list[Line], i: int) -> tuple[Element, int] | None:
+        start = i
+        caption = ""
+        if _CAPTION.match(lines[i].text.strip()) and i + 1 < len(lines) and _is_table_row(lines[i + 1]):
+            m = _CAPTION.match(lines[i].text.strip())
+            if m and m.group(1).lower().startswith("tab"):
+                caption = lines[i].text.strip()
+                i += 1
+        if not _is_table_row(lines[i]):
+            return None
+        region: list[Line] = []
+        col_x: list[float] = []
+        j = i
+        while j < len(lines):
+            ln = lines[j]
+            if region and ln.page != region[-1].page:
+                break
+            if _is_table_row(ln):
+                if region and ln.top - max(r.bottom for r in region) > 3.0 * max(ln.size, 1.0):
+                    break
+                region.append(ln)
+                col_x.extend(ln.cell_x)
+                j += 1
+                continue
+            if not region:
+                break
+            prev = region[-1]
+            tol = 0.4 * max(ln.size, 1.0)
+            same_row = any(abs(ln.bottom - r.bottom) <= tol for r in region)
+            aligned = any(abs(ln.x0 - x) <= 3.0 for x in col_x)
+            close = ln.top - prev.bottom < 1.0 * max(ln.size, 1.0)
+            if len(ln.text) <= 60 and (same_row or (aligned and close)) and heading_numbering(ln.text)[0] == "":
+                region.append(ln)
+                j += 1
+                continue
+            break
+        multi = [r for r in region if r.cells]
+        if len(multi) < 2:
+            return None
+        cols = self._columns(col_x)
+        if len(cols) < 2:
+            return None
+        # rows by baseline, then wrapped lines folded into the row above
+        cells: list[tuple[float, float, int, str, int]] = []  # (bottom, top, col, text, page)
+        for r in region:
+            parts = list(zip(r.cell_x, r.cells, strict=True)) if r.cells else [(r.x0, r.text.strip())]
+            for x, t in parts:
+                col = min(range(len(cols)), key=lambda k: abs(cols[k] - x))
+                cells.append((r.bottom, r.top, col, t, r.page))
+        cells.sort(key=lambda c: (c[0], c[2]))
+        rows: list[dict[str, Any]] = []
+        for bottom, top, col, t, page in cells:
+            size = max(1.0, bottom - top)
+            if rows and abs(rows[-1]["bottom"] - bottom) <= 0.4 * size:
+                row = rows[-1]
+            elif (
+                rows
+                and -0.2 * size <= top - rows[-1]["bottom"] < 0.5 * size
+                and len([c for c in cells if abs(c[0] - bottom) <= 0.4 * size]) < len(cols)
+            ):
+                row = rows[-1]  # a wrapped line of a cell in the row above
+            else:
+                row = {"cells": {}, "bottom": bottom, "page": page}
+                rows.append(row)
+            row["cells"][col] = (row["cells"][col] + " " + t) if col in row["cells"] else t
+            row["bottom"] = max(row["bottom"], bottom)
+        table_rows = [tuple(r["cells"].get(k, "") for k in range(len(cols))) for r in rows]
+        header, body_rows = table_rows[0], table_rows[1:]
+        if not body_rows:
+            return None
+        m = _CAPTION.match(caption) if caption else None
+        label = f"Table {m.group(2)}" if m else ""
+        element = Element(
+            kind="table", text="", page_start=region[0].page, page_end=region[-1].page, label=label,
+            caption=caption, header=header, rows=body_rows, row_pages=[r["page"] for r in rows[1:]],
+        )
+        del start
+        return element, j
+
+    @staticmethod
+    def _columns(xs: list[float]) -> list[float]:
+        cols: list[list[float]] = []
+        for x in sorted(xs):
+            if cols and x - statistics.mean(cols[-1]) <= 8.0:
+                cols[-1].append(x)
+            else:
+                cols.append([x])
+        return [statistics.mean(c) for c in cols]
+
+    @staticmethod
+    def _attach_caption(out: list[Element], table: Element, lines: list[Line], j: int) -> None:
+        if table.caption:
+            return
+        # caption just before the table (already emitted as a paragraph/caption) or just after it
+        if out and out[-1].kind in ("paragraph", "caption") and out[-1].page_end == table.page_start:
+            m = _CAPTION.match(out[-1].text)
+            if m and m.group(1).lower().startswith("tab") and len(out[-1].text) <= 250:
+                table.caption = out.pop().text
+                table.label = f"Table {m.group(2)}"
+                return
+        if j < len(lines):
+            text = lines[j].text.strip()
+            m = _CAPTION.match(text)
+            if m and m.group(1).lower().startswith("tab") and lines[j].page == table.page_end:
+                table.caption = text
+                table.label = f"Table {m.group(2)}"
+
+    # --- levels and section paths -----------------------------------------------------------
+    @staticmethod
+    def _assign_levels(elements: list[Element]) -> None:
+        heads = [e for e in elements if e.kind == "heading"]
+        sizes_by_depth: dict[int, list[float]] = {}
+        for h in heads:
+            if h.level == 0 and h.numbering:
+                depth = heading_numbering(h.text)[1]
+                sizes_by_depth.setdefault(depth, []).append(float(h.caption or 0))
+        unnumbered_sizes = sorted({float(h.caption or 0) for h in heads if not h.numbering}, reverse=True)
+        for h in heads:
+            size = float(h.caption or 0)
+            h.caption = ""
+            if h.level > 0:
+                continue
+            if h.numbering:
+                h.level = heading_numbering(h.text)[1]
+                continue
+            if sizes_by_depth:
+                level = max(sizes_by_depth) + 1
+                for depth in sorted(sizes_by_depth):
+                    if size >= max(sizes_by_depth[depth]) - 0.5:
+                        level = depth
+                        break
+                h.level = level
+            else:
+                h.level = min(3, unnumbered_sizes.index(size) + 1) if size in unnumbered_sizes else 1
+
+    @staticmethod
+    def _assign_sections(elements: list[Element]) -> None:
+        stack: list[tuple[int, str, str]] = []  # (level, title, numbering)
+        for e in elements:
+            if e.kind == "heading":
+                while stack and stack[-1][0] >= e.level:
+                    stack.pop()
+                stack.append((e.level, e.text, e.numbering))
+            e.section = " > ".join(t for _, t, _ in stack)
+            e.section_id = next((n for _, _, n in reversed(stack) if n), "")

@@ -1,0 +1,47 @@
+"""ChunkWriter: all chunks of one document in one store transaction, replacing older versions.
+
+``store.replace_document`` writes the new chunks and removes every other version of the same file
+name in the same scope, all or nothing; a failure leaves the store exactly as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict
+
+from connectors.store_api import ChunkStore
+from pipelines.components.layout import IngestError
+
+
+@component
+class ChunkWriter:
+    def __init__(self, *, store: ChunkStore) -> None:
+        if store is None or not hasattr(store, "replace_document"):
+            raise ValueError("store must implement ChunkStore.replace_document")
+        self.store = store
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, store=self.store.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChunkWriter:
+        import importlib
+
+        params = data.get("init_parameters", {})
+        store_data = params.get("store")
+        if isinstance(store_data, dict) and "type" in store_data:
+            module_name, _, class_name = store_data["type"].rpartition(".")
+            store_cls = getattr(importlib.import_module(module_name), class_name)
+            params["store"] = store_cls.from_dict(store_data)
+        return default_from_dict(cls, data)
+
+    @component.output_types(written=int, replaced=list[str])
+    def run(self, documents: list[Document], scope: str, file_name: str) -> dict[str, Any]:
+        if not documents:
+            raise IngestError(
+                "No readable text was found in this PDF (it may be scanned pages that OCR could not read).",
+                code="no_text",
+            )
+        replaced = self.store.replace_document(documents, scope=scope, file_name=file_name)
+        return {"written": len(documents), "replaced": list(replaced)}

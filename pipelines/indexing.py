@@ -1,0 +1,239 @@
+"""The indexing pipeline: PDF bytes -> structure-aware chunks with embeddings, written in one transaction.
+
+``guard -> parser -> ocr -> structure -> chunker -> embedder -> writer`` (one Haystack component per
+step, see ``pipelines/components``). :class:`Indexer` wraps the pipeline with what the service
+needs: content-hash doc ids (re-ingesting the same bytes is ``unchanged``), a per-document time
+budget, progress callbacks and failures returned as :class:`IngestResult` with a user-facing reason.
+Nothing is written unless every step succeeded; the writer replaces older versions of the same file
+name in the same scope atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from haystack import Pipeline
+
+from connectors.log import get_logger
+from connectors.settings import Settings
+from connectors.store_api import ChunkStore, StoreError, require_scopes
+from pipelines.components.chunker import StructureChunker
+from pipelines.components.embedder import PassageEmbedder
+from pipelines.components.layout import IngestError, ParsedPdf
+from pipelines.components.ocr import OcrFallback
+from pipelines.components.pdf_guard import PdfGuard
+from pipelines.components.pdf_parser import PdfParser
+from pipelines.components.structure import StructureDetector
+from pipelines.components.writer import ChunkWriter
+from pipelines.models import IngestProgress, IngestResult
+
+log = get_logger("citebot.indexing")
+
+ProgressCallback = Callable[[IngestProgress], None]
+
+FAILED_UNREADABLE = "The PDF could not be read (it may be damaged or use an unsupported feature)."
+FAILED_STORE = "The document was read but could not be saved. Please try again in a minute."
+FAILED_MODEL = "The search model is not available on the server, so the document could not be indexed."
+
+
+def content_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def make_doc_id(scope: str, sha256: str) -> str:
+    """Same bytes in the same scope = same id; the same file in another scope gets another id."""
+    return hashlib.sha256(f"{scope}\x00{sha256}".encode()).hexdigest()[:24]
+
+
+def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
+    model_path = str(settings.resolved_model_path)
+    p = Pipeline()
+    p.add_component("guard", PdfGuard(max_file_mb=settings.max_file_mb, max_pages=settings.max_pages))
+    p.add_component("parser", PdfParser(ocr_min_chars=settings.ocr_min_chars))
+    p.add_component(
+        "ocr",
+        OcrFallback(
+            enabled=settings.ocr_enabled,
+            dpi=settings.ocr_dpi,
+            language=settings.ocr_language,
+            page_timeout_s=settings.ocr_page_timeout_s,
+        ),
+    )
+    p.add_component("structure", StructureDetector())
+    p.add_component(
+        "chunker",
+        StructureChunker(
+            model_path=model_path, max_tokens=settings.chunk_max_tokens, min_tokens=settings.chunk_min_tokens
+        ),
+    )
+    p.add_component(
+        "embedder",
+        PassageEmbedder(
+            model_path=model_path, threads=settings.torch_threads, batch_size=settings.embedding_batch_size
+        ),
+    )
+    p.add_component("writer", ChunkWriter(store=store))
+    p.connect("guard.data", "parser.data")
+    p.connect("guard.data", "ocr.data")
+    p.connect("parser.parsed", "ocr.parsed")
+    p.connect("ocr.parsed", "structure.parsed")
+    p.connect("structure.elements", "chunker.elements")
+    p.connect("chunker.documents", "embedder.documents")
+    p.connect("embedder.documents", "writer.documents")
+    return p
+
+
+class _Progress:
+    """Forward progress to the caller at most every ``interval`` seconds per phase (first and last always)."""
+
+    def __init__(self, file: str, callback: ProgressCallback | None, interval: float = 0.5) -> None:
+        self.file = file
+        self.callback = callback
+        self.interval = interval
+        self.last_phase = ""
+        self.last_time = 0.0
+        self.pages_total = 0
+
+    def __call__(self, phase: str, done: int = 0, total: int = 0, *, force: bool = False) -> None:
+        if self.callback is None:
+            return
+        now = time.monotonic()
+        if not force and phase == self.last_phase and done < total and now - self.last_time < self.interval:
+            return
+        self.last_phase, self.last_time = phase, now
+        try:
+            self.callback(IngestProgress(file=self.file, phase=phase, pages_done=done, pages_total=total))  # type: ignore[arg-type]
+        except Exception as e:  # noqa: BLE001 - a broken progress display must not fail the ingest
+            log.warning("ingest_progress_callback_failed", error=type(e).__name__)
+
+
+def _ingest_error(exc: BaseException) -> BaseException:
+    """The original exception inside Haystack's PipelineRuntimeError wrapping."""
+    seen = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, IngestError | StoreError):
+            return cur
+        if type(cur).__name__ == "EmbeddingModelError":
+            return cur
+        cur = cur.__cause__ or cur.__context__
+    return exc
+
+
+class Indexer:
+    """What :class:`pipelines.service.CitebotService` calls to ingest one file into one scope."""
+
+    def __init__(self, settings: Settings, store: ChunkStore) -> None:
+        self.settings = settings
+        self.store = store
+        self.pipeline = build_indexing_pipeline(settings, store)
+        self._warm = False
+        self._lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        with self._lock:
+            if not self._warm:
+                self.pipeline.warm_up()
+                self._warm = True
+
+    def ingest(
+        self,
+        data: bytes,
+        *,
+        file_name: str,
+        scope: str,
+        uploaded_by: str = "",
+        progress: ProgressCallback | None = None,
+    ) -> IngestResult:
+        (scope,) = require_scopes([scope])
+        started = time.monotonic()
+        report = _Progress(file_name, progress)
+        sha = content_sha256(data)
+        doc_id = make_doc_id(scope, sha)
+
+        def result(**kw: Any) -> IngestResult:
+            code = kw.pop("error_code", None)
+            res = IngestResult(file=file_name, scope=scope, seconds=round(time.monotonic() - started, 3), **kw)
+            log.info(
+                "ingest", scope=scope, doc_id=res.doc_id, status=res.status, pages=res.pages, chunks=res.chunks,
+                ocr_pages=res.ocr_pages, seconds=res.seconds, reason=code,
+            )
+            return res
+
+        report("checking", force=True)
+        if data and self.store.has_document(doc_id, scope=scope):
+            info = next((d for d in self.store.list_documents(scopes=[scope]) if d.doc_id == doc_id), None)
+            report("done", force=True)
+            return result(
+                doc_id=doc_id, status="unchanged", pages=info.pages if info else 0, chunks=info.chunks if info else 0
+            )
+
+        self.warm_up()
+        deadline = started + self.settings.ingest_timeout_s
+        pages_total = 0
+
+        def on_page(done: int, total: int) -> None:
+            nonlocal pages_total
+            pages_total = total
+            report("parsing", done, total)
+
+        def on_ocr(done: int, total: int) -> None:
+            report("ocr", done, total)
+
+        def on_embed(done: int, total: int) -> None:
+            report("embedding", round(pages_total * done / total) if total else pages_total, pages_total)
+            if done >= total:
+                report("writing", pages_total, pages_total, force=True)
+
+        try:
+            out = self.pipeline.run(
+                {
+                    "guard": {"data": data},
+                    "parser": {"deadline": deadline, "on_page": on_page},
+                    "ocr": {"deadline": deadline, "on_page": on_ocr},
+                    "chunker": {
+                        "doc_id": doc_id,
+                        "file_name": file_name,
+                        "scope": scope,
+                        "sha256": sha,
+                        "uploaded_by": uploaded_by,
+                        "uploaded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    },
+                    "embedder": {"on_progress": on_embed},
+                    "writer": {"scope": scope, "file_name": file_name},
+                },
+                include_outputs_from={"ocr"},
+            )
+        except Exception as e:  # noqa: BLE001 - every failure becomes a result with a fixed reason
+            cause = _ingest_error(e)
+            if isinstance(cause, IngestError):
+                reason, code = cause.reason, cause.code
+            elif isinstance(cause, StoreError):
+                reason, code = FAILED_STORE, "store"
+            elif type(cause).__name__ == "EmbeddingModelError":
+                reason, code = FAILED_MODEL, "model"
+            else:
+                reason, code = FAILED_UNREADABLE, "parser_error"
+                log.warning("ingest_unexpected_error", scope=scope, doc_id=doc_id, error=type(cause).__name__)
+            report("done", force=True)
+            return result(doc_id=doc_id, status="failed", error=reason, error_code=code)
+
+        parsed: ParsedPdf = out["ocr"]["parsed"]
+        written = int(out["writer"]["written"])
+        replaced = [r for r in out["writer"]["replaced"] if r != doc_id]
+        report("done", parsed.page_count, parsed.page_count, force=True)
+        return result(
+            doc_id=doc_id,
+            status="indexed",
+            pages=parsed.page_count,
+            chunks=written,
+            ocr_pages=len(parsed.ocr_pages),
+            skipped_pages=parsed.skipped_pages,
+            replaced_doc_id=replaced[0] if replaced else None,
+        )
