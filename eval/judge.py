@@ -70,7 +70,8 @@ def _prompt(criterion: str, r: CaseResult) -> str:
         f"[{c.n}] ({c.file}, p. {c.page_start}{'' if c.page_end == c.page_start else f'-{c.page_end}'}) {c.quote}"
         for c in r.citations
     )
-    parts = [CRITERIA[criterion], "", f"QUESTION: {r.question}", "", f"ANSWER: {r.answer}"]
+    parts = [CRITERIA[criterion], "", f"QUESTION: {r.question}", "",
+             f"ANSWER (as shown, with its quotes):\n{r.shown_text()}"]
     if criterion == "groundedness":
         parts += ["", "QUOTED SOURCES:", quotes or "(none)"]
     if r.expected_answer and criterion != "groundedness":

@@ -166,8 +166,12 @@ def exact_match(prediction: str, expected: str) -> float:
 
 
 def contains_match(prediction: str, expected: str) -> float:
-    exp = normalise_answer(expected)
-    return 1.0 if exp and f" {exp} " in f" {normalise_answer(prediction)} " else 0.0
+    """Share of the expected answer's parts (``;``-separated, for multi-part questions) found in the prediction."""
+    pred = f" {normalise_answer(prediction)} "
+    parts = [p for p in (normalise_answer(x) for x in expected.split(";")) if p]
+    if not parts:
+        return 0.0
+    return sum(1 for p in parts if f" {p} " in pred) / len(parts)
 
 
 def token_f1(prediction: str, expected: str) -> float:
@@ -218,7 +222,7 @@ def case_metrics(r: CaseResult, k: int = 5) -> dict[str, float | None]:
     if r.error:
         out["refusal_correct"] = 0.0
     if r.answerable and r.expected_answer:
-        text = "" if r.refused else r.answer
+        text = "" if r.refused else r.shown_text()
         out["exact_match"] = exact_match(text, r.expected_answer)
         out["contains_match"] = contains_match(text, r.expected_answer)
         out["token_f1"] = token_f1(text, r.expected_answer)

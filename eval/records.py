@@ -61,6 +61,10 @@ class CaseResult(BaseModel):
     judge: dict[str, JudgeScore] = Field(default_factory=dict)
     error: str | None = None
 
+    def shown_text(self) -> str:
+        """What the user sees: the answer text, then each quote (extractive answers are mostly their quotes)."""
+        return "\n".join([self.answer, *(f"[{c.n}] {c.quote}" for c in self.citations if c.quote)])
+
     def to_line(self) -> str:
         return self.model_dump_json()
 

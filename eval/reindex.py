@@ -47,12 +47,12 @@ def model_fingerprint(settings: Settings) -> str:
 
 
 def embedding_text(doc: Any) -> str:
-    """The text the indexing pipeline embedded for this chunk (its heading prefix is part of the content)."""
+    """The text the indexing pipeline embeds for a chunk (section path + newline + chunk text)."""
     try:
-        from pipelines.indexing import embedding_text as pipeline_text  # type: ignore[attr-defined]
-    except ImportError:
+        from pipelines.components.embedder import passage_text
+    except ImportError:  # the indexing components are not installed: embed the stored text as is
         return str(doc.content or "")
-    return str(pipeline_text(doc))
+    return str(passage_text(doc))
 
 
 @dataclass

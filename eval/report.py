@@ -227,7 +227,7 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
             f"### {r.id} — score {case_score(r, k):.2f} ({bucket(case_score(r, k))}) — {labels}",
             "",
             f"- **Question:** {r.question}",
-            f"- **Answer:** {'(refused) ' if r.refused else ''}{_short(r.error or r.answer)}",
+            f"- **Answer:** {'(refused) ' if r.refused else ''}{_short(r.error or r.shown_text())}",
             f"- **Expected:** {_expected(r)}",
             f"- **Retrieved (top {k}):** {_pages(r, k)}",
             f"- **Judge:** {_judge_text(r)}",
@@ -252,11 +252,12 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
                     "<h2>Ten worst cases</h2>"]
     for r in worst:
         labels = ", ".join(failure_labels(r, k)) or "low score"
+        shown = html.escape(_short(r.error or r.shown_text()))
         h.append(
             f"<div class='case'><h3>{html.escape(r.id)} — score {case_score(r, k):.2f} "
             f"({bucket(case_score(r, k))}) — {html.escape(labels)}</h3><dl>"
             f"<dt>Question</dt><dd>{html.escape(r.question)}</dd>"
-            f"<dt>Answer</dt><dd>{'(refused) ' if r.refused else ''}{html.escape(_short(r.error or r.answer))}</dd>"
+            f"<dt>Answer</dt><dd>{'(refused) ' if r.refused else ''}{shown}</dd>"
             f"<dt>Expected</dt><dd>{html.escape(_expected(r))}</dd>"
             f"<dt>Retrieved (top {k})</dt><dd>{html.escape(_pages(r, k))}</dd>"
             f"<dt>Judge</dt><dd>{html.escape(_judge_text(r))}</dd></dl></div>"

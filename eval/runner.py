@@ -334,7 +334,7 @@ def run_eval(
         "ingest": index.ingest,
         **git_commit(),
         "prompt_version": _prompt_version(),
-        "embedding_model": settings.resolved_model_path.name,
+        "embedding_model": str(settings.model_path) if settings.model_path else "all-MiniLM-L6-v2 (packaged)",
         "answer_model": settings.llm_model if settings.llm_configured else "extractive",
         "judge_model": settings.judge_model if opts.judge else None,
         "settings": public_settings(settings),

@@ -10,6 +10,7 @@ from eval.cases import Source
 from eval.metrics import (
     aggregate,
     bucket,
+    case_metrics,
     case_score,
     citation_page_hits,
     citation_validity,
@@ -33,8 +34,8 @@ def hit(file: str, start: int, end: int | None = None) -> Hit:
     return Hit(chunk_id=f"{file}:{start}", file=file, page_start=start, page_end=end or start, score=0.5)
 
 
-def quote(file: str, page: int, verbatim: bool | None = True) -> CitedQuote:
-    return CitedQuote(chunk_id=f"{file}:{page}", file=file, page_start=page, page_end=page, quote="q",
+def quote(file: str, page: int, verbatim: bool | None = True, text: str = "") -> CitedQuote:
+    return CitedQuote(chunk_id=f"{file}:{page}", file=file, page_start=page, page_end=page, quote=text,
                       verbatim=verbatim)
 
 
@@ -107,6 +108,7 @@ class TestAnswers:
             ("25 Days.", "25 days", 1.0, 1.0, 1.0),
             ("250 days", "25 days", 0.0, 0.0, 0.5),
             ("nothing", "25 days", 0.0, 0.0, 0.0),
+            ("26 weeks for the primary carer", "26 weeks; 6 weeks", 0.0, 0.5, 2 * (2 / 5) * (2 / 4) / (2 / 5 + 2 / 4)),
         ],
     )
     def test_text_matches(self, pred: str, gold: str, em: float, contains: float, f1: float) -> None:
@@ -146,6 +148,14 @@ class TestCases:
                             judge={"groundedness": JudgeScore(score=0.2, explanation="not in quote")})
         assert failure_labels(ungrounded) == ["unsupported answer"]
         assert failure_labels(result(error="boom")) == ["error"]
+
+    def test_answer_text_includes_the_quotes_shown(self) -> None:
+        # an extractive answer is a lead line plus quotes: the expected answer is matched against both
+        r = result(answer="Here is what the PDFs say [1]:", expected_answer="25 days",
+                   citations=[quote("a.pdf", 3, text="Staff get 25 days of leave.")])
+        m = case_metrics(r)
+        assert m["contains_match"] == 1.0 and m["exact_match"] == 0.0
+        assert m["token_f1"] == pytest.approx(2 * (2 / 11) * 1 / (2 / 11 + 1))  # 11 tokens shown, 2 match
 
     def test_case_score_mixes_the_layers(self) -> None:
         # page_hit 1, citation page precision 1/2, validity 1/2 -> (1 + 0.5 + 0.5) / 3
