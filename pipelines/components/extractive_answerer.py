@@ -49,10 +49,19 @@ class Candidate:
     overlap: float = 0.0
     cosine: float = 0.0
     score: float = 0.0
+    header: tuple[int, int] | None = None  # a table row's header line, scored with it and quoted before it
 
     @property
     def text(self) -> str:
         return (self.doc.content or "")[self.start : self.end]
+
+    @property
+    def header_text(self) -> str:
+        return (self.doc.content or "")[self.header[0] : self.header[1]] if self.header else ""
+
+    @property
+    def scoring_text(self) -> str:
+        return f"{self.header_text} / {self.text}" if self.header else self.text
 
 
 def _is_heading_line(text: str, doc: Document) -> bool:
@@ -63,6 +72,7 @@ def _is_heading_line(text: str, doc: Document) -> bool:
     return flat in section or flat == section.split(" > ")[-1]
 
 
+_CAPTION = re.compile(r"^(?:table|figure|fig\.)\s*\d", re.I)
 _NUMBERED_HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.|article\s+\w+|section\s+\d+)\s+\S", re.I)
 
 
@@ -188,14 +198,23 @@ class ExtractiveAnswerer:
         for rank, doc in enumerate(docs):
             content = doc.content or ""
             etype = (doc.meta or {}).get("element_type", "text")
+            header: tuple[int, int] | None = None
             for s0, e in sentence_spans(content, lines=etype in ("table", "list")):
                 s = _skip_heading_lines(content, s0, e, doc)
                 text = content[s:e]
-                if len(text) < _MIN_CHARS and etype != "table":
+                if etype == "table":
+                    if _CAPTION.match(text):
+                        continue
+                    if header is None:  # the first line after the caption names the columns
+                        header = (s, e)
+                        continue
+                elif len(text) < _MIN_CHARS:
                     continue
                 if e - s > _MAX_CHARS or _is_heading_line(text, doc):
                     continue
-                out.append(Candidate(rank, doc, s, e, set(terms(text))))
+                c = Candidate(rank, doc, s, e, set(terms(text)), header=header if etype == "table" else None)
+                c.terms |= set(terms(c.header_text))
+                out.append(c)
         return out
 
     @component.output_types(text=str, citations=list[dict[str, Any]], relevance=float)
@@ -254,7 +273,7 @@ class ExtractiveAnswerer:
         cands.sort(key=lambda c: c.overlap + 0.15 / (1 + c.doc_rank), reverse=True)
         cands = cands[: self.max_candidates]
         q_vec = np.asarray(query_embedding, "float32") if query_embedding is not None else self._embed([question])[0]
-        vecs = self._embed([c.text for c in cands])
+        vecs = self._embed([c.scoring_text for c in cands])
         cos = vecs @ q_vec
         for c, s in zip(cands, cos, strict=True):
             c.cosine = float(s)
@@ -277,7 +296,15 @@ class ExtractiveAnswerer:
             chosen.append(c)
         # show quotes in document order within a passage, passages in rank order
         chosen.sort(key=lambda c: (c.doc_rank, c.start))
-        citations = [{"n": i, "chunk_id": chunk_id_of(c.doc), "quote": c.text} for i, c in enumerate(chosen, 1)]
+        spans: list[tuple[Document, str]] = []
+        for c in chosen:
+            if c.header and (c.doc, c.header_text) not in spans:
+                spans.append((c.doc, c.header_text))  # "Year | Revenue | Headcount" before "2019 | 70.4 | 940"
+            spans.append((c.doc, c.text))
+        citations = [
+            {"n": i, "chunk_id": chunk_id_of(d), "quote": text}
+            for i, (d, text) in enumerate(spans[: self.max_quotes + 1], 1)
+        ]
         return {"text": _lead(LEAD, citations), "citations": citations, "relevance": relevance}
 
     def _summary(self, routed: list[Document], reference: str) -> dict[str, Any]:

@@ -1,0 +1,139 @@
+"""Extractive answers: the best 1-3 sentences or table rows, quoted exactly, and a relevance score."""
+
+from __future__ import annotations
+
+import pytest
+from haystack import Document
+
+from connectors.settings import Settings
+from pipelines.components.extractive_answerer import ExtractiveAnswerer
+
+
+def _chunk(i, content, *, page=1, section="", etype="text", label=""):
+    return Document(
+        id=f"hb:{i:05d}",
+        content=content,
+        meta={
+            "scope": "local",
+            "doc_id": "hb",
+            "chunk_index": i,
+            "file_name": "hb.pdf",
+            "page_start": page,
+            "page_end": page,
+            "section": section,
+            "element_type": etype,
+            "label": label,
+        },
+    )
+
+
+LEAVE = _chunk(
+    1,
+    "4 Leave > 4.2 Parental leave\nThe primary carer receives 26 weeks of parental leave on full pay. "
+    "The secondary carer receives 6 weeks of paid parental leave. Requests go to the People Team.",
+    page=5,
+    section="4 Leave > 4.2 Parental leave",
+)
+HOURS = _chunk(
+    2,
+    "2 Working Hours\nThe standard working week is 37.5 hours, Monday to Friday. Core hours are 10:00 to 15:00.",
+    page=2,
+    section="2 Working Hours",
+)
+TABLE = _chunk(
+    3,
+    "Table 2: Revenue and headcount by year\nYear | Revenue (GBP m) | Headcount\n2019 | 70.4 | 940\n"
+    "2020 | 78.9 | 990\n2021 | 88.0 | 1,050",
+    page=9,
+    section="7 Finance",
+    etype="table",
+    label="Table 2",
+)
+
+
+@pytest.fixture(scope="module")
+def answerer():
+    a = ExtractiveAnswerer(model_path=str(Settings().resolved_model_path))
+    a.warm_up()
+    return a
+
+
+class TestExtractiveAnswerer:
+    def test_init_validates(self):
+        with pytest.raises(ValueError, match="model_path"):
+            ExtractiveAnswerer(model_path="")
+        with pytest.raises(ValueError, match="max_quotes"):
+            ExtractiveAnswerer(model_path="m", max_quotes=5)
+        with pytest.raises(ValueError, match="keep_ratio"):
+            ExtractiveAnswerer(model_path="m", keep_ratio=0)
+
+    def test_to_dict(self):
+        assert ExtractiveAnswerer(model_path="/m", max_quotes=2).to_dict() == {
+            "type": "pipelines.components.extractive_answerer.ExtractiveAnswerer",
+            "init_parameters": {
+                "model_path": "/m",
+                "threads": 1,
+                "max_quotes": 2,
+                "max_candidates": 10,
+                "overlap_weight": 0.35,
+                "keep_ratio": 0.85,
+                "max_table_chars": 1500,
+            },
+        }
+
+    def test_from_dict(self):
+        a = ExtractiveAnswerer.from_dict(ExtractiveAnswerer(model_path="/m", max_candidates=20).to_dict())
+        assert (a.model_path, a.max_candidates) == ("/m", 20)
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize(
+        ("question", "expected"),
+        [
+            ("How much parental leave does the primary carer get?", "The primary carer receives 26 weeks"),
+            ("What are the core hours?", "Core hours are 10:00 to 15:00."),
+            ("What was the revenue in 2020?", "2020 | 78.9 | 990"),
+        ],
+    )
+    def test_run_quotes_the_answering_span(self, answerer, question, expected):
+        docs = [HOURS, LEAVE, TABLE]
+        before = [d.content for d in docs]
+        out = answerer.run(question=question, documents=docs)
+        quotes = [c["quote"] for c in out["citations"]]
+        assert 1 <= len(quotes) <= 3
+        assert quotes[0].startswith(expected) or any(q.startswith(expected) for q in quotes)
+        by_id = {d.id: d.content for d in docs}
+        assert all(c["quote"] in by_id[c["chunk_id"]] for c in out["citations"])
+        assert not any(q.startswith(("4 Leave", "2 Working")) for q in quotes)  # heading lines are not quotes
+        assert out["text"].startswith("Here is what the PDFs say [1]")
+        assert out["relevance"] > 0.4
+        assert [d.content for d in docs] == before
+
+    @pytest.mark.slow
+    def test_run_named_table_is_quoted_whole(self, answerer):
+        out = answerer.run(question="Which year in table 2 has the highest revenue?", documents=[HOURS], routed=[TABLE])
+        assert out["citations"] == [{"n": 1, "chunk_id": "hb:00003", "quote": TABLE.content}]
+        assert out["text"] == "Table 2 in hb.pdf [1]:"
+
+    @pytest.mark.slow
+    def test_run_structural_question_quotes_openings(self, answerer):
+        out = answerer.run(
+            question="Summarize pages 2-5",
+            documents=[],
+            routed=[HOURS, LEAVE],
+            content_question="Summarize",
+            reference="pages 2–5",
+        )
+        quotes = [c["quote"] for c in out["citations"]]
+        assert quotes == [
+            "The standard working week is 37.5 hours, Monday to Friday.",
+            "The primary carer receives 26 weeks of parental leave on full pay.",
+        ]
+        assert out["text"] == "From pages 2–5 [1][2]:"
+
+    @pytest.mark.slow
+    def test_run_unrelated_question_has_low_relevance(self, answerer):
+        out = answerer.run(question="What is the capital of Peru?", documents=[HOURS, LEAVE, TABLE])
+        assert out["relevance"] < 0.3
+
+    def test_run_without_passages(self, answerer):
+        assert answerer.run(question="anything?", documents=[]) == {"text": "", "citations": [], "relevance": 0.0}

@@ -1,0 +1,349 @@
+"""The query engine end to end on a real SQLite store with real embeddings: scopes, routing, refusal,
+follow-ups, and the LLM path against a local fake OpenAI server (real openai client)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from haystack import Document
+from haystack.document_stores.types import DuplicatePolicy
+
+from connectors.embedding import embed
+from connectors.llm import client_from_settings
+from connectors.settings import Settings
+from connectors.sqlite_store import SQLiteDocumentStore
+from eval.fake_openai import FakeOpenAI, passages_in
+from pipelines.models import Turn
+from pipelines.query import NOTE_DROPPED, NOTE_LLM_FAILED, NOTE_LLM_UNSUPPORTED, QueryEngine, build_query_pipeline
+
+pytestmark = pytest.mark.slow
+
+A, B = "slack:T1:CA", "slack:T1:CB"
+
+
+def _chunk(scope, doc_id, i, page, content, *, section="", section_id="", etype="text", label="", file="hb.pdf"):
+    return Document(
+        id=f"{doc_id}:{i:05d}",
+        content=content,
+        meta={
+            "scope": scope,
+            "doc_id": doc_id,
+            "file_name": file,
+            "page_start": page,
+            "page_end": page,
+            "section": section,
+            "section_id": section_id,
+            "element_type": etype,
+            "label": label,
+            "chunk_index": i,
+            "sha256": doc_id * 8,
+            "uploaded_by": "",
+            "uploaded_at": "2024-03-01T00:00:00Z",
+        },
+    )
+
+
+CORPUS = [
+    _chunk(
+        A,
+        "hb",
+        0,
+        1,
+        "1 Introduction\nHalvorsen & Pike Engineering Ltd. was founded in 1994 in Leeds. "
+        "Today the company employs 1,240 people across four offices.",
+        section="1 Introduction",
+        section_id="1",
+    ),
+    _chunk(
+        A,
+        "hb",
+        1,
+        2,
+        "2 Working Hours\nThe standard working week is 37.5 hours, Monday to Friday. Core hours are 10:00 to 15:00.",
+        section="2 Working Hours",
+        section_id="2",
+    ),
+    _chunk(
+        A,
+        "hb",
+        2,
+        5,
+        "4 Leave > 4.2 Parental leave\nThe primary carer receives 26 weeks of parental leave on "
+        "full pay. The secondary carer receives 6 weeks of paid parental leave.",
+        section="4 Leave > 4.2 Parental leave",
+        section_id="4.2",
+    ),
+    _chunk(
+        A,
+        "hb",
+        3,
+        9,
+        "Table 2: Revenue and headcount by year\nYear | Revenue (GBP m) | Headcount\n"
+        "2019 | 70.4 | 940\n2020 | 78.9 | 990\n2021 | 88.0 | 1,050\n2022 | 97.5 | 1,180",
+        section="7 Finance",
+        section_id="7",
+        etype="table",
+        label="Table 2",
+    ),
+    _chunk(
+        A,
+        "hb",
+        4,
+        12,
+        "10 Information Security\nPasswords must be at least 14 characters long and are "
+        "changed only after a suspected compromise.",
+        section="10 Information Security",
+        section_id="10",
+    ),
+    # scope B: a much better match for the parental-leave question, which scope A must never see
+    _chunk(
+        B,
+        "sec",
+        0,
+        1,
+        "Parental leave: the primary carer receives 52 weeks of parental leave on full pay "
+        "under the confidential Project Osprey agreement.",
+        section="Parental leave",
+        file="osprey.pdf",
+    ),
+]
+B_MARKERS = ("Osprey", "52 weeks", "osprey.pdf", "sec:")
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory):
+    return Settings(data_dir=tmp_path_factory.mktemp("engine"), refusal_threshold=0.35)
+
+
+@pytest.fixture(scope="module")
+def store(settings):
+    vecs = embed([d.content for d in CORPUS], path=settings.resolved_model_path)
+    s = SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
+    s.write_documents([replace(d, embedding=v) for d, v in zip(CORPUS, vecs, strict=True)], DuplicatePolicy.OVERWRITE)
+    return s
+
+
+@pytest.fixture(scope="module")
+def engine(settings, store):
+    e = QueryEngine(settings, store)
+    e.warm_up()
+    return e
+
+
+def _no_b(answer) -> None:
+    dumped = json.dumps(answer.model_dump(), ensure_ascii=False)
+    assert not any(m in dumped for m in B_MARKERS), "scope B leaked into an answer in scope A"
+
+
+class TestExtractivePath:
+    @pytest.mark.parametrize("mode", ["hybrid", "bm25", "dense"])
+    def test_scope_isolation(self, engine, mode):
+        answer = engine.answer("How many weeks of parental leave does the primary carer get?", [A], mode=mode)
+        _no_b(answer)
+        assert not answer.refused
+        assert any("26 weeks" in c.quote for c in answer.citations)
+        docs = engine.retrieve("Project Osprey confidential agreement 52 weeks", [A], mode=mode, k=10)
+        assert docs and all(d.meta["scope"] == A for d in docs)
+        # and the other way round: B only sees B
+        b = engine.answer("How many weeks of parental leave does the primary carer get?", [B], mode=mode)
+        assert all(r.chunk_id.startswith("sec:") for r in b.retrieved)
+
+    def test_answer_quotes_verbatim_with_location(self, engine):
+        answer = engine.answer("What are the core hours?", [A])
+        assert answer.mode == "extractive" and not answer.refused
+        c = answer.citations[0]
+        assert c.quote == "Core hours are 10:00 to 15:00."
+        assert (c.file, c.page_start, c.section, c.chunk_id) == ("hb.pdf", 2, "2 Working Hours", "hb:00001")
+        assert answer.validation.exact == len(answer.citations)
+        assert answer.text.startswith("Here is what the PDFs say [1]")
+        assert answer.retrieved and answer.timings_ms.total >= answer.timings_ms.retrieve
+
+    @pytest.mark.parametrize(
+        "question",
+        ["What is the dress code for client meetings?", "Which cryptocurrency wallets are supported for payroll?"],
+    )
+    def test_refuses_unanswerable_and_points_at_passages(self, engine, question):
+        answer = engine.answer(question, [A])
+        assert answer.refused and answer.citations == []
+        assert answer.text.startswith("The PDFs in this channel don't seem to answer that.")
+        assert 1 <= answer.text.count("• hb.pdf · p.") <= 3
+
+    def test_routes_page_reference(self, engine):
+        answer = engine.answer("What does page 12 say?", [A])
+        assert [c.page_start for c in answer.citations] == [12]
+        assert answer.citations[0].quote.startswith("Passwords must be at least 14 characters")
+        assert answer.text == "From page 12 [1]:"
+        assert answer.retrieved[0].page_start == 12  # referenced chunks come first
+
+    def test_routes_section_reference(self, engine):
+        answer = engine.answer("What does § 4.2 say about the secondary carer?", [A])
+        assert any("secondary carer receives 6 weeks" in c.quote for c in answer.citations)
+        _no_b(answer)
+
+    def test_routes_table_reference(self, engine):
+        answer = engine.answer("Which year in table 2 has the highest revenue?", [A])
+        assert len(answer.citations) == 1 and "2022 | 97.5 | 1,180" in answer.citations[0].quote
+
+    def test_follow_up_carries_terms(self, engine):
+        history = [Turn(role="user", text="What was the revenue in 2020?"), Turn(role="assistant", text="…")]
+        answer = engine.answer("and in 2019?", [A], history)
+        assert not answer.refused
+        # the row that answers, after its table's header line so it can be read
+        assert [c.quote for c in answer.citations[:2]] == ["Year | Revenue (GBP m) | Headcount", "2019 | 70.4 | 940"]
+
+    def test_empty_scope_refuses(self, engine):
+        answer = engine.answer("What are the core hours?", ["teams:x:y"])
+        assert answer.refused and answer.retrieved == []
+
+
+def test_build_query_pipeline_modes(settings, store):
+    for mode, names in (
+        ("hybrid", {"embedder", "dense", "bm25", "joiner"}),
+        ("bm25", {"bm25", "joiner"}),
+        ("dense", {"embedder", "dense", "joiner"}),
+    ):
+        assert set(build_query_pipeline(settings, store, mode).graph.nodes) == names
+    with pytest.raises(ValueError, match="mode"):
+        build_query_pipeline(settings, store, "fuzzy")  # type: ignore[arg-type]
+
+
+# --- LLM path --------------------------------------------------------------------------------------
+
+QUESTION = "How many weeks of parental leave does the primary carer get?"
+GOOD_QUOTE = "The primary carer receives 26 weeks of parental leave on full pay."
+
+
+@pytest.fixture
+def fake():
+    with FakeOpenAI() as f:
+        yield f
+
+
+def _llm_engine(settings, store, fake, **over):
+    s = settings.model_copy(update={"openai_base_url": fake.base_url, "llm_model": "fake-model", **over})
+    waits: list[float] = []
+    e = QueryEngine(s, store, llm_client=client_from_settings(s, sleep=waits.append))
+    e.warm_up()
+    return e, waits
+
+
+def _chunk_id_with(fake_req, text) -> str:
+    return next(cid for cid, body in passages_in(fake_req) if text in body)
+
+
+class TestLLMPath:
+    def test_good_answer(self, settings, store, fake):
+        fake.responder = lambda req: json.dumps(
+            {
+                "answerable": True,
+                "answer": "The primary carer gets 26 weeks on full pay [1].",
+                "citations": [{"n": 1, "chunk_id": _chunk_id_with(req, GOOD_QUOTE), "quote": GOOD_QUOTE}],
+            }
+        )
+        engine, _ = _llm_engine(settings, store, fake)
+        answer = engine.answer(QUESTION, [A])
+        assert answer.mode == "llm" and not answer.refused and answer.note == ""
+        assert answer.text == "The primary carer gets 26 weeks on full pay [1]."
+        assert [c.quote for c in answer.citations] == [GOOD_QUOTE]
+        assert answer.validation.exact == 1 and not answer.validation.retried
+        req = fake.requests[-1]
+        assert req["temperature"] == 0 and req["model"] == "fake-model"
+        assert not any(m in json.dumps(req) for m in B_MARKERS)  # scope B never reaches the model either
+
+    def test_fabricated_quote_is_retried_then_dropped(self, settings, store, fake):
+        def reply(req):
+            cid = _chunk_id_with(req, GOOD_QUOTE)
+            return json.dumps(
+                {
+                    "answerable": True,
+                    "answer": "The primary carer gets 26 weeks [1]. They also get a company car [2].",
+                    "citations": [
+                        {"n": 1, "chunk_id": cid, "quote": "the primary carer receives 26 weeks"},
+                        {"n": 2, "chunk_id": cid, "quote": "Primary carers also receive a company car."},
+                    ],
+                }
+            )
+
+        fake.responder = reply
+        engine, _ = _llm_engine(settings, store, fake)
+        answer = engine.answer(QUESTION, [A])
+        assert len(fake.requests) == 2
+        assert "company car" in fake.requests[1]["messages"][-1]["content"]  # the stricter prompt names it
+        assert answer.mode == "llm"
+        assert answer.text == "The primary carer gets 26 weeks [1]."
+        assert [c.quote for c in answer.citations] == ["The primary carer receives 26 weeks"]  # exact source span
+        v = answer.validation
+        assert v.retried and v.unmatched == 2 and v.normalised == 2
+        assert answer.note == NOTE_DROPPED
+
+    def test_unknown_chunk_id_is_retried(self, settings, store, fake):
+        fake.push_json(
+            {
+                "answerable": True,
+                "answer": "26 weeks [1].",
+                "citations": [{"n": 1, "chunk_id": "made-up:00007", "quote": GOOD_QUOTE}],
+            }
+        )
+        fake.responder = lambda req: json.dumps(
+            {
+                "answerable": True,
+                "answer": "26 weeks on full pay [1].",
+                "citations": [{"n": 1, "chunk_id": _chunk_id_with(req, GOOD_QUOTE), "quote": GOOD_QUOTE}],
+            }
+        )
+        engine, _ = _llm_engine(settings, store, fake)
+        answer = engine.answer(QUESTION, [A])
+        assert "'made-up:00007' is not one of the passages" in fake.requests[1]["messages"][-1]["content"]
+        assert answer.mode == "llm" and answer.citations[0].chunk_id == "hb:00002"
+        assert answer.validation.unknown_chunk == 1 and answer.validation.exact == 1
+
+    def test_nothing_valid_after_retry_falls_back_to_extractive(self, settings, store, fake):
+        fake.responder = lambda req: json.dumps(
+            {
+                "answerable": True,
+                "answer": "Everyone gets a year off [1].",
+                "citations": [{"n": 1, "chunk_id": "hb:00002", "quote": "Everyone gets a paid year off."}],
+            }
+        )
+        engine, _ = _llm_engine(settings, store, fake)
+        answer = engine.answer(QUESTION, [A])
+        assert answer.mode == "extractive" and answer.note == NOTE_LLM_UNSUPPORTED
+        assert any("26 weeks" in c.quote for c in answer.citations)
+        assert answer.validation.unmatched == 2
+
+    def test_429_with_retry_after(self, settings, store, fake):
+        fake.push(status=429, headers={"Retry-After": "2"})
+        engine, waits = _llm_engine(settings, store, fake)
+        answer = engine.answer(QUESTION, [A])
+        assert waits == [2.0]
+        assert answer.mode == "llm" and answer.citations
+
+    def test_timeout_falls_back_to_extractive_with_note(self, settings, store, fake):
+        fake.push(json.dumps({"answerable": True, "answer": "", "citations": []}), delay_s=2.0)
+        engine, _ = _llm_engine(settings, store, fake, llm_timeout_s=0.3)
+        answer = engine.answer(QUESTION, [A])
+        assert answer.mode == "extractive" and answer.note == NOTE_LLM_FAILED
+        assert any("26 weeks" in c.quote for c in answer.citations)
+
+    def test_malformed_json_falls_back(self, settings, store, fake):
+        fake.push("I think the answer is 26 weeks.")
+        fake.push("{not json")
+        engine, _ = _llm_engine(settings, store, fake)
+        answer = engine.answer(QUESTION, [A])
+        assert answer.mode == "extractive" and answer.note == NOTE_LLM_FAILED and answer.citations
+
+    def test_model_says_unanswerable(self, settings, store, fake):
+        fake.push_json({"answerable": False, "answer": "", "citations": []})
+        engine, _ = _llm_engine(settings, store, fake)
+        answer = engine.answer("How many weeks of parental leave do grandparents get?", [A])
+        assert answer.refused and answer.mode == "llm" and answer.citations == []
+        assert "• hb.pdf" in answer.text
+
+    def test_follow_up_uses_condensing_prompt(self, settings, store, fake):
+        fake.push_json({"question": "What was the revenue in 2019?"})
+        engine, _ = _llm_engine(settings, store, fake)
+        history = [Turn(role="user", text="What was the revenue in 2020?"), Turn(role="assistant", text="…")]
+        engine.answer("and in 2019?", [A], history)
+        assert "standalone question" in fake.requests[0]["messages"][0]["content"]
