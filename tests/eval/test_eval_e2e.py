@@ -1,0 +1,87 @@
+"""`citebot eval` end to end on the real pipeline and the shipped demo set (a stratified subset, to stay quick).
+
+The smoke test is the CI gate: run the demo set, then `eval compare` against eval/gates.toml must pass.
+Both tests share one data dir, so the second reuses the index the first built (cached by content hash).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bot.cli.main import main
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "eval" / "sets" / "demo.jsonl"
+GATES = REPO / "eval" / "gates.toml"
+LIMIT = "14"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("eval-data")
+
+
+@pytest.fixture
+def citebot(data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("CITEBOT_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("CITEBOT_LOG_LEVEL", "warning")
+
+    def run(*argv: str) -> tuple[int, str]:
+        capsys.readouterr()
+        code = main(list(argv))
+        return code, capsys.readouterr().out
+
+    return run
+
+
+def test_smoke_run_passes_the_shipped_gates(citebot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    run = tmp_path / "run"
+    code, out = citebot("eval", "run", "--set", str(DEMO), "--limit", LIMIT, "--out", str(run), "--json")
+    assert code == 0
+    summary = json.loads(out)["modes"]["hybrid"]["overall"]
+    assert summary["n_cases"] == int(LIMIT) and summary["n_errors"] == 0
+    assert summary["citation_validity"] == 1.0 and summary["quotes_checked"] > 0
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["index_reused"] is False and meta["answer_model"] == "extractive"
+    assert {i["status"] for i in meta["ingest"]} == {"indexed"}
+    code, out = citebot("eval", "compare", str(run), "--gates", str(GATES))
+    assert code == 0, out
+    assert "RESULT: all gates passed" in out
+
+
+def test_mode_all_report_and_compare(citebot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out_dir = tmp_path / "all"
+    code, out = citebot("eval", "run", "--set", str(DEMO), "--limit", LIMIT, "--out", str(out_dir), "--mode", "all")
+    assert code == 0
+    table = [line for line in out.splitlines() if line.startswith("| ")]
+    assert [row.split("|")[1].strip() for row in table[1:]] == ["hybrid", "bm25", "dense"]
+    meta = json.loads((out_dir / "hybrid" / "meta.json").read_text())
+    assert meta["index_reused"] is True  # built by the smoke test, same PDFs and settings
+
+    code, out = citebot("eval", "report", str(out_dir))
+    assert code == 0
+    assert "| hybrid |" in (out_dir / "report.md").read_text()
+    hybrid_md = (out_dir / "hybrid" / "report.md").read_text()
+    assert "## Ten worst cases" in hybrid_md and "## Per category" in hybrid_md
+    assert (out_dir / "hybrid" / "report.html").read_text().count("<svg") >= 3
+
+    code, out = citebot("eval", "compare", str(out_dir / "hybrid"), str(out_dir / "hybrid"), "--gates", str(GATES))
+    assert code == 0, out
+
+    # a build that stops answering a critical case fails the gates
+    worse = tmp_path / "worse"
+    shutil.copytree(out_dir / "hybrid", worse)
+    lines = (worse / "results.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in lines]
+    critical = next(r for r in rows if r["critical"] and r["answerable"])
+    critical.update(refused=True, citations=[], answer="The PDFs in this channel don't seem to answer that.")
+    (worse / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out = citebot("eval", "compare", str(out_dir / "hybrid"), str(worse), "--gates", str(GATES))
+    assert code == 1
+    assert f"FAIL  critical cases: {critical['id']}" in out
