@@ -230,14 +230,14 @@ class FakeMicrosoft:
                     return
                 if split.path.startswith("/v3/teams/"):
                     team_id = unquote(parts[3])
-                    fake._record(Call("GET", split.path, {}, time.perf_counter()))
+                    fake._record(Call("GET", unquote(split.path), {}, time.perf_counter()))
                     if team_id not in fake.team_groups:
                         self._json(404, {"error": {"code": "NotFound"}})
                         return
                     self._json(200, {"id": team_id, "name": "Team", "aadGroupId": fake.team_groups[team_id]})
                     return
                 if split.path.startswith("/v1.0/"):
-                    fake._record(Call("GET", split.path, {}, time.perf_counter()))
+                    fake._record(Call("GET", unquote(split.path), {}, time.perf_counter()))
                     if self.headers.get("Authorization") != f"Bearer {FAKE_TOKEN}":
                         self._json(401, {"error": {"code": "InvalidAuthenticationToken"}})
                         return
@@ -254,15 +254,22 @@ class FakeMicrosoft:
                         return
                     self._json(
                         200,
-                        {"id": folder.folder_id, "name": "General", "folder": {"childCount": len(folder.files)},
-                         "parentReference": {"driveId": folder.drive_id}},
+                        {
+                            "id": folder.folder_id,
+                            "name": "General",
+                            "folder": {"childCount": len(folder.files)},
+                            "parentReference": {"driveId": folder.drive_id},
+                        },
                     )
                     return
                 # drives/{drive}/items/{folder}/children
                 if len(parts) == 5 and parts[0] == "drives" and parts[2] == "items" and parts[4] == "children":
                     folder = next(
-                        (f for f in fake.channel_folders.values()
-                         if f.drive_id == unquote(parts[1]) and f.folder_id == unquote(parts[3])),
+                        (
+                            f
+                            for f in fake.channel_folders.values()
+                            if f.drive_id == unquote(parts[1]) and f.folder_id == unquote(parts[3])
+                        ),
                         None,
                     )
                     if folder is None:

@@ -132,8 +132,13 @@ def quotes_card(citations: Sequence[Citation]) -> Attachment:
     return Attachment(content_type=ADAPTIVE_CARD, content=content)
 
 
-def answer_text(answer: Answer) -> str:
+def answer_text(answer: Answer, *, inline_quotes: bool) -> str:
+    """The message text. Extractive answers are "Here is what the PDFs say [1][2]:" plus the quotes,
+    so without a quote card the quotes follow inline, one ``[n] “quote” — file · p. N`` line each."""
     text = answer.text.strip()
+    if inline_quotes and answer.citations:
+        lines = [f"[{c.n}] “{' '.join(c.quote.split())}” — {source_label(c)}" for c in answer.citations]
+        text += "\n\n" + "\n\n".join(lines)
     if answer.note:
         text += f"\n\n_{answer.note}_"
     return text
@@ -141,14 +146,15 @@ def answer_text(answer: Answer) -> str:
 
 def answer_activity(answer: Answer, *, quote_card: bool) -> Activity:
     """The Teams message for an answer; ``quote_card`` adds the Adaptive Card of quotes."""
+    card = quote_card and bool(answer.citations)
     activity = Activity(
         type=ActivityTypes.message,
-        text=answer_text(answer),
+        text=answer_text(answer, inline_quotes=answer.mode == "extractive" and not card),
         text_format="markdown",
         entities=[ai_message_entity(answer.citations)],
         channel_data={"feedbackLoopEnabled": True},
     )
-    if quote_card and answer.citations:
+    if card:
         activity.attachments = [quotes_card(answer.citations)]
     return activity
 

@@ -28,11 +28,22 @@ def _answer() -> Answer:
         text="Staff with five years of service get 25 days [1]; carry-over is capped at five days [2].",
         citations=[
             Citation(
-                n=1, chunk_id="d1:00003", doc_id="d1", file="handbook.pdf", page_start=4, page_end=4,
-                section="4 Leave > 4.1 Annual leave", quote=LONG_QUOTE,
+                n=1,
+                chunk_id="d1:00003",
+                doc_id="d1",
+                file="handbook.pdf",
+                page_start=4,
+                page_end=4,
+                section="4 Leave > 4.1 Annual leave",
+                quote=LONG_QUOTE,
             ),
             Citation(
-                n=2, chunk_id="d1:00004", doc_id="d1", file="handbook.pdf", page_start=4, page_end=5,
+                n=2,
+                chunk_id="d1:00004",
+                doc_id="d1",
+                file="handbook.pdf",
+                page_start=4,
+                page_end=5,
                 quote="up to a maximum of five days",
             ),
         ],
@@ -81,6 +92,16 @@ class TestAnswerActivity:
             "[2] handbook.pdf · pp. 4–5",
         ]
         assert blocks[0]["items"][1]["text"] == f"“{LONG_QUOTE}”"
+
+    def test_extractive_answer_in_a_chat_shows_the_quotes_inline(self) -> None:
+        text = render.answer_activity(_answer(), quote_card=False).text
+        assert f"[1] “{LONG_QUOTE}” — handbook.pdf · p. 4 · 4.1 Annual leave" in text
+        assert "[2] “up to a maximum of five days” — handbook.pdf · pp. 4–5" in text
+        # with the quote card (channels) the quotes are in the card, not repeated in the text
+        assert LONG_QUOTE not in render.answer_activity(_answer(), quote_card=True).text
+        # an LLM answer is prose with markers; its quotes live in the citations
+        llm = _answer().model_copy(update={"mode": "llm"})
+        assert render.answer_activity(llm, quote_card=False).text == llm.text
 
     def test_refusal_has_label_but_no_citations_or_card(self) -> None:
         refused = Answer(text="The PDFs here don't say.", refused=True, note="No passage was relevant enough.")
@@ -133,7 +154,7 @@ class TestParseTurn:
         [
             ("<at>Citebot</at> what is the leave policy?", "what is the leave policy?"),
             ("<p><at>Citebot</at>&nbsp;how many days?</p>", "how many days?"),
-            ("Ask <at>Citebot</at> about &quot;Table 2&quot; please", "Ask about \"Table 2\" please"),
+            ("Ask <at>Citebot</at> about &quot;Table 2&quot; please", 'Ask about "Table 2" please'),
             ("<at>Citebot</at> does <at>Bob</at> approve?", "does Bob approve?"),
         ],
     )

@@ -1,0 +1,197 @@
+"""Handler logic through botbuilder's ``TestAdapter``: which messages are answered, what the core sees,
+what goes out in the turn and what is delivered later with ``continue_conversation``.
+
+The real CitebotService and SQLite store answer; a PDF is put into the channel's scope first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from botbuilder.core import TurnContext
+from botbuilder.core.adapters import TestAdapter
+from botbuilder.schema import Activity, ActivityTypes
+
+from bot.core import APOLOGY, ChatContext, ChatCore
+from bot.teams.bot import GRAPH_NOT_CONFIGURED, HELP_TEXT, SYNC_ONLY_IN_CHANNELS, CitebotTeamsBot
+from connectors.settings import Settings
+
+pytestmark = pytest.mark.slow
+
+BOT = {"id": "28:citebot", "name": "Citebot"}
+TENANT = "tenant-flows"
+CHANNEL = "19:handbook@thread.tacv2"
+SCOPE = f"teams:{TENANT}:{CHANNEL}"
+FILE = "meadowlark_policy.pdf"
+LINES = [
+    "Meadowlark Office Policy",
+    "1 Plants",
+    "Office plants on the Meadowlark floor are watered every Thursday by the facilities team.",
+    "2 Lockers",
+    "Each Meadowlark employee may rent one locker for 12 euros per year.",
+]
+
+_ids = itertools.count(1)
+
+
+def make_pdf(lines: list[str]) -> bytes:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4, invariant=1)
+    for i, line in enumerate(lines):
+        c.setFont("Helvetica", 12)
+        c.drawString(60, 800 - 24 * i, line)
+    c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def channel_activity(text: str, *, mention: bool = True) -> Activity:
+    activity_id = f"170000000{next(_ids):04d}"
+    return Activity().deserialize(
+        {
+            "type": "message",
+            "id": activity_id,
+            "channelId": "msteams",
+            "serviceUrl": "https://smba.invalid/teams/",  # never contacted: TestAdapter records replies
+            "from": {"id": "29:alice"},
+            "recipient": BOT,
+            "conversation": {
+                "id": f"{CHANNEL};messageid={activity_id}",
+                "conversationType": "channel",
+                "tenantId": TENANT,
+            },
+            "channelData": {"channel": {"id": CHANNEL}, "team": {"id": "19:t@thread.tacv2"}, "tenant": {"id": TENANT}},
+            "text": f"<at>Citebot</at> {text}" if mention else text,
+            "entities": [{"type": "mention", "text": "<at>Citebot</at>", "mentioned": BOT}] if mention else [],
+        }
+    )
+
+
+def chat_activity(text: str, *, chat: str = "a:1chat-flows", **extra: Any) -> Activity:
+    data = {
+        "type": "message",
+        "id": f"chat-{next(_ids)}",
+        "channelId": "msteams",
+        "serviceUrl": "https://smba.invalid/teams/",
+        "from": {"id": "29:alice"},
+        "recipient": BOT,
+        "conversation": {"id": chat, "conversationType": "personal", "tenantId": TENANT},
+        "channelData": {"tenant": {"id": TENANT}},
+        "text": text,
+        **extra,
+    }
+    return Activity().deserialize(data)
+
+
+@dataclass
+class Turn:
+    in_turn: list[Activity]  # sent while the turn ran
+    later: list[Activity]  # sent proactively after it
+
+
+@dataclass
+class Harness:
+    core: ChatCore
+    bot: CitebotTeamsBot
+
+    def run(self, activity: Activity) -> Turn:
+        adapter = TestAdapter()
+
+        async def go() -> Turn:
+            ctx = TurnContext(adapter, activity)
+            await adapter.run_pipeline(ctx, self.bot.on_turn)
+            n = len(adapter.activity_buffer)
+            await self.bot.drain()
+            return Turn(list(adapter.activity_buffer[:n]), list(adapter.activity_buffer[n:]))
+
+        return asyncio.run(go())
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("teams-flows"))
+    core = ChatCore.from_settings(settings)
+    ctx = ChatContext(platform="teams", scope=SCOPE, user="29:alice")
+    result = core.upload(ctx, file_name=FILE, data=make_pdf(LINES))
+    assert result.status == "indexed"
+    bot = CitebotTeamsBot(core, settings, workers=2)
+    yield Harness(core, bot)
+    bot.close()
+
+
+def test_mention_is_stripped_before_the_core_sees_it(harness: Harness) -> None:
+    activity = channel_activity("When are the Meadowlark office plants watered?")
+    turn = harness.run(activity)
+    assert [a.type for a in turn.in_turn] == [ActivityTypes.typing]
+    (answer,) = turn.later
+    assert "[1]" in answer.text
+    assert "watered every Thursday" in str(answer.serialize()["attachments"])  # the quote card
+    assert answer.reply_to_id == activity.id, "the proactive answer goes into the user's thread"
+    history = harness.core.history("teams", activity.conversation.id)
+    assert [t.text for t in history if t.role == "user"] == ["When are the Meadowlark office plants watered?"]
+
+
+def test_unmentioned_channel_message_gets_nothing(harness: Harness) -> None:
+    turn = harness.run(channel_activity("When are the plants watered?", mention=False))
+    assert turn.in_turn == [] and turn.later == []
+
+
+def test_personal_chat_answers_without_mention_in_its_own_scope(harness: Harness) -> None:
+    turn = harness.run(chat_activity("When are the Meadowlark office plants watered?"))
+    (answer,) = turn.later
+    # the chat is another scope: the channel's PDF is not quoted here
+    assert "Thursday" not in answer.text
+    assert FILE not in str(answer.serialize())
+
+
+def test_quick_commands_reply_inside_the_turn(harness: Harness) -> None:
+    turn = harness.run(channel_activity("docs"))
+    (reply,) = turn.in_turn
+    assert FILE in reply.text and turn.later == []
+    turn = harness.run(chat_activity(""))
+    assert [a.text for a in turn.in_turn] == [HELP_TEXT]
+    turn = harness.run(chat_activity("sync"))
+    assert [a.text for a in turn.in_turn] == [SYNC_ONLY_IN_CHANNELS]
+    turn = harness.run(channel_activity("sync"))
+    assert [a.text for a in turn.in_turn] == [GRAPH_NOT_CONFIGURED]
+
+
+def test_exception_in_a_turn_becomes_an_apology(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("database is locked at /secret/path")
+
+    monkeypatch.setattr(harness.core, "documents", broken)
+    turn = harness.run(channel_activity("docs"))
+    assert [a.text for a in turn.in_turn] == [APOLOGY]
+    monkeypatch.undo()
+    turn = harness.run(channel_activity("docs"))
+    assert FILE in turn.in_turn[0].text
+
+
+def test_feedback_invoke_always_answers_200(harness: Harness) -> None:
+    """Teams shows an error to the user unless the invoke gets a 200, even for a message we don't know."""
+    question = channel_activity("How much is a Meadowlark locker per year?")
+    answer = harness.run(question).later[0]
+    assert "12 euros" in str(answer.serialize())
+    invoke = Activity().deserialize(
+        {
+            **question.serialize(),
+            "type": "invoke",
+            "name": "message/submitAction",
+            "id": "invoke-1",
+            "replyToId": "unknown-message",
+            "value": {"actionName": "feedback", "actionValue": {"reaction": "like", "feedback": ""}},
+        }
+    )
+    turn = harness.run(invoke)
+    (response,) = [a for a in turn.in_turn if a.type == ActivityTypes.invoke_response]
+    assert response.value.status == 200

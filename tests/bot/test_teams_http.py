@@ -1,0 +1,534 @@
+"""The Teams bot end to end over HTTP: real Activity JSON posted to ``/api/messages`` (unauthenticated
+mode), ``serviceUrl`` pointing at a local fake Bot Connector that records replies, a local fake Graph
+and token endpoint for ``sync``, the real CitebotService with the SQLite store and generated PDFs.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from bot.core import APOLOGY, ChatCore
+from bot.teams.activity import FILE_DOWNLOAD_INFO
+from bot.teams.fakes import AppThread, Call, ChannelFolder, FakeMicrosoft
+from bot.teams.server import anonymous_authentication, build_app
+from connectors.settings import Settings
+
+pytestmark = pytest.mark.slow
+
+APP_ID = "0b7f9a3c-1d2e-4f50-8a6b-9c0d1e2f3a4b"
+APP_PASSWORD = "fake-app-password"  # noqa: S105
+BOT = {"id": f"28:{APP_ID}", "name": "Citebot"}
+TENANT = "tenant-one"
+OTHER_TENANT = "tenant-two"
+TEAM_ID = "19:team-ops@thread.tacv2"
+GROUP_ID = "9f1c2d3e-0000-4000-8000-00000000aaaa"
+CHANNEL_A = "19:channel-a@thread.tacv2"
+CHANNEL_B = "19:channel-b@thread.tacv2"
+
+# Each PDF holds one fact nobody else has, so a leak is visible in the answer.
+ZEPHYR = "zephyr_budget.pdf"
+ZEPHYR_LINES = [
+    "Aurora Project Finance Memo",
+    "1 Budget",
+    "The Zephyr budget for the Aurora project is 4,200 kroner per quarter.",
+    "Requests above the Zephyr budget need approval from the finance committee.",
+    "2 Reporting",
+    "Spending is reported to the steering group every month.",
+]
+KESTREL = "kestrel_parking.pdf"
+KESTREL_LINES = [
+    "Kestrel Campus Parking Rules",
+    "1 Permits",
+    "A Kestrel parking permit costs 75 euros per month.",
+    "Permits are issued by the facilities desk in building C.",
+]
+ORCHID = "orchid_travel.pdf"
+ORCHID_LINES = [
+    "Orchid Travel Guidelines",
+    "1 Trains",
+    "Orchid staff travel by train when the journey takes under six hours.",
+    "First class tickets are reimbursed only for journeys over four hours.",
+]
+
+
+def make_pdf(lines: list[str]) -> bytes:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4, invariant=1)
+    y = 800
+    for line in lines:
+        c.setFont("Helvetica-Bold" if line[:1].isdigit() or lines.index(line) == 0 else "Helvetica", 12)
+        c.drawString(60, y, line)
+        y -= 24
+    c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+_ids = itertools.count(1_700_000_000_000)
+
+
+def new_id() -> str:
+    return str(next(_ids))
+
+
+@dataclass
+class World:
+    fake: FakeMicrosoft
+    app: AppThread
+    core: ChatCore
+    settings: Settings
+
+    # --- activities -------------------------------------------------------------------------------
+    def channel_message(
+        self,
+        text: str,
+        *,
+        channel: str = CHANNEL_A,
+        tenant: str = TENANT,
+        mention: bool = True,
+        user: str = "29:alice",
+        group_id: str | None = GROUP_ID,
+        activity_id: str | None = None,
+    ) -> dict[str, Any]:
+        activity_id = activity_id or new_id()
+        team: dict[str, Any] = {"id": TEAM_ID}
+        if group_id:
+            team["aadGroupId"] = group_id
+        return {
+            "type": "message",
+            "id": activity_id,
+            "channelId": "msteams",
+            "serviceUrl": self.fake.service_url,
+            "from": {"id": user, "name": user},
+            "recipient": BOT,
+            "conversation": {
+                "id": f"{channel};messageid={activity_id}",
+                "conversationType": "channel",
+                "isGroup": True,
+                "tenantId": tenant,
+            },
+            "channelData": {"channel": {"id": channel}, "team": team, "tenant": {"id": tenant}},
+            "text": f"<at>Citebot</at> {text}" if mention else text,
+            "entities": [{"type": "mention", "text": "<at>Citebot</at>", "mentioned": BOT}] if mention else [],
+        }
+
+    def chat_message(
+        self,
+        text: str,
+        *,
+        chat: str = "a:1personal-alice",
+        tenant: str = TENANT,
+        user: str = "29:alice",
+        kind: str = "personal",
+        attachments: list[dict[str, Any]] | None = None,
+        activity_id: str | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "id": activity_id or new_id(),
+            "channelId": "msteams",
+            "serviceUrl": self.fake.service_url,
+            "from": {"id": user, "name": user},
+            "recipient": BOT,
+            "conversation": {"id": chat, "conversationType": kind, "tenantId": tenant, "isGroup": kind != "personal"},
+            "channelData": {"tenant": {"id": tenant}},
+            "text": text,
+            "attachments": attachments or [],
+        }
+
+    def file_attachment(self, name: str, data: bytes) -> dict[str, Any]:
+        key = f"{new_id()}-{name}"
+        self.fake.files[key] = data
+        return {
+            "contentType": FILE_DOWNLOAD_INFO,
+            "contentUrl": f"https://contoso-my.sharepoint.com/personal/alice/Documents/{name}",
+            "name": name,
+            "content": {"downloadUrl": self.fake.file_url(key), "uniqueId": key, "fileType": name.rsplit(".", 1)[-1]},
+        }
+
+    # --- transport --------------------------------------------------------------------------------
+    def post(self, activity: dict[str, Any]) -> requests.Response:
+        return requests.post(f"{self.app.url}/api/messages", json=activity, timeout=60)
+
+    def replies(self, conversation_id: str) -> list[Call]:
+        return [c for c in self.fake.connector_calls() if c.conversation_id == conversation_id]
+
+    def wait_answer(self, activity: dict[str, Any]) -> Call:
+        """The answer to ``activity``: a message with entities replying to it in its conversation."""
+        conv, activity_id = activity["conversation"]["id"], activity["id"]
+        return self.fake.wait_for(
+            lambda c: (
+                c.conversation_id == conv
+                and c.reply_to_id == activity_id
+                and c.type == "message"
+                and bool(c.body.get("entities"))
+            ),
+            timeout=60,
+        )[-1]
+
+    def wait_text(self, conversation_id: str, needle: str, *, since: float = 0.0, timeout: float = 90) -> Call:
+        return self.fake.wait_for(
+            lambda c: c.conversation_id == conversation_id and needle in c.text and c.at >= since, timeout=timeout
+        )[-1]
+
+    def ask(self, activity: dict[str, Any]) -> Call:
+        assert self.post(activity).status_code in (200, 201)
+        return self.wait_answer(activity)
+
+
+def citations(call: Call) -> list[dict[str, Any]]:
+    (entity,) = [e for e in call.body["entities"] if e.get("@type") == "Message"]
+    return list(entity.get("citation") or [])
+
+
+def cited_files(call: Call) -> set[str]:
+    return {c["appearance"]["name"] for c in citations(call)}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    data_dir = tmp_path_factory.mktemp("teams-http")
+    with FakeMicrosoft(client_id=APP_ID, client_secret=APP_PASSWORD, page_size=2) as fake:
+        settings = Settings(
+            data_dir=data_dir,
+            teams_app_id=APP_ID,
+            teams_app_password=APP_PASSWORD,
+            teams_graph_url=fake.graph_url,
+            teams_token_url=fake.token_url,
+            download_timeout_s=15,
+            max_file_mb=2,
+        )
+        core = ChatCore.from_settings(settings)
+        # Inbound and Bot Connector calls run anonymously (Emulator mode) while Graph uses the app's
+        # credentials against the fake token endpoint.
+        app = build_app(settings, core, auth=anonymous_authentication())
+        with AppThread(app) as thread:
+            yield World(fake=fake, app=thread, core=core, settings=settings)
+
+
+@pytest.fixture(scope="module")
+def seeded(world: World) -> World:
+    """Channel A synced from its Files tab (Zephyr), a personal chat holding Kestrel (sent as a file)."""
+    fake = world.fake
+    fake.files[ZEPHYR] = make_pdf(ZEPHYR_LINES)
+    fake.files["notes.txt"] = b"not a pdf"
+    fake.files["zephyr_copy.pdf"] = fake.files[ZEPHYR]
+    folder = [ZEPHYR, "notes.txt", "zephyr_copy.pdf"]
+    fake.channel_folders[(GROUP_ID, CHANNEL_A)] = ChannelFolder("drive-1", "folder-a", folder)
+    sync = world.channel_message("sync")
+    assert world.post(sync).status_code in (200, 201)
+    world.wait_text(sync["conversation"]["id"], "Synced 2 PDFs")
+
+    upload = world.chat_message("", attachments=[world.file_attachment(KESTREL, make_pdf(KESTREL_LINES))])
+    assert world.post(upload).status_code in (200, 201)
+    world.wait_text(upload["conversation"]["id"], f"Indexed {KESTREL}")
+    return world
+
+
+# --- answers, threads, mentions ---------------------------------------------------------------------
+
+
+def test_channel_mention_answers_in_the_thread_with_citations(seeded: World) -> None:
+    question = seeded.channel_message("What is the Zephyr budget for the Aurora project?")
+    thread = question["conversation"]["id"]
+    t0 = time.perf_counter()
+    resp = seeded.post(question)
+    acked = time.perf_counter()
+    assert resp.status_code in (200, 201)
+
+    answer = seeded.wait_answer(question)
+    assert answer.reply_to_id == question["id"], "replies go to the user's post, in its thread"
+    assert answer.conversation_id == thread
+    assert "[1]" in answer.text
+    cites = citations(answer)
+    assert ZEPHYR in cited_files(answer)
+    assert any("4,200 kroner" in c["appearance"]["abstract"] for c in cites)
+    assert answer.body["channelData"]["feedbackLoopEnabled"] is True
+    (entity,) = [e for e in answer.body["entities"] if e.get("@type") == "Message"]
+    assert entity["additionalType"] == ["AIGeneratedContent"]
+    # the channel reply also carries the quote card, for clients that don't draw citations
+    (card,) = answer.body["attachments"]
+    assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
+    assert "zephyr_budget.pdf · p. 1" in json.dumps(card["content"], ensure_ascii=False)
+    # a typing indicator went out inside the turn, before the HTTP response; the answer after it
+    (typing,) = [c for c in seeded.replies(thread) if c.type == "typing"]
+    assert t0 <= typing.at <= acked <= answer.at
+
+
+def test_channel_message_without_mention_is_not_answered(seeded: World) -> None:
+    quiet = seeded.channel_message("What is the Zephyr budget?", mention=False)
+    assert seeded.post(quiet).status_code in (200, 201)
+    loud = seeded.channel_message("What is the Zephyr budget?")
+    seeded.ask(loud)
+    assert seeded.replies(quiet["conversation"]["id"]) == []
+
+
+def test_group_chat_answers_every_message_without_mention(seeded: World) -> None:
+    msg = seeded.chat_message("what does a parking permit cost?", chat="19:groupchat-1@thread.v2", kind="groupChat")
+    answer = seeded.ask(msg)
+    # a new, empty scope: the bot answers (here: that nothing is indexed) rather than staying silent
+    assert "75 euros" not in answer.text
+    assert KESTREL not in cited_files(answer)
+
+
+# --- scope isolation ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["channel_b", "personal_chat", "other_tenant_same_channel_id"],
+)
+def test_channel_a_pdf_is_never_quoted_elsewhere(seeded: World, where: str) -> None:
+    question = "What is the Zephyr budget for the Aurora project?"
+    if where == "channel_b":
+        activity = seeded.channel_message(question, channel=CHANNEL_B)
+    elif where == "personal_chat":
+        activity = seeded.chat_message(question)
+    else:
+        activity = seeded.channel_message(question, tenant=OTHER_TENANT)
+    answer = seeded.ask(activity)
+    assert ZEPHYR not in cited_files(answer)
+    assert "zephyr_copy.pdf" not in cited_files(answer)
+    assert "4,200" not in answer.text
+    assert "4,200" not in json.dumps(answer.body)
+
+
+def test_personal_chat_pdf_is_not_visible_in_the_channel(seeded: World) -> None:
+    answer = seeded.ask(seeded.channel_message("How much does a Kestrel parking permit cost?"))
+    assert KESTREL not in cited_files(answer)
+    assert "75 euros" not in json.dumps(answer.body)
+    docs = seeded.channel_message("docs")
+    assert seeded.post(docs).status_code in (200, 201)
+    listing = seeded.wait_text(docs["conversation"]["id"], "indexed here")
+    assert ZEPHYR in listing.text and KESTREL not in listing.text
+
+
+# --- files -------------------------------------------------------------------------------------------
+
+
+def test_pdf_sent_in_personal_chat_is_indexed_and_answered(seeded: World) -> None:
+    chat = "a:1personal-alice"
+    answer = seeded.ask(seeded.chat_message("How much does a Kestrel parking permit cost?", chat=chat))
+    assert "75 euros" in answer.text
+    assert cited_files(answer) == {KESTREL}
+    assert "attachments" not in answer.body or not answer.body["attachments"], "no quote card in chats"
+
+
+def test_slow_ingest_is_finished_proactively(seeded: World) -> None:
+    chat = "a:1personal-slow"
+    seeded.fake.download_delay_s = 1.0
+    try:
+        attachment = seeded.file_attachment(ORCHID, make_pdf(ORCHID_LINES))
+        upload = seeded.chat_message("", chat=chat, attachments=[attachment])
+        resp = seeded.post(upload)
+        acked = time.perf_counter()
+        assert resp.status_code in (200, 201)
+        result = seeded.wait_text(chat, f"Indexed {ORCHID}")
+    finally:
+        seeded.fake.download_delay_s = 0.0
+    calls = seeded.replies(chat)
+    status = next(c for c in calls if c.kind == "reply" and c.text.startswith(f"Indexing {ORCHID}"))
+    # the result replaces the status message, posted after the turn ended
+    assert result.kind == "update" and result.activity_id == status.response_id
+    assert result.at > acked
+    answer = seeded.ask(seeded.chat_message("When do Orchid staff travel by train?", chat=chat))
+    assert cited_files(answer) == {ORCHID}
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("broken.pdf", b"this is a text file pretending to be a PDF\n" * 20, "not a PDF"),
+        ("truncated.pdf", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\n" + b"\x00garbage" * 50, ""),
+    ],
+)
+def test_corrupt_file_is_named_and_store_unchanged(seeded: World, name: str, data: bytes, reason: str) -> None:
+    chat = f"a:1personal-corrupt-{name}"
+    scope = f"teams:{TENANT}:{chat}"
+    before = seeded.core.documents([scope])
+    upload = seeded.chat_message("", chat=chat, attachments=[seeded.file_attachment(name, data)])
+    assert seeded.post(upload).status_code in (200, 201)
+    msg = seeded.wait_text(chat, f"I couldn't index {name}")
+    assert reason in msg.text
+    assert APOLOGY not in msg.text
+    assert seeded.core.documents([scope]) == before == []
+
+
+# --- feedback ----------------------------------------------------------------------------------------
+
+
+def test_reaction_and_feedback_invoke_land_in_the_same_log(seeded: World) -> None:
+    chat = "19:groupchat-feedback@thread.v2"
+    # the group chat gets its own PDF first, so the answer has a citation
+    upload = seeded.chat_message(
+        "", chat=chat, kind="groupChat", attachments=[seeded.file_attachment(KESTREL, make_pdf(KESTREL_LINES))]
+    )
+    seeded.post(upload)
+    seeded.wait_text(chat, f"Indexed {KESTREL}")
+    question = "How much does a Kestrel parking permit cost?"
+    answer = seeded.ask(seeded.chat_message(question, chat=chat, kind="groupChat"))
+    base = {
+        "channelId": "msteams",
+        "serviceUrl": seeded.fake.service_url,
+        "recipient": BOT,
+        "conversation": {"id": chat, "conversationType": "groupChat", "tenantId": TENANT},
+        "channelData": {"tenant": {"id": TENANT}},
+        "replyToId": answer.response_id,
+    }
+    like = {
+        **base,
+        "type": "messageReaction",
+        "id": new_id(),
+        "from": {"id": "29:alice"},
+        "reactionsAdded": [{"type": "like"}],
+    }
+    assert seeded.post(like).status_code in (200, 201)
+    invoke = {
+        **base,
+        "type": "invoke",
+        "name": "message/submitAction",
+        "id": new_id(),
+        "from": {"id": "29:bob"},
+        "value": {
+            "actionName": "feedback",
+            "actionValue": {"reaction": "dislike", "feedback": json.dumps({"feedbackText": "wrong building"})},
+        },
+    }
+    resp = seeded.post(invoke)
+    assert resp.status_code == 200
+
+    entries = [e for e in seeded.core.feedback_entries() if e.message_ref.endswith(f"|{answer.response_id}")]
+    assert {(e.user, e.polarity, e.comment) for e in entries} == {
+        ("29:alice", "up", ""),
+        ("29:bob", "down", "wrong building"),
+    }
+    for e in entries:
+        assert e.question == question
+        assert e.scope == f"teams:{TENANT}:{chat}"
+        assert any("75 euros" in c["quote"] for c in e.citations)
+        assert [c["file"] for c in e.citations] == [KESTREL] * len(e.citations) and e.citations
+
+    unlike = {
+        **base,
+        "type": "messageReaction",
+        "id": new_id(),
+        "from": {"id": "29:alice"},
+        "reactionsRemoved": [{"type": "like"}],
+    }
+    assert seeded.post(unlike).status_code in (200, 201)
+    left = [e for e in seeded.core.feedback_entries() if e.message_ref.endswith(f"|{answer.response_id}")]
+    assert [(e.user, e.polarity) for e in left] == [("29:bob", "down")]
+
+
+def test_feedback_from_another_conversation_is_not_linked(seeded: World) -> None:
+    answer = seeded.ask(seeded.channel_message("What is the Zephyr budget?"))
+    n_before = len(seeded.core.feedback_entries())
+    stray = {
+        "type": "messageReaction",
+        "id": new_id(),
+        "channelId": "msteams",
+        "serviceUrl": seeded.fake.service_url,
+        "from": {"id": "29:mallory"},
+        "recipient": BOT,
+        "conversation": {"id": "a:1personal-mallory", "conversationType": "personal", "tenantId": OTHER_TENANT},
+        "channelData": {"tenant": {"id": OTHER_TENANT}},
+        "replyToId": answer.response_id,
+        "reactionsAdded": [{"type": "like"}],
+    }
+    assert seeded.post(stray).status_code in (200, 201)
+    assert len(seeded.core.feedback_entries()) == n_before
+
+
+# --- reliability -------------------------------------------------------------------------------------
+
+
+def test_duplicate_activity_is_answered_once(seeded: World) -> None:
+    chat = "a:1personal-dup"
+    msg = seeded.chat_message("What is a Kestrel permit?", chat=chat)
+    seeded.ask(msg)
+    assert seeded.post(msg).status_code in (200, 201)  # Teams re-delivers the same activity id
+    sentinel = seeded.chat_message("help", chat=chat)
+    assert seeded.post(sentinel).status_code in (200, 201)
+    # the help reply is sent inside the sentinel's turn, so the duplicate's turn is over by now
+    seeded.fake.wait_for(lambda c: c.reply_to_id == sentinel["id"] and "Citebot" in c.text)
+    calls = seeded.replies(chat)
+    assert sum(1 for c in calls if c.type == "message" and c.body.get("entities")) == 1
+    assert sum(1 for c in calls if c.type == "typing") == 1
+
+
+def test_failure_apologises_and_the_bot_keeps_serving(seeded: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    chat = "a:1personal-fail"
+    service = seeded.core.service
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("store exploded: secret internals")
+
+    monkeypatch.setattr(service, "answer", broken)
+    assert seeded.post(seeded.chat_message("What is the Zephyr budget?", chat=chat)).status_code in (200, 201)
+    apology = seeded.wait_text(chat, APOLOGY)
+    assert "secret internals" not in json.dumps([c.body for c in seeded.replies(chat)])
+    assert apology.type == "message"
+    monkeypatch.undo()
+
+    answer = seeded.ask(seeded.channel_message("What is the Zephyr budget for the Aurora project?"))
+    assert "4,200" in json.dumps(answer.body)
+
+
+def test_health(seeded: World) -> None:
+    resp = requests.get(f"{seeded.app.url}/healthz", timeout=10)
+    assert resp.status_code == 200 and resp.json()["status"] == "ok"
+
+
+# --- channel sync ------------------------------------------------------------------------------------
+
+
+def test_sync_reads_the_channel_files_through_graph(seeded: World) -> None:
+    fake = seeded.fake
+    # token from the fake Entra endpoint, then filesFolder and two pages of children
+    graph_paths = [c.path for c in fake.calls if c.path.startswith("/v1.0/")]
+    assert f"/v1.0/teams/{GROUP_ID}/channels/{CHANNEL_A}/filesFolder" in graph_paths
+    assert sum(1 for p in graph_paths if p.endswith("/children")) == 2
+    assert fake.token_requests >= 1
+    summary = next(c for c in fake.connector_calls() if "Synced 2 PDFs" in c.text)
+    assert ZEPHYR in summary.text and "zephyr_copy.pdf" in summary.text and "notes.txt" not in summary.text
+    docs = seeded.core.documents([f"teams:{TENANT}:{CHANNEL_A}"])
+    assert ZEPHYR in {d.file for d in docs}
+
+
+def test_sync_finds_the_team_group_through_the_bot_connector(seeded: World) -> None:
+    """Channel messages usually lack channelData.team.aadGroupId: the bot asks the Bot Connector."""
+    fake = seeded.fake
+    fake.team_groups[TEAM_ID] = GROUP_ID
+    fake.files["orchid_b.pdf"] = make_pdf(ORCHID_LINES)
+    fake.channel_folders[(GROUP_ID, CHANNEL_B)] = ChannelFolder("drive-1", "folder-b", ["orchid_b.pdf"])
+    sync = seeded.channel_message("sync", channel=CHANNEL_B, group_id=None)
+    assert seeded.post(sync).status_code in (200, 201)
+    seeded.wait_text(sync["conversation"]["id"], "Synced 1 PDF")
+    assert any(c.path == f"/v3/teams/{TEAM_ID}" for c in fake.calls)
+    assert {d.file for d in seeded.core.documents([f"teams:{TENANT}:{CHANNEL_B}"])} == {"orchid_b.pdf"}
+
+
+def test_sync_without_graph_credentials_says_so(tmp_path: Path) -> None:
+    with FakeMicrosoft() as fake:
+        settings = Settings(data_dir=tmp_path)
+        core = ChatCore.from_settings(settings)
+        with AppThread(build_app(settings, core)) as app:
+            world = World(fake=fake, app=app, core=core, settings=settings)
+            sync = world.channel_message("sync")
+            assert world.post(sync).status_code in (200, 201)
+            reply = world.wait_text(sync["conversation"]["id"], "not configured")
+    assert "TEAMS_APP_ID" in reply.text and "TEAMS_APP_PASSWORD" in reply.text
+    assert fake.token_requests == 0
