@@ -56,10 +56,14 @@ def _summary(values: list[float]) -> dict[str, float]:
     }
 
 
+def _has_citations(body: dict[str, Any]) -> int:
+    return int(any(e.get("citation") for e in body.get("entities") or []))
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import requests
 
-    from bot.core import ChatCore
+    from bot.core import ChatContext, ChatCore
     from bot.teams.activity import FILE_DOWNLOAD_INFO
     from bot.teams.fakes import AppThread, FakeMicrosoft
     from bot.teams.server import build_app
@@ -110,6 +114,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             # 2) questions in the same chat scope, one at a time (personal chat = the file's scope)
             acks: list[float] = []
             answers: list[float] = []
+            cited = 0
             for i in range(args.questions):
                 activity_id = str(next(ids))
                 msg = {
@@ -130,10 +135,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 )[-1]
                 acks.append(ack)
                 answers.append(answer.at - t0)
+                cited += _has_citations(answer.body)
 
-            # 3) the same through a channel @mention (thread reply, quote card)
+            # 3) the same through a channel @mention (thread reply, quote card); the channel gets its own copy
+            channel_scope = f"teams:{TENANT}:{CHANNEL}"
+            core.upload(
+                ChatContext(platform="teams", scope=channel_scope, user="29:bench"),
+                file_name=CONTRACT,
+                data=sample_bytes(CONTRACT),
+            )
             ch_acks: list[float] = []
             ch_answers: list[float] = []
+            ch_cited = 0
             for i in range(max(1, args.questions // 4)):
                 activity_id = str(next(ids))
                 msg = {
@@ -159,22 +172,24 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 )[-1]
                 ch_acks.append(ack)
                 ch_answers.append(answer.at - t0)
+                ch_cited += _has_citations(answer.body)
 
     report = {
         "warm_up_s": round(warm_s, 2),
         "ingest": {"file": CONTRACT, "ack_ms": round(ingest_ack * 1000, 1), "result_s": round(ingest_s, 2)},
         "chat_ack": _summary(acks),
-        "chat_answer": _summary(answers),
+        "chat_answer": {**_summary(answers), "with_citations": cited},
         "channel_ack": _summary(ch_acks),
-        "channel_answer": _summary(ch_answers),
+        "channel_answer": {**_summary(ch_answers), "with_citations": ch_cited},
     }
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
     print(f"Teams bot over loopback (fake Bot Connector), model warm-up {report['warm_up_s']} s")
     print(f"ingest {CONTRACT}: ack {report['ingest']['ack_ms']} ms, result after {report['ingest']['result_s']} s")
-    print(f"{'':16}{'n':>4}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}")
+    print(f"{'':16}{'n':>4}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}{'cited':>7}")
     for name in ("chat_ack", "chat_answer", "channel_ack", "channel_answer"):
         s = report[name]
-        print(f"{name:16}{s['n']:>4}{s['p50_ms']:>10}{s['p95_ms']:>10}{s['max_ms']:>10}")
+        cited_n = s.get("with_citations", "")
+        print(f"{name:16}{s['n']:>4}{s['p50_ms']:>10}{s['p95_ms']:>10}{s['max_ms']:>10}{cited_n!s:>7}")
     return 0
