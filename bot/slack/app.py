@@ -8,8 +8,12 @@ returns, so a busy pool never delays an ack — not even a slash command's, whic
 (listeners themselves queued on the listener executor) would wait for a free worker.
 
 Cross-cutting concerns are Bolt middleware: log context, and dedup (a re-delivered ``event_id``,
-e.g. a retry carrying ``X-Slack-Retry-Num``, is acknowledged and dropped). One ``@app.error`` handler
-and the pool's own guard share one failure path: log the event id, apologise in the thread.
+e.g. a retry carrying ``X-Slack-Retry-Num``, is acknowledged and dropped). Dedup has two lines: an
+in-memory set of recent event ids in the middleware (no disk on the ack path), and durable claims in
+the state log (``event:<id>``, ``answer:<message>``, ``file:<channel>:<file>``) taken by the worker
+before it does anything, so a re-delivery after a restart, or the twin ``message`` event of an
+``app_mention``, never does the work twice. One ``@app.error`` handler and the pool's own guard share
+one failure path: log the event id, apologise in the thread.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import contextvars
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -66,6 +71,26 @@ PROGRESS_MIN_INTERVAL_S = 1.0
 INGEST_FAILED_TEXT = "I couldn't index {file}: something went wrong on my side. Please try uploading it again."
 FORGET_USAGE = "Tell me which file: `/citebot forget handbook.pdf` (`/citebot docs` lists them)."
 _RETRY_HEADER = "x-slack-retry-num"
+RECENT_EVENTS = 100_000  # event ids remembered in memory; Slack retries within minutes
+
+
+class RecentKeys:
+    """Bounded, thread-safe set of recently seen keys (the in-memory first line of dedup)."""
+
+    def __init__(self, max_keys: int = RECENT_EVENTS) -> None:
+        self._keys: OrderedDict[str, None] = OrderedDict()
+        self._max = max_keys
+        self._lock = threading.Lock()
+
+    def add(self, key: str) -> bool:
+        """True the first time ``key`` is added, False while it is remembered."""
+        with self._lock:
+            if key in self._keys:
+                return False
+            self._keys[key] = None
+            if len(self._keys) > self._max:
+                self._keys.popitem(last=False)
+            return True
 
 
 class SlackConfigError(Exception):
@@ -97,6 +122,7 @@ class SlackBot:
         self.core = core
         self.client = client if client is not None else web_client(settings)
         self.members = MembershipCache(self.client)
+        self.recent = RecentKeys()
         self.pool = ThreadPoolExecutor(max_workers=settings.slack_workers, thread_name_prefix="citebot-slack")
         self._pending: set[Future[None]] = set()
         self._pending_lock = threading.Lock()
@@ -153,14 +179,14 @@ class SlackBot:
         request: BoltRequest,
         next: Callable[[], BoltResponse],  # noqa: A002
     ) -> BoltResponse:
-        """Claim each ``event_id`` once. Slack re-sends an event (``X-Slack-Retry-Num``) when it did not
-        see our ack in time; the retry carries the same event id, so it is dropped here. A retry whose
-        id was never claimed (the first delivery never arrived) is processed normally."""
+        """Drop an ``event_id`` seen before. Slack re-sends an event (``X-Slack-Retry-Num``) when it did
+        not see our ack in time; the retry carries the same event id, so it is dropped here (and, after a
+        restart, by the worker's durable claim). A retry whose first delivery never arrived is processed."""
         event_id = body.get("event_id")
         if body.get("type") != "event_callback" or not event_id:
             return next()
         retry = (request.headers.get(_RETRY_HEADER) or [None])[0]
-        if not self.core.claim("slack", f"event:{event_id}"):
+        if not self.recent.add(str(event_id)):
             log.info("duplicate_event_skipped", retry_num=retry)
             return BoltResponse(status=200, body="")
         if retry:
@@ -168,12 +194,25 @@ class SlackBot:
         return next()
 
     # --- work pool -------------------------------------------------------------------------------
-    def _submit(self, job: Callable[[], None], *, event_id: str, on_failure: Callable[[], None] | None) -> None:
-        """Run ``job`` on the worker pool with this request's log context; failures go to :meth:`_failed`."""
+    def _submit(
+        self,
+        job: Callable[[], None],
+        *,
+        event_id: str,
+        on_failure: Callable[[], None] | None,
+        claim: str = "",
+    ) -> None:
+        """Run ``job`` on the worker pool with this request's log context, once per ``event_id`` and
+        once per ``claim`` key (durable claims in the state log); failures go to :meth:`_failed`."""
         ctx = contextvars.copy_context()
 
         def guarded() -> None:
             try:
+                if event_id and not self.core.claim("slack", f"event:{event_id}"):
+                    log.info("duplicate_event_skipped", durable=True)
+                    return
+                if claim and not self.core.claim("slack", claim):
+                    return
                 job()
             except Exception as e:  # noqa: BLE001 - a listener's failure must never stop the bot
                 self._failed(e, event_id=event_id, on_failure=on_failure)
@@ -230,20 +269,24 @@ class SlackBot:
             return
         if not msg.is_dm and mentions(msg.text, context.bot_user_id or ""):
             return  # the app_mention event for this message answers it
-        if msg.is_dm or (msg.in_thread and self.core.thread_answered("slack", msg.thread_ref)):
+        if msg.is_dm:
             self._start_answer(msg)
+        elif msg.in_thread:
+            self._start_answer(msg, only_if_answered=True)
 
-    def _start_answer(self, msg: Message) -> None:
-        # app_mention and message events for one message share this key: one answer per message.
-        if not self.core.claim("slack", f"answer:{msg.team}:{msg.channel}:{msg.ts}"):
-            return
+    def _start_answer(self, msg: Message, *, only_if_answered: bool = False) -> None:
         self._submit(
-            lambda: self._answer(msg),
+            lambda: self._answer(msg, only_if_answered=only_if_answered),
             event_id=msg.event_id,
             on_failure=lambda: self._apologise(msg.channel, msg.reply_thread_ts),
         )
 
-    def _answer(self, msg: Message) -> None:
+    def _answer(self, msg: Message, *, only_if_answered: bool = False) -> None:
+        if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
+            return  # people talking in a thread the bot never answered
+        # app_mention and message events for one message share this key: one answer per message.
+        if not self.core.claim("slack", f"answer:{msg.team}:{msg.channel}:{msg.ts}"):
+            return
         question = msg.question
         if not question:
             self.client.chat_postMessage(channel=msg.channel, thread_ts=msg.reply_thread_ts, text=plain(HELP_TEXT))
@@ -296,11 +339,10 @@ class SlackBot:
     def _start_ingest(self, shared: FileShared) -> None:
         if shared.file.complete and not shared.file.is_pdf:
             return  # other file types are none of our business
-        # file_shared and message/file_share both announce one share: ingest it once per channel.
-        if not self.core.claim("slack", f"file:{shared.team}:{shared.channel}:{shared.file.id}"):
-            return
         structlog.contextvars.bind_contextvars(file_id=shared.file.id)
-        self._submit(lambda: self._ingest(shared), event_id=shared.event_id, on_failure=None)
+        # file_shared and message/file_share both announce one share: ingest it once per channel.
+        key = f"file:{shared.team}:{shared.channel}:{shared.file.id}"
+        self._submit(lambda: self._ingest(shared), event_id=shared.event_id, on_failure=None, claim=key)
 
     def _ingest(self, shared: FileShared) -> None:
         file, thread_ts = shared.file, shared.message_ts

@@ -172,9 +172,8 @@ def test_mention_gets_a_threaded_answer_with_quote_blocks(slack: Harness) -> Non
     quoted = " ".join(e["text"] for q in quotes for e in q["elements"][0]["elements"])
     assert "eighteen weeks" in quoted
     assert slack.files_cited(posted) == {LEAVE_PDF}
-    assert any(
-        b["type"] == "context" and b["elements"][0]["text"].startswith(f"{LEAVE_PDF} · p. 2") for b in posted["blocks"]
-    )
+    locations = [b["elements"][0]["text"] for b in posted["blocks"] if b["type"] == "context"]
+    assert any(loc.startswith(f"{LEAVE_PDF} · p. 2") for loc in locations), locations
     assert "eighteen weeks" in posted["text"]  # the plain-text fallback carries the quote too
     slack.fake.wait_for("reactions.remove", channel=C_LEAVE, timestamp="100.000001", name="eyes")
 
@@ -285,6 +284,27 @@ def test_retried_and_repeated_deliveries_answer_once(slack: Harness) -> None:
     slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="141.000001")
     slack.idle()
     assert len(slack.answers(C_LEAVE, "141.000001")) == 1
+
+
+def test_retry_after_a_restart_is_not_answered_again(slack: Harness) -> None:
+    event = mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", "145.000001")
+    slack.send(event, event_id="EvRESTART1")
+    slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="145.000001")
+    slack.idle()
+    # a fresh process (empty memory) on the same data dir gets Slack's retry
+    restarted = build_bot(slack.bot.settings, ChatCore(slack.core.service, slack.core.state, slack.core.settings))
+    server = make_http_server(restarted.app, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/slack/events"
+        status, _ = post_signed(url, event_callback(event, event_id="EvRESTART1"), retry_num=1)
+        assert status == 200
+        assert restarted.wait_idle(60)
+    finally:
+        server.shutdown()
+        server.server_close()
+        restarted.close()
+    assert len(slack.answers(C_LEAVE, "145.000001")) == 1
 
 
 def test_forged_signature_is_rejected_with_401_and_no_work(slack: Harness) -> None:
@@ -463,3 +483,39 @@ def test_health_endpoint(slack: Harness) -> None:
 
     with urllib.request.urlopen(slack.url.replace("/slack/events", "/healthz"), timeout=5) as resp:
         assert resp.status == 200 and b'"ok":true' in resp.read()
+
+
+def test_tokens_and_message_text_never_reach_the_logs(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    real_answer = slack.core.service.answer
+    calls = {"n": 0}
+
+    def flaky(*args: Any, **kw: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError(f"boom while holding {BOT_TOKEN}")
+        return real_answer(*args, **kw)
+
+    monkeypatch.setattr(slack.core.service, "answer", flaky)
+    secret_question = "How many weeks of parental leave do zebra-striped employees get?"
+    slack.send(mention(C_LEAVE, MEMBER, secret_question, "230.000001"))
+    slack.send(mention(C_LEAVE, MEMBER, secret_question, "230.000002"))
+    file_obj = slack.fake.add_file("F0LOGS", "logs.pdf", make_pdf(OFFSITE_PAGES))
+    slack.send(_file_share("C0LOGS", MEMBER, file_obj, "230.000003"))
+    slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="230.000002")
+    slack.fake.wait_for("chat.update", channel="C0LOGS")
+    slack.idle()
+    out, err = capfd.readouterr()
+    logged = out + err
+    assert "slack_work_failed" in logged  # the failure was logged...
+    assert BOT_TOKEN not in logged and SIGNING_SECRET not in logged  # ...without secrets
+    assert "zebra-striped" not in logged  # ...or what people wrote
+
+
+def test_serve_refuses_to_start_without_credentials(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.slack.server import serve
+
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    assert serve(settings, http=True, host="127.0.0.1", port=0) == 2
+    assert "SLACK_SIGNING_SECRET" in capsys.readouterr().err
