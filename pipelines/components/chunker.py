@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -57,15 +58,30 @@ class _Draft:
 
 
 def load_token_counter(model_path: Path) -> TokenCounter:
-    """Count tokens with the model folder's tokenizer only (no model weights loaded)."""
+    """Count tokens with the model folder's fast tokenizer only (no model weights, no transformers import).
+
+    BERT word-piece pre-tokenisation splits on whitespace, so counts of whitespace-joined texts add up.
+    """
+    tok_file = model_path / "tokenizer.json"
+    if tok_file.exists():
+        from tokenizers import Tokenizer
+
+        fast = Tokenizer.from_file(str(tok_file))
+        fast.no_truncation()
+        fast.no_padding()
+
+        def count(text: str) -> int:
+            return len(fast.encode(text, add_special_tokens=False).ids)
+
+        return count
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
 
-    def count(text: str) -> int:
+    def count_slow(text: str) -> int:
         return len(tok(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
 
-    return count
+    return count_slow
 
 
 @component
@@ -93,7 +109,7 @@ class StructureChunker:
 
     def warm_up(self) -> None:
         if self._count is None:
-            self._count = load_token_counter(Path(self.model_path))
+            self._count = lru_cache(maxsize=8192)(load_token_counter(Path(self.model_path)))
 
     @component.output_types(documents=list[Document])
     def run(
@@ -194,14 +210,16 @@ class StructureChunker:
             parts = [f"- {p}" for p in parts]
         out: list[_Piece] = []
         buf = ""
+        buf_tokens = 0
         for part in parts:
             for sub in self._fit(part, budget):
-                cand = (buf + ("\n" if e.kind == "list" else " ") + sub) if buf else sub
-                if buf and self._tokens(cand) > budget:
+                n = self._tokens(sub)
+                if buf and buf_tokens + n > budget:
                     out.append(_Piece(buf, e.page_start, e.page_end, kind, e.label, conf))
-                    buf = sub
+                    buf, buf_tokens = sub, n
                 else:
-                    buf = cand
+                    buf = (buf + ("\n" if e.kind == "list" else " ") + sub) if buf else sub
+                    buf_tokens += n
         if buf:
             out.append(_Piece(buf, e.page_start, e.page_end, kind, e.label, conf))
         return out
@@ -213,11 +231,14 @@ class StructureChunker:
         words = text.split()
         out: list[str] = []
         cur: list[str] = []
+        cur_tokens = 0
         for w in words:
-            if cur and self._tokens(" ".join([*cur, w])) > budget:
+            n = self._tokens(w)
+            if cur and cur_tokens + n > budget:
                 out.append(" ".join(cur))
-                cur = []
+                cur, cur_tokens = [], 0
             cur.append(w)
+            cur_tokens += n
         if cur:
             out.append(" ".join(cur))
         return out

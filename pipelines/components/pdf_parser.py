@@ -32,7 +32,7 @@ _SOFT_HYPHEN_MARK = "\ufffe"  # pdfium's marker for a hyphen at a line end
 _SPACES = " \u00a0\t"
 _FORCE_BOLD = 1 << 18
 _GAP_EM = 1.4  # a horizontal gap wider than this many font sizes splits a line into cells
-_LETTER_RUN = re.compile(r"(?:(?<=\s)|^)(?:\S\s){3,}\S(?=\s|$)")
+_LETTER_RUN = re.compile(r"(?:(?<=\s)|^)(?:\S {1,3}){3,}\S(?=\s|$)")
 
 
 def _is_bold(name: str, weight: int, flags: int) -> bool:
@@ -41,7 +41,7 @@ def _is_bold(name: str, weight: int, flags: int) -> bool:
 
 
 class _Run:
-    __slots__ = ("chars", "xs", "x0", "x1", "top", "bottom", "size", "bold", "hyphen_join", "base")
+    __slots__ = ("chars", "xs", "x0", "x1", "top", "bottom", "size", "bold", "hyphen_join")
 
     def __init__(self, size: float, bold: bool) -> None:
         self.chars: list[str] = []
@@ -53,7 +53,6 @@ class _Run:
         self.size = size
         self.bold = bold
         self.hyphen_join = False
-        self.base = 0.0
 
     def text(self) -> str:
         raw = "".join(self.chars).strip()
@@ -118,9 +117,16 @@ def parse_page(textpage: Any, page_number: int, width: float, height: float) -> 
     cur: _Run | None = None
     pending_hyphen = False
     nonspace = 0
+    get_box = raw.FPDFText_GetCharBox
+    get_size = raw.FPDFText_GetFontSize
+    ref_l, ref_r, ref_b, ref_t = ctypes.byref(left), ctypes.byref(right), ctypes.byref(bottom), ctypes.byref(top)
+    # running state of the current run, kept in locals for speed
+    c_top = c_bottom = c_x1 = c_size = 0.0
     for i in range(n):
         ch = text[i] if same_length else chr(raw.FPDFText_GetUnicode(tp, i))
-        if ch in "\r\n":
+        if ch == "\r" or ch == "\n":
+            if cur is not None:
+                cur.top, cur.bottom, cur.x1 = c_top, c_bottom, c_x1
             cur = None
             continue
         if ch == _SOFT_HYPHEN_MARK or ch == "\u00ad":
@@ -130,36 +136,44 @@ def parse_page(textpage: Any, page_number: int, width: float, height: float) -> 
             if cur is not None:
                 cur.chars.append(" ")
             continue
-        if not raw.FPDFText_GetCharBox(tp, i, left, right, bottom, top):
+        if not get_box(tp, i, ref_l, ref_r, ref_b, ref_t):
             continue
         gl, gr = left.value, right.value
         t, b = height - top.value, height - bottom.value
-        size = raw.FPDFText_GetFontSize(tp, i) or (b - t)
-        mid = (t + b) / 2
         new_run = cur is None
         if cur is not None:
-            same_line = cur.top - 0.35 * cur.size <= mid <= cur.bottom + 0.35 * cur.size
-            gap = gl - cur.x1
-            if not same_line or gap < -cur.size or gap > _GAP_EM * max(cur.size, 1.0):
+            mid = (t + b) / 2
+            slack = 0.35 * c_size
+            gap = gl - c_x1
+            if not (c_top - slack <= mid <= c_bottom + slack) or gap < -c_size or gap > _GAP_EM * max(c_size, 1.0):
                 new_run = True
         if new_run:
+            if cur is not None:
+                cur.top, cur.bottom, cur.x1 = c_top, c_bottom, c_x1
+            size = get_size(tp, i) or (b - t)
             raw.FPDFText_GetFontInfo(tp, i, name_buf, 96, ctypes.byref(flags))
             weight = raw.FPDFText_GetFontWeight(tp, i)
             if pending_hyphen and runs:
                 runs[-1].hyphen_join = True
             cur = _Run(size=size, bold=_is_bold(name_buf.value.decode("latin-1", "replace"), weight, flags.value))
             runs.append(cur)
-        elif pending_hyphen:
-            # pdfium joined the two halves of the word in one run; nothing to glue later
-            pass
+            cur.x0 = gl
+            c_top, c_bottom, c_x1, c_size = t, b, gr, size
+        else:
+            if t < c_top:
+                c_top = t
+            if b > c_bottom:
+                c_bottom = b
+            if gr > c_x1:
+                c_x1 = gr
+            if gl < cur.x0:  # type: ignore[union-attr]
+                cur.x0 = gl  # type: ignore[union-attr]
         pending_hyphen = False
-        assert cur is not None
-        cur.chars.append(ch)
-        cur.xs.append((gl, gr))
-        cur.x0, cur.x1 = min(cur.x0, gl), max(cur.x1, gr)
-        cur.top, cur.bottom = min(cur.top, t), max(cur.bottom, b)
-        cur.base = b
+        cur.chars.append(ch)  # type: ignore[union-attr]
+        cur.xs.append((gl, gr))  # type: ignore[union-attr]
         nonspace += 1
+    if cur is not None:
+        cur.top, cur.bottom, cur.x1 = c_top, c_bottom, c_x1
     page.chars = nonspace
     page.lines = _runs_to_lines(runs, page_number)
     return page

@@ -1,0 +1,357 @@
+"""One class per indexing component: init validation, to_dict/from_dict, and run on generated PDFs."""
+
+from __future__ import annotations
+
+import io
+import zlib
+from pathlib import Path
+
+import pytest
+from haystack import Document
+
+from connectors.settings import Settings
+from eval import sample_pdfs
+from pipelines.components.chunker import StructureChunker, load_token_counter
+from pipelines.components.embedder import PassageEmbedder, passage_text
+from pipelines.components.layout import Element, IngestError
+from pipelines.components.ocr import OcrFallback
+from pipelines.components.pdf_guard import PdfGuard
+from pipelines.components.pdf_parser import PdfParser, repair_letter_spacing
+from pipelines.components.structure import StructureDetector, heading_numbering
+
+MODEL_PATH = str(Settings().resolved_model_path)
+
+
+def _parsed(name: str) -> object:
+    return PdfParser().run(sample_pdfs.sample_bytes(name))["parsed"]
+
+
+@pytest.fixture(scope="module")
+def handbook_elements() -> list[Element]:
+    parsed = PdfParser().run(sample_pdfs.sample_bytes(sample_pdfs.HANDBOOK))["parsed"]
+    return StructureDetector().run(parsed)["elements"]
+
+
+@pytest.fixture(scope="module")
+def contract_elements() -> list[Element]:
+    parsed = PdfParser().run(sample_pdfs.sample_bytes(sample_pdfs.CONTRACT))["parsed"]
+    return StructureDetector().run(parsed)["elements"]
+
+
+@pytest.fixture(scope="module")
+def count_tokens():  # noqa: ANN201
+    return load_token_counter(Path(MODEL_PATH))
+
+
+def _pdf_with_stream(payload_stream: bytes) -> bytes:
+    """A minimal valid PDF whose page content stream is ``payload_stream`` (Flate-compressed)."""
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(payload_stream) + payload_stream + b"\nendstream",
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.7\n")
+    offsets = []
+    for i, body in enumerate(objs, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % i + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1))
+    for off in offsets:
+        out.write(b"%010d 00000 n \n" % off)
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref))
+    return out.getvalue()
+
+
+def zeros_bomb(megabytes: int) -> bytes:
+    comp = zlib.compressobj(9)
+    block = bytes(1024 * 1024)
+    body = b"".join(comp.compress(block) for _ in range(megabytes)) + comp.flush()
+    return _pdf_with_stream(body)
+
+
+class TestPdfGuard:
+    def test_init_validates(self) -> None:
+        with pytest.raises(ValueError, match="max_pages"):
+            PdfGuard(max_pages=0)
+        with pytest.raises(ValueError, match="max_file_mb"):
+            PdfGuard(max_file_mb=0)
+
+    def test_to_dict_from_dict(self) -> None:
+        guard = PdfGuard(max_file_mb=5, max_pages=10, max_stream_mb=8, max_total_inflated_mb=64)
+        data = guard.to_dict()
+        assert data == {
+            "type": "pipelines.components.pdf_guard.PdfGuard",
+            "init_parameters": {"max_file_mb": 5, "max_pages": 10, "max_stream_mb": 8, "max_total_inflated_mb": 64},
+        }
+        again = PdfGuard.from_dict(data)
+        assert again.max_pages == 10 and again.max_stream_mb == 8
+
+    def test_accepts_a_pdf_and_counts_pages(self) -> None:
+        out = PdfGuard().run(sample_pdfs.sample_bytes(sample_pdfs.CONTRACT))
+        assert out["pages"] == sample_pdfs.page_counts()[sample_pdfs.CONTRACT]
+
+    @pytest.mark.parametrize(
+        ("data", "kwargs", "code", "words"),
+        [
+            (b"", {}, "empty", "empty"),
+            (b"GIF89a" + bytes(200), {}, "not_pdf", "not a PDF"),
+            (b"hello, this is a text file saved as .pdf\n", {}, "not_pdf", "not a PDF"),
+            (None, {"max_file_mb": 0.002}, "too_large", "limit"),
+            ("truncated", {}, "truncated", "truncated"),
+            ("bomb", {"max_stream_mb": 2, "max_total_inflated_mb": 4}, "bomb", "decompression bomb"),
+            ("pages", {"max_pages": 3}, "too_many_pages", "page limit"),
+        ],
+    )
+    def test_refuses_bad_input_with_a_reason(self, data: object, kwargs: dict, code: str, words: str) -> None:
+        good = sample_pdfs.sample_bytes(sample_pdfs.CONTRACT)
+        if data is None or data == "pages":
+            data = good
+        elif data == "truncated":
+            data = good[: len(good) // 2]
+        elif data == "bomb":
+            data = zeros_bomb(3)
+        with pytest.raises(IngestError) as err:
+            PdfGuard(**kwargs).run(data)  # type: ignore[arg-type]
+        assert err.value.code == code
+        assert words in err.value.reason
+
+    def test_a_small_flate_stream_is_not_a_bomb(self) -> None:
+        data = _pdf_with_stream(zlib.compress(b"BT /F1 12 Tf 72 700 Td (hello) Tj ET"))
+        assert PdfGuard(max_stream_mb=1, max_total_inflated_mb=1).run(data)["pages"] == 1
+
+
+class TestPdfParser:
+    def test_init_and_serialisation(self) -> None:
+        with pytest.raises(ValueError, match="ocr_min_chars"):
+            PdfParser(ocr_min_chars=-1)
+        data = PdfParser(ocr_min_chars=12).to_dict()
+        assert data == {"type": "pipelines.components.pdf_parser.PdfParser", "init_parameters": {"ocr_min_chars": 12}}
+        assert PdfParser.from_dict(data).ocr_min_chars == 12
+
+    def test_flags_only_the_scanned_page_for_ocr(self) -> None:
+        parsed = _parsed(sample_pdfs.HANDBOOK)
+        scan_page = next(f.pages[0] for f in sample_pdfs.facts() if f.kind == "ocr")
+        assert [p.number for p in parsed.pages if p.needs_ocr] == [scan_page]
+
+    def test_two_column_page_reads_left_column_first(self) -> None:
+        parsed = _parsed(sample_pdfs.HANDBOOK)
+        page = next(f.pages[0] for f in sample_pdfs.facts() if f.id == "hb-mileage")
+        text = " ".join(ln.text for ln in parsed.pages[page - 1].lines)
+        assert text.index("mileage rate") < text.index("Hotel costs") < text.index("meal allowance")
+
+    def test_table_rows_come_back_as_cells(self) -> None:
+        parsed = _parsed(sample_pdfs.HANDBOOK)
+        cells = [ln.cells for p in parsed.pages for ln in p.lines if ln.cells]
+        assert ("2022", "118.6", "1,180", "4") in cells
+
+    def test_letter_spaced_heading_is_repaired(self) -> None:
+        parsed = _parsed(sample_pdfs.CONTRACT)
+        lines = [ln.text for p in parsed.pages for ln in p.lines]
+        assert "3.4 Payment Schedule" in lines
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("n o n - G A A P", "non-GAAP"),
+            ("S C H E D U L E  O F  F E E S", "SCHEDULE OF FEES"),
+            ("the fee is 5 % per month", "the fee is 5 % per month"),
+            ("Plain text stays as it is", "Plain text stays as it is"),
+        ],
+    )
+    def test_repair_letter_spacing_without_positions(self, text: str, expected: str) -> None:
+        assert repair_letter_spacing(text) == expected
+
+    def test_repair_letter_spacing_uses_glyph_gaps(self) -> None:
+        # "a b c d e f": glyphs 5 pt wide, 2 pt apart, except a 9 pt gap between c and d
+        boxes, x = [], 0.0
+        for i in range(6):
+            boxes.append((x, x + 5))
+            x += 5 + (9 if i == 2 else 2)
+        assert repair_letter_spacing("a b c d e f", boxes) == "abc def"
+
+
+class TestOcrFallback:
+    def test_init_validates(self) -> None:
+        with pytest.raises(ValueError, match="dpi"):
+            OcrFallback(dpi=20)
+        with pytest.raises(ValueError, match="language"):
+            OcrFallback(language="eng; rm -rf /")
+        with pytest.raises(ValueError, match="page_timeout_s"):
+            OcrFallback(page_timeout_s=0)
+
+    def test_to_dict_from_dict(self) -> None:
+        c = OcrFallback(enabled=False, dpi=150, language="eng+deu", page_timeout_s=5, max_pixels=2_000_000)
+        data = c.to_dict()
+        assert data["init_parameters"] == {
+            "enabled": False, "dpi": 150, "language": "eng+deu", "page_timeout_s": 5, "max_pixels": 2_000_000
+        }
+        assert OcrFallback.from_dict(data).dpi == 150
+
+    def test_disabled_leaves_pages_alone(self) -> None:
+        data = sample_pdfs.sample_bytes(sample_pdfs.HANDBOOK)
+        parsed = PdfParser().run(data)["parsed"]
+        out = OcrFallback(enabled=False).run(data, parsed)["parsed"]
+        assert out.ocr_pages == []
+
+    @pytest.mark.slow
+    def test_scanned_page_text_comes_back(self) -> None:
+        pytest.importorskip("pytesseract")
+        from connectors.ocr import tesseract_available
+
+        if not tesseract_available():
+            pytest.skip("tesseract is not installed")
+        data = sample_pdfs.sample_bytes(sample_pdfs.HANDBOOK)
+        parsed = PdfParser().run(data)["parsed"]
+        seen: list[tuple[int, int]] = []
+        out = OcrFallback().run(data, parsed, on_page=lambda d, t: seen.append((d, t)))["parsed"]
+        scan = next(f.pages[0] for f in sample_pdfs.facts() if f.kind == "ocr")
+        assert out.ocr_pages == [scan] and seen == [(1, 1)]
+        assert parsed.pages[scan - 1].lines == []  # the input was not mutated
+        page = out.pages[scan - 1]
+        assert page.ocr_confidence is not None and page.ocr_confidence > 60
+        got = " ".join(ln.text for ln in page.lines).lower().split()
+        memo = next(b for b in sample_pdfs.HANDBOOK_BLOCKS if b[0] == "scan")[1]
+        expected = " ".join(memo).lower().split()
+        found = sum(1 for w in expected if w in got)
+        assert found / len(expected) >= 0.9
+
+
+class TestStructureDetector:
+    def test_init_and_serialisation(self) -> None:
+        with pytest.raises(ValueError, match="heading_size_ratio"):
+            StructureDetector(heading_size_ratio=1.0)
+        data = StructureDetector(heading_size_ratio=1.2, max_heading_chars=80).to_dict()
+        assert data["init_parameters"] == {"heading_size_ratio": 1.2, "max_heading_chars": 80}
+        assert StructureDetector.from_dict(data).max_heading_chars == 80
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("4.2 Parental leave", ("4.2", 2)),
+            ("7 Company Performance", ("7", 1)),
+            ("Section 12 Grievance", ("12", 1)),
+            ("ARTICLE IV TERM AND TERMINATION", ("IV", 1)),
+            ("2023 was a good year", ("", 0)),
+            ("Introduction", ("", 0)),
+        ],
+    )
+    def test_heading_numbering(self, text: str, expected: tuple[str, int]) -> None:
+        assert heading_numbering(text) == expected
+
+    def test_headings_and_section_paths(self, handbook_elements: list[Element]) -> None:
+        heads = {e.numbering: e for e in handbook_elements if e.kind == "heading" and e.numbering}
+        assert heads["4.2"].text == "4.2 Parental leave" and heads["4.2"].level == 2
+        assert heads["12"].text.startswith("Section 12") and heads["12"].level == 1
+        para = next(e for e in handbook_elements if e.kind == "paragraph" and "primary carer" in e.text)
+        assert para.section == "4 Leave > 4.2 Parental leave" and para.section_id == "4.2"
+
+    def test_contract_articles_and_clauses(self, contract_elements: list[Element]) -> None:
+        heads = [(e.numbering, e.level) for e in contract_elements if e.kind == "heading" and e.numbering]
+        assert ("IV", 1) in heads and ("7.1", 2) in heads and ("7.2", 2) in heads
+        law = next(e for e in contract_elements if "laws of Ireland" in e.text)
+        assert law.section == "ARTICLE VII GENERAL > 7.1 Governing law" and law.section_id == "7.1"
+
+    def test_running_header_footer_and_page_numbers_are_dropped(self, handbook_elements: list[Element]) -> None:
+        text = "\n".join(e.text for e in handbook_elements)
+        assert "internal use only" not in text
+        assert not any(e.text.startswith("Page ") for e in handbook_elements)
+        assert "Page 3" not in text
+        assert not any(e.text.startswith("Halvorsen & Pike Engineering Ltd. \u2014") for e in handbook_elements)
+
+    def test_hyphenated_line_breaks_are_joined(self, handbook_elements: list[Element]) -> None:
+        text = " ".join(e.text for e in handbook_elements)
+        # every body word the generator hyphenates comes back whole
+        assert "requested and approved" in text
+        assert "including when entertaining clients" in text
+        assert "reque-" not in text and "inclu-" not in text
+
+    def test_tables_keep_caption_and_header(self, handbook_elements: list[Element]) -> None:
+        tables = {e.label: e for e in handbook_elements if e.kind == "table"}
+        assert set(tables) == {"Table 1", "Table 2"}
+        t2 = tables["Table 2"]
+        assert t2.caption == "Table 2: Revenue and headcount by year, 2018-2023"
+        assert t2.header == ("Year", "Revenue (GBP million)", "Headcount at year end", "Offices")
+        assert ("2022", "118.6", "1,180", "4") in t2.rows and len(t2.rows) == 6
+        assert tables["Table 1"].header[2] == "Extra days bought or sold (max)"
+
+    def test_bulleted_list_is_one_element(self, handbook_elements: list[Element]) -> None:
+        lists = [e for e in handbook_elements if e.kind == "list"]
+        assert len(lists) == 1 and len(lists[0].items) == 5
+        assert lists[0].items[0].startswith("Gifts or hospitality")
+
+
+class TestStructureChunker:
+    def test_init_validates(self) -> None:
+        with pytest.raises(ValueError, match="max_tokens"):
+            StructureChunker(model_path=MODEL_PATH, max_tokens=300)
+        with pytest.raises(ValueError, match="min_tokens"):
+            StructureChunker(model_path=MODEL_PATH, max_tokens=100, min_tokens=100)
+
+    def test_to_dict_from_dict(self) -> None:
+        data = StructureChunker(model_path="/m", max_tokens=120, min_tokens=10).to_dict()
+        assert data == {
+            "type": "pipelines.components.chunker.StructureChunker",
+            "init_parameters": {"model_path": "/m", "max_tokens": 120, "min_tokens": 10},
+        }
+        assert StructureChunker.from_dict(data).max_tokens == 120
+
+    @pytest.mark.parametrize("max_tokens", [200, 64])
+    def test_chunks_respect_budget_and_sections(
+        self, handbook_elements: list[Element], count_tokens, max_tokens: int  # noqa: ANN001
+    ) -> None:
+        docs = StructureChunker(model_path=MODEL_PATH, max_tokens=max_tokens, min_tokens=20).run(
+            handbook_elements, doc_id="d1", file_name="h.pdf", scope="local", sha256="abc"
+        )["documents"]
+        assert [d.meta["chunk_index"] for d in docs] == list(range(len(docs)))
+        assert [d.id for d in docs] == [f"d1:{i:05d}" for i in range(len(docs))]
+        sections_by_text = {e.text: e.section for e in handbook_elements if e.kind == "paragraph" and len(e.text) > 60}
+        for d in docs:
+            assert count_tokens(passage_text(d)) <= max_tokens
+            assert 1 <= d.meta["page_start"] <= d.meta["page_end"]
+            for para, section in sections_by_text.items():
+                if para in d.content:
+                    # whole paragraphs are only ever in a chunk of their own section
+                    # (a parent's short intro may join its first subsection, which keeps the deeper path)
+                    assert d.meta["section"] == section or d.meta["section"].startswith(section + " > ")
+        table_chunks = [d for d in docs if d.meta["element_type"] == "table" and d.meta["label"] == "Table 2"]
+        assert table_chunks
+        for d in table_chunks:
+            lines = d.content.splitlines()
+            assert lines[0] == "Table 2: Revenue and headcount by year, 2018-2023"
+            assert lines[1] == "Year | Revenue (GBP million) | Headcount at year end | Offices"
+        assert "2022 | 118.6 | 1,180 | 4" in "\n".join(d.content for d in table_chunks)
+        if max_tokens == 64:
+            assert len(table_chunks) >= 2  # split, each part repeating caption and header
+
+    def test_small_parent_intro_joins_first_subsection_and_meta_is_complete(
+        self, contract_elements: list[Element]
+    ) -> None:
+        docs = StructureChunker(model_path=MODEL_PATH).run(
+            contract_elements, doc_id="c", file_name="c.pdf", scope="s1", sha256="x", uploaded_by="U1",
+            uploaded_at="2024-01-01T00:00:00Z",
+        )["documents"]
+        law = next(d for d in docs if "laws of Ireland" in (d.content or ""))
+        assert law.meta["section_id"] == "7.1" and law.content.startswith("ARTICLE VII GENERAL")
+        keys = {"scope", "doc_id", "file_name", "page_start", "page_end", "section", "section_id", "element_type",
+                "label", "chunk_index", "sha256", "uploaded_by", "uploaded_at"}
+        assert all(keys <= set(d.meta) for d in docs)
+        assert {d.meta["scope"] for d in docs} == {"s1"}
+        pay = next(d for d in docs if d.meta["element_type"] == "table")
+        assert pay.meta["label"] == "Table 1" and pay.meta["section_id"] == "3.4"
+
+
+class TestPassageEmbedder:
+    def test_init_and_serialisation(self) -> None:
+        with pytest.raises(ValueError, match="batch_size"):
+            PassageEmbedder(model_path=MODEL_PATH, batch_size=0)
+        data = PassageEmbedder(model_path="/m", threads=2, batch_size=8).to_dict()
+        assert data["init_parameters"] == {"model_path": "/m", "threads": 2, "batch_size": 8}
+        assert PassageEmbedder.from_dict(data).batch_size == 8
+
+    def test_passage_text_prefixes_the_section_path(self) -> None:
+        doc = Document(content="Up to 5 days.", meta={"section": "4 Leave > 4.1 Annual leave"})
+        assert passage_text(doc) == "4 Leave > 4.1 Annual leave\nUp to 5 days."
+        assert passage_text(Document(content="x", meta={})) == "x"
