@@ -124,6 +124,8 @@ class SlackBot:
         self.members = MembershipCache(self.client)
         self.recent = RecentKeys()
         self.pool = ThreadPoolExecutor(max_workers=settings.slack_workers, thread_name_prefix="citebot-slack")
+        # the 👀 that says "working on it" must not wait for a free worker behind a queue of answers
+        self.ui = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citebot-slack-ui")
         self._pending: set[Future[None]] = set()
         self._pending_lock = threading.Lock()
         secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
@@ -159,6 +161,7 @@ class SlackBot:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=False)
+        self.ui.shutdown(wait=True)
 
     # --- middleware ------------------------------------------------------------------------------
     def _log_context(self, body: dict[str, Any], next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
@@ -275,13 +278,16 @@ class SlackBot:
             self._start_answer(msg, only_if_answered=True)
 
     def _start_answer(self, msg: Message, *, only_if_answered: bool = False) -> None:
+        working: Future[None] | None = None
+        if not only_if_answered and msg.question:
+            working = self.ui.submit(self._react, msg.channel, msg.ts, add=True)
         self._submit(
-            lambda: self._answer(msg, only_if_answered=only_if_answered),
+            lambda: self._answer(msg, only_if_answered=only_if_answered, working=working),
             event_id=msg.event_id,
             on_failure=lambda: self._apologise(msg.channel, msg.reply_thread_ts),
         )
 
-    def _answer(self, msg: Message, *, only_if_answered: bool = False) -> None:
+    def _answer(self, msg: Message, *, only_if_answered: bool = False, working: Future[None] | None = None) -> None:
         if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
             return  # people talking in a thread the bot never answered
         # app_mention and message events for one message share this key: one answer per message.
@@ -291,7 +297,8 @@ class SlackBot:
         if not question:
             self.client.chat_postMessage(channel=msg.channel, thread_ts=msg.reply_thread_ts, text=plain(HELP_TEXT))
             return
-        self._react(msg.channel, msg.ts, add=True)
+        if working is None:
+            self._react(msg.channel, msg.ts, add=True)
         try:
             scopes = (
                 dm_search_scopes(self.members, team=msg.team, dm_channel=msg.channel, user=msg.user)
@@ -318,6 +325,8 @@ class SlackBot:
                 answer=answer,
             )
         finally:
+            if working is not None:
+                working.result(timeout=60)  # never remove the 👀 before it was added
             self._react(msg.channel, msg.ts, add=False)
 
     def _react(self, channel: str, ts: str, *, add: bool) -> None:
@@ -327,7 +336,7 @@ class SlackBot:
                 self.client.reactions_add(channel=channel, timestamp=ts, name=WORKING_REACTION)
             else:
                 self.client.reactions_remove(channel=channel, timestamp=ts, name=WORKING_REACTION)
-        except (SlackApiError, SlackClientError) as e:
+        except Exception as e:  # noqa: BLE001 - cosmetic: never let the 👀 fail an answer
             log.info("reaction_failed", add=add, error=type(e).__name__)
 
     # --- files -----------------------------------------------------------------------------------
