@@ -41,9 +41,10 @@ from pipelines.models import DocInfo
 
 log = get_logger(__name__)
 
-_SCHEMA = """
+_SCHEMA_VERSION = "2"
+_TABLES = """
 CREATE TABLE IF NOT EXISTS chunks (
-    rid INTEGER PRIMARY KEY,
+    rid INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     scope TEXT NOT NULL DEFAULT '',
     doc_id TEXT,
@@ -61,20 +62,6 @@ CREATE TABLE IF NOT EXISTS embeddings (
     embedding BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS embeddings_scope ON embeddings(scope);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    content, content='chunks', content_rowid='rid', tokenize='unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, content) VALUES (new.rid, new.content);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, content) VALUES ('delete', old.rid, old.content);
-    DELETE FROM embeddings WHERE rid = old.rid;
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF content ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, content) VALUES ('delete', old.rid, old.content);
-    INSERT INTO chunks_fts(rowid, content) VALUES (new.rid, new.content);
-END;
 CREATE TABLE IF NOT EXISTS changes (
     gen INTEGER PRIMARY KEY AUTOINCREMENT,
     scope TEXT NOT NULL
@@ -83,6 +70,35 @@ CREATE TABLE IF NOT EXISTS store_info (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+"""
+# The FTS5 index is contentless (the text lives in ``chunks``) and has a second column holding one token per
+# chunk for its scope, so a scoped BM25 query intersects posting lists instead of checking every match.
+_SCOPE_TAG_SQL = "'s' || lower(hex({}))"
+_FTS = f"""
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    content, scope_tag, content='', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, content, scope_tag)
+        VALUES (new.rid, new.content, {_SCOPE_TAG_SQL.format("new.scope")});
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, content, scope_tag)
+        VALUES ('delete', old.rid, old.content, {_SCOPE_TAG_SQL.format("old.scope")});
+    DELETE FROM embeddings WHERE rid = old.rid;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF content, scope ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, content, scope_tag)
+        VALUES ('delete', old.rid, old.content, {_SCOPE_TAG_SQL.format("old.scope")});
+    INSERT INTO chunks_fts(rowid, content, scope_tag)
+        VALUES (new.rid, new.content, {_SCOPE_TAG_SQL.format("new.scope")});
+END;
+"""
+_DROP_FTS = """
+DROP TRIGGER IF EXISTS chunks_ai;
+DROP TRIGGER IF EXISTS chunks_ad;
+DROP TRIGGER IF EXISTS chunks_au;
+DROP TABLE IF EXISTS chunks_fts;
 """
 
 # How many change rows to keep; a reader further behind than this reloads every matrix.
@@ -231,20 +247,32 @@ def _node_sql(node: Any, alias: str, params: list[Any]) -> str:
 # --------------------------------------------------------------------------------------------------
 # FTS5 query sanitising
 # --------------------------------------------------------------------------------------------------
+def fts5_terms(text: str, max_terms: int = _MAX_QUERY_TERMS) -> list[str]:
+    """The distinct lower-cased words of ``text`` as FTS5's unicode61 tokenizer would split them."""
+    seen: dict[str, None] = {}
+    for token in _TOKEN_RE.findall(text or ""):
+        seen.setdefault(token.lower(), None)
+        if len(seen) >= max_terms:
+            break
+    return list(seen)
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _scope_tag(scope: str) -> str:
+    """The FTS5 token standing for a scope (same as ``_SCOPE_TAG_SQL``)."""
+    return "s" + scope.encode("utf-8").hex()
+
+
 def fts5_query(text: str, max_terms: int = _MAX_QUERY_TERMS) -> str:
     """Turn free text into a safe FTS5 query: each word a quoted term, OR-ed so partial matches rank.
 
     Returns "" when the text has no searchable word. Quotes, operators (AND/OR/NOT/NEAR), column
     filters (``x:``), prefixes (``*``), parentheses and hyphens in the text lose their FTS5 meaning.
     """
-    seen: dict[str, None] = {}
-    for token in _TOKEN_RE.findall(text or ""):
-        key = token.lower()
-        if key not in seen:
-            seen[key] = None
-        if len(seen) >= max_terms:
-            break
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
+    return " OR ".join(_quote(t) for t in fts5_terms(text, max_terms))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -259,9 +287,15 @@ class _ScopeMatrix:
 class SQLiteDocumentStore:
     """Haystack ``DocumentStore`` + Citebot ``ChunkStore`` on one SQLite file. Safe across threads and processes."""
 
-    def __init__(self, path: str | Path, *, embedding_dim: int | None = None) -> None:
+    def __init__(self, path: str | Path, *, embedding_dim: int | None = None, bm25_max_postings: int = 8000) -> None:
         if embedding_dim is not None and embedding_dim <= 0:
             raise ValueError("embedding_dim must be positive")
+        if bm25_max_postings < 100:
+            raise ValueError("bm25_max_postings must be at least 100")
+        self.bm25_max_postings = bm25_max_postings
+        self._count_cache: tuple[int, int, dict[str, int]] | None = None
+        self._df: dict[str, int] = {}
+        self._df_total = 0
         self.path = Path(path)
         self.embedding_dim = embedding_dim
         self._local = threading.local()
@@ -276,10 +310,36 @@ class SQLiteDocumentStore:
         conn = self._conn()
         try:
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
+            self._create_schema(conn)
         except sqlite3.Error as e:
             raise StoreError(f"cannot open the store at {self.path}: {e}; check the path and its permissions") from e
         self._check_dim(conn)
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for stmt in _split_sql(_TABLES):
+                    conn.execute(stmt)
+                row = conn.execute("SELECT value FROM store_info WHERE key='schema_version'").fetchone()
+                if row is None or row[0] != _SCHEMA_VERSION:
+                    # new file, or an older FTS layout: (re)build the full-text index from the chunks
+                    for stmt in _split_sql(_DROP_FTS):
+                        conn.execute(stmt)
+                    for stmt in _split_sql(_FTS):
+                        conn.execute(stmt)
+                    conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('automerge', 8)")
+                    conn.execute(
+                        "INSERT INTO chunks_fts(rowid, content, scope_tag) "
+                        f"SELECT rid, content, {_SCOPE_TAG_SQL.format('scope')} FROM chunks"
+                    )
+                    conn.execute(
+                        "INSERT OR REPLACE INTO store_info(key, value) VALUES ('schema_version', ?)", (_SCHEMA_VERSION,)
+                    )
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     # --- connections ---------------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -346,7 +406,9 @@ class SQLiteDocumentStore:
 
     # --- serialisation -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, path=str(self.path), embedding_dim=self.embedding_dim)
+        return default_to_dict(
+            self, path=str(self.path), embedding_dim=self.embedding_dim, bm25_max_postings=self.bm25_max_postings
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SQLiteDocumentStore:
@@ -415,7 +477,7 @@ class SQLiteDocumentStore:
             self._log_changes(conn, {scope})
         self._after_write()
         replaced = sorted(old - new_ids)
-        log.info("store_replace_document", scope=scope, chunks=len(docs), replaced=len(replaced))
+        log.debug("store_replace_document", scope=scope, chunks=len(docs), replaced=len(replaced))
         return replaced
 
     def has_document(self, doc_id: str, *, scope: str) -> bool:
@@ -520,22 +582,99 @@ class SQLiteDocumentStore:
         scopes = require_scopes(scopes)
         if top_k <= 0:
             return []
-        match = fts5_query(query)
-        if not match:
+        terms = fts5_terms(query)
+        if not terms:
             return []
-        where, params = filters_to_sql(filters)
-        marks = ",".join("?" * len(scopes))
         with self._read() as conn:
+            self._refresh(conn)
+            total, per_scope = self._counts(conn)
+            in_scope = sum(per_scope.get(s, 0) for s in set(scopes))
+            if in_scope == 0:
+                return []
+            terms = self._prune_terms(conn, terms, total, in_scope)
+            if not terms:
+                return []
+            match = "content : (" + " OR ".join(_quote(t) for t in terms) + ")"
+            if in_scope < total:  # else every chunk is in the asked scopes
+                tags = " OR ".join(_quote(_scope_tag(s)) for s in dict.fromkeys(scopes))
+                match = f"scope_tag : ({tags}) AND {match}"
             try:
-                hits = conn.execute(
-                    f"SELECT c.rid, bm25(chunks_fts) AS r FROM chunks_fts JOIN chunks c ON c.rid = chunks_fts.rowid "
-                    f"WHERE chunks_fts MATCH ? AND c.scope IN ({marks}) AND coalesce({where}, 0) "
-                    f"ORDER BY r LIMIT ?",
-                    [match, *scopes, *params, int(top_k)],
-                ).fetchall()
+                if filters:
+                    where, params = filters_to_sql(filters)
+                    hits = conn.execute(
+                        "SELECT f.rowid, bm25(chunks_fts, 1.0, 0.0) AS r FROM chunks_fts f "
+                        "JOIN chunks c ON c.rid = f.rowid "
+                        f"WHERE chunks_fts MATCH ? AND coalesce({where}, 0) ORDER BY r LIMIT ?",
+                        [match, *params, int(top_k)],
+                    ).fetchall()
+                else:
+                    hits = conn.execute(
+                        "SELECT rowid, bm25(chunks_fts, 1.0, 0.0) AS r FROM chunks_fts "
+                        "WHERE chunks_fts MATCH ? ORDER BY r LIMIT ?",
+                        (match, int(top_k)),
+                    ).fetchall()
             except sqlite3.OperationalError as e:
                 raise StoreError(f"BM25 search failed: {e}") from e
-            return self._fetch_rids(conn, [h[0] for h in hits], [-float(h[1]) for h in hits], return_embedding)
+            return self._fetch_rids(conn, [h[0] for h in hits], [-float(h[1]) for h in hits], return_embedding, scopes)
+
+    def _counts(self, conn: sqlite3.Connection) -> tuple[int, dict[str, int]]:
+        """(all chunks, chunks per scope), cached until the next write."""
+        with self._cache_lock:
+            if self._count_cache is not None and self._count_cache[0] == self._gen:
+                return self._count_cache[1], self._count_cache[2]
+            per_scope = {r[0]: int(r[1]) for r in conn.execute("SELECT scope, count(*) FROM chunks GROUP BY scope")}
+            total = sum(per_scope.values())
+            self._count_cache = (self._gen, total, per_scope)
+            if abs(total - self._df_total) > 0.1 * max(self._df_total, 1):
+                self._df.clear()  # document frequencies drifted: look them up again
+                self._df_total = total
+            return total, per_scope
+
+    def _doc_freq(self, conn: sqlite3.Connection, term: str) -> int:
+        with self._cache_lock:
+            df = self._df.get(term)
+        if df is None:
+            df = int(
+                conn.execute(
+                    "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (f"content : {_quote(term)}",)
+                ).fetchone()[0]
+            )
+            with self._cache_lock:
+                if len(self._df) > 200_000:
+                    self._df.clear()
+                self._df[term] = df
+        return df
+
+    def _prune_terms(self, conn: sqlite3.Connection, terms: list[str], total: int, in_scope: int) -> list[str]:
+        """Keep BM25 cheap on big stores without changing what ranks first.
+
+        A word in more than half of the chunks (``the``, ``is``) gets a BM25 weight of ~0 from FTS5, yet it
+        costs the most: FTS5 reads its whole posting list and scores every chunk holding it. Such words are
+        dropped whenever an informative word remains. If the estimated work is still above
+        ``bm25_max_postings`` (only on big stores), the most common remaining words go too, always keeping
+        the rarest one.
+        """
+        dfs = {t: self._doc_freq(conn, t) for t in terms}
+        terms = [t for t in terms if dfs[t] > 0]
+        informative = [t for t in terms if dfs[t] <= total / 2]
+        if informative:
+            terms = informative
+        frac = in_scope / max(total, 1)
+        # scoring a match costs ~30x more than reading a posting of a word outside the scope
+        unit = frac + 0.03
+
+        if sum(dfs[t] for t in terms) * unit <= self.bm25_max_postings:
+            return terms
+        terms.sort(key=lambda t: dfs[t])
+        kept: list[str] = []
+        cost = 0.0
+        for t in terms:
+            c = dfs[t] * unit
+            if kept and cost + c > self.bm25_max_postings:
+                break
+            kept.append(t)
+            cost += c
+        return kept
 
     def embedding_search(
         self,
@@ -579,19 +718,20 @@ class SQLiteDocumentStore:
                     return []
             all_rids: list[np.ndarray] = []
             all_scores: list[np.ndarray] = []
-            for scope in dict.fromkeys(scopes):
-                sm = self._matrix(conn, scope)
-                if sm is None or sm.rids.size == 0:
-                    continue
-                if allowed is not None:
-                    mask = np.isin(sm.rids, allowed, assume_unique=True)
-                    if not mask.any():
+            with _single_threaded_blas():
+                for scope in dict.fromkeys(scopes):
+                    sm = self._matrix(conn, scope)
+                    if sm is None or sm.rids.size == 0:
                         continue
-                    all_rids.append(sm.rids[mask])
-                    all_scores.append(sm.mat[mask] @ q)
-                else:
-                    all_rids.append(sm.rids)
-                    all_scores.append(sm.mat @ q)
+                    if allowed is not None:
+                        mask = np.isin(sm.rids, allowed, assume_unique=True)
+                        if not mask.any():
+                            continue
+                        all_rids.append(sm.rids[mask])
+                        all_scores.append(sm.mat[mask] @ q)
+                    else:
+                        all_rids.append(sm.rids)
+                        all_scores.append(sm.mat @ q)
             if not all_rids:
                 return []
             rids = np.concatenate(all_rids) if len(all_rids) > 1 else all_rids[0]
@@ -600,7 +740,7 @@ class SQLiteDocumentStore:
             idx = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
             idx = idx[np.argsort(-scores[idx], kind="stable")]
             return self._fetch_rids(
-                conn, [int(r) for r in rids[idx]], [float(s) for s in scores[idx]], return_embedding
+                conn, [int(r) for r in rids[idx]], [float(s) for s in scores[idx]], return_embedding, scopes
             )
 
     # --- dense cache -----------------------------------------------------------------------------------
@@ -774,16 +914,24 @@ class SQLiteDocumentStore:
             conn.execute("DELETE FROM changes WHERE gen < ?", (int(gen) - _KEEP_CHANGES,))
 
     def _fetch_rids(
-        self, conn: sqlite3.Connection, rids: list[int], scores: list[float], return_embedding: bool
+        self,
+        conn: sqlite3.Connection,
+        rids: list[int],
+        scores: list[float],
+        return_embedding: bool,
+        scopes: Sequence[str],
     ) -> list[Document]:
         if not rids:
             return []
         marks = ",".join("?" * len(rids))
+        smarks = ",".join("?" * len(scopes))
         emb_col = "e.embedding" if return_embedding else "NULL"
         join = "LEFT JOIN embeddings e ON e.rid = c.rid" if return_embedding else ""
+        # the scope check again: a cached matrix row can never surface another scope's chunk
         rows = conn.execute(
-            f"SELECT c.rid, c.id, c.content, c.meta, c.extra, {emb_col} FROM chunks c {join} WHERE c.rid IN ({marks})",
-            rids,
+            f"SELECT c.rid, c.id, c.content, c.meta, c.extra, {emb_col} FROM chunks c {join} "
+            f"WHERE c.rid IN ({marks}) AND c.scope IN ({smarks})",
+            [*rids, *scopes],
         ).fetchall()
         by_rid = {r[0]: r for r in rows}
         out = []
@@ -814,6 +962,40 @@ class SQLiteDocumentStore:
             embedding=embedding,
             score=score,
         )
+
+
+_BLAS: Any = None
+
+
+@contextmanager
+def _single_threaded_blas() -> Iterator[None]:
+    """Run numpy's matrix products on one thread: on these 2-vCPU machines, under load, OpenBLAS's
+    second thread makes a 50k x 384 search several times slower."""
+    global _BLAS
+    if _BLAS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS = ThreadpoolController()
+        except ImportError:  # pragma: no cover - threadpoolctl comes with the project's dependencies
+            _BLAS = False
+    if not _BLAS:
+        yield
+        return
+    with _BLAS.limit(limits=1, user_api="blas"):
+        yield
+
+
+def _split_sql(script: str) -> list[str]:
+    """Statements of a schema script (triggers keep their inner ``;``)."""
+    out: list[str] = []
+    buf = ""
+    for line in script.strip().splitlines():
+        buf += line + "\n"
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    return out
 
 
 def _str_or_none(v: Any) -> str | None:
