@@ -193,6 +193,23 @@ class QueryEngine:
         k = k or self.settings.answer_top_k
         return self._retrieve(question, scopes, mode, k).context(k)
 
+    def relevance(self, question: str, scopes: Sequence[str], *, mode: RetrievalMode = "hybrid") -> float:
+        """The score the refusal threshold applies to: the best cosine similarity between the question and a
+        sentence (or table row) of the passages the answer would be built from (1.0 for an explicit reference)."""
+        self.warm_up()
+        scopes = require_scopes(list(scopes))
+        k = self.settings.answer_top_k
+        r = self._retrieve(question, scopes, mode, k)
+        ext = self.extractive.run(
+            question=question,
+            documents=r.hits[:k],
+            routed=r.routed,
+            query_embedding=r.embedding,
+            content_question=strip_refs(question, _refs(question)),
+            reference=r.reference,
+        )
+        return float(ext["relevance"])
+
     # --- answers -------------------------------------------------------------------------------
     def answer(
         self,

@@ -24,6 +24,7 @@ COMMAND_MODULES = [
 ]
 # Modules that register `citebot bench <name>` benchmarks (they live under eval/).
 BENCH_MODULES = [
+    "eval.bench_query",
     "eval.bench_retrieval",
     "eval.bench_slack",
     "eval.bench_teams",

@@ -15,6 +15,13 @@ STOPWORDS = frozenset(
     does do did much many whats""".split()  # noqa: SIM905
 )
 
+# Words too generic to show whether passages are about the question ("how LONG", "do I NEED").
+GENERIC = frozenset(
+    """get gets got need needed needs long often apply applies applied allowed allow ask asked define defined
+    include includes support supported kept keep quickly many much commit overview give happen happens way ways
+    work works thing things new make made use used kind""".split()  # noqa: SIM905
+)
+
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 
 
@@ -23,8 +30,8 @@ def stem(word: str) -> str:
     w = word.lower().replace("’", "'")
     if w.endswith("'s"):
         w = w[:-2]
-    w = w.strip("'-")
-    for suffix, min_len in (("ies", 5), ("sses", 6), ("es", 5), ("s", 4), ("ing", 6), ("ed", 5)):
+    w = w.strip("'-").replace("-", "")
+    for suffix, min_len in (("ness", 7), ("ies", 5), ("sses", 6), ("es", 5), ("s", 4), ("ing", 6), ("ed", 5)):
         if w.endswith(suffix) and len(w) >= min_len:
             if suffix == "ies":
                 return w[:-3] + "y"
@@ -32,8 +39,22 @@ def stem(word: str) -> str:
                 return w[:-2]
             if suffix == "s" and w.endswith("ss"):
                 return w
-            return w[: -len(suffix)]
+            w = w[: -len(suffix)]
+            break
+    if len(w) > 4 and w.endswith("e"):
+        w = w[:-1]
     return w
+
+
+def coverage(question_terms: set[str], passages: list[str]) -> float:
+    """Share of the question's specific terms (not :data:`GENERIC`) that occur in ``passages``."""
+    specific = question_terms - {stem(g) for g in GENERIC}
+    if not specific:
+        return 1.0
+    seen: set[str] = set()
+    for p in passages:
+        seen |= set(terms(p))
+    return len(specific & seen) / len(specific)
 
 
 def terms(text: str) -> list[str]:

@@ -78,6 +78,7 @@ class TestExtractiveAnswerer:
                 "overlap_weight": 0.35,
                 "keep_ratio": 0.85,
                 "max_table_chars": 1500,
+                "cosine_weight": 0.7,
             },
         }
 

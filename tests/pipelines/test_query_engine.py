@@ -114,7 +114,7 @@ B_MARKERS = ("Osprey", "52 weeks", "osprey.pdf", "sec:")
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory):
-    return Settings(data_dir=tmp_path_factory.mktemp("engine"), refusal_threshold=0.35)
+    return Settings(data_dir=tmp_path_factory.mktemp("engine"))
 
 
 @pytest.fixture(scope="module")
