@@ -241,7 +241,7 @@ def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_
               store: Any) -> CaseResult:
     cits = [
         CitedQuote(n=c.n, chunk_id=c.chunk_id, file=c.file, page_start=c.page_start, page_end=c.page_end,
-                   quote=c.quote)
+                   quote=c.quote, verbatim=None)
         for c in answer.citations
     ]
     if cits:

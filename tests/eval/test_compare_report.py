@@ -145,6 +145,11 @@ def test_report_has_charts_buckets_and_worst_cases(tmp_path: Path, run_cli: Any)
     assert page.count("<svg") >= 3 and "Case score distribution" in page and "Answer latency" in page
     assert "Per category" in page and "<script" not in page
     assert (run / "scores.svg").read_text().startswith("<svg")
+    import xml.etree.ElementTree as ET
+
+    for svg in run.glob("*.svg"):
+        root = ET.fromstring(svg.read_text())  # well-formed
+        assert root.tag.endswith("svg") and root.findall(".//{http://www.w3.org/2000/svg}rect")
 
 
 def test_report_escapes_html(tmp_path: Path) -> None:

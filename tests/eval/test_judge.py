@@ -1,11 +1,8 @@
-"""The LLM judge against a local fake OpenAI chat-completions server on 127.0.0.1, via the real openai client."""
+"""The LLM judge against a local fake OpenAI chat-completions server on 127.0.0.1 (``fake_judge`` in conftest),
+via the real openai client."""
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -17,44 +14,9 @@ from eval.judge import JudgeError, build_client, judge_case
 from eval.records import CaseResult, CitedQuote
 
 
-class FakeJudge:
-    """Replies from a queue of message contents; records every request body."""
-
-    def __init__(self) -> None:
-        self.replies: list[str] = []
-        self.requests: list[dict[str, Any]] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append(body)
-                content = fake.replies.pop(0) if fake.replies else '{"score": 1, "explanation": "ok"}'
-                data = json.dumps({
-                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 @pytest.fixture
-def fake() -> Iterator[FakeJudge]:
-    f = FakeJudge()
-    yield f
-    f.server.shutdown()
+def fake(fake_judge: Any) -> Any:
+    return fake_judge
 
 
 def _result(**kw: Any) -> CaseResult:
@@ -68,12 +30,12 @@ def _result(**kw: Any) -> CaseResult:
     return CaseResult.model_validate(base)
 
 
-def _settings(fake: FakeJudge) -> Settings:
+def _settings(fake: Any) -> Settings:
     return Settings(openai_base_url=fake.base_url, openai_api_key=SecretStr("sk-test"), llm_model="gen-model",
                     judge_model="judge-model", llm_max_retries=0)
 
 
-def test_scores_each_criterion_with_the_judge_model_at_temperature_0(fake: FakeJudge) -> None:
+def test_scores_each_criterion_with_the_judge_model_at_temperature_0(fake: Any) -> None:
     fake.replies = [
         '{"score": 1.0, "explanation": "The quote states 25 days."}',
         '{"score": 0.5, "explanation": "Carry-over not mentioned."}',
@@ -90,7 +52,7 @@ def test_scores_each_criterion_with_the_judge_model_at_temperature_0(fake: FakeJ
     assert "EXPECTED ANSWER: 25 days" in fake.requests[2]["messages"][1]["content"]
 
 
-def test_invalid_replies_are_asked_again_then_recorded_without_a_score(fake: FakeJudge) -> None:
+def test_invalid_replies_are_asked_again_then_recorded_without_a_score(fake: Any) -> None:
     fake.replies = [
         '{"score": 7, "explanation": "out of range"}', '{"score": 0.9, "explanation": "fine now"}',  # retried
         "not json at all", "still not json",  # the client asks once more for JSON, then gives up
@@ -102,13 +64,13 @@ def test_invalid_replies_are_asked_again_then_recorded_without_a_score(fake: Fak
     assert scores["correctness"].score is None and "twice" in scores["correctness"].explanation
 
 
-def test_refusals_and_cases_without_expected_answer(fake: FakeJudge) -> None:
+def test_refusals_and_cases_without_expected_answer(fake: Any) -> None:
     client = build_client(_settings(fake))
     assert judge_case(client, _result(refused=True)) == {}
     assert set(judge_case(client, _result(expected_answer=None))) == {"groundedness", "completeness"}
 
 
-def test_judge_needs_an_llm_and_a_separate_model(fake: FakeJudge) -> None:
+def test_judge_needs_an_llm_and_a_separate_model(fake: Any) -> None:
     with pytest.raises(JudgeError, match="OPENAI"):
         build_client(Settings())
     with pytest.raises(JudgeError, match="CITEBOT_JUDGE_MODEL"):

@@ -191,3 +191,30 @@ def test_stratified_limit_covers_categories(setup: Any) -> None:
     _settings, opts, _calls = setup
     picked = stratified(load_cases(opts.set_path), 3)
     assert [c.id for c in picked] == ["a", "c", "d"]
+
+
+def test_judge_scores_are_recorded_per_case(setup: Any, fake_judge: Any) -> None:
+    from pydantic import SecretStr
+
+    settings, opts, calls = setup
+    settings = settings.model_copy(update={"openai_base_url": fake_judge.base_url, "judge_model": "judge-model",
+                                           "openai_api_key": SecretStr("sk-test")})
+    opts.judge = True
+    fake_judge.replies = ['{"score": 0.25, "explanation": "only part of it"}'] * 20
+    meta, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    by_id = {r.id: r for r in results}
+    assert by_id["a"].judge["groundedness"].score == 0.25
+    assert set(by_id["a"].judge) == {"groundedness", "completeness"}  # no expected answer: no correctness
+    assert by_id["c"].judge == {}  # refused: not judged
+    assert meta["judge_model"] == "judge-model" and meta["judge_prompt_version"]
+    assert meta["settings"]["openai_api_key"] == "set" and "sk-test" not in json.dumps(meta)
+    assert len(fake_judge.requests) == 3 * 2
+
+
+def test_judge_without_a_judge_model_is_refused_before_indexing(setup: Any, run_cli: Any,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    settings, opts, _calls = setup
+    code = run_cli(["eval", "run", "--set", str(opts.set_path), "--docs", str(opts.docs_dir), "--judge"], settings)
+    assert code == 2
+    assert "OPENAI_API_KEY" in capsys.readouterr().err
+    assert not (settings.data_dir / "eval" / "index").exists()
