@@ -1,0 +1,315 @@
+"""The embedded store's own parts: FTS5 query sanitising, filter translation, caches shared across
+processes, threads, reopening, schema upgrades and its retriever components."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from haystack import Document
+from haystack.errors import FilterError
+
+from connectors.sqlite_store import (
+    SQLiteBM25Retriever,
+    SQLiteDocumentStore,
+    SQLiteEmbeddingRetriever,
+    filters_to_sql,
+    fts5_query,
+    fts5_terms,
+)
+from connectors.store_api import ScopeRequiredError, StoreError
+
+
+def vec(axis: int, dim: int = 8) -> list[float]:
+    v = [0.0] * dim
+    v[axis % dim] = 1.0
+    return v
+
+
+def doc(i: int, text: str, scope: str = "local", dim: int = 8, **meta: Any) -> Document:
+    return Document(
+        id=f"d{i}:{i:05d}",
+        content=text,
+        meta={"scope": scope, "doc_id": f"d{i}", "file_name": f"f{i}.pdf", "chunk_index": 0, **meta},
+        embedding=vec(i, dim),
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SQLiteDocumentStore:
+    s = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
+    yield s
+    s.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# FTS5 query sanitising
+# --------------------------------------------------------------------------------------------------
+SANITISE_CASES = [
+    ('What\'s the "notice period"?', "d0"),
+    ("notice-period: 3 months*", "d0"),
+    ("(notice) AND OR NOT NEAR/3 period", "d0"),
+    ("content: notice ^period", "d0"),
+    ("Größe der Küche?", "d1"),
+    ("grosse der kuche", "d1"),
+    ("日本語のテキスト", "d2"),
+    ("emoji 🙂 résumé naïve", "d3"),
+    ("scope_tag : s6c6f63616c", None),
+]
+
+
+class TestFts5Sanitising:
+    @pytest.mark.parametrize(("question", "expected"), SANITISE_CASES)
+    def test_any_question_is_a_safe_query(self, store: SQLiteDocumentStore, question: str, expected: str) -> None:
+        store.write_documents(
+            [
+                doc(0, "The notice period is 3 months for all staff."),
+                doc(1, "Die Größe der Küche beträgt zwölf Quadratmeter."),
+                doc(2, "日本語のテキスト"),
+                doc(3, "Her résumé was naïve."),
+            ]
+        )
+        hits = store.bm25_search(question, scopes=["local"], top_k=3)
+        if expected is None:
+            # the scope column can't be addressed from a question
+            assert hits == []
+        else:
+            assert hits and hits[0].meta["doc_id"] == expected
+
+    @pytest.mark.parametrize("question", ['"', "?!", "* : ( ) - ^", "", "   ", "___"])
+    def test_questions_without_words_give_no_query(self, store: SQLiteDocumentStore, question: str) -> None:
+        assert fts5_query(question) == ""
+        store.write_documents([doc(0, "some text")])
+        assert store.bm25_search(question, scopes=["local"], top_k=3) == []
+
+    def test_terms_are_quoted_or_ed_deduplicated_and_capped(self) -> None:
+        assert fts5_query('Notice "notice" NOTICE period') == '"notice" OR "period"'
+        assert fts5_terms("a-b c_d") == ["a", "b", "c", "d"]
+        assert len(fts5_terms(" ".join(f"w{i}" for i in range(500)))) == 64
+
+
+# --------------------------------------------------------------------------------------------------
+# filter translation
+# --------------------------------------------------------------------------------------------------
+class TestFilterTranslation:
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            {"conditions": [{"field": "meta.a", "operator": "==", "value": 1}]},
+            {"operator": "AND"},
+            {"operator": "XOR", "conditions": []},
+            {"field": "meta.a", "value": 1},
+            {"field": "meta.a", "operator": "=="},
+            {"field": "meta.a", "operator": "~", "value": 1},
+            {"field": "meta.a", "operator": "in", "value": "x"},
+            {"field": "meta.a", "operator": ">", "value": "not a date"},
+            {"field": "meta.a", "operator": ">", "value": [1]},
+            {"field": "meta.", "operator": "==", "value": 1},
+        ],
+    )
+    def test_malformed_filters_raise_filter_error(self, bad: dict[str, Any]) -> None:
+        with pytest.raises(FilterError):
+            filters_to_sql(bad)
+
+    def test_values_are_bound_and_field_names_quoted(self, store: SQLiteDocumentStore) -> None:
+        store.write_documents([doc(0, "a", label="x"), doc(1, "b", **{"we'ird key": "v"})])
+        sql, params = filters_to_sql({"field": "meta.label", "operator": "==", "value": "x' OR 1=1 --"})
+        assert "1=1" not in sql and params == ["x' OR 1=1 --"]
+        assert store.filter_documents({"field": "meta.label", "operator": "==", "value": "x' OR 1=1 --"}) == []
+        got = store.filter_documents({"field": "meta.we'ird key", "operator": "==", "value": "v"})
+        assert [d.id for d in got] == ["d1:00001"]
+
+    def test_content_id_nested_list_and_legacy_fields(self, store: SQLiteDocumentStore) -> None:
+        store.write_documents(
+            [
+                doc(0, "exact text", tags=["a", "b"], nested={"x": 2}),
+                doc(1, "other text", tags=["c"], nested={"x": 3}),
+            ]
+        )
+
+        def ids(f: dict[str, Any]) -> list[str]:
+            return [d.id for d in store.filter_documents(f)]
+
+        assert ids({"field": "content", "operator": "==", "value": "exact text"}) == ["d0:00000"]
+        assert ids({"field": "id", "operator": "!=", "value": "d0:00000"}) == ["d1:00001"]
+        assert ids({"field": "meta.nested.x", "operator": ">", "value": 2}) == ["d1:00001"]
+        assert ids({"field": "meta.tags", "operator": "==", "value": ["c"]}) == ["d1:00001"]
+        assert ids({"field": "doc_id", "operator": "==", "value": "d0"}) == ["d0:00000"]  # no "meta." prefix
+        assert ids({"operator": "OR", "conditions": []}) == []
+        assert ids({"operator": "AND", "conditions": []}) == ["d0:00000", "d1:00001"]
+
+
+# --------------------------------------------------------------------------------------------------
+# BM25 pruning of words in most chunks
+# --------------------------------------------------------------------------------------------------
+def _raw_fts5_ranking(store: SQLiteDocumentStore, question: str, k: int) -> list[str]:
+    """FTS5's own BM25 ranking over every word of the question, without the store's pruning."""
+    conn = sqlite3.connect(store.path)
+    match = "content : (" + fts5_query(question) + ")"
+    rows = conn.execute(
+        "SELECT c.id FROM chunks_fts f JOIN chunks c ON c.rid = f.rowid WHERE chunks_fts MATCH ? "
+        "ORDER BY bm25(chunks_fts, 1.0, 0.0) LIMIT ?",
+        (match, k),
+    ).fetchall()
+    conn.close()
+    return [r[0] for r in rows]
+
+
+def test_dropping_words_in_most_chunks_keeps_the_ranking(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    vocab = [f"w{i}" for i in range(300)]
+    docs = [
+        doc(i, f"the a of {' '.join(rng.choice(vocab, size=int(rng.integers(5, 40))))} the end") for i in range(400)
+    ]
+    store = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
+    store.write_documents(docs)
+    for question in ["the w1 of the w2 w3", "what is the w17 of the end", "w5 w250 the a of"]:
+        want = _raw_fts5_ranking(store, question, 10)
+        assert [d.id for d in store.bm25_search(question, scopes=["local"], top_k=10)] == want, question
+    # a question of nothing but such words still finds something
+    assert len(store.bm25_search("the a of end", scopes=["local"], top_k=10)) == 10
+    store.close()
+
+
+def test_over_budget_questions_keep_their_rarest_word(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    vocab = [f"w{i}" for i in range(30)]
+    docs = [doc(i, " ".join(rng.choice(vocab, size=20))) for i in range(300)]
+    docs.append(doc(300, "w1 w2 rareword"))
+    store = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8, bm25_max_postings=100)
+    store.write_documents(docs)
+    hits = store.bm25_search("w1 w2 w3 w4 rareword", scopes=["local"], top_k=5)
+    assert hits[0].id == "d300:00300"
+    store.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# caches, processes, threads, reopening
+# --------------------------------------------------------------------------------------------------
+class TestSharing:
+    def test_another_store_instance_sees_writes_and_deletes(self, tmp_path: Path) -> None:
+        writer = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
+        reader = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
+        writer.write_documents([doc(0, "first"), doc(1, "second", scope="slack:T:C1")])
+        assert [d.id for d in reader.embedding_search(vec(2), scopes=["local"], top_k=5)] == ["d0:00000"]
+        writer.write_documents([doc(2, "third")])
+        assert [d.id for d in reader.embedding_search(vec(2), scopes=["local"], top_k=5)][0] == "d2:00002"
+        writer.delete_document("d2", scopes=["local"])
+        assert [d.id for d in reader.embedding_search(vec(2), scopes=["local"], top_k=5)] == ["d0:00000"]
+        assert [d.id for d in reader.bm25_search("third first", scopes=["local"], top_k=5)] == ["d0:00000"]
+        writer.close()
+        reader.close()
+
+    def test_threads_search_while_one_writes(self, store: SQLiteDocumentStore) -> None:
+        store.write_documents([doc(i, f"chunk number {i} of the handbook") for i in range(50)])
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def search() -> None:
+            try:
+                while not stop.is_set():
+                    assert store.bm25_search("handbook", scopes=["local"], top_k=5)
+                    assert store.embedding_search(vec(3), scopes=["local"], top_k=5)
+                    assert store.list_documents(scopes=["local"])
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=search) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for i in range(50, 80):
+            store.replace_document([doc(i, f"added chunk {i} handbook")], scope="local", file_name=f"f{i}.pdf")
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        assert errors == []
+        assert len(store.list_documents(scopes=["local"])) == 80
+
+    def test_reopened_store_answers_from_disk(self, tmp_path: Path) -> None:
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
+        s.write_documents([doc(i, f"text {i}") for i in range(5)])
+        s.close()
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3")
+        assert s.embedding_search(vec(4), scopes=["local"], top_k=1)[0].id == "d4:00004"
+        assert s.bm25_search("text", scopes=["local"], top_k=10).__len__() == 5
+        s.close()
+
+    def test_wrong_embedding_dimension_says_what_to_do(self, tmp_path: Path) -> None:
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
+        s.write_documents([doc(0, "x")])
+        s.close()
+        with pytest.raises(StoreError, match="CITEBOT_DATA_DIR"):
+            SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=384)
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3")
+        with pytest.raises(ValueError, match="dimensions"):
+            s.embedding_search([1.0] * 5, scopes=["local"], top_k=1)
+        s.close()
+
+    def test_older_index_layout_is_rebuilt_on_open(self, tmp_path: Path) -> None:
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
+        s.write_documents([doc(0, "rebuild me please")])
+        s.close()
+        conn = sqlite3.connect(tmp_path / "s.sqlite3")
+        conn.execute("UPDATE store_info SET value='1' WHERE key='schema_version'")
+        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")  # an index that no longer matches
+        conn.commit()
+        conn.close()
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3")
+        assert [d.id for d in s.bm25_search("rebuild", scopes=["local"], top_k=5)] == ["d0:00000"]
+        s.close()
+
+    def test_odd_scope_strings_stay_apart(self, store: SQLiteDocumentStore) -> None:
+        odd = ["slack:T\"1:C'2", "teams:tenant:19:abc@thread.v2", "teams:t:Ünïcode chat"]
+        store.write_documents([doc(i, "same words here", scope=s) for i, s in enumerate(odd)])
+        for s in odd:
+            hits = store.bm25_search("same words", scopes=[s], top_k=10)
+            assert [d.meta["scope"] for d in hits] == [s]
+
+
+# --------------------------------------------------------------------------------------------------
+# retriever components
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", [SQLiteBM25Retriever, SQLiteEmbeddingRetriever])
+class TestRetrieverComponents:
+    def test_init_validates(self, cls: Any, store: SQLiteDocumentStore) -> None:
+        with pytest.raises(ValueError, match="top_k"):
+            cls(store, top_k=0)
+        with pytest.raises(ValueError, match="SQLiteDocumentStore"):
+            cls(object())
+
+    def test_to_dict_and_from_dict(self, cls: Any, store: SQLiteDocumentStore) -> None:
+        data = cls(store, top_k=7).to_dict()
+        assert data == {
+            "type": f"connectors.sqlite_store.{cls.__name__}",
+            "init_parameters": {
+                "document_store": {
+                    "type": "connectors.sqlite_store.SQLiteDocumentStore",
+                    "init_parameters": {"path": str(store.path), "embedding_dim": 8, "bm25_max_postings": 8000},
+                },
+                "top_k": 7,
+                "return_embedding": False,
+            },
+        }
+        again = cls.from_dict(data)
+        assert again.top_k == 7 and again.document_store.path == store.path
+        again.document_store.close()
+
+    def test_run(self, cls: Any, store: SQLiteDocumentStore) -> None:
+        store.write_documents([doc(i, f"leave policy part {i}") for i in range(4)])
+        inputs: dict[str, Any] = (
+            {"query": "leave policy"} if cls is SQLiteBM25Retriever else {"query_embedding": vec(2)}
+        )
+        out = cls(store, top_k=3).run(scopes=["local"], **inputs)["documents"]
+        assert len(out) == 3 and all(d.score is not None and d.embedding is None for d in out)
+        assert len(cls(store).run(scopes=["local"], top_k=1, **inputs)["documents"]) == 1
+        full = cls(store, return_embedding=True).run(scopes=["local"], **inputs)["documents"]
+        assert all(d.embedding is not None and len(d.embedding) == 8 for d in full)
+        only = {"field": "meta.doc_id", "operator": "==", "value": "d1"}
+        assert [d.id for d in cls(store).run(scopes=["local"], filters=only, **inputs)["documents"]] == ["d1:00001"]
+        assert cls(store).run(scopes=["elsewhere"], **inputs)["documents"] == []
+        with pytest.raises(ScopeRequiredError):
+            cls(store).run(scopes=[], **inputs)
