@@ -117,7 +117,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             cited = 0
             for i in range(args.questions):
                 activity_id = str(next(ids))
-                msg = {
+                msg: dict[str, Any] = {
                     "type": "message",
                     "id": activity_id,
                     "channelId": "msteams",
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 ch_answers.append(answer.at - t0)
                 ch_cited += _has_citations(answer.body)
 
-    report = {
+    report: dict[str, Any] = {
         "warm_up_s": round(warm_s, 2),
         "ingest": {"file": CONTRACT, "ack_ms": round(ingest_ack * 1000, 1), "result_s": round(ingest_s, 2)},
         "chat_ack": _summary(acks),

@@ -338,8 +338,9 @@ class CitebotTeamsBot(ActivityHandler):
         activity = turn_context.activity
         if activity.name != "message/submitAction":
             return await super().on_invoke_activity(turn_context)
-        value = activity.value if isinstance(activity.value, dict) else {}
-        action = value.get("actionValue") if isinstance(value.get("actionValue"), dict) else {}
+        value: dict[str, Any] = activity.value if isinstance(activity.value, dict) else {}
+        raw_action = value.get("actionValue")
+        action: dict[str, Any] = raw_action if isinstance(raw_action, dict) else {}
         reaction = str(action.get("reaction") or "").lower()
         if value.get("actionName") == "feedback" and reaction in ("like", "dislike") and activity.reply_to_id:
             turn = parse_turn(activity)

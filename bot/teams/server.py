@@ -66,6 +66,12 @@ def build_app(
     workers: int = 4,
 ) -> web.Application:
     """The aiohttp app (``/api/messages``, ``/healthz``); ``auth`` overrides the settings' authentication."""
+    if auth is None and not settings.teams_app_id:
+        log.warning(
+            "teams_unauthenticated",
+            detail="TEAMS_APP_ID is not set: /api/messages accepts unauthenticated requests "
+            "(Bot Framework Emulator / local testing only; never expose this to the internet)",
+        )
     adapter = CloudAdapter(auth or bot_authentication(settings))
     bot = CitebotTeamsBot(core, settings, workers=workers)
 
@@ -99,12 +105,6 @@ def build_app(
 
 
 def serve(settings: Settings, *, host: str, port: int, **_: Any) -> int:
-    if not settings.teams_app_id:
-        log.warning(
-            "teams_unauthenticated",
-            detail="TEAMS_APP_ID is not set: /api/messages accepts unauthenticated requests "
-            "(Bot Framework Emulator / local testing only; never expose this to the internet)",
-        )
     try:
         bot_authentication(settings)
     except ValueError as e:

@@ -532,3 +532,27 @@ def test_sync_without_graph_credentials_says_so(tmp_path: Path) -> None:
             reply = world.wait_text(sync["conversation"]["id"], "not configured")
     assert "TEAMS_APP_ID" in reply.text and "TEAMS_APP_PASSWORD" in reply.text
     assert fake.token_requests == 0
+
+
+def test_without_app_id_the_server_warns_it_is_unauthenticated(tmp_path: Path) -> None:
+    from structlog.testing import capture_logs
+
+    settings = Settings(data_dir=tmp_path)
+    with capture_logs() as logs:
+        build_app(settings, ChatCore.from_settings(settings))
+    (warning,) = [e for e in logs if e["event"] == "teams_unauthenticated"]
+    assert warning["log_level"] == "warning" and "unauthenticated" in warning["detail"]
+
+
+def test_with_app_id_unsigned_requests_are_refused(tmp_path: Path) -> None:
+    """With credentials configured, a request without a Bot Framework token gets 401 and no reply."""
+    with FakeMicrosoft() as fake:
+        settings = Settings(data_dir=tmp_path, teams_app_id=APP_ID, teams_app_password=APP_PASSWORD)
+        core = ChatCore.from_settings(settings)
+        with AppThread(build_app(settings, core)) as app:
+            world = World(fake=fake, app=app, core=core, settings=settings)
+            resp = world.post(world.chat_message("help"))
+            health = requests.get(f"{app.url}/healthz", timeout=10).json()
+    assert resp.status_code == 401
+    assert fake.calls == []
+    assert health["authenticated"] is True
