@@ -34,7 +34,7 @@ from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer, keep_
 from pipelines.components.query_embedder import QueryEmbedder
 from pipelines.components.query_rewriter import QueryRewriter
 from pipelines.components.refusal import RefusalCheck
-from pipelines.components.structure_router import StructureRouter, strip_refs
+from pipelines.components.structure_router import StructureRouter
 from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn, ValidationCounts
 
 log = get_logger("citebot.query")
@@ -88,13 +88,22 @@ class Retrieval:
     """What one retrieval produced: referenced chunks, fused hits, the query embedding."""
 
     def __init__(
-        self, routed: list[Document], hits: list[Document], embedding: list[float], reference: str, query: str
+        self,
+        routed: list[Document],
+        hits: list[Document],
+        embedding: list[float],
+        reference: str,
+        query: str,
+        content_question: str,
+        explicit: bool,
     ) -> None:
         self.routed = routed
         self.hits = hits
         self.embedding = embedding
         self.reference = reference
         self.query = query
+        self.content_question = content_question
+        self.explicit = explicit  # the question named pages/sections/tables that exist: quote only those
 
     def context(self, k: int) -> list[Document]:
         """Referenced chunks first, then the top ``k`` fused hits not already there."""
@@ -174,7 +183,20 @@ class QueryEngine:
                 reference = heading
         routed = self._in_scope(routed, scopes)
         hits = self._in_scope(hits, scopes)
-        return Retrieval(routed, hits, embedding, reference, query)
+        return Retrieval(
+            routed, hits, embedding, reference, query, routed_out["content_question"], bool(routed_out["explicit"])
+        )
+
+    def _extract(self, r: Retrieval, k: int) -> dict[str, Any]:
+        """The extractive answer and its relevance (explicitly referenced chunks only, when there are some)."""
+        return self.extractive.run(
+            question=r.query,
+            documents=[] if r.explicit else r.hits[:k],
+            routed=r.routed,
+            query_embedding=r.embedding,
+            content_question=r.content_question,
+            reference=r.reference,
+        )
 
     @staticmethod
     def _in_scope(docs: list[Document], scopes: list[str]) -> list[Document]:
@@ -200,14 +222,7 @@ class QueryEngine:
         scopes = require_scopes(list(scopes))
         k = self.settings.answer_top_k
         r = self._retrieve(question, scopes, mode, k)
-        ext = self.extractive.run(
-            question=question,
-            documents=r.hits[:k],
-            routed=r.routed,
-            query_embedding=r.embedding,
-            content_question=strip_refs(question, _refs(question)),
-            reference=r.reference,
-        )
+        ext = self._extract(r, k)
         return float(ext["relevance"])
 
     # --- answers -------------------------------------------------------------------------------
@@ -232,14 +247,7 @@ class QueryEngine:
         context = r.context(k)
         t_retrieved = time.perf_counter()
 
-        ext = self.extractive.run(
-            question=query,
-            documents=r.hits[:k],
-            routed=r.routed,
-            query_embedding=r.embedding,
-            content_question=strip_refs(query, _refs(query)),
-            reference=r.reference,
-        )
+        ext = self._extract(r, k)
         refusal = self.refusal.run(relevance=ext["relevance"], documents=context)
         if refusal["refused"] or not ext["citations"]:
             answer = self._refusal(refusal["text"] or self.refusal.run(relevance=0.0, documents=context)["text"])
@@ -312,12 +320,6 @@ class QueryEngine:
             return fallback.model_copy(update={"validation": _add_counts(counts, fallback.validation)})
         note = NOTE_DROPPED if v["failures"] else ""
         return Answer(text=text, citations=cits, mode="llm", note=note, validation=counts)
-
-
-def _refs(query: str) -> Any:
-    from pipelines.components.structure_router import parse_refs
-
-    return parse_refs(query)
 
 
 def _add_counts(a: ValidationCounts, b: ValidationCounts) -> ValidationCounts:

@@ -125,7 +125,8 @@ def _store_from_dict(data: dict[str, Any]) -> ChunkStore:
 @component
 class StructureRouter:
     """Question in, the chunks it explicitly references out (``documents``), plus ``filters`` that
-    restrict retrieval to a named file and a human-readable ``reference``."""
+    restrict retrieval to a named file, a human-readable ``reference``, the ``content_question`` (the
+    question without its references and file mentions) and ``explicit`` (referenced chunks were found)."""
 
     def __init__(self, *, document_store: ChunkStore, fetch_limit: int = 40) -> None:
         if document_store is None:
@@ -161,19 +162,32 @@ class StructureRouter:
             self._files[key] = (now, names)
         return names
 
-    def file_filter(self, question: str, scopes: list[str]) -> tuple[dict[str, Any] | None, list[str]]:
-        """A ``meta.file_name in [...]`` filter for files the question names, and those names."""
+    def file_filter(self, question: str, scopes: list[str]) -> tuple[dict[str, Any] | None, list[str], list[str]]:
+        """A ``meta.file_name in [...]`` filter for files the question names, those names, and the phrases
+        of the question that named them. A file is named by its full name, its name without ``.pdf``, or
+        two or more consecutive words of it ("the employee handbook" for halvorsen_pike_employee_handbook.pdf)."""
         q = " ".join(re.sub(r"[_\-]+", " ", question.lower()).split())
-        named = []
+        named: list[str] = []
+        phrases: list[str] = []
         for name in self._file_names(scopes):
             low = name.lower()
-            stem = re.sub(r"\.pdf$", "", low)
-            stem_sp = " ".join(re.sub(r"[_\-.]+", " ", stem).split())
-            if low in question.lower() or (len(stem_sp) >= 5 and re.search(rf"\b{re.escape(stem_sp)}\b", q)):
+            if low in question.lower():
                 named.append(name)
+                phrases.append(low)
+                continue
+            words = [w for w in re.sub(r"[_\-.]+", " ", re.sub(r"\.pdf$", "", low)).split() if w]
+            best = ""
+            for i in range(len(words)):
+                for j in range(len(words), i + 1, -1):
+                    phrase = " ".join(words[i:j])
+                    if len(phrase) > len(best) and len(phrase) >= 8 and re.search(rf"\b{re.escape(phrase)}\b", q):
+                        best = phrase
+            if best or (len(words) == 1 and len(words[0]) >= 5 and re.search(rf"\b{re.escape(words[0])}\b", q)):
+                named.append(name)
+                phrases.append(best or words[0])
         if not named:
-            return None, []
-        return {"field": "meta.file_name", "operator": "in", "value": named}, named
+            return None, [], []
+        return {"field": "meta.file_name", "operator": "in", "value": named}, named, phrases
 
     # --- headings ------------------------------------------------------------------------------
     def heading_documents(
@@ -202,10 +216,12 @@ class StructureRouter:
         return [replace(d, score=1.0) for d in docs], section.split(" > ")[-1]
 
     # --- run -----------------------------------------------------------------------------------
-    @component.output_types(documents=list[Document], filters=dict[str, Any] | None, reference=str)
+    @component.output_types(
+        documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool
+    )
     def run(self, question: str, scopes: list[str]) -> dict[str, Any]:
         scopes = require_scopes(scopes)
-        file_cond, files = self.file_filter(question, scopes)
+        file_cond, files, phrases = self.file_filter(question, scopes)
         refs = parse_refs(question)
         docs: list[Document] = []
         if refs.any:
@@ -236,4 +252,14 @@ class StructureRouter:
         reference = refs.describe()
         if files:
             reference = f"{reference} of {', '.join(files)}" if reference else ", ".join(files)
-        return {"documents": docs, "filters": file_cond, "reference": reference}
+        content = strip_refs(question, refs)
+        for phrase in phrases:
+            words = r"[\s_\-]+".join(re.escape(w) for w in phrase.split())
+            content = re.sub(rf"(?i)\b(?:the\s+)?{words}\b", " ", content)
+        return {
+            "documents": docs,
+            "filters": file_cond,
+            "reference": reference,
+            "content_question": " ".join(content.split()),
+            "explicit": bool(docs),
+        }

@@ -144,8 +144,14 @@ class TestStructureRouter:
         out = router.run(question="What is on page 4 of the services agreement?", scopes=["local"])
         assert [d.id for d in out["documents"]] == ["ct:00000"]
         assert out["filters"] == {"field": "meta.file_name", "operator": "in", "value": ["services_agreement.pdf"]}
+        assert out["content_question"] == "What is on of ?"
+        assert out["explicit"] is True
         out = router.run(question="page 4 of services_agreement.pdf", scopes=["local"])
         assert [d.id for d in out["documents"]] == ["ct:00000"]
+        # two or more consecutive words of a longer name name it too
+        out = router.run(question="How long is the term in the Services Agreement?", scopes=["local"])
+        assert out["filters"]["value"] == ["services_agreement.pdf"]
+        assert out["content_question"] == "How long is the term in ?" and out["explicit"] is False
 
     def test_run_never_crosses_scopes(self, store):
         router = StructureRouter(document_store=store)
@@ -160,6 +166,7 @@ class TestStructureRouter:
     def test_run_no_reference(self, store):
         out = StructureRouter(document_store=store).run(question="How long is parental leave?", scopes=["local"])
         assert out["documents"] == [] and out["filters"] is None and out["reference"] == ""
+        assert out["content_question"] == "How long is parental leave?" and out["explicit"] is False
 
     def test_heading_words_fetch_the_section(self, store):
         router = StructureRouter(document_store=store)

@@ -1,0 +1,41 @@
+"""`citebot demo` and `citebot ask` on the embedded defaults, offline."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.cli.main import main
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_then_ask(capsys, monkeypatch):
+    monkeypatch.setenv("CITEBOT_OCR_ENABLED", "false")  # the scanned page's OCR is slow and not what this tests
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "✓ halvorsen_pike_employee_handbook.pdf: indexed" in out
+    assert "Q: Which year in table 2 has the highest revenue?" in out and "2022 | 118.6 | 1,180" in out
+    assert "Q: What do pages 4-5 say about parental leave?" in out and "· p. 5 · 4.2 Parental leave" in out
+    assert "The PDFs in this channel don't seem to answer that." in out  # the unanswerable sample question
+    assert "[1] │ " in out
+
+    # idempotent: a second run indexes nothing
+    assert main(["demo", "--question", "How long must passwords be?"]) == 0
+    out = capsys.readouterr().out
+    assert "unchanged, already indexed" in out and "✓" not in out
+    assert "at least 14 characters" in out
+
+    assert main(["ask", "What is the annual subscription fee?", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["mode"] == "extractive" and not answer["refused"]
+    assert "EUR 184,000" in answer["citations"][0]["quote"]
+    assert set(answer["timings_ms"]) == {"retrieve", "generate", "total"}
+
+    assert main(["ask", "What is the annual subscription fee?", "--mode", "bm25"]) == 0
+    assert "EUR 184,000" in capsys.readouterr().out
+
+    # another scope has nothing indexed
+    assert main(["ask", "What is the annual subscription fee?", "--scope", "slack:T1:C1"]) == 1
+    assert "No PDFs are indexed in slack:T1:C1" in capsys.readouterr().err
