@@ -316,6 +316,13 @@ class SQLiteDocumentStore:
         self._check_dim(conn)
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
+        # Fast path without the write lock, so opening never waits for another process's write.
+        try:
+            row = conn.execute("SELECT value FROM store_info WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError:
+            row = None  # a new file
+        if row is not None and row[0] == _SCHEMA_VERSION:
+            return
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -557,7 +564,7 @@ class SQLiteDocumentStore:
             )
             .fetchall()
         )
-        return [self._row_to_doc(*r, None) for r in rows]
+        return [self._row_to_doc(r[0], r[1], r[2], r[3], r[4], None) for r in rows]
 
     def all_scopes(self) -> list[str]:
         rows = self._conn().execute("SELECT DISTINCT scope FROM chunks WHERE scope != '' ORDER BY scope").fetchall()

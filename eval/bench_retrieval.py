@@ -254,7 +254,7 @@ def build_queries(docs: list[Any], content_words: list[str], q: int, seed: int) 
         picked = rng.choice(content_words, size=int(rng.integers(3, 7)))
         text = f"{start} {' '.join(picked)}?"
         base = np.asarray(docs[int(rng.integers(len(docs)))].embedding, dtype=np.float32)
-        vec = base + rng.standard_normal(base.shape[0]).astype(np.float32) * 0.05
+        vec = base + np.asarray(rng.standard_normal(base.shape[0]), dtype=np.float32) * 0.05
         out.append((text, (vec / np.linalg.norm(vec)).tolist()))
     return out
 
