@@ -57,13 +57,15 @@ def histogram_svg(values: Sequence[float], *, title: str, lo: float, hi: float, 
     for i in range(0, bins + 1, max(1, bins // 5)):
         x = left + i * bw
         label = lo + span * i / bins
-        body.append(f'<text x="{x:.1f}" y="{top + ph + 14}" text-anchor="middle">{label:g}{unit}</text>')
+        text = f"{label:.0f}" if hi > 10 else f"{label:.2g}"
+        body.append(f'<text x="{x:.1f}" y="{top + ph + 14}" text-anchor="middle">{text}{unit}</text>')
     return _svg(width, height, body, title)
 
 
 def bar_chart_svg(groups: Sequence[str], series: dict[str, Sequence[float | None]], *, title: str,
                   width: int = 640, height: int = 260, vmax: float = 1.0) -> str:
     """Grouped vertical bars: one group per label, one bar per series (None = no bar)."""
+    width = max(width, 40 + 96 * len(groups))  # room for each group's label
     left, right, top, bottom = 36, 10, 44, 44
     pw, ph = width - left - right, height - top - bottom
     n_series = max(1, len(series))
