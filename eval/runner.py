@@ -40,6 +40,7 @@ MODES = ("hybrid", "bm25", "dense")
 INDEX_SETTINGS = ("chunk_max_tokens", "chunk_min_tokens", "embedding_dim", "ocr_enabled", "ocr_dpi",
                   "ocr_min_chars", "ocr_language", "max_pages")
 # Settings that must match for a resumed run to continue an earlier one.
+KEEP_INDEXES = 4
 RESUME_KEYS = ("set_sha256", "retrieval_mode", "k", "per_doc", "index_key", "judge", "limit")
 
 
@@ -131,7 +132,7 @@ def index_key(pdfs: Sequence[Path], settings: Settings, per_doc: bool) -> str:
     for p in pdfs:
         h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
     h.update(json.dumps({k: getattr(settings, k) for k in INDEX_SETTINGS}, sort_keys=True).encode())
-    h.update(str(settings.resolved_model_path.name).encode())
+    h.update(str(settings.resolved_model_path).encode())
     h.update(b"per_doc" if per_doc else b"one_scope")
     h.update(_code_fingerprint().encode())
     return h.hexdigest()
@@ -141,6 +142,14 @@ def _scope_of(file_name: str, per_doc: bool) -> str:
     if not per_doc:
         return ALL_SCOPE
     return f"eval:doc:{hashlib.sha256(file_name.encode()).hexdigest()[:12]}"
+
+
+def _prune(root: Path, keep: int) -> None:
+    """Delete all but the ``keep`` most recently built eval indexes (each code change makes a new one)."""
+    built = sorted((p for p in root.iterdir() if (p / "READY.json").exists()),
+                   key=lambda p: (p / "READY.json").stat().st_mtime, reverse=True)
+    for old in built[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def index_checksum(store: Any, scopes: Sequence[str]) -> str:
@@ -190,6 +199,7 @@ def build_index(
     checksum = index_checksum(service.store, sorted(set(scopes.values())))
     ready.write_text(json.dumps({"key": key, "checksum": checksum, "ingest": ingest, "seconds": seconds}),
                      encoding="utf-8")
+    _prune(root, keep=KEEP_INDEXES)
     return EvalIndex(eval_settings, path, key, checksum, scopes, False, ingest, seconds), service
 
 

@@ -218,3 +218,14 @@ def test_judge_without_a_judge_model_is_refused_before_indexing(setup: Any, run_
     assert code == 2
     assert "OPENAI_API_KEY" in capsys.readouterr().err
     assert not (settings.data_dir / "eval" / "index").exists()
+
+
+def test_old_eval_indexes_are_pruned(setup: Any, tmp_path: Path) -> None:
+    from eval.runner import KEEP_INDEXES
+
+    settings, opts, calls = setup
+    for i in range(KEEP_INDEXES + 2):
+        (opts.docs_dir / "one.pdf").write_bytes(b"%PDF-1 version %d" % i)
+        opts.out_dir = tmp_path / f"run{i}"
+        run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    assert len(list((settings.data_dir / "eval" / "index").iterdir())) == KEEP_INDEXES
