@@ -11,6 +11,7 @@ name in the same scope atomically.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,10 @@ from pipelines.components.writer import ChunkWriter
 from pipelines.models import IngestProgress, IngestResult
 
 log = get_logger("citebot.indexing")
+
+# A refused PDF is an expected outcome here, not a pipeline crash: Haystack's error snapshot would try (and
+# loudly fail) to serialise the PDF bytes and callbacks on every refusal. Keep its logs to real errors.
+logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
 
 ProgressCallback = Callable[[IngestProgress], None]
 
@@ -126,6 +131,11 @@ def _ingest_error(exc: BaseException) -> BaseException:
     return exc
 
 
+def _drop_snapshot(_snapshot: Any) -> None:
+    """Never save a failed run's snapshot: it would hold the user's document."""
+    return
+
+
 class Indexer:
     """What :class:`pipelines.service.CitebotService` calls to ingest one file into one scope."""
 
@@ -209,6 +219,7 @@ class Indexer:
                     "writer": {"scope": scope, "file_name": file_name},
                 },
                 include_outputs_from={"ocr"},
+                snapshot_callback=_drop_snapshot,
             )
         except Exception as e:  # noqa: BLE001 - every failure becomes a result with a fixed reason
             cause = _ingest_error(e)
