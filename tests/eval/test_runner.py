@@ -225,7 +225,7 @@ def test_old_eval_indexes_are_pruned(setup: Any, tmp_path: Path) -> None:
 
     settings, opts, calls = setup
     for i in range(KEEP_INDEXES + 2):
-        (opts.docs_dir / "one.pdf").write_bytes(b"%PDF-1 version %d" % i)
+        (opts.docs_dir / "one.pdf").write_bytes(f"%PDF-1 version {i}".encode())
         opts.out_dir = tmp_path / f"run{i}"
         run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
     assert len(list((settings.data_dir / "eval" / "index").iterdir())) == KEEP_INDEXES
