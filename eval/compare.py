@@ -91,6 +91,7 @@ class Comparison:
     regressions: list[CaseRegression]
     improvements: list[str]
     gates: list[GateResult]
+    notes: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -103,6 +104,7 @@ class Comparison:
             "regressions": [asdict(r) for r in self.regressions],
             "improvements": self.improvements,
             "gates": [asdict(g) for g in self.gates],
+            "notes": self.notes,
         }
 
 
@@ -140,12 +142,24 @@ def compare(
 ) -> Comparison:
     new_meta, new_results = new
     k = int(new_meta.get("k", 5))
-    new_sum = summarise(new_results, k)["overall"]
-    base_sum = summarise(base[1], int(base[0].get("k", k)))["overall"] if base else None
+    new_sum = summarise(new_results, k)["overall"]  # floors: the whole new run
     gates = gates or Gates()
+    base_sum: dict[str, Any] | None = None
+    notes: list[str] = []
+    new_cmp = new_sum
+    if base:
+        common = {r.id for r in base[1]} & {r.id for r in new_results}
+        base_cases = [r for r in base[1] if r.id in common]
+        if len(common) < max(len(base[1]), len(new_results)):
+            notes.append(f"deltas and the drop gate use the {len(common)} cases both runs have "
+                         f"(base {len(base[1])}, new {len(new_results)})")
+            new_cmp = summarise([r for r in new_results if r.id in common], k)["overall"]
+        base_sum = summarise(base_cases, int(base[0].get("k", k)))["overall"]
+        if base[0].get("k", k) != k:
+            notes.append(f"the runs used different k (base {base[0].get('k')}, new {k})")
 
     deltas: dict[str, dict[str, float | None]] = {}
-    for key, value in _numeric(new_sum).items():
+    for key, value in _numeric(new_cmp).items():
         b = _numeric(base_sum).get(key) if base_sum else None
         deltas[key] = {"base": b, "new": value, "delta": (value - b) if value is not None and b is not None else None}
 
@@ -181,7 +195,7 @@ def compare(
             crit = [r for r in regressions if r.critical]
             detail = ", ".join(r.id for r in crit) if crit else "no critical case regressed"
             results.append(GateResult("critical cases", not crit, detail))
-    return Comparison(base_sum, new_sum, deltas, regressions, improved, results)
+    return Comparison(base_sum, new_sum, deltas, regressions, improved, results, notes)
 
 
 def _fmt(v: float | None) -> str:
@@ -200,9 +214,11 @@ def render(c: Comparison) -> str:
         if d["delta"] is not None and hib is not None and abs(d["delta"]) > 1e-9:
             worse = d["delta"] < 0 if hib else d["delta"] > 0
             flag = " ▼" if worse else " ▲"
-        delta = "—" if d["delta"] is None else f"{d['delta']:+.4f}{flag}"
+        delta = "—" if d["delta"] is None else (f"{d['delta']:+d}" if isinstance(d["delta"], int)
+                                                 else f"{d['delta']:+.4f}{flag}")
         lines.append(f"| {key} | {_fmt(d['base'])} | {_fmt(d['new'])} | {delta} |")
     lines.append("")
+    lines += [f"Note: {n}" for n in c.notes] + ([""] if c.notes else [])
     if c.base is not None:
         lines.append(f"Regressed cases: {len(c.regressions)}; improved: {len(c.improvements)}")
         for r in c.regressions:

@@ -10,7 +10,7 @@ import pytest
 
 from connectors.settings import Settings
 from eval.cases import Source
-from eval.compare import GatesError, compare, load_gates
+from eval.compare import Gates, GatesError, compare, load_gates
 from eval.records import CaseResult, CitedQuote, Hit, JudgeScore, load_run
 from eval.report import write_report
 
@@ -176,3 +176,12 @@ def test_report_of_mode_all_has_the_ablation_table(tmp_path: Path) -> None:
     assert rows["bm25"].split("|")[3].strip() == "0.500"
     assert rows["dense"].split("|")[3].strip() == "0.000"
     assert (parent / "hybrid" / "report.html").exists()
+
+
+def test_runs_on_different_sets_are_compared_on_common_cases(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "base", [good("a"), good("b")])
+    new = write_run(tmp_path / "new", [good("a"), good("b"), missed("c")])  # a new, harder case is no regression
+    c = compare(load_run(base), load_run(new), Gates(max_drop=0.02))
+    assert c.passed and c.deltas["page_hit@5"]["delta"] == 0.0
+    assert c.new is not None and c.new["page_hit@5"] == pytest.approx(2 / 3)  # floors see the whole new run
+    assert "2 cases both runs have" in c.notes[0]
