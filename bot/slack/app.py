@@ -93,6 +93,40 @@ class RecentKeys:
             return True
 
 
+class AckFirst:
+    """Acks before answers: a worker about to start a job waits while deliveries are being acknowledged
+    (until none is in flight and none arrived for ``quiet_s``), at most ``max_wait_s``. On ~one core the
+    Python-heavy answering otherwise takes the interpreter from a burst of acks; a job's delay is capped,
+    so a steady stream of chatter can only slow a job by ``max_wait_s``, never starve it."""
+
+    def __init__(self, *, quiet_s: float = 0.02, max_wait_s: float = 0.25) -> None:
+        self.quiet_s, self.max_wait_s = quiet_s, max_wait_s
+        self._cond = threading.Condition()
+        self._inflight = 0
+        self._last = 0.0
+
+    def enter(self) -> None:
+        with self._cond:
+            self._inflight += 1
+            self._last = time.monotonic()
+
+    def leave(self) -> None:
+        with self._cond:
+            self._inflight -= 1
+            self._last = time.monotonic()
+            self._cond.notify_all()
+
+    def wait_quiet(self) -> None:
+        deadline = time.monotonic() + self.max_wait_s
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                quiet_for = now - self._last
+                if now >= deadline or (self._inflight == 0 and quiet_for >= self.quiet_s):
+                    return
+                self._cond.wait(min(deadline - now, max(self.quiet_s - quiet_for, 0.002)))
+
+
 class SlackConfigError(Exception):
     """The Slack settings are incomplete; the message names the variable to set."""
 
@@ -123,6 +157,7 @@ class SlackBot:
         self.client = client if client is not None else web_client(settings)
         self.members = MembershipCache(self.client)
         self.recent = RecentKeys()
+        self.gate = AckFirst()
         self.pool = ThreadPoolExecutor(max_workers=settings.slack_workers, thread_name_prefix="citebot-slack")
         # the 👀 that says "working on it" must not wait for a free worker behind a queue of answers
         self.ui = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citebot-slack-ui")
@@ -137,6 +172,7 @@ class SlackBot:
             request_verification_enabled=secret is not None,
             process_before_response=True,
         )
+        self.app.use(self._track_acks)
         self.app.use(self._log_context)
         self.app.use(self._dedup)
         self.app.event("app_mention")(self._on_mention)
@@ -164,6 +200,13 @@ class SlackBot:
         self.ui.shutdown(wait=True)
 
     # --- middleware ------------------------------------------------------------------------------
+    def _track_acks(self, next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
+        self.gate.enter()
+        try:
+            return next()
+        finally:
+            self.gate.leave()
+
     def _log_context(self, body: dict[str, Any], next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
         event = body.get("event") or {}
         structlog.contextvars.clear_contextvars()
@@ -211,6 +254,7 @@ class SlackBot:
 
         def guarded() -> None:
             try:
+                self.gate.wait_quiet()
                 if event_id and not self.core.claim("slack", f"event:{event_id}"):
                     log.info("duplicate_event_skipped", durable=True)
                     return
@@ -280,7 +324,7 @@ class SlackBot:
     def _start_answer(self, msg: Message, *, only_if_answered: bool = False) -> None:
         working: Future[None] | None = None
         if not only_if_answered and msg.question:
-            working = self.ui.submit(self._react, msg.channel, msg.ts, add=True)
+            working = self.ui.submit(self._react_soon, msg.channel, msg.ts)
         self._submit(
             lambda: self._answer(msg, only_if_answered=only_if_answered, working=working),
             event_id=msg.event_id,
@@ -328,6 +372,10 @@ class SlackBot:
             if working is not None:
                 working.result(timeout=60)  # never remove the 👀 before it was added
             self._react(msg.channel, msg.ts, add=False)
+
+    def _react_soon(self, channel: str, ts: str) -> None:
+        self.gate.wait_quiet()
+        self._react(channel, ts, add=True)
 
     def _react(self, channel: str, ts: str, *, add: bool) -> None:
         """The 👀 that says work started (removed when done); cosmetic, so failures are only logged."""

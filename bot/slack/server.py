@@ -24,8 +24,7 @@ log = structlog.get_logger("citebot.slack.server")
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
-MAX_BODY_BYTES = 1_000_000
-ACK_SWITCH_INTERVAL_S = 0.0005  # Slack payloads are a few kB; refuse anything absurd before reading it
+MAX_BODY_BYTES = 1_000_000  # Slack payloads are a few kB; refuse anything absurd before reading it
 
 
 def make_http_server(app: App, host: str, port: int) -> ThreadingHTTPServer:
@@ -99,9 +98,6 @@ def serve(settings: Settings, *, http: bool, host: str, port: int) -> int:
         return 2
     log.info("warming_up")
     core.service.warm_up()
-    # Workers answer in Python-heavy code; a shorter GIL switch interval (default 5 ms) lets the
-    # request threads, which only verify, claim and ack, get the interpreter back quickly.
-    sys.setswitchinterval(ACK_SWITCH_INTERVAL_S)
     try:
         if socket_mode:
             from slack_bolt.adapter.socket_mode import SocketModeHandler

@@ -193,7 +193,8 @@ def test_follow_up_in_an_answered_thread_needs_no_mention_and_uses_history(
     slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", root))
     slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts=root)
     slack.idle()
-    slack.send(message(C_LEAVE, MEMBER, "How far in advance must it be requested?", "110.000002", thread_ts=root))
+    follow_up = "How far in advance must parental leave be requested?"
+    slack.send(message(C_LEAVE, MEMBER, follow_up, "110.000002", thread_ts=root))
     posted = slack.fake.wait_for("chat.postMessage", 2, channel=C_LEAVE, thread_ts=root)
     assert "four weeks" in posted[1].params["text"]
     assert seen_history[0] == []
