@@ -101,7 +101,7 @@ OVERALL_KEYS = ("doc_hit@{k}", "page_hit@{k}", "recall@{k}", "mrr", "ndcg@10", "
                 "exact_match", "contains_match", "token_f1", "judge_groundedness", "judge_completeness",
                 "judge_correctness", "latency_p50_ms", "latency_p95_ms", "score_mean")
 CATEGORY_KEYS = ("n_cases", "page_hit@{k}", "recall@{k}", "mrr", "citation_validity", "citation_page_precision",
-                 "refusal_f1", "token_f1", "score_mean")
+                 "refusal_f1", "contains_match", "token_f1", "latency_p50_ms", "score_mean")
 ABLATION_KEYS = ("doc_hit@{k}", "page_hit@{k}", "recall@{k}", "mrr", "ndcg@10", "citation_validity",
                  "citation_page_precision", "refusal_f1", "answer_rate", "token_f1", "latency_p50_ms",
                  "latency_p95_ms")
