@@ -348,6 +348,40 @@ def test_slow_ingest_is_finished_proactively(seeded: World) -> None:
     assert cited_files(answer) == {ORCHID}
 
 
+def test_ingest_progress_edits_the_status_message_and_the_result_comes_last(
+    seeded: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bot.teams.bot as teams_bot
+
+    monkeypatch.setattr(teams_bot, "PROGRESS_INTERVAL_S", 0.0)  # every progress step may edit
+    chat = "a:1personal-progress"
+    pages = [
+        ["Heron Building Handbook", "Visitors sign in at the east reception desk before nine."],
+        ["Badges", "Green badges open the laboratory wing; grey badges open only the offices."],
+        ["Deliveries", "Couriers leave parcels in the loading bay behind the cafeteria."],
+    ]
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4, invariant=1)
+    for lines in pages:
+        c.setFont("Helvetica", 12)
+        for i, line in enumerate(lines):
+            c.drawString(60, 800 - 24 * i, line)
+        c.showPage()
+    c.save()
+    upload = seeded.chat_message("", chat=chat, attachments=[seeded.file_attachment("heron.pdf", buf.getvalue())])
+    assert seeded.post(upload).status_code in (200, 201)
+    seeded.wait_text(chat, "Indexed heron.pdf")
+    calls = seeded.replies(chat)
+    status = next(c for c in calls if c.kind == "reply" and c.text == "Indexing heron.pdf…")
+    edits = [c.text for c in calls if c.kind == "update" and c.activity_id == status.response_id]
+    assert len(edits) >= 2, edits
+    assert all(e.startswith("Indexing heron.pdf") for e in edits[:-1])
+    assert edits[-1].startswith("Indexed heron.pdf: 3 pages")
+
+
 @pytest.mark.parametrize(
     ("name", "data", "reason"),
     [
