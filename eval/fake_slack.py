@@ -28,6 +28,7 @@ TEAM = "T0CITE"
 BOT_USER = "UCITEBOT"
 BOT_ID = "BCITEBOT"
 BOT_TOKEN = "xoxb-fake-citebot-token"  # noqa: S105 - a fake token for a fake server
+APP_TOKEN = "xapp-fake-citebot-token"  # noqa: S105
 SIGNING_SECRET = "fake-signing-secret"  # noqa: S105
 
 
@@ -66,6 +67,7 @@ class FakeSlack:
         self.admins: set[str] = set()
         self.rate_limit_once: set[str] = set()
         self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
+        self.socket_url = ""  # what apps.connections.open hands out (see FakeSocketMode)
         self._cond = threading.Condition()
         self._ts = itertools.count(1)
         self._server = _Server(("127.0.0.1", 0), self._handler())
@@ -158,6 +160,8 @@ class FakeSlack:
     def _reply(self, method: str, p: dict[str, Any]) -> dict[str, Any]:
         if method in self.fail:
             return {"ok": False, "error": self.fail[method]}
+        if method == "apps.connections.open":
+            return {"ok": True, "url": self.socket_url} if self.socket_url else {"ok": False, "error": "no_socket"}
         if method == "auth.test":
             return {
                 "ok": True,
@@ -197,7 +201,10 @@ class FakeSlack:
                 return
 
             def _authorized(self) -> bool:
-                return self.headers.get("Authorization") == f"Bearer {fake.token}"
+                auth = self.headers.get("Authorization")
+                if self.path.startswith("/api/apps.connections.open"):
+                    return auth == f"Bearer {APP_TOKEN}"  # the app-level token, not the bot's
+                return auth == f"Bearer {fake.token}"
 
             def _params(self) -> dict[str, Any]:
                 path, _, query = self.path.partition("?")
@@ -342,3 +349,95 @@ def message(
     if thread_ts:
         event["thread_ts"] = thread_ts
     return event
+
+
+class FakeSocketMode:
+    """Slack's Socket Mode WebSocket on loopback: hands the connected app envelopes, records its acks."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.acks: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self._loop = asyncio.new_event_loop()
+        self._sockets: list[Any] = []
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.port = 0
+
+    def _run(self) -> None:
+        import asyncio
+
+        from aiohttp import WSMsgType, web
+
+        async def ws_handler(request: web.Request) -> web.WebSocketResponse:
+            ws = web.WebSocketResponse(autoping=True)
+            await ws.prepare(request)
+            await ws.send_str(json.dumps({"type": "hello", "num_connections": 1, "debug_info": {}}))
+            with self._cond:
+                self._sockets.append(ws)
+                self._cond.notify_all()
+            async for msg in ws:
+                if msg.type == WSMsgType.TEXT:
+                    with self._cond:
+                        self.acks.append(json.loads(msg.data))
+                        self._cond.notify_all()
+            return ws
+
+        async def start() -> None:
+            app = web.Application()
+            app.router.add_get("/link", ws_handler)
+            runner = web.AppRunner(app)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self._ready.set()
+
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(start())
+        self._loop.run_forever()
+
+    def start(self) -> FakeSocketMode:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/link?ticket=fake"
+
+    def wait_connected(self, timeout: float = 30.0) -> None:
+        with self._cond:
+            if not self._cond.wait_for(lambda: bool(self._sockets), timeout):
+                raise TimeoutError("the app never opened the Socket Mode connection")
+
+    def deliver(self, body: dict[str, Any], *, envelope_id: str) -> None:
+        """Send an Events API body as Slack's Socket Mode does."""
+        import asyncio
+
+        envelope = {
+            "envelope_id": envelope_id,
+            "type": "events_api",
+            "accepts_response_payload": False,
+            "retry_attempt": 0,
+            "retry_reason": "",
+            "payload": body,
+        }
+        ws = self._sockets[-1]
+        asyncio.run_coroutine_threadsafe(ws.send_str(json.dumps(envelope)), self._loop).result(10)
+
+    def wait_ack(self, envelope_id: str, timeout: float = 30.0) -> dict[str, Any]:
+        with self._cond:
+            found: list[dict[str, Any]] = []
+
+            def acked() -> bool:
+                found[:] = [a for a in self.acks if a.get("envelope_id") == envelope_id]
+                return bool(found)
+
+            if not self._cond.wait_for(acked, timeout):
+                raise TimeoutError(f"no ack for envelope {envelope_id}")
+            return found[0]

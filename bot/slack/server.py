@@ -75,6 +75,15 @@ def make_http_server(app: App, host: str, port: int) -> ThreadingHTTPServer:
     return Server((host, port), Handler)
 
 
+def socket_mode_handler(app: App, settings: Settings) -> Any:
+    """Bolt's Socket Mode adapter (slack_sdk's built-in WebSocket client) for ``app``."""
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+    if settings.slack_app_token is None:
+        raise ValueError("SLACK_APP_TOKEN (xapp-...) is needed for Socket Mode")
+    return SocketModeHandler(app, settings.slack_app_token.get_secret_value())
+
+
 def serve(settings: Settings, *, http: bool, host: str, port: int) -> int:
     """Run the Slack bot until interrupted; returns the exit status."""
     from bot.core import ChatCore
@@ -100,11 +109,8 @@ def serve(settings: Settings, *, http: bool, host: str, port: int) -> int:
     core.service.warm_up()
     try:
         if socket_mode:
-            from slack_bolt.adapter.socket_mode import SocketModeHandler
-
-            assert settings.slack_app_token is not None
             log.info("slack_socket_mode_started", workers=settings.slack_workers)
-            SocketModeHandler(bot.app, settings.slack_app_token.get_secret_value()).start()
+            socket_mode_handler(bot.app, settings).start()
             return 0
         server = make_http_server(bot.app, host, port)
         stop = threading.Event()

@@ -18,15 +18,17 @@ import pytest
 
 from bot.core import APOLOGY, HELP_TEXT, ChatContext, ChatCore
 from bot.slack.app import SlackBot, build_bot
-from bot.slack.server import make_http_server
+from bot.slack.server import make_http_server, socket_mode_handler
 from connectors.settings import Settings
 from eval.fake_slack import (
+    APP_TOKEN,
     BOT_ID,
     BOT_TOKEN,
     BOT_USER,
     SIGNING_SECRET,
     TEAM,
     FakeSlack,
+    FakeSocketMode,
     event_callback,
     mention,
     message,
@@ -520,3 +522,30 @@ def test_serve_refuses_to_start_without_credentials(tmp_path: Path, capsys: pyte
     settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
     assert serve(settings, http=True, host="127.0.0.1", port=0) == 2
     assert "SLACK_SIGNING_SECRET" in capsys.readouterr().err
+
+
+def test_socket_mode_gets_events_over_the_websocket_acks_and_answers(slack: Harness) -> None:
+    from pydantic import SecretStr
+
+    socket = FakeSocketMode().start()
+    slack.fake.socket_url = socket.url
+    settings = slack.bot.settings.model_copy(
+        update={"slack_app_token": SecretStr(APP_TOKEN), "slack_signing_secret": None}
+    )
+    bot = build_bot(settings, slack.core)
+    handler = socket_mode_handler(bot.app, settings)
+    try:
+        handler.connect()
+        socket.wait_connected()
+        q = "How many weeks of parental leave do employees get?"
+        socket.deliver(event_callback(mention(C_LEAVE, MEMBER, q, "240.000001")), envelope_id="env-1")
+        assert socket.wait_ack("env-1")["envelope_id"] == "env-1"
+        posted = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="240.000001")[0].params
+        assert "eighteen weeks" in posted["text"]
+        assert bot.wait_idle(60)
+    finally:
+        handler.close()
+        bot.close()
+        socket.stop()
+        slack.fake.socket_url = ""
+    assert slack.fake.calls_to("apps.connections.open")[0].authorized  # opened with the app-level token
