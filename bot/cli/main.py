@@ -16,6 +16,7 @@ from collections.abc import Sequence
 # Modules that register top-level commands, in help order.
 COMMAND_MODULES = [
     "bot.cli.docs_cmds",  # docs, forget
+    "bot.cli.ingest_cmd",  # ingest
     "bot.cli.serve_cmds",  # serve slack | teams
     "bot.cli.ask_cmd",  # ask
     "bot.cli.demo_cmd",  # demo
