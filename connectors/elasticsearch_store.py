@@ -161,11 +161,11 @@ class CitebotElasticsearchStore:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CitebotElasticsearchStore:
-        params = data.get("init_parameters", {})
+        params = dict(data.get("init_parameters", {}))
         for key in ("api_key", "password"):
             if isinstance(params.get(key), dict):
                 params[key] = Secret.from_dict(params[key])
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, {**data, "init_parameters": params})
 
     # --- client ----------------------------------------------------------------------------------------
     @property
@@ -236,7 +236,7 @@ class CitebotElasticsearchStore:
         docs = self._validate(documents)
         _ = self.client
         try:
-            n = self.document_store.write_documents(docs, policy=policy, refresh=False)
+            n = self._guard(self.document_store.write_documents, docs, policy=policy, refresh=False)
         finally:
             self.refresh()
         return int(n)
@@ -515,9 +515,9 @@ class ScopedElasticsearchBM25Retriever:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScopedElasticsearchBM25Retriever:
-        params = data.get("init_parameters", {})
+        params = dict(data.get("init_parameters", {}))
         params["document_store"] = CitebotElasticsearchStore.from_dict(params["document_store"])
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, {**data, "init_parameters": params})
 
     @component.output_types(documents=list[Document])
     def run(
@@ -553,9 +553,9 @@ class ScopedElasticsearchEmbeddingRetriever:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScopedElasticsearchEmbeddingRetriever:
-        params = data.get("init_parameters", {})
+        params = dict(data.get("init_parameters", {}))
         params["document_store"] = CitebotElasticsearchStore.from_dict(params["document_store"])
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, {**data, "init_parameters": params})
 
     @component.output_types(documents=list[Document])
     def run(

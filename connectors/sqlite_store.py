@@ -1044,9 +1044,9 @@ class SQLiteBM25Retriever:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SQLiteBM25Retriever:
-        params = data.get("init_parameters", {})
+        params = dict(data.get("init_parameters", {}))
         params["document_store"] = SQLiteDocumentStore.from_dict(params["document_store"])
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, {**data, "init_parameters": params})
 
     @component.output_types(documents=list[Document])
     def run(
@@ -1087,9 +1087,9 @@ class SQLiteEmbeddingRetriever:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SQLiteEmbeddingRetriever:
-        params = data.get("init_parameters", {})
+        params = dict(data.get("init_parameters", {}))
         params["document_store"] = SQLiteDocumentStore.from_dict(params["document_store"])
-        return default_from_dict(cls, data)
+        return default_from_dict(cls, {**data, "init_parameters": params})
 
     @component.output_types(documents=list[Document])
     def run(
