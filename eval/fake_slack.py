@@ -282,7 +282,7 @@ def sign(body: str, *, secret: str = SIGNING_SECRET, timestamp: int | None = Non
     """The headers Slack puts on a delivery of ``body``."""
     ts = str(int(time.time()) if timestamp is None else timestamp)
     signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
-    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": signature}
+    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": signature or ""}
 
 
 def post_signed(

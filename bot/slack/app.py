@@ -231,7 +231,7 @@ class SlackBot:
         event_id = body.get("event_id")
         if body.get("type") != "event_callback" or not event_id:
             return next()
-        retry = (request.headers.get(_RETRY_HEADER) or [None])[0]
+        retry = (request.headers.get(_RETRY_HEADER) or [""])[0]
         if not self.recent.add(str(event_id)):
             log.info("duplicate_event_skipped", retry_num=retry)
             return BoltResponse(status=200, body="")
@@ -242,10 +242,10 @@ class SlackBot:
     # --- work pool -------------------------------------------------------------------------------
     def _submit(
         self,
-        job: Callable[[], None],
+        job: Callable[[], object],
         *,
         event_id: str,
-        on_failure: Callable[[], None] | None,
+        on_failure: Callable[[], object] | None,
         claim: str = "",
     ) -> None:
         """Run ``job`` on the worker pool with this request's log context, once per ``event_id`` and
@@ -273,7 +273,7 @@ class SlackBot:
         with self._pending_lock:
             self._pending.discard(future)
 
-    def _failed(self, error: BaseException, *, event_id: str, on_failure: Callable[[], None] | None) -> None:
+    def _failed(self, error: BaseException, *, event_id: str, on_failure: Callable[[], object] | None) -> None:
         # Where it failed, not what it held: no exception message or locals (they can carry text or tokens).
         where = [
             f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in traceback.extract_tb(error.__traceback__)

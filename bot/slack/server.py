@@ -12,6 +12,7 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -52,9 +53,9 @@ def make_http_server(app: App, host: str, port: int) -> ThreadingHTTPServer:
                 self._send(413, b"", {})
                 return
             body = self.rfile.read(length).decode("utf-8")
-            headers: dict[str, list[str]] = {}
-            for key, value in self.headers.items():
-                headers.setdefault(key.lower(), []).append(value)
+            headers: dict[str, str | Sequence[str]] = {}
+            for key in set(self.headers.keys()):
+                headers[key.lower()] = self.headers.get_all(key) or []
             resp = app.dispatch(BoltRequest(body=body, query=query, headers=headers))
             out = resp.body.encode("utf-8") if isinstance(resp.body, str) else json.dumps(resp.body).encode()
             self._send(resp.status, out, {k: v[0] for k, v in resp.headers.items() if v})

@@ -380,6 +380,7 @@ def test_pdf_upload_both_delivery_paths_ingest_once_with_progress(slack: Harness
     updates = slack.fake.calls_to("chat.update", channel=channel)
     assert {u.params["ts"] for u in updates} == {progress[0].reply["ts"]}  # updated in place
     assert updates[-1].params["text"].startswith("Indexed team_handbook.pdf: 2 pages")
+    assert len(updates) >= 2 and updates[0].params["text"].startswith("Indexing team_handbook.pdf…")  # progress
     downloads = slack.fake.calls_to("file.download", file="F0LEAVE")
     assert len(downloads) == 1 and downloads[0].authorized
     docs = slack.core.documents([scope])
