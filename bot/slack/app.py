@@ -336,6 +336,9 @@ class SlackBot:
             return  # people talking in a thread the bot never answered
         # app_mention and message events for one message share this key: one answer per message.
         if not self.core.claim("slack", f"answer:{msg.team}:{msg.channel}:{msg.ts}"):
+            if working is not None:  # answered before (e.g. before a restart): take back the 👀
+                working.result(timeout=60)
+                self._react(msg.channel, msg.ts, add=False)
             return
         question = msg.question
         if not question:
