@@ -392,15 +392,20 @@ class CitebotElasticsearchStore:
             return []
         query = {"bool": {"filter": _normalize_filters(scope_filter(scopes, filters))}}
         source: Any = True if return_embedding else {"excludes": ["embedding"]}
-        res = self._guard(
-            self.client.search,
-            index=self.index,
-            query=query,
-            size=min(int(limit), 10_000),
-            sort=[{"doc_id": "asc"}, {"chunk_index": {"order": "asc", "missing": "_last"}}, {"id": "asc"}],
-            source=source,
-        )
-        return [self._to_doc(hit, score=None) for hit in res["hits"]["hits"]]
+        sort = [{"doc_id": "asc"}, {"chunk_index": {"order": "asc", "missing": "_last"}}, {"id": "asc"}]
+        docs: list[Document] = []
+        after: list[Any] | None = None
+        while len(docs) < limit:  # pages of up to 1,000 chunks, resumed with search_after
+            page: dict[str, Any] = {"size": min(1000, int(limit) - len(docs)), "sort": sort}
+            if after is not None:
+                page["search_after"] = after
+            res = self._guard(self.client.search, index=self.index, query=query, source=source, **page)
+            hits = res["hits"]["hits"]
+            docs.extend(self._to_doc(hit, score=None) for hit in hits)
+            if len(hits) < page["size"]:
+                break
+            after = hits[-1]["sort"]
+        return docs
 
     def all_scopes(self) -> list[str]:
         buckets = self._composite({"match_all": {}}, [{"scope": {"terms": {"field": "scope"}}}])
