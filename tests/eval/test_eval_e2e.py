@@ -101,3 +101,39 @@ def test_mode_all_report_and_compare(citebot, tmp_path: Path) -> None:  # type: 
     code, out = citebot("eval", "compare", str(out_dir / "hybrid"), str(worse), "--gates", str(gates))
     assert code == 1
     assert f"FAIL  critical cases: {critical['id']}" in out
+
+
+def test_llm_mode_with_judge_against_a_local_fake_openai(citebot, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from eval.fake_openai import FakeOpenAI, quoting_responder
+    from eval.judge import SYSTEM
+
+    def responder(request: dict) -> str:  # type: ignore[type-arg]
+        if request["messages"][0]["content"] == SYSTEM:  # the judge
+            return json.dumps({"score": 0.75, "explanation": f"graded by {request['model']}"})
+        return quoting_responder(request)  # the generator: quotes its first passage
+
+    fake = FakeOpenAI(responder).start()
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("CITEBOT_LLM_MODEL", "gen-model")
+        monkeypatch.setenv("CITEBOT_JUDGE_MODEL", "judge-model")
+        run = tmp_path / "llm"
+        code, out = citebot("eval", "run", "--set", str(DEMO), "--limit", "8", "--out", str(run), "--judge", "--json")
+        assert code == 0
+    finally:
+        fake.stop()
+    summary = json.loads(out)["modes"]["hybrid"]["overall"]
+    assert summary["n_errors"] == 0
+    assert summary["citation_validity"] == 1.0  # every quote the fake model made was found verbatim
+    meta = json.loads((run / "meta.json").read_text())
+    assert meta["answer_model"] == "gen-model" and meta["judge_model"] == "judge-model"
+    rows = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    answered = [r for r in rows if not r["refused"]]
+    assert answered and all(r["answer_mode"] == "llm" for r in answered)
+    assert all(r["judge"]["groundedness"] == {"score": 0.75, "explanation": "graded by judge-model"}
+               for r in answered)
+    assert {r["model"] for r in fake.requests} == {"gen-model", "judge-model"}
+    assert summary["judge_groundedness"] == 0.75
+    code, _ = citebot("eval", "report", str(run))
+    assert code == 0 and "graded by judge-model" in (run / "report.md").read_text()
