@@ -247,6 +247,7 @@ class SlackBot:
         event_id: str,
         on_failure: Callable[[], object] | None,
         claim: str = "",
+        on_duplicate: Callable[[], object] | None = None,
     ) -> None:
         """Run ``job`` on the worker pool with this request's log context, once per ``event_id`` and
         once per ``claim`` key (durable claims in the state log); failures go to :meth:`_failed`."""
@@ -255,10 +256,12 @@ class SlackBot:
         def guarded() -> None:
             try:
                 self.gate.wait_quiet()
-                if event_id and not self.core.claim("slack", f"event:{event_id}"):
-                    log.info("duplicate_event_skipped", durable=True)
-                    return
-                if claim and not self.core.claim("slack", claim):
+                if (event_id and not self.core.claim("slack", f"event:{event_id}")) or (
+                    claim and not self.core.claim("slack", claim)
+                ):
+                    log.info("duplicate_skipped", durable=True)
+                    if on_duplicate is not None:
+                        on_duplicate()
                     return
                 job()
             except Exception as e:  # noqa: BLE001 - a listener's failure must never stop the bot
@@ -329,16 +332,21 @@ class SlackBot:
             lambda: self._answer(msg, only_if_answered=only_if_answered, working=working),
             event_id=msg.event_id,
             on_failure=lambda: self._apologise(msg.channel, msg.reply_thread_ts),
+            on_duplicate=lambda: self._take_back(working, msg),
         )
+
+    def _take_back(self, working: Future[None] | None, msg: Message) -> None:
+        """The message was answered before (e.g. before a restart): remove the 👀 this delivery added."""
+        if working is not None:
+            working.result(timeout=60)
+            self._react(msg.channel, msg.ts, add=False)
 
     def _answer(self, msg: Message, *, only_if_answered: bool = False, working: Future[None] | None = None) -> None:
         if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
             return  # people talking in a thread the bot never answered
         # app_mention and message events for one message share this key: one answer per message.
         if not self.core.claim("slack", f"answer:{msg.team}:{msg.channel}:{msg.ts}"):
-            if working is not None:  # answered before (e.g. before a restart): take back the 👀
-                working.result(timeout=60)
-                self._react(msg.channel, msg.ts, add=False)
+            self._take_back(working, msg)
             return
         question = msg.question
         if not question:

@@ -308,6 +308,9 @@ def test_retry_after_a_restart_is_not_answered_again(slack: Harness) -> None:
         server.server_close()
         restarted.close()
     assert len(slack.answers(C_LEAVE, "145.000001")) == 1
+    adds = slack.fake.calls_to("reactions.add", timestamp="145.000001")
+    removes = slack.fake.calls_to("reactions.remove", timestamp="145.000001")
+    assert len(adds) == len(removes) == 2  # the restarted bot took its 👀 back
 
 
 def test_forged_signature_is_rejected_with_401_and_no_work(slack: Harness) -> None:
