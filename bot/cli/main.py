@@ -25,6 +25,7 @@ COMMAND_MODULES = [
 ]
 # Modules that register `citebot bench <name>` benchmarks (they live under eval/).
 BENCH_MODULES = [
+    "eval.bench_ingest",
     "eval.bench_query",
     "eval.bench_retrieval",
     "eval.bench_slack",
