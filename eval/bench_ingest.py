@@ -47,11 +47,12 @@ def synthetic_pdf(pages: int) -> bytes:
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
 
-    words = (
-        "the committee reviewed quarterly operating results budget variance supplier contracts maintenance "
-        "schedule safety incidents staffing levels regional offices capital expenditure forecast revenue "
-        "customer retention training programme compliance audit findings recommendations"
-    ).split(" ")
+    words = [
+        "the", "committee", "reviewed", "quarterly", "operating", "results", "budget", "variance",
+        "supplier", "contracts", "maintenance", "schedule", "safety", "incidents", "staffing", "levels",
+        "regional", "offices", "capital", "expenditure", "forecast", "revenue", "customer", "retention",
+        "training", "programme", "compliance", "audit", "findings", "recommendations",
+    ]
     buf = io.BytesIO()
     c = canvas.Canvas(buf, pagesize=A4, invariant=1)
     w, h = A4
