@@ -916,9 +916,9 @@ class SQLiteDocumentStore:
     def _log_changes(self, conn: sqlite3.Connection, scopes: Iterable[str]) -> None:
         scopes = sorted(set(scopes)) or [""]
         conn.executemany("INSERT INTO changes(scope) VALUES (?)", [(s,) for s in scopes])
-        gen = conn.execute("SELECT max(gen) FROM changes").fetchone()[0]
-        if gen is not None and gen % 100 == 0:
-            conn.execute("DELETE FROM changes WHERE gen < ?", (int(gen) - _KEEP_CHANGES,))
+        lo, hi = conn.execute("SELECT min(gen), max(gen) FROM changes").fetchone()
+        if lo is not None and hi - lo > 2 * _KEEP_CHANGES:
+            conn.execute("DELETE FROM changes WHERE gen < ?", (int(hi) - _KEEP_CHANGES,))
 
     def _fetch_rids(
         self,

@@ -204,6 +204,26 @@ class TestSharing:
         writer.close()
         reader.close()
 
+    def test_a_reader_far_behind_the_pruned_change_log_reloads(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import connectors.sqlite_store as mod
+
+        monkeypatch.setattr(mod, "_KEEP_CHANGES", 2)
+        writer = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
+        reader = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
+        writer.write_documents([doc(0, "zero")])
+        assert [d.id for d in reader.embedding_search(vec(0), scopes=["local"], top_k=1)] == ["d0:00000"]
+        for i in range(1, 12):
+            # the local write comes first, so its change row is among the pruned ones
+            writer.write_documents([doc(i, f"doc {i}", scope="local" if i == 1 else f"other:{i}")])
+        conn = sqlite3.connect(tmp_path / "s.sqlite3")
+        assert conn.execute("SELECT min(gen) FROM changes").fetchone()[0] > 2  # the log was pruned
+        conn.close()
+        assert [d.id for d in reader.embedding_search(vec(1), scopes=["local"], top_k=1)] == ["d1:00001"]
+        writer.close()
+        reader.close()
+
     def test_threads_search_while_one_writes(self, store: SQLiteDocumentStore) -> None:
         store.write_documents([doc(i, f"chunk number {i} of the handbook") for i in range(50)])
         errors: list[BaseException] = []
