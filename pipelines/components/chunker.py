@@ -126,7 +126,7 @@ class StructureChunker:
         drafts = self._drafts(elements)
         drafts = self._merge_small(drafts)
         docs = []
-        for index, d in enumerate(drafts):
+        for d in drafts:
             content = "\n".join(p.text for p in d.pieces).strip()
             if not content:
                 continue
@@ -149,7 +149,6 @@ class StructureChunker:
             confs = [p.ocr_confidence for p in d.pieces if p.ocr_confidence is not None]
             if confs:
                 meta["ocr_confidence"] = round(sum(confs) / len(confs), 1)
-            del index
             docs.append(Document(id=f"{doc_id}:{len(docs):05d}", content=content, meta=meta))
         return {"documents": docs}
 
@@ -258,17 +257,16 @@ class StructureChunker:
             line = " | ".join(row)
             n = self._tokens(line) + 1
             if rows and tokens + n > budget:
-                pieces.append(_Piece("\n".join([*head, *rows]), min([e.page_start, *pages]) if not pieces else
-                                     min(pages), max(pages), "table", e.label))
+                start = min(e.page_start, *pages) if not pieces else min(pages)  # part 1 also holds the caption
+                pieces.append(_Piece("\n".join([*head, *rows]), start, max(pages), "table", e.label))
                 rows, pages, tokens = [], [], head_tokens
             rows.append(line)
             pages.append(page)
             tokens += n
         if rows or not pieces:
-            pieces.append(_Piece(
-                "\n".join([*head, *rows]), min([e.page_start, *pages]) if not pieces else min(pages),
-                max(pages or [e.page_end]), "table", e.label,
-            ))
+            first = e.page_start if not pieces else min(pages)  # the first part also holds the caption
+            pieces.append(_Piece("\n".join([*head, *rows]), min(first, *pages) if pages else first,
+                                 max(pages or [e.page_end]), "table", e.label))
         return pieces
 
     def _merge_small(self, drafts: list[_Draft]) -> list[_Draft]:

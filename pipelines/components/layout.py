@@ -82,6 +82,7 @@ class Element:
     page_start: int
     page_end: int
     level: int = 0  # headings: 1 = top level
+    font_size: float = 0.0  # headings: size of the heading's font (levels of un-numbered headings)
     numbering: str = ""  # headings: "4.2", "12", "IV"
     label: str = ""  # "Table 2", "Figure 1"
     caption: str = ""  # tables: the caption line

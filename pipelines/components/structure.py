@@ -253,11 +253,8 @@ class StructureDetector:
                 numbering, _ = heading_numbering(title)
                 out.append(Element(
                     kind="heading", text=title, page_start=ln.page, page_end=lines[i].page,
-                    level=hint, numbering=numbering,
+                    level=hint, numbering=numbering, font_size=ln.size,
                 ))
-                out[-1].rows = []  # keep dataclass defaults independent
-                out[-1].header = (("size", str(ln.size)),) if False else ()
-                out[-1].caption = f"{ln.size:.2f}"  # font size, used for un-numbered heading levels
                 i += 1
                 continue
             m = _CAPTION.match(text)
@@ -331,7 +328,6 @@ class StructureDetector:
         return Element(kind="list", text=text, page_start=first.page, page_end=last.page, items=items), i
 
     def _try_table(self, lines: list[Line], i: int) -> tuple[Element, int] | None:
-        start = i
         caption = ""
         if _CAPTION.match(lines[i].text.strip()) and i + 1 < len(lines) and _is_table_row(lines[i + 1]):
             m = _CAPTION.match(lines[i].text.strip())
@@ -406,7 +402,6 @@ class StructureDetector:
             kind="table", text="", page_start=region[0].page, page_end=region[-1].page, label=label,
             caption=caption, header=header, rows=body_rows, row_pages=[r["page"] for r in rows[1:]],
         )
-        del start
         return element, j
 
     @staticmethod
@@ -445,11 +440,10 @@ class StructureDetector:
         for h in heads:
             if h.level == 0 and h.numbering:
                 depth = heading_numbering(h.text)[1]
-                sizes_by_depth.setdefault(depth, []).append(float(h.caption or 0))
-        unnumbered_sizes = sorted({float(h.caption or 0) for h in heads if not h.numbering}, reverse=True)
+                sizes_by_depth.setdefault(depth, []).append(h.font_size)
+        unnumbered_sizes = sorted({h.font_size for h in heads if not h.numbering}, reverse=True)
         for h in heads:
-            size = float(h.caption or 0)
-            h.caption = ""
+            size = h.font_size
             if h.level > 0:
                 continue
             if h.numbering:
