@@ -207,11 +207,11 @@ def case_metrics(r: CaseResult, k: int = 5) -> dict[str, float | None]:
     valid, checked = citation_validity(r.citations)
     on_page, cited = citation_page_hits(r.citations, sources)
     out: dict[str, float | None] = {
-        f"doc_hit@{k}": doc_hit_at_k(r.retrieved, sources, k),
-        f"page_hit@{k}": page_hit_at_k(r.retrieved, sources, k),
-        f"recall@{k}": recall_at_k(r.retrieved, sources, k),
-        "mrr": reciprocal_rank(r.retrieved, sources, 10),
-        "ndcg@10": ndcg_at_k(r.retrieved, sources, 10),
+        f"doc_hit@{k}": doc_hit_at_k(r.hits, sources, k),
+        f"page_hit@{k}": page_hit_at_k(r.hits, sources, k),
+        f"recall@{k}": recall_at_k(r.hits, sources, k),
+        "mrr": reciprocal_rank(r.hits, sources, 10),
+        "ndcg@10": ndcg_at_k(r.hits, sources, 10),
         "citation_validity": valid / checked if checked else None,
         "citation_page_precision": on_page / cited if cited else None,
         "refusal_correct": 1.0 if r.refused == (not r.answerable) else 0.0,

@@ -55,11 +55,19 @@ class CaseResult(BaseModel):
     answer: str = ""
     refused: bool = False
     citations: list[CitedQuote] = Field(default_factory=list)
-    retrieved: list[Hit] = Field(default_factory=list)
+    retrieved: list[Hit] = Field(default_factory=list, description="The passages the answer was built from.")
+    ranking: list[Hit] = Field(
+        default_factory=list, description="The retrieval ranking to depth max(10, k), for the ranking metrics."
+    )
     latency_ms: float = 0.0
     timings_ms: dict[str, float] = Field(default_factory=dict)
     judge: dict[str, JudgeScore] = Field(default_factory=dict)
     error: str | None = None
+
+    @property
+    def hits(self) -> list[Hit]:
+        """What the retrieval metrics rank: the deep ranking when recorded, else the answer's passages."""
+        return self.ranking or self.retrieved
 
     def shown_text(self) -> str:
         """What the user sees: the answer text, then each quote (extractive answers are mostly their quotes)."""

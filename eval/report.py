@@ -151,7 +151,7 @@ def ablation_markdown(runs: dict[str, tuple[dict[str, Any], list[CaseResult]]]) 
 def _pages(r: CaseResult, k: int) -> str:
     return ", ".join(
         f"{h.file} p.{h.page_start}" + (f"-{h.page_end}" if h.page_end != h.page_start else "")
-        for h in r.retrieved[:k]
+        for h in r.hits[:k]
     ) or "(none)"
 
 

@@ -247,6 +247,20 @@ def _prompt_version() -> str | None:
 # --- one case ---------------------------------------------------------------------------------------
 
 
+def ranking(service: Any, question: str, scopes: list[str], mode: str, k: int) -> list[Hit]:
+    """The retrieval ranking to depth max(10, k) through the production query engine (same routing and
+    fusion as the answer), so MRR and nDCG@10 see ten passages even when answers use five."""
+    query = getattr(service, "query", None)
+    if query is None or not hasattr(query, "retrieve"):
+        return []
+    docs = query.retrieve(question, scopes, mode=mode, k=max(10, k))
+    return [
+        Hit(chunk_id=d.id, file=str(d.meta.get("file_name", "")), page_start=int(d.meta.get("page_start") or 0),
+            page_end=int(d.meta.get("page_end") or d.meta.get("page_start") or 0), score=float(d.score or 0.0))
+        for d in docs
+    ]
+
+
 def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_ms: float,
               store: Any) -> CaseResult:
     cits = [
@@ -395,6 +409,7 @@ def run_eval(
                 answer = service.answer(case.question, scopes, mode=mode, k=opts.k)
                 latency = (time.perf_counter() - t0) * 1000
                 result = to_result(case, answer, mode=mode, scopes=scopes, latency_ms=latency, store=service.store)
+                result.ranking = ranking(service, case.question, scopes, mode, opts.k)
             except Exception as e:  # noqa: BLE001 - one failing case is recorded, the run goes on
                 result = CaseResult(id=case.id, question=case.question, category=case.category,
                                     critical=case.critical, answerable=case.answerable, expected_answer=case.answer,

@@ -61,6 +61,9 @@ def test_smoke_run_passes_the_shipped_gates(citebot, tmp_path: Path) -> None:  #
     meta = json.loads((run / "meta.json").read_text())
     assert meta["index_reused"] is False and meta["answer_model"] == "extractive"
     SMOKE_INDEX_KEY.append(meta["index_key"])
+    rows = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    assert all(len(r["ranking"]) >= 10 for r in rows)  # depth-10 ranking for MRR / nDCG@10
+    assert all(len(r["retrieved"]) >= 1 for r in rows)
     assert {i["status"] for i in meta["ingest"]} == {"indexed"}
     code, out = citebot("eval", "compare", str(run), "--gates", str(GATES))
     assert code == 0, out

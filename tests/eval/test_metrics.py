@@ -157,6 +157,13 @@ class TestCases:
         assert m["contains_match"] == 1.0 and m["exact_match"] == 0.0
         assert m["token_f1"] == pytest.approx(2 * (2 / 11) * 1 / (2 / 11 + 1))  # 11 tokens shown, 2 match
 
+    def test_ranking_metrics_use_the_deep_ranking_when_recorded(self) -> None:
+        # the answer used 2 passages (neither relevant); the depth-10 ranking has page 3 at rank 4
+        r = result(retrieved=[hit("b.pdf", 1), hit("b.pdf", 2)],
+                   ranking=[hit("b.pdf", 1), hit("b.pdf", 2), hit("a.pdf", 1), hit("a.pdf", 3)])
+        m = case_metrics(r, k=2)
+        assert m["page_hit@2"] == 0.0 and m["mrr"] == 0.25
+
     def test_case_score_mixes_the_layers(self) -> None:
         # page_hit 1, citation page precision 1/2, validity 1/2 -> (1 + 0.5 + 0.5) / 3
         r = result(answer="x", citations=[quote("a.pdf", 3), quote("b.pdf", 1, verbatim=False)])
