@@ -718,6 +718,8 @@ def _scan_image(lines: list[str]) -> Any:
     w, h = 1700, 2200  # US letter at 200 dpi
     img = Image.new("L", (w, h), 250)
     draw = ImageDraw.Draw(img)
+    font: Any
+    bold: Any
     try:
         font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf", 40)
         bold = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSerif-Bold.ttf", 46)
@@ -732,6 +734,7 @@ def _scan_image(lines: list[str]) -> Any:
     draw.line((190, y + 40, 700, y + 10), fill=40, width=4)  # a "signature" stroke
     rng = random.Random(20240614)  # fixed seed: reproducible speckle
     px = img.load()
+    assert px is not None
     for _ in range(9000):
         x, yy = rng.randrange(w), rng.randrange(h)
         px[x, yy] = rng.choice((90, 140, 200))

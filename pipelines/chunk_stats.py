@@ -78,9 +78,9 @@ def _default_counter() -> Callable[[str], int] | None:
     try:
         from pathlib import Path
 
-        from connectors.settings import Settings
+        from connectors.settings import load_settings
         from pipelines.components.chunker import load_token_counter
 
-        return load_token_counter(Path(Settings().resolved_model_path))
+        return load_token_counter(Path(load_settings().resolved_model_path))
     except Exception:  # noqa: BLE001 - diagnostics degrade to characters without the model
         return None

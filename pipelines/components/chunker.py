@@ -125,7 +125,7 @@ class StructureChunker:
         self.warm_up()
         drafts = self._drafts(elements)
         drafts = self._merge_small(drafts)
-        docs = []
+        docs: list[Document] = []
         for d in drafts:
             content = "\n".join(p.text for p in d.pieces).strip()
             if not content:
