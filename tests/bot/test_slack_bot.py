@@ -413,6 +413,24 @@ def test_corrupt_pdf_fails_clearly_and_leaves_the_store_unchanged(slack: Harness
     assert slack.core.documents([scope]) == []
 
 
+def test_oversized_or_vanished_files_fail_clearly_without_indexing(slack: Harness) -> None:
+    channel = "C0BIG"
+    big = slack.fake.add_file("F0BIG", "huge scan.pdf", make_pdf(OFFSITE_PAGES)) | {"size": 10**9}
+    gone = slack.fake.add_file("F0GONE", "gone.pdf", make_pdf(OFFSITE_PAGES))
+    del slack.fake.files["F0GONE"]  # deleted on Slack's side before we could fetch it
+    slack.send(_file_share(channel, MEMBER, big, "205.000001"))
+    slack.send(_file_share(channel, MEMBER, gone, "205.000002"))
+    slack.fake.wait_for("chat.update", 2, channel=channel)
+    slack.idle()
+    texts = sorted(c.params["text"] for c in slack.fake.calls_to("chat.update", channel=channel))
+    assert texts == [
+        "I couldn't index gone.pdf: the file server answered HTTP 404.",
+        "I couldn't index huge scan.pdf: the file is larger than the 50 MB limit.",
+    ]
+    assert slack.fake.calls_to("file.download", file="F0BIG") == []
+    assert slack.core.documents([slack_scope(TEAM, channel)]) == []
+
+
 def test_non_pdf_files_are_ignored_silently(slack: Harness) -> None:
     channel = "C0PICS"
     png = slack.fake.add_file("F0PNG", "diagram.png", b"\x89PNG\r\n\x1a\n" + b"0" * 100, filetype="png")
