@@ -102,3 +102,13 @@ def test_dimension_change_is_refused_with_instructions(store_and_settings: Any) 
     store, settings = store_and_settings
     with pytest.raises(ReindexError, match="CITEBOT_EMBEDDING_DIM"):
         reindex(settings, store, embedder=lambda texts: [[0.1] * 16 for _ in texts], log=_quiet)
+
+
+def test_cli_reindex_with_the_real_model(store_and_settings: Any, run_cli: Any,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    store, settings = store_and_settings
+    # this store was built with 8-dim vectors; the packaged model gives 384: the command refuses and says why
+    assert run_cli(["reindex", "--scope", "slack:T:B"], settings) == 1
+    assert "CITEBOT_EMBEDDING_DIM" in capsys.readouterr().err
+    assert run_cli(["reindex", "--scope", "slack:T:none"], settings) == 0
+    assert "Re-embedded 0 document(s)" in capsys.readouterr().out
