@@ -104,6 +104,7 @@ def test_dimension_change_is_refused_with_instructions(store_and_settings: Any) 
         reindex(settings, store, embedder=lambda texts: [[0.1] * 16 for _ in texts], log=_quiet)
 
 
+@pytest.mark.slow
 def test_cli_reindex_with_the_real_model(store_and_settings: Any, run_cli: Any,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     store, settings = store_and_settings
