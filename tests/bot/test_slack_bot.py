@@ -527,7 +527,7 @@ def test_tokens_and_message_text_never_reach_the_logs(
 
     monkeypatch.setattr(slack.core.service, "answer", flaky)
     secret_question = "How many weeks of parental leave do zebra-striped employees get?"
-    slack.send(mention(C_LEAVE, MEMBER, secret_question, "230.000001"))
+    slack.send(mention(C_LEAVE, MEMBER, secret_question, "230.000001"), event_id="EvFAILS1")
     slack.send(mention(C_LEAVE, MEMBER, secret_question, "230.000002"))
     file_obj = slack.fake.add_file("F0LOGS", "logs.pdf", make_pdf(OFFSITE_PAGES))
     slack.send(_file_share("C0LOGS", MEMBER, file_obj, "230.000003"))
@@ -536,7 +536,8 @@ def test_tokens_and_message_text_never_reach_the_logs(
     slack.idle()
     out, err = capfd.readouterr()
     logged = out + err
-    assert "slack_work_failed" in logged  # the failure was logged...
+    failure_lines = [line for line in logged.splitlines() if "slack_work_failed" in line]
+    assert failure_lines and "EvFAILS1" in failure_lines[0]  # the failure was logged with its event id...
     assert BOT_TOKEN not in logged and SIGNING_SECRET not in logged  # ...without secrets
     assert "zebra-striped" not in logged  # ...or what people wrote
 
