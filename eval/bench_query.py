@@ -10,7 +10,8 @@ Three parts, each on its own temporary data dir (the user's store is never touch
    unanswerable questions in :data:`DEV_UNANSWERABLE`), reported as ``calibration``.
 2. **Latency** — a store of ``--chunks`` synthetic chunks in ONE scope (the worst case: every chunk is
    searched) plus the sample PDFs' real chunks. Synthetic chunks are real-ish English sentences with
-   RANDOM unit vectors: embedding 50,000 chunks with the model would take about an hour here, and the
+   RANDOM unit vectors (sentence frames with Zipf-distributed content words from a 30,000-word
+   vocabulary, as in ``bench retrieval``): embedding 50,000 chunks with the model would take about an hour here, and the
    vectors only need the right shape and count for a kNN timing. The query path is real: the question is
    embedded by the model, BM25 and dense search run, RRF fuses, and the extractive answerer embeds the
    candidate sentences (its sentence cache is cleared before every timed answer, so no repeat is free).
@@ -271,9 +272,14 @@ def bench_quality(base: Settings, tmp: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 # 2. latency at N chunks
 # --------------------------------------------------------------------------------------------------
-def _sentences(rng: Any, n: int) -> list[str]:
+def _sentences(rng: Any, n: int, vocab: Any, cdf: Any) -> list[str]:
+    """English sentence frames filled with Zipf-distributed content words from a 30,000-word vocabulary
+    (as in ``bench retrieval``), so BM25 sees realistic term statistics rather than a few hundred words."""
+    import numpy as np
+
     out = []
     for _ in range(n):
+        w = vocab[np.searchsorted(cdf, rng.random(4))]
         tail = _TAILS[int(rng.integers(len(_TAILS)))].format(
             n=int(rng.integers(2, 90)),
             s=f"{int(rng.integers(1, 15))}.{int(rng.integers(1, 9))}",
@@ -281,7 +287,8 @@ def _sentences(rng: Any, n: int) -> list[str]:
         )
         out.append(
             f"{_SUBJECTS[int(rng.integers(len(_SUBJECTS)))]} {_VERBS[int(rng.integers(len(_VERBS)))]} "
-            f"{_OBJECTS[int(rng.integers(len(_OBJECTS)))]} {tail}."
+            f"the {w[0]} {w[1]} of the {w[2]} {_OBJECTS[int(rng.integers(len(_OBJECTS)))].split()[-1]} "
+            f"and {w[3]} {tail}."
         )
     return out
 
@@ -291,8 +298,13 @@ def build_latency_store(settings: Settings, n: int, seed: int, real_chunks: list
     from haystack import Document
 
     from connectors.stores import open_store
+    from eval.bench_retrieval import FUNCTION_WORDS, _vocabulary
 
     rng = np.random.default_rng(seed)
+    vocab = np.array(_vocabulary(rng, 30_000)[len(FUNCTION_WORDS) :])
+    ranks = np.arange(1, len(vocab) + 1, dtype=np.float64)
+    cdf = np.cumsum(1.0 / ranks**1.07)
+    cdf /= cdf[-1]
     store = open_store(settings)
     dim = settings.embedding_dim
     t0 = time.perf_counter()
@@ -303,7 +315,7 @@ def build_latency_store(settings: Settings, n: int, seed: int, real_chunks: list
         doc_id = f"synthetic{doc_i:05d}"
         vec = rng.standard_normal(dim).astype(np.float32)
         vec /= np.linalg.norm(vec)
-        text = " ".join(_sentences(rng, int(rng.integers(4, 9))))
+        text = " ".join(_sentences(rng, int(rng.integers(4, 9)), vocab, cdf))
         batch.append(
             Document(
                 id=f"{doc_id}:{ci:05d}",

@@ -177,7 +177,7 @@ class QueryEngine:
         routed = routed_out["documents"][:MAX_ROUTED]
         reference = routed_out["reference"]
         if not routed and hits:
-            heading_docs, heading = self.router.heading_documents(query, scopes, hits[:k], filters)
+            heading_docs, heading = self.router.heading_documents(query, scopes, hits[:k], filters, pool=hits)
             routed = heading_docs[:MAX_ROUTED]
             if heading and routed:
                 reference = heading

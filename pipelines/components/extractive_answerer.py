@@ -39,7 +39,7 @@ from pipelines.components.citation_validator import chunk_id_of
 LEAD = "Here is what the PDFs say"
 _MIN_CHARS = 20
 _MAX_CHARS = 700
-_EMBED_CHARS = 400  # scoring needs the gist; long sentences cost embedding time
+_EMBED_CHARS = 300  # scoring needs the gist; long sentences cost embedding time
 _CACHE_SIZE = 4096
 
 
@@ -119,7 +119,7 @@ class ExtractiveAnswerer:
         model_path: str,
         threads: int = 1,
         max_quotes: int = 3,
-        max_candidates: int = 10,
+        max_candidates: int = 8,
         overlap_weight: float = 0.35,
         keep_ratio: float = 0.85,
         max_table_chars: int = 1500,
@@ -195,12 +195,12 @@ class ExtractiveAnswerer:
         with self._cache_lock:
             out = []
             for t in texts:
-                v = self._cache.get(t)
-                if v is None:  # evicted by a concurrent call between the two steps
-                    v = np.asarray(embed([t[:_EMBED_CHARS]], path=Path(self.model_path), threads=self.threads)[0])
+                cached = self._cache.get(t)
+                if cached is None:  # evicted by a concurrent call between the two steps
+                    cached = np.asarray(embed([t[:_EMBED_CHARS]], path=Path(self.model_path), threads=self.threads)[0])
                 else:
                     self._cache.move_to_end(t)
-                out.append(v)
+                out.append(cached)
         return np.stack(out).astype("float32")
 
     # --- candidates ----------------------------------------------------------------------------

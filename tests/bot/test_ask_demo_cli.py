@@ -7,6 +7,7 @@ import json
 import pytest
 
 from bot.cli.main import main
+from eval.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.slow
 
@@ -39,3 +40,11 @@ def test_demo_then_ask(capsys, monkeypatch):
     # another scope has nothing indexed
     assert main(["ask", "What is the annual subscription fee?", "--scope", "slack:T1:C1"]) == 1
     assert "No PDFs are indexed in slack:T1:C1" in capsys.readouterr().err
+
+    # with an OpenAI-compatible endpoint configured, the same command answers through the LLM
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        assert main(["ask", "What is the annual subscription fee?", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["mode"] == "llm" and answer["citations"] and answer["validation"]["exact"] == 1
+    assert fake.requests and fake.requests[0]["temperature"] == 0

@@ -1,0 +1,42 @@
+"""The question embedder: the shared packaged model, unit-normalised vectors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from connectors.settings import Settings
+from pipelines.components.query_embedder import QueryEmbedder
+
+
+class TestQueryEmbedder:
+    def test_init_validates(self):
+        with pytest.raises(ValueError, match="model_path"):
+            QueryEmbedder(model_path="")
+        with pytest.raises(ValueError, match="threads"):
+            QueryEmbedder(model_path="/m", threads=0)
+
+    def test_to_dict(self):
+        assert QueryEmbedder(model_path="/m", threads=2).to_dict() == {
+            "type": "pipelines.components.query_embedder.QueryEmbedder",
+            "init_parameters": {"model_path": "/m", "threads": 2},
+        }
+
+    def test_from_dict(self):
+        e = QueryEmbedder.from_dict(QueryEmbedder(model_path="/m").to_dict())
+        assert (e.model_path, e.threads) == ("/m", 1)
+
+    @pytest.mark.slow
+    def test_run(self):
+        e = QueryEmbedder(model_path=str(Settings().resolved_model_path))
+        e.warm_up()
+        e.warm_up()  # safe twice
+        a = e.run(text="How long is parental leave?")["embedding"]
+        b = e.run(text="How many weeks of leave do new parents get?")["embedding"]
+        c = e.run(text="Which law governs the contract?")["embedding"]
+        assert len(a) == 384 and math.isclose(sum(x * x for x in a), 1.0, rel_tol=1e-4)
+        dot = lambda u, v: sum(x * y for x, y in zip(u, v, strict=True))  # noqa: E731
+        assert dot(a, b) > dot(a, c)
+        with pytest.raises(ValueError, match="non-empty"):
+            e.run(text="  ")
