@@ -128,15 +128,18 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def ablation_rows(runs: dict[str, tuple[dict[str, Any], list[CaseResult]]]) -> tuple[list[str], list[list[Any]]]:
-    """One row per retrieval mode; the last column is the mean wall time per case in ms."""
+    """One row per retrieval mode. ``answer_ms_mean``: mean time of ``service.answer``; ``wall_ms_per_case``: the
+    run's wall time per case (answer + depth-10 ranking + quote recheck + judge), when the run was not resumed."""
     k = 5
     rows: list[list[Any]] = []
     for mode, (meta, results) in runs.items():
         k = int(meta.get("k", 5))
         o = summarise(results, k)["overall"]
         lat = [r.latency_ms for r in results if not r.error]
-        rows.append([mode, *[o[key.format(k=k)] for key in ABLATION_KEYS], sum(lat) / len(lat) if lat else None])
-    header = ["mode", *[key.format(k=k) for key in ABLATION_KEYS], "wall_ms_per_case"]
+        ran, wall = meta.get("cases_run_now"), meta.get("wall_seconds_this_invocation")
+        rows.append([mode, *[o[key.format(k=k)] for key in ABLATION_KEYS], sum(lat) / len(lat) if lat else None,
+                     wall * 1000 / ran if ran and wall else None])
+    header = ["mode", *[key.format(k=k) for key in ABLATION_KEYS], "answer_ms_mean", "wall_ms_per_case"]
     return header, rows
 
 
