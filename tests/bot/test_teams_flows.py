@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import structlog
 from botbuilder.core import TurnContext
 from botbuilder.core.adapters import TestAdapter
 from botbuilder.schema import Activity, ActivityTypes
@@ -23,6 +24,12 @@ from bot.teams.bot import GRAPH_NOT_CONFIGURED, HELP_TEXT, SYNC_ONLY_IN_CHANNELS
 from connectors.settings import Settings
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _log_to_live_streams() -> None:
+    """A CLI test run earlier may have bound structlog to a captured stream pytest has since closed."""
+    structlog.reset_defaults()
 
 BOT = {"id": "28:citebot", "name": "Citebot"}
 TENANT = "tenant-flows"

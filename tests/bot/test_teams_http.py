@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import requests
+import structlog
 
 from bot.core import APOLOGY, ChatCore
 from bot.teams.activity import FILE_DOWNLOAD_INFO
@@ -24,6 +25,12 @@ from bot.teams.server import anonymous_authentication, build_app
 from connectors.settings import Settings
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _log_to_live_streams() -> None:
+    """A CLI test run earlier may have bound structlog to a captured stream pytest has since closed."""
+    structlog.reset_defaults()
 
 APP_ID = "0b7f9a3c-1d2e-4f50-8a6b-9c0d1e2f3a4b"
 APP_PASSWORD = "fake-app-password"  # noqa: S105
