@@ -63,3 +63,21 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
             monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("CITEBOT_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Tests that run ``citebot`` in-process (``main([...])``) point structlog and the root logger at that
+    test's captured stderr; restore them afterwards, or a later test logs into a closed stream."""
+    import logging
+
+    import structlog
+
+    saved = structlog.get_config()
+    handlers = list(logging.getLogger().handlers)
+    yield
+    structlog.configure(**saved)
+    root = logging.getLogger()
+    for h in root.handlers[:]:
+        if h not in handlers:
+            root.removeHandler(h)
