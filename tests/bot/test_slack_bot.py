@@ -517,18 +517,18 @@ def test_tokens_and_message_text_never_reach_the_logs(
     slack: Harness, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     real_answer = slack.core.service.answer
-    calls = {"n": 0}
 
-    def flaky(*args: Any, **kw: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 1:
+    def flaky(question: str, *args: Any, **kw: Any) -> Any:
+        if "zebra" in question:
             raise RuntimeError(f"boom while holding {BOT_TOKEN}")
-        return real_answer(*args, **kw)
+        return real_answer(question, *args, **kw)
 
     monkeypatch.setattr(slack.core.service, "answer", flaky)
-    secret_question = "How many weeks of parental leave do zebra-striped employees get?"
-    slack.send(mention(C_LEAVE, MEMBER, secret_question, "230.000001"), event_id="EvFAILS1")
-    slack.send(mention(C_LEAVE, MEMBER, secret_question, "230.000002"))
+    slack.send(
+        mention(C_LEAVE, MEMBER, "How many weeks of leave do zebra-striped staff get?", "230.000001"),
+        event_id="EvFAILS1",
+    )
+    slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do okapi-patterned staff get?", "230.000002"))
     file_obj = slack.fake.add_file("F0LOGS", "logs.pdf", make_pdf(OFFSITE_PAGES))
     slack.send(_file_share("C0LOGS", MEMBER, file_obj, "230.000003"))
     slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="230.000002")
@@ -539,7 +539,7 @@ def test_tokens_and_message_text_never_reach_the_logs(
     failure_lines = [line for line in logged.splitlines() if "slack_work_failed" in line]
     assert failure_lines and "EvFAILS1" in failure_lines[0]  # the failure was logged with its event id...
     assert BOT_TOKEN not in logged and SIGNING_SECRET not in logged  # ...without secrets
-    assert "zebra-striped" not in logged  # ...or what people wrote
+    assert "zebra" not in logged and "okapi" not in logged  # ...or what people wrote
 
 
 def test_serve_refuses_to_start_without_credentials(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
