@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     retrieval_top_k: int = Field(20, ge=1, le=200, description="Candidates from each retriever.")
     answer_top_k: int = Field(5, ge=1, le=50, description="Passages given to the answerer.")
     refusal_threshold: float = Field(
-        0.565, ge=0.0, le=1.0, description="Refuse below this relevance (extractive_answerer.py); see bench query."
+        0.571, ge=0.0, le=1.0, description="Refuse below this relevance (extractive_answerer.py); see bench query."
     )
     llm_model: str = "gpt-4o-mini"
     llm_timeout_s: float = Field(30.0, gt=0)

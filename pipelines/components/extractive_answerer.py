@@ -119,7 +119,7 @@ class ExtractiveAnswerer:
         model_path: str,
         threads: int = 1,
         max_quotes: int = 3,
-        max_candidates: int = 8,
+        max_candidates: int = 5,
         overlap_weight: float = 0.35,
         keep_ratio: float = 0.85,
         max_table_chars: int = 1500,

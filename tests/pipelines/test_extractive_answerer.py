@@ -74,7 +74,7 @@ class TestExtractiveAnswerer:
                 "model_path": "/m",
                 "threads": 1,
                 "max_quotes": 2,
-                "max_candidates": 8,
+                "max_candidates": 5,
                 "overlap_weight": 0.35,
                 "keep_ratio": 0.85,
                 "max_table_chars": 1500,
