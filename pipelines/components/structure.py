@@ -46,6 +46,14 @@ _BULLET = re.compile(
 _SENTENCE_END = re.compile(r"[.!?:;\u201d\"')]$")
 
 
+_LABEL_KINDS = {"tab": "Table", "fig": "Figure", "abb": "Figure", "exh": "Exhibit", "cha": "Chart"}
+
+
+def caption_label(word: str, number: str) -> str:
+    """``"Table 3"``, ``"Figure 1.2"`` (also for "Tab.", "Abbildung"...): one spelling for lookups."""
+    return f"{_LABEL_KINDS.get(word[:3].lower(), word.rstrip('.').capitalize())} {number}"
+
+
 def _fold(text: str) -> str:
     return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.strip().lower()))
 
@@ -262,7 +270,7 @@ class StructureDetector:
                 flush_para()
                 out.append(Element(
                     kind="caption", text=text, page_start=ln.page, page_end=ln.page,
-                    label=f"{m.group(1).rstrip('.').capitalize()} {m.group(2)}",
+                    label=caption_label(m.group(1), m.group(2)),
                 ))
                 i += 1
                 continue

@@ -17,7 +17,7 @@ from pipelines.components.layout import Element, IngestError
 from pipelines.components.ocr import OcrFallback
 from pipelines.components.pdf_guard import PdfGuard
 from pipelines.components.pdf_parser import PdfParser, repair_letter_spacing
-from pipelines.components.structure import StructureDetector, heading_numbering
+from pipelines.components.structure import StructureDetector, caption_label, heading_numbering
 
 MODEL_PATH = str(Settings().resolved_model_path)
 
@@ -240,6 +240,14 @@ class TestStructureDetector:
     )
     def test_heading_numbering(self, text: str, expected: tuple[str, int]) -> None:
         assert heading_numbering(text) == expected
+
+    @pytest.mark.parametrize(
+        ("word", "number", "expected"),
+        [("Table", "3", "Table 3"), ("Tabelle", "2", "Table 2"), ("Abbildung", "1.3", "Figure 1.3"),
+         ("Fig.", "4", "Figure 4"), ("Exhibit", "A1", "Exhibit A1")],
+    )
+    def test_caption_labels_have_one_spelling(self, word: str, number: str, expected: str) -> None:
+        assert caption_label(word, number) == expected
 
     def test_headings_and_section_paths(self, handbook_elements: list[Element]) -> None:
         heads = {e.numbering: e for e in handbook_elements if e.kind == "heading" and e.numbering}
