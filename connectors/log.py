@@ -24,6 +24,11 @@ def _drop_secrets(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, 
     return event
 
 
+def _stderr_logger(*_args: Any) -> structlog.PrintLogger:
+    """Resolve ``sys.stderr`` when a logger is made, not once at set-up (tests swap the stream)."""
+    return structlog.PrintLogger(sys.stderr)
+
+
 def configure_logging(level: str = "info", fmt: str = "auto") -> None:
     """Configure structlog and the standard library loggers once per process."""
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -36,11 +41,16 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
         _drop_secrets,
         structlog.processors.format_exc_info if json_out else structlog.dev.set_exc_info,
     ]
-    renderer: Any = structlog.processors.JSONRenderer() if json_out else structlog.dev.ConsoleRenderer()
+    # plain tracebacks: rich ones print local variables, which can hold tokens or document text
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if json_out
+        else structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
+    )
     structlog.configure(
         processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
     logging.basicConfig(level=max(lvl, logging.WARNING), stream=sys.stderr, format="%(name)s: %(message)s")
