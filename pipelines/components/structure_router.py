@@ -33,6 +33,7 @@ _ARTICLE = re.compile(r"\barticle\s+(\d+(?:\.\d+)*|[IVXLC]+\b)", re.I)
 _LABEL = re.compile(r"\b(table|figure|fig\.?)\s*(\d+(?:\.\d+)?[a-z]?)\b", re.I)
 _MAX_PAGE_SPAN = 30
 _FILE_CACHE_TTL_S = 600.0
+_FILE_VERSION_CHECK_S = 2.0  # a file uploaded this long ago is named-matchable; counting costs ~5 ms at 50k
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ class StructureRouter:
         self.fetch_limit = fetch_limit
         self._files_lock = threading.Lock()
         self._files: dict[tuple[str, ...], tuple[float, int | None, list[tuple[str, list[str]]]]] = {}
+        self._files_checked: dict[tuple[str, ...], float] = {}
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, document_store=self.document_store.to_dict(), fetch_limit=self.fetch_limit)
@@ -155,11 +157,16 @@ class StructureRouter:
         the scopes (0.7 s at 50,000 chunks), so the list is cached and re-read when the scopes' chunk count
         changes (an upload or a removal) or after ``_FILE_CACHE_TTL_S``."""
         key = tuple(sorted(scopes))
-        counter = getattr(self.document_store, "count_in_scopes", None)
-        version = counter(scopes) if callable(counter) else None
         now = time.monotonic()
         with self._files_lock:
             hit = self._files.get(key)
+            checked = self._files_checked.get(key, 0.0)
+        if hit and now - hit[0] < _FILE_CACHE_TTL_S and now - checked < _FILE_VERSION_CHECK_S:
+            return hit[2]  # counted moments ago: skip even the count
+        counter = getattr(self.document_store, "count_in_scopes", None)
+        version = counter(scopes) if callable(counter) else None
+        with self._files_lock:
+            self._files_checked[key] = now
             if hit and hit[1] == version and now - hit[0] < _FILE_CACHE_TTL_S:
                 return hit[2]
         names = sorted({d.file for d in self.document_store.list_documents(scopes=scopes)})
