@@ -100,7 +100,12 @@ def strip_running_lines(pages: list[list[Line]], heights: list[float]) -> list[l
     out = []
     for lines, h in zip(pages, heights, strict=True):
         kept = []
+        text_lines = [ln for ln in lines if ln.ocr_confidence is None]
+        lowest = max(text_lines, key=lambda ln: ln.bottom) if text_lines else None
+        highest = min(text_lines, key=lambda ln: ln.top) if text_lines else None
         for ln in lines:
+            if (ln is lowest or ln is highest) and len(text_lines) > 1 and _PAGE_NUMBER.match(ln.text.strip()):
+                continue  # a lone page number above or below everything else, wherever the margins are
             in_band = ln.top < h * band or ln.bottom > h * (1 - band)
             if (
                 in_band

@@ -13,11 +13,16 @@ from connectors.settings import Settings
 from eval import sample_pdfs
 from pipelines.components.chunker import StructureChunker, load_token_counter
 from pipelines.components.embedder import PassageEmbedder, passage_text
-from pipelines.components.layout import Element, IngestError
+from pipelines.components.layout import Element, IngestError, Line
 from pipelines.components.ocr import OcrFallback
 from pipelines.components.pdf_guard import PdfGuard
 from pipelines.components.pdf_parser import PdfParser, repair_letter_spacing
-from pipelines.components.structure import StructureDetector, caption_label, heading_numbering
+from pipelines.components.structure import (
+    StructureDetector,
+    caption_label,
+    heading_numbering,
+    strip_running_lines,
+)
 
 MODEL_PATH = str(Settings().resolved_model_path)
 
@@ -268,6 +273,17 @@ class TestStructureDetector:
         assert not any(e.text.startswith("Page ") for e in handbook_elements)
         assert "Page 3" not in text
         assert not any(e.text.startswith("Halvorsen & Pike Engineering Ltd. \u2014") for e in handbook_elements)
+
+    def test_lone_page_number_outside_the_margin_band_is_dropped(self) -> None:
+        # LaTeX puts page numbers at ~83% of the page height, above a 10% footer band
+        body = [Line(page=1, text=f"Body line {i} of the column.", x0=72, top=100 + 14 * i, x1=300,
+                     bottom=110 + 14 * i, size=10) for i in range(5)]
+        number = Line(page=1, text="7", x0=300, top=696, x1=305, bottom=703, size=10)
+        kept = strip_running_lines([[*body, number]], [842.0])[0]
+        assert kept == body
+        # a number inside the body (a table cell, a list of figures) stays
+        inner = Line(page=1, text="12", x0=72, top=160, x1=80, bottom=168, size=10)
+        assert inner in strip_running_lines([[*body[:3], inner, *body[3:]]], [842.0])[0]
 
     def test_hyphenated_line_breaks_are_joined(self, handbook_elements: list[Element]) -> None:
         text = " ".join(e.text for e in handbook_elements)
