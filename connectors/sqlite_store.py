@@ -93,6 +93,8 @@ DROP TABLE IF EXISTS chunks_fts;
 _KEEP_CHANGES = 5000
 # Terms of a BM25 query beyond this are dropped (a pasted paragraph is not a better question).
 _MAX_QUERY_TERMS = 64
+# Meta keys the store mirrors in columns of ``chunks`` (written from the same meta, so the answers agree).
+_META_COLUMNS = frozenset({"doc_id", "file_name"})
 _TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
 
 
@@ -125,6 +127,9 @@ def _field_sql(field: str, alias: str) -> tuple[str, str]:
     key = field[5:] if field.startswith("meta.") else field
     if not key or key.startswith(".") or key.endswith("."):
         raise FilterError(f"invalid filter field {field!r}")
+    if key in _META_COLUMNS:
+        # mirrored in indexed columns: a file-name filter then reads that file's rows, not the whole scope
+        return f"{alias}.{key}", "column"
     return f"json_extract({alias}.meta, {_sql_literal(_json_path(key))})", "json"
 
 
