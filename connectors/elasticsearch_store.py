@@ -31,6 +31,7 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret
 
 from connectors.log import get_logger
+from connectors.scoped_retrievers import ScopedBM25Retriever, ScopedEmbeddingRetriever
 from connectors.settings import Settings
 from connectors.store_api import StoreError, require_scopes, scope_filter
 from pipelines.models import DocInfo
@@ -494,89 +495,18 @@ def _batches(items: list[Any], size: int) -> list[list[Any]]:
 # --------------------------------------------------------------------------------------------------
 # Scoped retrievers: the integration's retrievers, always filtered by scope at run time
 # --------------------------------------------------------------------------------------------------
-def _check_top_k(top_k: int) -> None:
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k <= 0:
-        raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+@component
+class ScopedElasticsearchBM25Retriever(ScopedBM25Retriever):
+    """BM25 over the Elasticsearch store's chunks of the given scopes."""
+
+    store_class = CitebotElasticsearchStore
 
 
 @component
-class ScopedElasticsearchBM25Retriever:
-    """``ElasticsearchBM25Retriever`` over the chunks of the given scopes (scope filter applied at run time)."""
+class ScopedElasticsearchEmbeddingRetriever(ScopedEmbeddingRetriever):
+    """Cosine kNN over the Elasticsearch store's chunks of the given scopes."""
 
-    def __init__(
-        self, document_store: CitebotElasticsearchStore, *, top_k: int = 20, return_embedding: bool = False
-    ) -> None:
-        if not isinstance(document_store, CitebotElasticsearchStore):
-            raise ValueError("document_store must be a CitebotElasticsearchStore")  # noqa: TRY004
-        _check_top_k(top_k)
-        self.document_store = document_store
-        self.top_k = top_k
-        self.return_embedding = return_embedding
-
-    def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self, document_store=self.document_store.to_dict(), top_k=self.top_k, return_embedding=self.return_embedding
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ScopedElasticsearchBM25Retriever:
-        params = dict(data.get("init_parameters", {}))
-        params["document_store"] = CitebotElasticsearchStore.from_dict(params["document_store"])
-        return default_from_dict(cls, {**data, "init_parameters": params})
-
-    @component.output_types(documents=list[Document])
-    def run(
-        self, query: str, scopes: list[str], filters: dict[str, Any] | None = None, top_k: int | None = None
-    ) -> dict[str, list[Document]]:
-        scopes = require_scopes(scopes)
-        k = self.top_k if top_k is None else top_k
-        _check_top_k(k)
-        docs = self.document_store.bm25_search(
-            query, scopes=scopes, top_k=k, filters=filters, return_embedding=self.return_embedding
-        )
-        return {"documents": docs}
-
-
-@component
-class ScopedElasticsearchEmbeddingRetriever:
-    """``ElasticsearchEmbeddingRetriever`` (kNN, cosine) over the given scopes (filter applied at run time)."""
-
-    def __init__(
-        self, document_store: CitebotElasticsearchStore, *, top_k: int = 20, return_embedding: bool = False
-    ) -> None:
-        if not isinstance(document_store, CitebotElasticsearchStore):
-            raise ValueError("document_store must be a CitebotElasticsearchStore")  # noqa: TRY004
-        _check_top_k(top_k)
-        self.document_store = document_store
-        self.top_k = top_k
-        self.return_embedding = return_embedding
-
-    def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self, document_store=self.document_store.to_dict(), top_k=self.top_k, return_embedding=self.return_embedding
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ScopedElasticsearchEmbeddingRetriever:
-        params = dict(data.get("init_parameters", {}))
-        params["document_store"] = CitebotElasticsearchStore.from_dict(params["document_store"])
-        return default_from_dict(cls, {**data, "init_parameters": params})
-
-    @component.output_types(documents=list[Document])
-    def run(
-        self,
-        query_embedding: list[float],
-        scopes: list[str],
-        filters: dict[str, Any] | None = None,
-        top_k: int | None = None,
-    ) -> dict[str, list[Document]]:
-        scopes = require_scopes(scopes)
-        k = self.top_k if top_k is None else top_k
-        _check_top_k(k)
-        docs = self.document_store.embedding_search(
-            query_embedding, scopes=scopes, top_k=k, filters=filters, return_embedding=self.return_embedding
-        )
-        return {"documents": docs}
+    store_class = CitebotElasticsearchStore
 
 
 __all__ = [

@@ -36,6 +36,7 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.errors import FilterError
 
 from connectors.log import get_logger
+from connectors.scoped_retrievers import ScopedBM25Retriever, ScopedEmbeddingRetriever
 from connectors.store_api import StoreError, require_scopes
 from pipelines.models import DocInfo
 
@@ -1029,92 +1030,15 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
 # --------------------------------------------------------------------------------------------------
 # Retrievers
 # --------------------------------------------------------------------------------------------------
-def _check_top_k(top_k: int) -> None:
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k <= 0:
-        raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+@component
+class SQLiteBM25Retriever(ScopedBM25Retriever):
+    """BM25 over the SQLite store's chunks of the given scopes."""
+
+    store_class = SQLiteDocumentStore
 
 
 @component
-class SQLiteBM25Retriever:
-    """BM25 over the chunks of the given scopes (always filtered by scope, at run time)."""
+class SQLiteEmbeddingRetriever(ScopedEmbeddingRetriever):
+    """Cosine kNN over the SQLite store's chunks of the given scopes."""
 
-    def __init__(self, document_store: SQLiteDocumentStore, *, top_k: int = 20, return_embedding: bool = False) -> None:
-        if not isinstance(document_store, SQLiteDocumentStore):
-            raise ValueError("document_store must be a SQLiteDocumentStore")  # noqa: TRY004
-        _check_top_k(top_k)
-        self.document_store = document_store
-        self.top_k = top_k
-        self.return_embedding = return_embedding
-
-    def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self,
-            document_store=self.document_store.to_dict(),
-            top_k=self.top_k,
-            return_embedding=self.return_embedding,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SQLiteBM25Retriever:
-        params = dict(data.get("init_parameters", {}))
-        params["document_store"] = SQLiteDocumentStore.from_dict(params["document_store"])
-        return default_from_dict(cls, {**data, "init_parameters": params})
-
-    @component.output_types(documents=list[Document])
-    def run(
-        self,
-        query: str,
-        scopes: list[str],
-        filters: dict[str, Any] | None = None,
-        top_k: int | None = None,
-    ) -> dict[str, list[Document]]:
-        scopes = require_scopes(scopes)
-        k = self.top_k if top_k is None else top_k
-        _check_top_k(k)
-        docs = self.document_store.bm25_search(
-            query, scopes=scopes, top_k=k, filters=filters, return_embedding=self.return_embedding
-        )
-        return {"documents": docs}
-
-
-@component
-class SQLiteEmbeddingRetriever:
-    """Cosine kNN over the chunks of the given scopes (always filtered by scope, at run time)."""
-
-    def __init__(self, document_store: SQLiteDocumentStore, *, top_k: int = 20, return_embedding: bool = False) -> None:
-        if not isinstance(document_store, SQLiteDocumentStore):
-            raise ValueError("document_store must be a SQLiteDocumentStore")  # noqa: TRY004
-        _check_top_k(top_k)
-        self.document_store = document_store
-        self.top_k = top_k
-        self.return_embedding = return_embedding
-
-    def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(
-            self,
-            document_store=self.document_store.to_dict(),
-            top_k=self.top_k,
-            return_embedding=self.return_embedding,
-        )
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SQLiteEmbeddingRetriever:
-        params = dict(data.get("init_parameters", {}))
-        params["document_store"] = SQLiteDocumentStore.from_dict(params["document_store"])
-        return default_from_dict(cls, {**data, "init_parameters": params})
-
-    @component.output_types(documents=list[Document])
-    def run(
-        self,
-        query_embedding: list[float],
-        scopes: list[str],
-        filters: dict[str, Any] | None = None,
-        top_k: int | None = None,
-    ) -> dict[str, list[Document]]:
-        scopes = require_scopes(scopes)
-        k = self.top_k if top_k is None else top_k
-        _check_top_k(k)
-        docs = self.document_store.embedding_search(
-            query_embedding, scopes=scopes, top_k=k, filters=filters, return_embedding=self.return_embedding
-        )
-        return {"documents": docs}
+    store_class = SQLiteDocumentStore
