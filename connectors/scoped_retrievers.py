@@ -20,13 +20,13 @@ def check_top_k(top_k: int) -> None:
 
 
 class _ScopedRetriever:
-    store_class: ClassVar[type]
+    store_class: ClassVar[type[Any]]
 
     def __init__(self, document_store: Any, *, top_k: int = 20, return_embedding: bool = False) -> None:
         if not isinstance(document_store, self.store_class):
             raise ValueError(f"document_store must be a {self.store_class.__name__}")  # noqa: TRY004
         check_top_k(top_k)
-        self.document_store = document_store
+        self.document_store: Any = document_store
         self.top_k = top_k
         self.return_embedding = return_embedding
 
