@@ -31,9 +31,11 @@ def get_model(path: Path, threads: int = 1) -> SentenceTransformer:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             import torch
+            import transformers
             from sentence_transformers import SentenceTransformer
 
             torch.set_num_threads(threads)
+            transformers.logging.disable_progress_bar()  # a "Loading weights" bar on every start is noise
             if not (path / "modules.json").exists() and not (path / "config.json").exists():
                 raise EmbeddingModelError(
                     f"no sentence-transformers model at {path}: set CITEBOT_MODEL_PATH to a model folder"

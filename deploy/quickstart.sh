@@ -4,4 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/setup.sh
 export HAYSTACK_TELEMETRY_ENABLED=False
+# the demo prints answers; per-answer log lines would interleave with them
+export CITEBOT_LOG_LEVEL="${CITEBOT_LOG_LEVEL:-warning}"
 exec .venv/bin/citebot demo "$@"

@@ -25,9 +25,12 @@ fi
 stamp=.venv/.citebot-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-  # the CPU build first, so no dependency ever pulls a CUDA build
-  .venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
+  echo "setup: installing Python packages into .venv (a few minutes the first time; log: .venv/install.log)" >&2
+  {
+    .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip &&
+    # the CPU build first, so no dependency ever pulls a CUDA build
+    .venv/bin/python -m pip install --disable-pip-version-check torch==2.13.0 &&
+    .venv/bin/python -m pip install --disable-pip-version-check -e ".[test]"
+  } > .venv/install.log 2>&1 || { tail -n 30 .venv/install.log >&2; echo "setup: pip failed (see .venv/install.log)" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
