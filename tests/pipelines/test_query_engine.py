@@ -16,7 +16,14 @@ from connectors.settings import Settings
 from connectors.sqlite_store import SQLiteDocumentStore
 from eval.fake_openai import FakeOpenAI, passages_in
 from pipelines.models import Turn
-from pipelines.query import NOTE_DROPPED, NOTE_LLM_FAILED, NOTE_LLM_UNSUPPORTED, QueryEngine, build_query_pipeline
+from pipelines.query import (
+    NOTE_DROPPED,
+    NOTE_LLM_FAILED,
+    NOTE_LLM_UNSUPPORTED,
+    QueryEngine,
+    build_query_pipeline,
+    pipeline_inputs,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -207,6 +214,20 @@ def test_build_query_pipeline_modes(settings, store):
         assert set(build_query_pipeline(settings, store, mode).graph.nodes) == names
     with pytest.raises(ValueError, match="mode"):
         build_query_pipeline(settings, store, "fuzzy")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "dense"])
+@pytest.mark.parametrize(
+    "question", ["How many weeks of parental leave does the primary carer get?", "When was the company founded?"]
+)
+def test_the_saved_pipeline_ranks_as_the_engine_does(settings, store, engine, mode, question):
+    """The engine runs the pipeline's components itself (no per-value deep copies); a pipeline built by
+    build_query_pipeline and run by Haystack must rank the same chunks in the same order."""
+    pipeline = build_query_pipeline(settings, store, mode)
+    out = pipeline.run(pipeline_inputs(mode, question, [A], None, settings.retrieval_top_k))
+    engine_hits, _ = engine._run_retrieval(mode, question, [A], None)
+    assert [d.id for d in out["joiner"]["documents"]] == [d.id for d in engine_hits]
+    assert engine_hits, "the question should retrieve something in scope A"
 
 
 # --- LLM path --------------------------------------------------------------------------------------
