@@ -42,7 +42,7 @@ from pipelines.models import DocInfo
 
 log = get_logger(__name__)
 
-_SCHEMA_VERSION = "3"
+_SCHEMA_VERSION = "4"
 _TABLES = """
 CREATE TABLE IF NOT EXISTS chunks (
     rid INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -53,7 +53,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     chunk_index INTEGER,
     content TEXT,
     meta TEXT NOT NULL DEFAULT '{}',
-    extra TEXT
+    extra TEXT,
+    page_start, page_end, section_id, label
 );
 CREATE INDEX IF NOT EXISTS chunks_scope_doc ON chunks(scope, doc_id, chunk_index);
 CREATE INDEX IF NOT EXISTS chunks_scope_file ON chunks(scope, file_name);
@@ -94,8 +95,14 @@ DROP TABLE IF EXISTS chunks_fts;
 _KEEP_CHANGES = 5000
 # Terms of a BM25 query beyond this are dropped (a pasted paragraph is not a better question).
 _MAX_QUERY_TERMS = 64
-# Meta keys the store mirrors in columns of ``chunks`` (written from the same meta, so the answers agree).
+# Meta keys the store mirrors in columns of ``chunks`` (written from the same meta, so the answers agree):
+# structure routing filters on them ("pages 5-7", "section 4.2", "table 3"), and reading a column is ~10x
+# cheaper than parsing every chunk's meta JSON (~110 ms a question at 50k chunks in one scope).
 _META_COLUMNS = frozenset({"doc_id", "file_name"})
+# Typeless columns filled with json_extract(meta, ...) itself, so a filter compares exactly what it did on meta.
+_ROUTING_COLUMNS = ("page_start", "page_end", "section_id", "label")
+_ROUTING_SQL = ", ".join(f"json_extract(?8, '$.{c}')" for c in _ROUTING_COLUMNS)
+_ALL_META_COLUMNS = _META_COLUMNS | frozenset(_ROUTING_COLUMNS)
 _TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
 
 
@@ -128,7 +135,7 @@ def _field_sql(field: str, alias: str) -> tuple[str, str]:
     key = field[5:] if field.startswith("meta.") else field
     if not key or key.startswith(".") or key.endswith("."):
         raise FilterError(f"invalid filter field {field!r}")
-    if key in _META_COLUMNS:
+    if key in _ALL_META_COLUMNS:
         # mirrored in indexed columns: a file-name filter then reads that file's rows, not the whole scope
         return f"{alias}.{key}", "column"
     return f"json_extract({alias}.meta, {_sql_literal(_json_path(key))})", "json"
@@ -324,6 +331,7 @@ class SQLiteDocumentStore:
                     conn.execute(stmt)
                 row = conn.execute("SELECT value FROM store_info WHERE key='schema_version'").fetchone()
                 if row is None or row[0] != _SCHEMA_VERSION:
+                    self._add_routing_columns(conn)
                     # new file, or an older FTS layout: (re)build the full-text index from the chunks
                     for stmt in _split_sql(_DROP_FTS):
                         conn.execute(stmt)
@@ -341,6 +349,17 @@ class SQLiteDocumentStore:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+
+    @staticmethod
+    def _add_routing_columns(conn: sqlite3.Connection) -> None:
+        """Files from before schema 4 lack the routing columns: add them and fill them from meta."""
+        have = {r[1] for r in conn.execute("PRAGMA table_info(chunks)")}
+        missing = [c for c in _ROUTING_COLUMNS if c not in have]
+        for c in missing:
+            conn.execute(f"ALTER TABLE chunks ADD COLUMN {c}")
+        if missing:
+            sets = ", ".join(f"{c} = json_extract(meta, '$.{c}')" for c in missing)
+            conn.execute(f"UPDATE chunks SET {sets}")  # noqa: S608 - column names are constants
 
     # --- connections ---------------------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -898,8 +917,8 @@ class SQLiteDocumentStore:
         ).fetchone()[0]
         try:
             conn.executemany(
-                "INSERT INTO chunks(rid, id, scope, doc_id, file_name, chunk_index, content, meta, extra) "
-                "VALUES (?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO chunks(rid, id, scope, doc_id, file_name, chunk_index, content, meta, extra, "
+                f"{', '.join(_ROUTING_COLUMNS)}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9, {_ROUTING_SQL})",
                 [(base + 1 + n, *row) for n, row in enumerate(chunk_rows)],
             )
         except sqlite3.IntegrityError as e:

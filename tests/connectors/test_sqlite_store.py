@@ -282,6 +282,37 @@ class TestSharing:
         assert [d.id for d in s.bm25_search("rebuild", scopes=["local"], top_k=5)] == ["d0:00000"]
         s.close()
 
+    def test_a_file_from_before_the_routing_columns_still_answers_page_and_table_lookups(
+        self, tmp_path: Path
+    ) -> None:
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
+        s.write_documents([
+            doc(0, "revenue table", page_start=9, page_end=9, label="Table 2", section_id="7"),
+            doc(1, "leave rules", page_start=4, page_end=5, label="", section_id="4.2"),
+        ])
+        s.close()
+        conn = sqlite3.connect(tmp_path / "s.sqlite3")  # what a schema-3 file looks like
+        for col in ("page_start", "page_end", "section_id", "label"):
+            conn.execute(f"ALTER TABLE chunks DROP COLUMN {col}")
+        conn.execute("UPDATE store_info SET value='3' WHERE key='schema_version'")
+        conn.commit()
+        conn.close()
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3")
+        table = {"field": "meta.label", "operator": "in", "value": ["Table 2"]}
+        pages = {
+            "operator": "AND",
+            "conditions": [
+                {"field": "meta.page_start", "operator": "<=", "value": 5},
+                {"field": "meta.page_end", "operator": ">=", "value": 5},
+            ],
+        }
+        section = {"field": "meta.section_id", "operator": "==", "value": "4.2"}
+        assert [d.id for d in s.fetch(scopes=["local"], filters=table)] == ["d0:00000"]
+        assert [d.id for d in s.fetch(scopes=["local"], filters=pages)] == ["d1:00001"]
+        assert [d.id for d in s.fetch(scopes=["local"], filters=section)] == ["d1:00001"]
+        assert s.fetch(scopes=["other"], filters=table) == []
+        s.close()
+
     def test_odd_scope_strings_stay_apart(self, store: SQLiteDocumentStore) -> None:
         odd = ["slack:T\"1:C'2", "teams:tenant:19:abc@thread.v2", "teams:t:Ünïcode chat"]
         store.write_documents([doc(i, "same words here", scope=s) for i, s in enumerate(odd)])
