@@ -422,6 +422,13 @@ def test_reaction_and_feedback_invoke_land_in_the_same_log(seeded: World) -> Non
     seeded.wait_text(chat, f"Indexed {KESTREL}")
     question = "How much does a Kestrel parking permit cost?"
     answer = seeded.ask(seeded.chat_message(question, chat=chat, kind="groupChat"))
+    # the bot records an answer right after the connector returns its id; react once it is on record,
+    # as a person (seconds later) always does
+    ref = f"teams:{TENANT}:{chat}|{answer.response_id}"
+    deadline = time.monotonic() + 10
+    while seeded.core.state.find_answer(platform="teams", message_ref=ref) is None:
+        assert time.monotonic() < deadline, "the answer was never recorded"
+        time.sleep(0.02)
     base = {
         "channelId": "msteams",
         "serviceUrl": seeded.fake.service_url,
