@@ -1,25 +1,135 @@
-"""File downloads from chat platforms: timeout, size cap, PDF magic-byte check, bytes kept in memory.
+"""File downloads from chat platforms: who may receive a credential, where a request may go, how long it may take.
 
-Nothing is written to disk and no path is ever built from a user-supplied name.
+* **Credentials stay home.** ``headers`` (a bot token) are sent only to ``credential_hosts`` and only over
+  HTTPS (plain HTTP only to a host the admin configured, such as a local test server). A redirect to any
+  other host is followed without them.
+* **No requests into the network we run in.** Every host is resolved and every address it resolves to must
+  be a public one: loopback, private, link-local (cloud metadata at 169.254.169.254), shared, reserved and
+  multicast addresses are refused, on every redirect hop, and the socket's peer is checked again after
+  connecting (so a DNS answer that changes between the check and the connect gains nothing). Hosts in
+  ``trusted_hosts`` (endpoints the admin configured in settings, e.g. a local fake Slack) are exempt.
+* **A deadline, not a per-read timeout.** ``timeout_s`` bounds the whole download, redirects included; a
+  server dripping a byte a second is cut off when the deadline passes. The size cap holds while streaming.
+* Bytes stay in memory; nothing is written to disk and no path is built from a user-supplied name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ipaddress
+import socket
+import time
+from collections.abc import Collection, Mapping
+from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+PDF_MAGIC = b"%PDF-"
+MAX_REDIRECTS = 5
+_READ_SIZE = 1 << 16
 
 
 class DownloadError(Exception):
     """A file could not be fetched; ``str(e)`` is safe to show the user."""
 
 
-PDF_MAGIC = b"%PDF-"
+class BlockedAddressError(DownloadError):
+    """The URL points into a private network (or is not http/https)."""
 
 
 def looks_like_pdf(data: bytes) -> bool:
     """PDF files start with ``%PDF-`` (some producers put a little junk before it)."""
     return PDF_MAGIC in data[:1024]
+
+
+def host_of(url: str) -> str:
+    """The lower-cased host name of ``url`` ("" when it has none)."""
+    return (urlsplit(url).hostname or "").lower().rstrip(".")
+
+
+def is_public_address(address: str) -> bool:
+    """True for a globally routable unicast address; False for loopback, private, link-local, metadata..."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def check_url(url: str, trusted_hosts: Collection[str] = ()) -> str:
+    """The URL's host, after checking its scheme and that every address it resolves to is public.
+
+    Raises :class:`BlockedAddressError` otherwise; hosts in ``trusted_hosts`` skip the address check.
+    """
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower().rstrip(".")
+    if parts.scheme not in ("http", "https") or not host:
+        raise BlockedAddressError("the file link is not an http(s) address")
+    if host in trusted_hosts:
+        return host
+    try:
+        infos = socket.getaddrinfo(host, parts.port or (443 if parts.scheme == "https" else 80),
+                                   type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        raise DownloadError("the file's server could not be found (DNS)") from e
+    if not infos or not all(is_public_address(str(info[4][0])) for info in infos):
+        raise BlockedAddressError("the file link points into a private network, which I never download from")
+    return host
+
+
+def _may_receive_credentials(url: str, credential_hosts: Collection[str], trusted_hosts: Collection[str]) -> bool:
+    host = host_of(url)
+    if host not in credential_hosts:
+        return False
+    return urlsplit(url).scheme == "https" or host in trusted_hosts
+
+
+def _guarded_session(trusted_hosts: Collection[str]) -> requests.Session:
+    """A session whose connections re-check the peer address after connecting (DNS-rebinding guard).
+
+    It ignores proxy variables from the environment: a proxy would make the peer check meaningless.
+    """
+
+    def check_peer(conn: HTTPConnection, sock: socket.socket) -> None:
+        if conn.host.lower().rstrip(".") in trusted_hosts:
+            return
+        if not is_public_address(str(sock.getpeername()[0])):
+            sock.close()
+            raise BlockedAddressError("the file link points into a private network, which I never download from")
+
+    class _Http(HTTPConnection):
+        def _new_conn(self) -> socket.socket:
+            sock = super()._new_conn()
+            check_peer(self, sock)
+            return sock
+
+    class _Https(HTTPSConnection):
+        def _new_conn(self) -> socket.socket:
+            sock = super()._new_conn()
+            check_peer(self, sock)
+            return sock
+
+    class _HttpPool(HTTPConnectionPool):
+        ConnectionCls = _Http
+
+    class _HttpsPool(HTTPSConnectionPool):
+        ConnectionCls = _Https
+
+    class _Adapter(HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {"http": _HttpPool, "https": _HttpsPool}
+
+    session = requests.Session()
+    session.trust_env = False
+    session.mount("http://", _Adapter())
+    session.mount("https://", _Adapter())
+    return session
 
 
 def download(
@@ -29,29 +139,40 @@ def download(
     max_bytes: int,
     timeout_s: float,
     require_pdf: bool = True,
+    credential_hosts: Collection[str] = (),
+    trusted_hosts: Collection[str] = (),
 ) -> bytes:
-    """GET ``url`` and return its bytes, refusing more than ``max_bytes`` or a non-PDF body."""
+    """GET ``url`` and return its bytes, refusing more than ``max_bytes``, more than ``timeout_s`` in all, an
+    address in a private network, or a non-PDF body. ``headers`` go only to ``credential_hosts`` (HTTPS)."""
+    deadline = time.monotonic() + timeout_s
+    trusted = {h.lower() for h in trusted_hosts}
+    cred_hosts = {h.lower() for h in credential_hosts}
     try:
-        with requests.get(url, headers=dict(headers or {}), stream=True, timeout=timeout_s) as resp:
-            if resp.status_code in (401, 403):
-                raise DownloadError("I'm not allowed to download that file (check the bot's file permissions)")
-            if resp.status_code >= 400:
-                raise DownloadError(f"the file server answered HTTP {resp.status_code}")
-            declared = resp.headers.get("Content-Length")
-            if declared and declared.isdigit() and int(declared) > max_bytes:
-                raise DownloadError(_too_big(max_bytes))
-            chunks: list[bytes] = []
-            size = 0
-            for chunk in resp.iter_content(chunk_size=1 << 16):
-                size += len(chunk)
-                if size > max_bytes:
-                    raise DownloadError(_too_big(max_bytes))
-                chunks.append(chunk)
+        with _guarded_session(trusted) as session:
+            current = url
+            for _hop in range(MAX_REDIRECTS + 1):
+                check_url(current, trusted)
+                send = dict(headers or {}) if _may_receive_credentials(current, cred_hosts, trusted) else {}
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise DownloadError(_too_slow(timeout_s))
+                with session.get(current, headers=send, stream=True, allow_redirects=False,
+                                 timeout=(min(remaining, 10.0), remaining)) as resp:
+                    if resp.is_redirect:
+                        current = urljoin(current, resp.headers.get("Location", ""))
+                        continue
+                    data = _read_body(resp, max_bytes=max_bytes, deadline=deadline, timeout_s=timeout_s)
+                    break
+            else:
+                raise DownloadError("the file link redirected too many times")
     except requests.Timeout as e:
-        raise DownloadError(f"the download took longer than {timeout_s:.0f} s") from e
+        raise DownloadError(_too_slow(timeout_s)) from e
+    except requests.ConnectionError as e:
+        if _caused_by(e, BlockedAddressError):
+            raise BlockedAddressError("the file link points into a private network, which I never download from") from e
+        raise DownloadError("the file could not be downloaded (network error)") from e
     except requests.RequestException as e:
         raise DownloadError("the file could not be downloaded (network error)") from e
-    data = b"".join(chunks)
     if require_pdf and not looks_like_pdf(data):
         if data.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")):
             raise DownloadError("the download returned a web page instead of the file (check the bot token)")
@@ -59,5 +180,60 @@ def download(
     return data
 
 
+def _read_body(resp: requests.Response, *, max_bytes: int, deadline: float, timeout_s: float) -> bytes:
+    if resp.status_code in (401, 403):
+        raise DownloadError("I'm not allowed to download that file (check the bot's file permissions)")
+    if resp.status_code >= 400:
+        raise DownloadError(f"the file server answered HTTP {resp.status_code}")
+    declared = resp.headers.get("Content-Length")
+    if declared and declared.isdigit() and int(declared) > max_bytes:
+        raise DownloadError(_too_big(max_bytes))
+    raw = resp.raw
+    sock = getattr(getattr(raw, "connection", None), "sock", None)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise DownloadError(_too_slow(timeout_s))
+        if sock is not None:
+            sock.settimeout(remaining)  # each read waits at most until the deadline
+        try:
+            chunk = raw.read1(_READ_SIZE, decode_content=True)
+        except TimeoutError as e:
+            raise DownloadError(_too_slow(timeout_s)) from e
+        except Exception as e:
+            if _caused_by(e, TimeoutError):
+                raise DownloadError(_too_slow(timeout_s)) from e
+            raise DownloadError("the file could not be downloaded (network error)") from e
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > max_bytes:
+            raise DownloadError(_too_big(max_bytes))
+        chunks.append(chunk)
+
+
+def _caused_by(e: BaseException, kind: type[BaseException]) -> bool:
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [e]
+    while stack:
+        cur = stack.pop()
+        if cur is None or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        if isinstance(cur, kind):
+            return True
+        stack.extend([cur.__cause__, cur.__context__, *[a for a in cur.args if isinstance(a, BaseException)]])
+        reason = getattr(cur, "reason", None)
+        if isinstance(reason, BaseException):
+            stack.append(reason)
+    return False
+
+
 def _too_big(max_bytes: int) -> str:
     return f"the file is larger than the {max_bytes / 1_000_000:.0f} MB limit"
+
+
+def _too_slow(timeout_s: float) -> str:
+    return f"the download took longer than {timeout_s:.0f} s"

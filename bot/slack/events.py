@@ -39,6 +39,7 @@ class SlackFile:
     mimetype: str = ""
     url_private_download: str = ""
     size: int = 0
+    is_external: bool = False
 
     @property
     def is_pdf(self) -> bool:
@@ -62,6 +63,8 @@ class SlackFile:
             mimetype=str(raw.get("mimetype") or ""),
             url_private_download=str(raw.get("url_private_download") or raw.get("url_private") or ""),
             size=int(raw.get("size") or 0),
+            # remote files (files.remote.add, Google Drive links...) point outside Slack: never fetched
+            is_external=bool(raw.get("is_external")) or str(raw.get("mode") or "") == "external",
         )
 
 

@@ -267,7 +267,8 @@ class CitebotTeamsBot(ActivityHandler):
                 await self._send(adapter, ref, render.text_activity(NOT_A_PDF.format(name=f.name)))
                 continue
             status_id = await self._send(adapter, ref, render.text_activity(f"Indexing {f.name}…"))
-            fetch = partial(download, f.download_url, max_bytes=max_bytes, timeout_s=self.settings.download_timeout_s)
+            fetch = partial(download, f.download_url, max_bytes=max_bytes, timeout_s=self.settings.download_timeout_s,
+                            trusted_hosts=self.settings.configured_hosts)
             text = await self._ingest_one(adapter, ref, ctx, f.name, fetch, status_id)
             await self._show(adapter, ref, status_id, text)
 

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import requests
 
-from connectors.download import DownloadError, download
+from connectors.download import DownloadError, download, host_of
 from connectors.settings import Settings
 
 GRAPH_SCOPE = "https://graph.microsoft.com/.default"
@@ -136,9 +136,11 @@ class GraphClient:
         """The file's bytes (size cap, timeout and PDF magic check from connectors.download)."""
         if f.size > max_bytes:
             raise DownloadError(f"the file is larger than the {max_bytes / 1_000_000:.0f} MB limit")
-        if f.download_url:
-            return download(f.download_url, max_bytes=max_bytes, timeout_s=timeout_s)
+        trusted = self.settings.configured_hosts
+        if f.download_url:  # pre-authenticated: no token goes with it
+            return download(f.download_url, max_bytes=max_bytes, timeout_s=timeout_s, trusted_hosts=trusted)
         url = f"{self.base}drives/{quote(f.drive_id, safe='')}/items/{quote(f.item_id, safe='')}/content"
         return download(
-            url, headers={"Authorization": f"Bearer {self.token()}"}, max_bytes=max_bytes, timeout_s=timeout_s
+            url, headers={"Authorization": f"Bearer {self.token()}"}, max_bytes=max_bytes, timeout_s=timeout_s,
+            credential_hosts={host_of(self.base)}, trusted_hosts=trusted,
         )

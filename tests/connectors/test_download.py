@@ -10,6 +10,7 @@ import pytest
 from connectors.download import DownloadError, download
 
 PDF = b"%PDF-1.7\n" + b"x" * 5000
+LOCAL = {"127.0.0.1"}  # the test server's host, configured like the admin's Slack API URL
 
 
 class _Files(BaseHTTPRequestHandler):
@@ -52,7 +53,8 @@ def base_url() -> Iterator[str]:
 
 
 def test_downloads_a_pdf_with_the_given_headers(base_url: str) -> None:
-    data = download(f"{base_url}/ok.pdf", headers={"Authorization": "Bearer xoxb-1"}, max_bytes=10_000, timeout_s=5)
+    data = download(f"{base_url}/ok.pdf", headers={"Authorization": "Bearer xoxb-1"}, max_bytes=10_000, timeout_s=5,
+                    credential_hosts={"127.0.0.1"}, trusted_hosts=LOCAL)
     assert data == PDF
     assert _Files.seen_headers[-1]["Authorization"] == "Bearer xoxb-1"
 
@@ -70,9 +72,9 @@ def test_downloads_a_pdf_with_the_given_headers(base_url: str) -> None:
 )
 def test_refuses_with_a_reason_a_user_can_act_on(base_url: str, path: str, reason: str) -> None:
     with pytest.raises(DownloadError, match=reason):
-        download(f"{base_url}{path}", max_bytes=10_000, timeout_s=5)
+        download(f"{base_url}{path}", max_bytes=10_000, timeout_s=5, trusted_hosts=LOCAL)
 
 
 def test_a_slow_server_times_out(base_url: str) -> None:
     with pytest.raises(DownloadError, match="longer than"):
-        download(f"{base_url}/slow.pdf", max_bytes=10_000, timeout_s=0.5)
+        download(f"{base_url}/slow.pdf", max_bytes=10_000, timeout_s=0.5, trusted_hosts=LOCAL)
