@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         t = time.perf_counter()
         core.service.warm_up()
         warm_s = time.perf_counter() - t
-        with AppThread(build_app(bench_settings, core)) as app:
+        with AppThread(build_app(bench_settings, core, insecure_local=True)) as app:  # loopback only
             url = f"{app.url}/api/messages"
 
             def post(activity: dict[str, Any]) -> tuple[float, float]:

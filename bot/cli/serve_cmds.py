@@ -21,6 +21,8 @@ def register(sub: Any) -> None:
     teams = platforms.add_parser("teams", help="Microsoft Teams bot on /api/messages")
     teams.add_argument("--host", default="127.0.0.1")
     teams.add_argument("--port", type=int, default=3978)
+    teams.add_argument("--insecure-local", action="store_true",
+                       help="without TEAMS_APP_ID/PASSWORD, accept unsigned requests (Emulator; loopback --host only)")
     teams.set_defaults(func=run_teams)
 
 
@@ -33,4 +35,4 @@ def run_slack(args: argparse.Namespace, settings: Settings) -> int:
 def run_teams(args: argparse.Namespace, settings: Settings) -> int:
     from bot.teams.server import serve
 
-    return serve(settings, host=args.host, port=args.port)
+    return serve(settings, host=args.host, port=args.port, insecure_local=args.insecure_local)

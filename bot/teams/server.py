@@ -1,13 +1,14 @@
 """``citebot serve teams``: the aiohttp app with a ``CloudAdapter`` at ``/api/messages``.
 
-With ``TEAMS_APP_ID`` unset the adapter runs unauthenticated, as the Bot Framework Emulator does:
-inbound requests carry no token and outbound Bot Connector calls are made without one (the
-connector's anonymous path), so local tests and the Emulator never reach a Microsoft sign-in
-address. A warning says so at start-up.
+Every inbound activity must carry a Bot Framework token signed for ``TEAMS_APP_ID``. Without credentials the
+server does not start, except with ``--insecure-local`` on a loopback address: then the adapter runs
+unauthenticated, as the Bot Framework Emulator does (inbound requests carry no token, outbound Bot Connector
+calls are made without one), for local testing only, and a warning says so.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import sys
 from typing import Any
 
@@ -38,13 +39,44 @@ class _BotConfig:
         self.APP_TENANTID = settings.teams_app_tenant_id or ""
 
 
-def bot_authentication(settings: Settings) -> BotFrameworkAuthentication:
-    """Bot Framework authentication from the settings (anonymous when no app id is set)."""
+class TeamsConfigError(ValueError):
+    """The Teams credentials are missing or inconsistent; the message names the variables to set."""
+
+
+NO_CREDENTIALS = (
+    "TEAMS_APP_ID and TEAMS_APP_PASSWORD are not set (Bot Framework's MicrosoftAppId / MicrosoftAppPassword work "
+    "too): without them anyone could post to /api/messages. Set both, or for local testing with the Bot Framework "
+    "Emulator run `citebot serve teams --insecure-local` on a loopback address."
+)
+
+
+def check_credentials(settings: Settings) -> bool:
+    """True when the app id and password are both set; False when neither is; otherwise TeamsConfigError."""
+    if settings.teams_app_password is not None and not settings.teams_app_id:
+        raise TeamsConfigError("TEAMS_APP_PASSWORD is set but TEAMS_APP_ID is not: set both "
+                               "(or MicrosoftAppPassword and MicrosoftAppId)")
+    if settings.teams_app_id and settings.teams_app_password is None:
+        raise TeamsConfigError("TEAMS_APP_ID is set but TEAMS_APP_PASSWORD is not: set both "
+                               "(or MicrosoftAppId and MicrosoftAppPassword)")
     if settings.teams_app_type == "SingleTenant" and settings.teams_app_id and not settings.teams_app_tenant_id:
-        raise ValueError("TEAMS_APP_TYPE=SingleTenant needs TEAMS_APP_TENANT_ID (the bot's Entra tenant id)")
-    if settings.teams_app_id and not settings.teams_app_password:
-        raise ValueError("TEAMS_APP_ID is set but TEAMS_APP_PASSWORD is not; set both (or neither for local tests)")
+        raise TeamsConfigError("TEAMS_APP_TYPE=SingleTenant needs TEAMS_APP_TENANT_ID (the bot's Entra tenant id)")
+    return bool(settings.teams_app_id)
+
+
+def bot_authentication(settings: Settings) -> BotFrameworkAuthentication:
+    """Bot Framework authentication from the settings; TeamsConfigError when the credentials are incomplete."""
+    if not check_credentials(settings):
+        raise TeamsConfigError(NO_CREDENTIALS)
     return ConfigurationBotFrameworkAuthentication(_BotConfig(settings))
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def anonymous_authentication() -> BotFrameworkAuthentication:
@@ -63,16 +95,28 @@ def build_app(
     core: ChatCore,
     *,
     auth: BotFrameworkAuthentication | None = None,
+    insecure_local: bool = False,
     workers: int = 4,
 ) -> web.Application:
-    """The aiohttp app (``/api/messages``, ``/healthz``); ``auth`` overrides the settings' authentication."""
-    if auth is None and not settings.teams_app_id:
-        log.warning(
-            "teams_unauthenticated",
-            detail="TEAMS_APP_ID is not set: /api/messages accepts unauthenticated requests "
-            "(Bot Framework Emulator / local testing only; never expose this to the internet)",
-        )
-    adapter = CloudAdapter(auth or bot_authentication(settings))
+    """The aiohttp app (``/api/messages``, ``/healthz``).
+
+    Authentication comes from the settings' credentials; without any, TeamsConfigError, unless
+    ``insecure_local`` (the caller guarantees a loopback address) asks for the Emulator's unauthenticated mode.
+    ``auth`` overrides both (tests).
+    """
+    if auth is None:
+        if check_credentials(settings):
+            auth = bot_authentication(settings)
+        elif insecure_local:
+            log.warning(
+                "teams_unauthenticated",
+                detail="--insecure-local: /api/messages accepts unauthenticated requests on this loopback address "
+                "(Bot Framework Emulator / local testing only)",
+            )
+            auth = anonymous_authentication()
+        else:
+            raise TeamsConfigError(NO_CREDENTIALS)
+    adapter = CloudAdapter(auth)
     bot = CitebotTeamsBot(core, settings, workers=workers)
 
     async def on_error(context: TurnContext, error: Exception) -> None:
@@ -104,16 +148,23 @@ def build_app(
     return app
 
 
-def serve(settings: Settings, *, host: str, port: int, **_: Any) -> int:
+def serve(settings: Settings, *, host: str, port: int, insecure_local: bool = False, **_: Any) -> int:
     try:
-        bot_authentication(settings)
-    except ValueError as e:
+        authenticated = check_credentials(settings)
+    except TeamsConfigError as e:
         print(f"citebot: {e}", file=sys.stderr)
+        return 2
+    if not authenticated and not insecure_local:
+        print(f"citebot: {NO_CREDENTIALS}", file=sys.stderr)
+        return 2
+    if not authenticated and not is_loopback_host(host):
+        print(f"citebot: --insecure-local only binds to a loopback address (127.0.0.1, ::1), not {host}",
+              file=sys.stderr)
         return 2
     core = ChatCore.from_settings(settings)
     log.info("teams_warming_up")
     core.service.warm_up()
-    app = build_app(settings, core)
+    app = build_app(settings, core, insecure_local=insecure_local and not authenticated)
     log.info("teams_listening", host=host, port=port, path="/api/messages")
     web.run_app(app, host=host, port=port, print=None)
     return 0

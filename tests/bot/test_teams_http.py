@@ -574,7 +574,7 @@ def test_sync_without_graph_credentials_says_so(tmp_path: Path) -> None:
     with FakeMicrosoft() as fake:
         settings = Settings(data_dir=tmp_path)
         core = ChatCore.from_settings(settings)
-        with AppThread(build_app(settings, core)) as app:
+        with AppThread(build_app(settings, core, insecure_local=True)) as app:
             world = World(fake=fake, app=app, core=core, settings=settings)
             sync = world.channel_message("sync")
             assert world.post(sync).status_code in (200, 201)
@@ -583,12 +583,12 @@ def test_sync_without_graph_credentials_says_so(tmp_path: Path) -> None:
     assert fake.token_requests == 0
 
 
-def test_without_app_id_the_server_warns_it_is_unauthenticated(tmp_path: Path) -> None:
+def test_insecure_local_mode_warns_it_is_unauthenticated(tmp_path: Path) -> None:
     from structlog.testing import capture_logs
 
     settings = Settings(data_dir=tmp_path)
     with capture_logs() as logs:
-        build_app(settings, ChatCore.from_settings(settings))
+        build_app(settings, ChatCore.from_settings(settings), insecure_local=True)
     (warning,) = [e for e in logs if e["event"] == "teams_unauthenticated"]
     assert warning["log_level"] == "warning" and "unauthenticated" in warning["detail"]
 
