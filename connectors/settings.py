@@ -59,8 +59,12 @@ class Settings(BaseSettings):
     # --- retrieval and answers -------------------------------------------------------------
     retrieval_top_k: int = Field(20, ge=1, le=200, description="Candidates from each retriever.")
     answer_top_k: int = Field(5, ge=1, le=50, description="Passages given to the answerer.")
+    dense_weight: float = Field(
+        0.5, ge=0.0, le=4.0, description="Weight of dense against BM25 (1.0) in hybrid fusion; see score_fusion.py."
+    )
     refusal_threshold: float = Field(
-        0.571, ge=0.0, le=1.0, description="Refuse below this relevance (extractive_answerer.py); see bench query."
+        0.12, ge=0.0, le=1.0,
+        description="Refuse below this confidence (pipelines/components/refusal.py); chosen from the trade-off curve",
     )
     llm_model: str = "gpt-4o-mini"
     llm_timeout_s: float = Field(30.0, gt=0)

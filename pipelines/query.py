@@ -3,7 +3,7 @@
 ``build_query_pipeline(settings, store, mode)`` is the Haystack retrieval pipeline::
 
     embedder (question -> embedding) -> dense retriever --\\
-                                          bm25 retriever --> DocumentJoiner(reciprocal_rank_fusion)
+                                          bm25 retriever --> ScoreFusion (weighted, page-diverse)
 
 (``bm25`` and ``dense`` modes keep one branch, for ablations). Scopes are passed to both retrievers
 on every run, never baked into the pipeline.
@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from haystack import Document, Pipeline
-from haystack.components.joiners import DocumentJoiner
 
 from connectors.log import get_logger
 from connectors.settings import Settings
@@ -33,7 +32,9 @@ from pipelines.components.extractive_answerer import ExtractiveAnswerer
 from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer, keep_supported
 from pipelines.components.query_embedder import QueryEmbedder
 from pipelines.components.query_rewriter import QueryRewriter
-from pipelines.components.refusal import RefusalCheck
+from pipelines.components.question_analyzer import QuestionAnalyzer, strip_instructions
+from pipelines.components.refusal import RefusalCheck, confidence
+from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
 from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn, ValidationCounts
 
@@ -41,6 +42,7 @@ log = get_logger("citebot.query")
 
 MODES: tuple[str, ...] = ("hybrid", "bm25", "dense")
 MAX_ROUTED = 12
+MAX_TERMS = 10
 NOTE_LLM_FAILED = "The language model was unavailable, so this answer quotes the PDFs directly."
 NOTE_LLM_UNSUPPORTED = (
     "The language model's answer could not be matched to the PDFs, so this answer quotes them directly."
@@ -57,7 +59,8 @@ def build_query_pipeline(settings: Settings, store: ChunkStore, mode: RetrievalM
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     bm25, dense = make_retrievers(store, settings.retrieval_top_k)
     p = Pipeline()
-    p.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion"))
+    weights = {"hybrid": [settings.dense_weight, 1.0], "dense": [1.0], "bm25": [1.0]}[mode]
+    p.add_component("joiner", ScoreFusion(weights=weights, diverse_top=settings.answer_top_k))
     if mode in ("hybrid", "dense"):
         p.add_component(
             "embedder",
@@ -96,6 +99,9 @@ class Retrieval:
         query: str,
         content_question: str,
         explicit: bool,
+        anchors: list[str] | None = None,
+        filters: dict[str, Any] | None = None,
+        words: list[str] | None = None,
     ) -> None:
         self.routed = routed
         self.hits = hits
@@ -104,6 +110,9 @@ class Retrieval:
         self.query = query
         self.content_question = content_question
         self.explicit = explicit  # the question named pages/sections/tables that exist: quote only those
+        self.anchors = anchors or []  # specific terms (years, numbers, names) an answering passage must hold
+        self.filters = filters  # what the question restricted retrieval to (a named file)
+        self.words = words or []  # the question's content words
 
     def context(self, k: int) -> list[Document]:
         """Referenced chunks first, then the top ``k`` fused hits not already there."""
@@ -120,6 +129,10 @@ class QueryEngine:
         model_path = str(settings.resolved_model_path)
         self.embedder = QueryEmbedder(model_path=model_path, threads=settings.torch_threads)
         self.router = StructureRouter(document_store=store, fetch_limit=40)
+        self.analyzer = QuestionAnalyzer()
+        from connectors.stores import make_retrievers
+
+        self._term_finder = make_retrievers(store, 1)[0]  # "does the scope hold this term at all?"
         self.extractive = ExtractiveAnswerer(model_path=model_path, threads=settings.torch_threads)
         self.validator = CitationValidator(fuzzy_threshold=0.9)
         self.refusal = RefusalCheck(threshold=settings.refusal_threshold)
@@ -166,9 +179,10 @@ class QueryEngine:
     def _retrieve(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> Retrieval:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        analysis = self.analyzer.run(question=query)
         routed_out = self.router.run(question=query, scopes=scopes)
         filters = routed_out["filters"]
-        hits, embedding = self._run_retrieval(mode, query, scopes, filters)
+        hits, embedding = self._run_retrieval(mode, analysis["query"], scopes, filters)
         routed = routed_out["documents"][:MAX_ROUTED]
         reference = routed_out["reference"]
         if not routed and hits:
@@ -179,8 +193,21 @@ class QueryEngine:
         routed = self._in_scope(routed, scopes)
         hits = self._in_scope(hits, scopes)
         return Retrieval(
-            routed, hits, embedding, reference, query, routed_out["content_question"], bool(routed_out["explicit"])
+            routed, hits, embedding, reference, analysis["query"], strip_instructions(routed_out["content_question"]),
+            bool(routed_out["explicit"]), analysis["anchors"], filters, analysis["words"],
         )
+
+    def term_support(self, terms: Sequence[str], scopes: list[str], filters: dict[str, Any] | None) -> float:
+        """Share of ``terms`` that occur anywhere in ``scopes`` (1.0 when there are none; a plural also counts
+        when the singular occurs). A specific term no passage holds is strong evidence the PDFs don't answer."""
+        if not terms:
+            return 1.0
+        found = 0
+        for t in terms[:MAX_TERMS]:
+            variants = {t, t[:-1]} if len(t) > 4 and t.lower().endswith("s") else {t}
+            if self._term_finder.run(query=" ".join(variants), scopes=scopes, filters=filters, top_k=1)["documents"]:
+                found += 1
+        return found / min(len(terms), MAX_TERMS)
 
     def _extract(self, r: Retrieval, k: int) -> dict[str, Any]:
         """The extractive answer and its relevance (explicitly referenced chunks only, when there are some)."""
@@ -242,9 +269,21 @@ class QueryEngine:
         self.warm_up()
         scopes = require_scopes(list(scopes))
         k = self.settings.answer_top_k
-        r = self._retrieve(question, scopes, mode, k)
+        return self.assess(question, scopes, mode, k)[2]["confidence"]
+
+    def assess(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> tuple[Retrieval, dict[str, Any],
+                                                                                         dict[str, float]]:
+        """Retrieve, draft the extractive answer, and measure how well the passages answer: ``signals`` holds
+        ``max_cosine``, ``coverage`` (question terms in the passages), ``anchor_support`` (specific terms in
+        the scope) and ``confidence``, the number the refusal threshold applies to."""
+        r = self._retrieve(query, scopes, mode, k)
         ext = self._extract(r, k)
-        return float(ext["relevance"])
+        support = 1.0 if r.explicit else self.term_support(r.anchors, scopes, r.filters)
+        words = 1.0 if r.explicit else self.term_support(r.words, scopes, r.filters)
+        signals = {"max_cosine": float(ext["max_cosine"]), "coverage": float(ext["coverage"]),
+                   "anchor_support": support, "word_support": words}
+        signals["confidence"] = confidence(signals["max_cosine"], support, words) if not r.explicit else 1.0
+        return r, ext, signals
 
     # --- answers -------------------------------------------------------------------------------
     def answer(
@@ -264,12 +303,10 @@ class QueryEngine:
         if not question:
             raise ValueError("the question is empty")
         query = self.rewriter.run(question=question, history=list(history))["query"]
-        r = self._retrieve(query, scopes, mode, k)
+        r, ext, signals = self.assess(query, scopes, mode, k)
         context = r.context(k)
         t_retrieved = time.perf_counter()
-
-        ext = self._extract(r, k)
-        refusal = self.refusal.run(relevance=ext["relevance"], documents=context)
+        refusal = self.refusal.run(relevance=signals["confidence"], documents=context)
         if refusal["refused"] or not ext["citations"]:
             answer = self._refusal(refusal["text"] or self.refusal.run(relevance=0.0, documents=context)["text"])
         elif self.llm is not None:
@@ -295,7 +332,7 @@ class QueryEngine:
             n_retrieved=len(context),
             n_routed=len(r.routed),
             n_citations=len(answer.citations),
-            relevance=round(float(ext["relevance"]), 3),
+            confidence=round(signals["confidence"], 3),
             latency_ms=answer.timings_ms.total,
             validation=answer.validation.model_dump(),
         )

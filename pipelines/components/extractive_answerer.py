@@ -12,12 +12,11 @@ Special cases:
 * a structural question with no content words ("summarize pages 5-7") quotes the opening sentence
   of up to three of the referenced chunks (distinct pages first).
 
-The ``relevance`` output is what the refusal check compares with ``settings.refusal_threshold``:
-``cosine_weight`` x (the highest cosine similarity between the question and a scored sentence or row)
-+ (1 - ``cosine_weight``) x (the share of the question's specific terms found in the passages). Cosine
-alone could not separate "not in the PDFs" from "worded differently" on the sample set (answerable
-questions scored from 0.30, unanswerable ones up to 0.59); missing specific terms ("dogs", "crypto")
-are the other half of the signal. An explicit reference (page, section, table) scores 1.0.
+Outputs for the refusal check: ``max_cosine`` (the highest cosine similarity between the question and a
+scored sentence or row), ``coverage`` (the share of the question's specific terms found in the passages),
+and ``relevance``, ``cosine_weight`` x the first + (1 - ``cosine_weight``) x the second. The query engine
+combines ``max_cosine`` with whether the question's terms occur in the scope at all
+(:func:`pipelines.components.refusal.confidence`). An explicit reference (page, section, table) scores 1.0.
 """
 
 from __future__ import annotations
@@ -102,6 +101,10 @@ def _skip_heading_lines(content: str, s: int, e: int, doc: Document) -> int:
 def _lead(lead: str, citations: list[dict[str, Any]]) -> str:
     """The one line written by Citebot: a fixed lead and the [n] markers; the quotes are the citations."""
     return lead + " " + "".join(f"[{c['n']}]" for c in citations) + ":"
+
+
+def _nothing() -> dict[str, Any]:
+    return {"text": "", "citations": [], "relevance": 0.0, "max_cosine": 0.0, "coverage": 0.0}
 
 
 def _label_for(doc: Document) -> str:
@@ -228,7 +231,8 @@ class ExtractiveAnswerer:
                 out.append(c)
         return out
 
-    @component.output_types(text=str, citations=list[dict[str, Any]], relevance=float)
+    @component.output_types(text=str, citations=list[dict[str, Any]], relevance=float, max_cosine=float,
+                            coverage=float)
     def run(
         self,
         question: str,
@@ -246,7 +250,7 @@ class ExtractiveAnswerer:
         routed_ids = {d.id for d in routed}
         context = routed + [d for d in documents if d.id not in routed_ids]
         if not context:
-            return {"text": "", "citations": [], "relevance": 0.0}
+            return _nothing()
         cq = question if content_question is None else content_question
         qterms = set(terms(cq))
 
@@ -262,6 +266,8 @@ class ExtractiveAnswerer:
                 "text": f"{_label_for(table)} in {table.meta.get('file_name', 'the PDF')} [1]:",
                 "citations": [{"n": 1, "chunk_id": chunk_id_of(table), "quote": quote}],
                 "relevance": 1.0,
+                "max_cosine": 1.0,
+                "coverage": 1.0,
             }
 
         # a structural question without content words: the opening sentence of the referenced chunks
@@ -270,7 +276,7 @@ class ExtractiveAnswerer:
 
         cands = self._candidates(context)
         if not cands:
-            return {"text": "", "citations": [], "relevance": 0.0}
+            return _nothing()
         df: dict[str, int] = {}
         for c in cands:
             for t in c.terms:
@@ -292,7 +298,8 @@ class ExtractiveAnswerer:
             if c.doc.id in routed_ids:
                 c.score += 0.1
         cov = coverage(qterms, [d.content or "" for d in context])
-        relevance = self.cosine_weight * max(c.cosine for c in cands) + (1 - self.cosine_weight) * cov
+        max_cos = max(c.cosine for c in cands)
+        relevance = self.cosine_weight * max_cos + (1 - self.cosine_weight) * cov
         cands.sort(key=lambda c: c.score, reverse=True)
         chosen: list[Candidate] = []
         best = cands[0].score
@@ -317,7 +324,8 @@ class ExtractiveAnswerer:
             {"n": i, "chunk_id": chunk_id_of(d), "quote": text}
             for i, (d, text) in enumerate(spans[: self.max_quotes + 1], 1)
         ]
-        return {"text": _lead(LEAD, citations), "citations": citations, "relevance": relevance}
+        return {"text": _lead(LEAD, citations), "citations": citations, "relevance": relevance,
+                "max_cosine": max_cos, "coverage": cov}
 
     def _summary(self, routed: list[Document], reference: str) -> dict[str, Any]:
         picked: list[tuple[Document, int, int]] = []
@@ -345,9 +353,11 @@ class ExtractiveAnswerer:
             for i, (d, s, e) in enumerate(picked, 1)
         ]
         if not citations:
-            return {"text": "", "citations": [], "relevance": 0.0}
+            return _nothing()
         return {
             "text": _lead(f"From {reference}" if reference else "From the part you named", citations),
             "citations": citations,
             "relevance": 1.0,
+            "max_cosine": 1.0,
+            "coverage": 1.0,
         }

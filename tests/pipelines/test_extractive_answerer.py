@@ -137,4 +137,5 @@ class TestExtractiveAnswerer:
         assert out["relevance"] < 0.3
 
     def test_run_without_passages(self, answerer):
-        assert answerer.run(question="anything?", documents=[]) == {"text": "", "citations": [], "relevance": 0.0}
+        out = answerer.run(question="anything?", documents=[])
+        assert out == {"text": "", "citations": [], "relevance": 0.0, "max_cosine": 0.0, "coverage": 0.0}

@@ -177,6 +177,19 @@ class TestExtractivePath:
         assert answer.text.startswith("The PDFs in this channel don't seem to answer that.")
         assert 1 <= answer.text.count("• hb.pdf · p.") <= 3
 
+    def test_a_year_the_pdfs_never_mention_is_refused_and_the_right_year_answered(self, engine):
+        """The near miss real users ask: the right topic, a period the documents do not cover."""
+        assert not engine.answer("In which year was Halvorsen & Pike founded, and in which city?", [A]).refused
+        wrong = engine.answer("How many people did Halvorsen & Pike employ in 2031?", [A])
+        assert wrong.refused and wrong.citations == []
+
+    def test_format_instructions_do_not_steer_retrieval(self, engine):
+        plain = engine.answer("What are the core hours?", [A])
+        instructed = engine.answer(
+            "What are the core hours? Please write the answer in list format, e.g., [\"9:00\", \"17:00\"].", [A]
+        )
+        assert [c.quote for c in instructed.citations] == [c.quote for c in plain.citations]
+
     def test_routes_page_reference(self, engine):
         answer = engine.answer("What does page 12 say?", [A])
         assert [c.page_start for c in answer.citations] == [12]
