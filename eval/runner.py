@@ -287,6 +287,7 @@ def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_
         answer_mode=answer.mode,
         answer=answer.text,
         refused=answer.refused,
+        confidence=answer.confidence,
         citations=cits,
         retrieved=[Hit(chunk_id=r.chunk_id, file=r.file, page_start=r.page_start, page_end=r.page_end,
                        score=r.score) for r in answer.retrieved],

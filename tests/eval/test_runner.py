@@ -56,7 +56,7 @@ class FakeService:
         if self.interrupt_after is not None and len(self.calls["answer"]) > self.interrupt_after:
             raise KeyboardInterrupt
         if "unknown" in question:
-            return Answer(text="The PDFs here don't say.", refused=True)
+            return Answer(text="The PDFs here don't say.", refused=True, confidence=0.25)
         doc = next(d for d in self.store.docs if d.meta["scope"] in scopes and d.id.endswith(":00002"))
         file = doc.meta["file_name"]
         quote = "forged text" if question == self.forge else f"{file} page 2"
@@ -64,6 +64,7 @@ class FakeService:
             text=f"{quote} [1]",
             citations=[Citation(n=1, chunk_id=doc.id, doc_id=file, file=file, page_start=2, page_end=2, quote=quote)],
             retrieved=[RetrievedChunk(chunk_id=doc.id, doc_id=file, file=file, page_start=2, page_end=2, score=1.0)],
+            confidence=0.5 + len(question) / 100,
         )
 
 
@@ -166,6 +167,13 @@ def test_per_doc_asks_each_case_in_its_source_scope(setup: Any) -> None:
     assert asked["q b"] == (scope_of["two.pdf"],)
     assert set(asked["q unknown"]) == {scope_of["one.pdf"], scope_of["two.pdf"]}
     assert results[1].citations[0].file == "two.pdf"
+
+
+def test_each_case_records_the_confidence_its_refusal_was_decided_on(setup: Any) -> None:
+    settings, opts, calls = setup
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    rows = {r.id: r for r in read_results(opts.out_dir / "results.jsonl")}
+    assert {i: r.confidence for i, r in rows.items()} == {"a": 0.53, "b": 0.53, "c": 0.25, "d": 0.53}
 
 
 def test_quotes_are_rechecked_against_the_stored_chunk(setup: Any) -> None:
