@@ -73,7 +73,7 @@ def register(sub: Any) -> None:
 
 def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
     from eval.cases import EvalSetError
-    from eval.report import ablation_markdown, ablation_rows
+    from eval.report import ablation_rows, run_summary_markdown, run_threshold
     from eval.runner import MODES, EvalRunError, RunOptions, run_eval
 
     docs = args.docs
@@ -100,13 +100,18 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
             return 2
         raise
     if args.json:
-        from eval.metrics import summarise
+        from eval.metrics import refusal_curve, summarise
+
+        def mode_summary(meta: dict[str, Any], res: list[Any]) -> dict[str, Any]:
+            threshold = run_threshold(meta)
+            curve = refusal_curve(res, threshold) if threshold is not None else []
+            return {**summarise(res, args.k), "refusal_curve": curve}
 
         header, rows = ablation_rows(runs)
-        print(json.dumps({"out": str(out), "modes": {m: summarise(res, args.k) for m, (_meta, res) in runs.items()},
+        print(json.dumps({"out": str(out), "modes": {m: mode_summary(meta, res) for m, (meta, res) in runs.items()},
                           "ablation": [dict(zip(header, row, strict=True)) for row in rows]}, indent=2))
     else:
-        print(ablation_markdown(runs))
+        print(run_summary_markdown(runs))
         print(f"\nRun directory: {out}\nNext: citebot eval report {out}")
     errors = sum(1 for _m, res in runs.values() for r in res if r.error)
     return 1 if errors and errors == sum(len(res) for _m, res in runs.values()) else 0
