@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
-from eval.cases import Case, load_cases, set_checksum
+from eval.cases import Case, apply_asked_in, asked_in_file, load_cases, set_checksum
 from eval.records import META_FILE, RESULTS_FILE, CaseResult, CitedQuote, Hit, read_results
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,8 +98,13 @@ class EvalIndex:
         return sorted(set(self.scopes.values()))
 
     def scopes_for(self, case: Case, per_doc: bool) -> list[str]:
+        """Per document: an unanswerable case in the scopes of the PDFs it is ``asked_in``, an answerable one in
+        its first source document's scope; across every PDF otherwise (or when none of those is indexed)."""
         if not per_doc:
             return [ALL_SCOPE]
+        asked = sorted({self.scopes[d] for d in case.asked_in if d in self.scopes})
+        if asked:
+            return asked
         for s in case.sources:
             if s.doc in self.scopes:
                 return [self.scopes[s.doc]]
@@ -299,6 +304,18 @@ def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_
 # --- run --------------------------------------------------------------------------------------------
 
 
+def load_set(set_path: Path) -> tuple[list[Case], str]:
+    """The set's cases, with ``asked_in`` filled from an ``unanswerable_asked_in.json`` lying beside it (for the
+    unanswerable cases that lack the field); and a line saying so, or "" when there is no such file."""
+    cases = load_cases(set_path)
+    side = asked_in_file(set_path)
+    if side is None:
+        return cases, ""
+    cases, filled = apply_asked_in(cases, side)
+    return cases, f"asked_in of {filled} unanswerable case(s) read from {side}"
+
+
+
 @dataclass
 class RunOptions:
     set_path: Path
@@ -330,7 +347,10 @@ def run_eval(
     for m in opts.modes:
         if m not in MODES:
             raise EvalRunError(f"unknown mode {m!r}; use one of {', '.join(MODES)} or all")
-    cases = stratified(load_cases(opts.set_path), opts.limit)
+    cases, asked_in_note = load_set(opts.set_path)
+    if asked_in_note:
+        log(asked_in_note)
+    cases = stratified(cases, opts.limit)
     judge_client = None
     if opts.judge:
         from eval.judge import build_client
@@ -341,9 +361,14 @@ def run_eval(
                                  log=log)
     if hasattr(service, "warm_up"):
         service.warm_up()  # build the pipelines now, so the first case's latency is not start-up time
-    missing = sorted({s.doc for c in cases for s in c.sources} - set(index.scopes))
+    named = {s.doc for c in cases for s in c.sources} | {d for c in cases for d in c.asked_in}
+    missing = sorted(named - set(index.scopes))
     if missing:
         log(f"warning: the set cites files not in {opts.docs_dir}: {', '.join(missing)}")
+    if opts.per_doc:
+        everywhere = sum(1 for c in cases if not c.answerable and not c.asked_in)
+        if everywhere:
+            log(f"note: {everywhere} unanswerable case(s) have no asked_in and are asked across every PDF")
 
     base_meta: dict[str, Any] = {
         "set": opts.set_path.name,

@@ -14,7 +14,7 @@ import pytest
 from haystack import Document
 
 from connectors.settings import Settings
-from eval.cases import load_cases
+from eval.cases import EvalSetError, load_cases
 from eval.records import read_results
 from eval.runner import EvalRunError, RunOptions, run_eval, stratified
 from pipelines.models import Answer, Citation, IngestResult, RetrievedChunk
@@ -174,6 +174,43 @@ def test_each_case_records_the_confidence_its_refusal_was_decided_on(setup: Any)
     run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
     rows = {r.id: r for r in read_results(opts.out_dir / "results.jsonl")}
     assert {i: r.confidence for i, r in rows.items()} == {"a": 0.53, "b": 0.53, "c": 0.25, "d": 0.53}
+
+
+def test_per_doc_asks_unanswerable_cases_in_the_pdf_they_are_asked_in(setup: Any) -> None:
+    settings, opts, calls = setup
+    opts.per_doc = True
+    lines = opts.set_path.read_text().splitlines()
+    lines.append(json.dumps({"id": "e", "question": "q unknown e", "answerable": False, "asked_in": ["two.pdf"],
+                             "category": "unanswerable"}))
+    opts.set_path.write_text("\n".join(lines) + "\n")
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    scope_of = dict(calls["ingest"])
+    asked = {q: scopes for q, scopes, _m in calls["answer"]}
+    assert asked["q unknown e"] == (scope_of["two.pdf"],)
+    assert set(asked["q unknown"]) == {scope_of["one.pdf"], scope_of["two.pdf"]}  # no asked_in: every PDF
+
+
+def test_asked_in_is_read_from_the_file_beside_the_set(setup: Any) -> None:
+    settings, opts, calls = setup
+    opts.per_doc = True
+    side = opts.set_path.parent / "unanswerable_asked_in.json"
+    side.write_text(json.dumps({"c": "one.pdf"}))
+    messages: list[str] = []
+    meta, _ = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=messages.append)["hybrid"]
+    scope_of = dict(calls["ingest"])
+    asked = {q: scopes for q, scopes, _m in calls["answer"]}
+    assert asked["q unknown"] == (scope_of["one.pdf"],)
+    assert any("asked_in of 1 unanswerable case(s) read from" in m for m in messages)
+    # editing it changes where cases are asked: the run directory is not resumed across that
+    side.write_text(json.dumps({"c": ["two.pdf"]}))
+    with pytest.raises(EvalRunError, match="different set_sha256"):
+        run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    # a file naming a case the set lacks, or an answerable one, is an error naming the file and the case
+    for bad, problem in (({"zz": "one.pdf"}, "zz: no case with this id"),
+                         ({"a": "one.pdf"}, "a: the case is answerable")):
+        side.write_text(json.dumps(bad))
+        with pytest.raises(EvalSetError, match=f"unanswerable_asked_in.json: {problem}"):
+            run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
 
 
 def test_quotes_are_rechecked_against_the_stored_chunk(setup: Any) -> None:
