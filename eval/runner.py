@@ -85,7 +85,10 @@ INDEX_CODE_IMPORTS_NOT_HASHED = {
 }
 # Settings that must match for a resumed run to continue an earlier one.
 KEEP_INDEXES = 4
-RESUME_KEYS = ("set_sha256", "retrieval_mode", "k", "per_doc", "index_key", "judge", "limit")
+RESUME_KEYS = ("set_sha256", "retrieval_mode", "k", "per_doc", "index_key", "judge", "limit", "cases_filter",
+               "categories_filter")
+# Depth of the recorded ranking (MRR, nDCG@10); with --k at least this, the answer's own passages are it.
+RANKING_DEPTH = 10
 
 
 class EvalRunError(Exception):
@@ -102,6 +105,27 @@ def _default_service(settings: Settings) -> Any:
 
 
 # --- selection --------------------------------------------------------------------------------------
+
+
+def select(cases: Sequence[Case], ids: Sequence[str] | None = None,
+           categories: Sequence[str] | None = None) -> list[Case]:
+    """The cases with one of ``ids`` and in one of ``categories`` (each filter only when given), in file order.
+    A name matching nothing is an error listing what the set has, so a typo never runs an empty set."""
+    out = list(cases)
+    if ids:
+        unknown = sorted(set(ids) - {c.id for c in cases})
+        if unknown:
+            raise EvalRunError(f"--cases: no case with id {', '.join(unknown)} in the set")
+        out = [c for c in out if c.id in set(ids)]
+    if categories:
+        have = sorted({c.category for c in cases})
+        unknown = sorted(set(categories) - set(have))
+        if unknown:
+            raise EvalRunError(f"--category: the set has no {', '.join(unknown)}; it has {', '.join(have)}")
+        out = [c for c in out if c.category in set(categories)]
+    if not out:
+        raise EvalRunError("--cases and --category together select no case")
+    return out
 
 
 def stratified(cases: Sequence[Case], limit: int | None) -> list[Case]:
@@ -341,7 +365,7 @@ def ranking(service: Any, question: str, scopes: list[str], mode: str, k: int) -
     query = getattr(service, "query", None)
     if query is None or not hasattr(query, "retrieve"):
         return []
-    docs = query.retrieve(question, scopes, mode=mode, k=max(10, k))
+    docs = query.retrieve(question, scopes, mode=mode, k=max(RANKING_DEPTH, k))
     return [
         Hit(chunk_id=d.id, file=str(d.meta.get("file_name", "")), page_start=int(d.meta.get("page_start") or 0),
             page_end=int(d.meta.get("page_end") or d.meta.get("page_start") or 0), score=float(d.score or 0.0))
@@ -410,6 +434,8 @@ class RunOptions:
     judge: bool = False
     limit: int | None = None
     fresh: bool = False
+    case_ids: Sequence[str] | None = None
+    categories: Sequence[str] | None = None
 
 
 def _append(path: Path, line: str) -> None:
@@ -433,7 +459,7 @@ def run_eval(
     cases, asked_in_note = load_set(opts.set_path)
     if asked_in_note:
         log(asked_in_note)
-    cases = stratified(cases, opts.limit)
+    cases = stratified(select(cases, opts.case_ids, opts.categories), opts.limit)
     judge_client = None
     if opts.judge:
         from eval.judge import build_client
@@ -461,6 +487,8 @@ def run_eval(
         "per_doc": opts.per_doc,
         "judge": opts.judge,
         "limit": opts.limit,
+        "cases_filter": sorted(opts.case_ids) if opts.case_ids else None,
+        "categories_filter": sorted(opts.categories) if opts.categories else None,
         "index_key": index.key,
         "index_checksum": index.checksum,
         "index_reused": index.reused,
@@ -517,7 +545,10 @@ def run_eval(
                 answer = service.answer(case.question, scopes, mode=mode, k=opts.k)
                 latency = (time.perf_counter() - t0) * 1000
                 result = to_result(case, answer, mode=mode, scopes=scopes, latency_ms=latency, store=service.store)
-                result.ranking = ranking(service, case.question, scopes, mode, opts.k)
+                if opts.k >= RANKING_DEPTH:  # the answer's passages are that ranking: no second retrieval
+                    result.ranking = list(result.retrieved)
+                else:
+                    result.ranking = ranking(service, case.question, scopes, mode, opts.k)
             except Exception as e:  # noqa: BLE001 - one failing case is recorded, the run goes on
                 result = CaseResult(id=case.id, question=case.question, category=case.category,
                                     critical=case.critical, answerable=case.answerable, expected_answer=case.answer,

@@ -270,6 +270,50 @@ def test_mode_all_writes_one_run_per_mode(setup: Any) -> None:
     assert len(calls["ingest"]) == 2  # indexed once for all modes
 
 
+def test_fresh_requeries_an_existing_run_without_reindexing(setup: Any) -> None:
+    settings, opts, calls = setup
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    calls["answer"].clear()
+    opts.fresh = True
+    meta, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert len(calls["ingest"]) == 2 and meta["index_reused"] is True  # indexed by the first run only
+    assert len(calls["answer"]) == 4 and meta["cases_run_now"] == 4  # every case asked again
+    assert len((opts.out_dir / "results.jsonl").read_text().splitlines()) == 4
+
+
+def test_cases_and_category_filters(setup: Any, tmp_path: Path) -> None:
+    settings, opts, calls = setup
+    opts.case_ids = ["a", "d"]
+    _, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert [r.id for r in results] == ["a", "d"]
+    opts.case_ids, opts.categories, opts.out_dir = None, ["lookup", "unanswerable"], tmp_path / "cat"
+    _, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert [r.id for r in results] == ["a", "b", "c"]
+    # a filtered run is a different run: not resumed from an unfiltered one
+    opts.categories = ["lookup"]
+    with pytest.raises(EvalRunError, match="different categories_filter"):
+        run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+
+
+def test_a_misspelt_filter_stops_before_indexing(setup: Any, run_cli: Any,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    settings, opts, _calls = setup
+    argv = ["eval", "run", "--set", str(opts.set_path), "--docs", str(opts.docs_dir)]
+    assert run_cli([*argv, "--category", "lookups"], settings) == 2
+    assert "the set has no lookups; it has lookup, table, unanswerable" in capsys.readouterr().err
+    assert run_cli([*argv, "--cases", "a,zz"], settings) == 2
+    assert "no case with id zz" in capsys.readouterr().err
+    assert not (settings.data_dir / "eval" / "index").exists()
+
+
+def test_with_k_10_the_answers_passages_are_the_recorded_ranking(setup: Any) -> None:
+    settings, opts, calls = setup
+    opts.k = 10
+    _, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    a = next(r for r in results if r.id == "a")
+    assert a.ranking == a.retrieved and a.ranking[0].file == "one.pdf"
+
+
 def test_stratified_limit_covers_categories(setup: Any) -> None:
     _settings, opts, _calls = setup
     picked = stratified(load_cases(opts.set_path), 3)
