@@ -228,7 +228,7 @@ def list_pdfs(docs_dir: Path) -> list[Path]:
     return pdfs
 
 
-def index_key(pdfs: Sequence[Path], settings: Settings, code_fingerprint: str | None = None) -> str:
+def index_key(pdfs: Sequence[Path], settings: Settings) -> str:
     """What the index holds: the PDFs (names and bytes) and the scope each goes into, the indexing settings,
     the embedding model and the indexing code. Nothing about how questions are asked (per-doc or not)."""
     h = hashlib.sha256()
@@ -236,7 +236,7 @@ def index_key(pdfs: Sequence[Path], settings: Settings, code_fingerprint: str | 
         h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest() + _scope_of(p.name).encode())
     h.update(json.dumps({k: getattr(settings, k) for k in INDEX_SETTINGS}, sort_keys=True).encode())
     h.update(str(settings.resolved_model_path).encode())
-    h.update((code_fingerprint or _code_fingerprint()).encode())
+    h.update(_code_fingerprint().encode())
     return h.hexdigest()
 
 
@@ -287,7 +287,7 @@ def build_index(
             service = service_factory(eval_settings)
             return EvalIndex(eval_settings, path, key, info["checksum"], scopes, True, info.get("ingest", []),
                              info.get("seconds", 0.0)), service
-        shutil.rmtree(path)  # same path, another key: cannot happen short of a 80-bit prefix collision
+        shutil.rmtree(path)  # another key sharing the folder name's 20-hex-digit prefix
     building = path / "BUILDING.json"
     if building.exists() and json.loads(building.read_text(encoding="utf-8")).get("key") == key:
         log(f"resuming the interrupted index build in {path}")
@@ -422,7 +422,6 @@ def load_set(set_path: Path) -> tuple[list[Case], str]:
     return cases, f"asked_in of {filled} unanswerable case(s) read from {side}"
 
 
-
 @dataclass
 class RunOptions:
     set_path: Path
@@ -473,6 +472,10 @@ def run_eval(
     missing = sorted(named - set(index.scopes))
     if missing:
         log(f"warning: the set cites files not in {opts.docs_dir}: {', '.join(missing)}")
+    failed = [i for i in index.ingest if i.get("status") == "failed"]
+    if failed:  # their cases can only miss: say so on every run over this index, not just the one that built it
+        log(f"warning: {len(failed)} PDF(s) failed to index: "
+            + "; ".join(f"{i['file']}: {i.get('error')}" for i in failed))
     if opts.per_doc:
         everywhere = sum(1 for c in cases if not c.answerable and not c.asked_in)
         if everywhere:

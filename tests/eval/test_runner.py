@@ -53,6 +53,8 @@ class FakeService:
     def ingest(self, data: bytes, *, file_name: str, scope: str) -> IngestResult:
         if file_name == self.interrupt_ingest_of:
             raise KeyboardInterrupt
+        if data.startswith(b"%PDF-1 broken"):
+            return IngestResult(file=file_name, scope=scope, status="failed", error="The PDF could not be read.")
         if any(d.meta["file_name"] == file_name and d.meta["scope"] == scope for d in self.store.docs):
             return IngestResult(file=file_name, doc_id=file_name, scope=scope, status="unchanged", pages=3, chunks=3)
         self.calls["ingest"].append((file_name, scope))
@@ -192,6 +194,18 @@ def test_an_interrupted_index_build_resumes_with_the_pdfs_not_yet_written(setup:
     assert [(i["file"], i["status"]) for i in meta["ingest"]] == [("one.pdf", "unchanged"), ("two.pdf", "indexed")]
     assert any("resuming the interrupted index build" in m for m in messages)
     assert len(results) == 4 and not any(r.error for r in results)
+
+
+def test_pdfs_that_failed_to_index_are_named_on_every_run_over_the_index(setup: Any, tmp_path: Path) -> None:
+    settings, opts, calls = setup
+    (opts.docs_dir / "two.pdf").write_bytes(b"%PDF-1 broken")
+    for out in ("first", "second"):  # the second run reuses the index
+        messages: list[str] = []
+        opts.out_dir = tmp_path / out
+        meta, _ = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls),
+                           log=messages.append)["hybrid"]
+        assert "warning: 1 PDF(s) failed to index: two.pdf: The PDF could not be read." in messages
+    assert meta["index_reused"] is True
 
 
 def test_per_doc_asks_each_case_in_its_source_scope(setup: Any) -> None:
