@@ -149,7 +149,8 @@ def refusal_curve_svg(points: Sequence[dict[str, Any]], *, labelled: Sequence[fl
         elif round(p["threshold"], 4) in marks:
             body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{PALETTE[0]}"><title>{tip}</title></circle>')
             if not crowded:
-                body.append(f'<text x="{x + 5:.1f}" y="{y + 13:.1f}" font-size="10" fill="#555">'
+                ly = y + 13 if y + 13 < top + ph - 2 else y - 5  # above the point near the x axis
+                body.append(f'<text x="{x + 5:.1f}" y="{ly:.1f}" font-size="10" fill="#555">'
                             f'{p["threshold"]:.2f}</text>')
     return _svg(width, height, body, title)
 
