@@ -49,11 +49,20 @@ class Case(BaseModel):
     critical: bool = False
     origin: Origin = "manual"
     scope: str | None = Field(None, description="Chat scope the case came from (feedback); informational.")
+    asked_in: list[str] = Field(
+        default_factory=list,
+        description="File names of the PDFs an unanswerable question is asked about: a --per-doc run asks it "
+        "in their scopes only (without it, across every PDF).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Case:
         if not self.answerable and self.sources:
             raise ValueError("an unanswerable case cannot have sources")
+        if self.answerable and self.asked_in:
+            raise ValueError("asked_in is for unanswerable cases; an answerable case is asked where its sources are")
+        if any(not d.strip() for d in self.asked_in):
+            raise ValueError("asked_in holds file names; an empty one is not allowed")
         return self
 
     def expected_pages(self) -> set[tuple[str, int]]:
@@ -121,6 +130,41 @@ def load_cases(path: Path) -> list[Case]:
     return _parse_lines(path, text.splitlines(), Case)
 
 
+# Lies beside a set file: ``{"case id": "file.pdf" or ["a.pdf", ...]}`` for unanswerable cases without asked_in.
+ASKED_IN_FILE = "unanswerable_asked_in.json"
+
+
+def asked_in_file(set_path: Path) -> Path | None:
+    """The set's ``unanswerable_asked_in.json`` when one lies beside it."""
+    p = set_path.parent / ASKED_IN_FILE
+    return p if p.is_file() else None
+
+
+def apply_asked_in(cases: list[Case], path: Path) -> tuple[list[Case], int]:
+    """Fill ``asked_in`` from ``path`` for the unanswerable cases that lack it (a case's own field wins);
+    returns the cases and how many were filled. Ids the set lacks and answerable ids are errors."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise EvalSetError(f"cannot read {path}: {e}") from e
+    if not isinstance(raw, dict):
+        raise EvalSetError(f"{path}: expected an object mapping case ids to file names")
+    by_id = {c.id: c for c in cases}
+    docs: dict[str, list[str]] = {}
+    for cid, value in raw.items():
+        names = [value] if isinstance(value, str) else value
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n.strip() for n in names):
+            raise EvalSetError(f"{path}: {cid}: expected a file name or a list of file names")
+        case = by_id.get(cid)
+        if case is None:
+            raise EvalSetError(f"{path}: {cid}: no case with this id in the set")
+        if case.answerable:
+            raise EvalSetError(f"{path}: {cid}: the case is answerable; asked_in is for unanswerable cases")
+        docs[cid] = names
+    out = [c.model_copy(update={"asked_in": docs[c.id]}) if c.id in docs and not c.asked_in else c for c in cases]
+    return out, sum(1 for a, b in zip(cases, out, strict=True) if a is not b)
+
+
 def load_review_cases(path: Path) -> list[Case]:
     if not path.exists():
         return []
@@ -136,6 +180,8 @@ def dump_case(case: Case) -> str:
         data.pop("critical")
     if data.get("answerable") is True:
         data.pop("answerable")
+    if not data.get("asked_in"):
+        data.pop("asked_in", None)
     return json.dumps(data, ensure_ascii=False)
 
 
@@ -157,4 +203,10 @@ def append_cases(path: Path, cases: Iterable[Case]) -> int:
 
 
 def set_checksum(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """sha256 of the set file, and of the ``unanswerable_asked_in.json`` beside it when there is one (it
+    changes where cases are asked, so a run must not resume across an edit of it)."""
+    h = hashlib.sha256(path.read_bytes())
+    side = asked_in_file(path)
+    if side is not None:
+        h.update(b"\0" + side.read_bytes())
+    return h.hexdigest()

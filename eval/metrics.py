@@ -4,7 +4,9 @@ Pure functions over :class:`eval.records.CaseResult`; nothing here touches a sto
 
 Relevance: a retrieved chunk is *relevant* when its file is an expected document and its page range
 ``page_start..page_end`` overlaps that document's expected pages (a source listing no pages makes any
-chunk of that document relevant). Every per-case metric is ``None`` where it does not apply (e.g.
+chunk of that document relevant). The headline page-hit (``page_hit@5``) and ``cited_gold_page`` also
+ignore chunks spanning more than :data:`MAX_SPAN` pages: a chunk covering a whole chapter would "hit"
+almost any page without pointing the user anywhere. Every per-case metric is ``None`` where it does not apply (e.g.
 page-hit on an unanswerable case); run and category figures are means over the cases where it applies,
 except citation validity and citation-page precision, which are shares over all quotes shown.
 """
@@ -23,6 +25,10 @@ from eval.records import CaseResult, CitedQuote, Hit
 
 JUDGE_CRITERIA = ("groundedness", "completeness", "correctness")
 HIGH, MEDIUM = 0.8, 0.5
+# Chunks spanning more pages than this never count as a page hit or a citation on a gold page.
+MAX_SPAN = 2
+# The headline page-hit depth, reported whatever --k the answers used.
+HEADLINE_K = 5
 
 # --- relevance -------------------------------------------------------------------------------------
 
@@ -47,7 +53,15 @@ def _pages_of(file: str, page_start: int, page_end: int, expected: dict[str, set
     return covered & pages if pages else covered
 
 
-def is_relevant(hit: Hit | CitedQuote, sources: Sequence[Source]) -> bool:
+def span(hit: Hit | CitedQuote) -> int:
+    """How many pages a chunk covers."""
+    return max(hit.page_start, hit.page_end) - hit.page_start + 1
+
+
+def is_relevant(hit: Hit | CitedQuote, sources: Sequence[Source], max_span: int | None = None) -> bool:
+    """From an expected document and on an expected page; never when the chunk spans more than ``max_span``."""
+    if max_span is not None and span(hit) > max_span:
+        return False
     expected = _expected(sources)
     covered = _pages_of(hit.file, hit.page_start, hit.page_end, expected)
     return bool(covered)
@@ -63,10 +77,12 @@ def doc_hit_at_k(retrieved: Sequence[Hit], sources: Sequence[Source], k: int) ->
     return 1.0 if any(_fold(h.file) in docs for h in retrieved[:k]) else 0.0
 
 
-def page_hit_at_k(retrieved: Sequence[Hit], sources: Sequence[Source], k: int) -> float | None:
+def page_hit_at_k(retrieved: Sequence[Hit], sources: Sequence[Source], k: int,
+                  max_span: int | None = None) -> float | None:
+    """A relevant chunk among the first ``k``; with ``max_span``, wider chunks keep their rank but never hit."""
     if not sources:
         return None
-    return 1.0 if any(is_relevant(h, sources) for h in retrieved[:k]) else 0.0
+    return 1.0 if any(is_relevant(h, sources, max_span) for h in retrieved[:k]) else 0.0
 
 
 def recall_at_k(retrieved: Sequence[Hit], sources: Sequence[Source], k: int) -> float | None:
@@ -127,6 +143,14 @@ def citation_page_hits(citations: Sequence[CitedQuote], sources: Sequence[Source
     return sum(1 for c in citations if is_relevant(c, sources)), len(citations)
 
 
+def cited_gold_page(r: CaseResult) -> float | None:
+    """For an answered, answerable case with sources: 1 when a citation is on a gold page (its chunk spanning
+    at most :data:`MAX_SPAN` pages), else 0; None for every other case."""
+    if r.error or r.refused or not r.answerable or not r.sources:
+        return None
+    return 1.0 if any(is_relevant(c, r.sources, MAX_SPAN) for c in r.citations) else 0.0
+
+
 # --- refusals --------------------------------------------------------------------------------------
 
 
@@ -147,6 +171,56 @@ def refusal_prf(pairs: Iterable[tuple[bool, bool]]) -> dict[str, float | None]:
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def answers_at(r: CaseResult, threshold: float, current: float) -> bool:
+    """Whether the case would be answered with the refusal threshold at ``threshold`` (the run used ``current``).
+
+    A refusal threshold refuses below it, so: answered iff ``confidence >= threshold``, except that a case refused
+    although its confidence reached ``current`` was refused for another reason (no quotable sentence, the LLM
+    said the passages don't answer) and stays refused. Exact at and above ``current``; below it, a case the
+    threshold refused is assumed to be answered (for extractive answers that holds whenever the passages had a
+    sentence to quote). Errors are never answered; a result without a confidence keeps its outcome."""
+    if r.error:
+        return False
+    if r.confidence is None:
+        return not r.refused
+    if r.refused and r.confidence >= current:
+        return False
+    return r.confidence >= threshold
+
+
+def curve_thresholds(current: float, *, step: float = 0.05, width: float = 0.25) -> list[float]:
+    """Multiples of ``step`` within ``width`` of ``current`` (clipped to 0..1), plus ``current`` itself."""
+    lo, hi = max(0.0, current - width), min(1.0, current + width)
+    grid = {round(i * step, 4) for i in range(math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) + 1)}
+    return sorted(grid | {round(current, 4)})
+
+
+def refusal_curve(results: Sequence[CaseResult], current: float,
+                  thresholds: Sequence[float] | None = None) -> list[dict[str, Any]]:
+    """The refusal trade-off: for each threshold, the answer rate on answerable cases and refusal recall,
+    precision and F1 (refusal = positive class) on the recorded confidences (see :func:`answers_at`).
+    ``current`` marks the run's own threshold, whose point matches the run's figures. Empty when no result
+    recorded a confidence (runs made before confidences were recorded)."""
+    if not any(r.confidence is not None for r in results):
+        return []
+    points: list[dict[str, Any]] = []
+    answerable = [r for r in results if r.answerable]
+    unanswerable = [r for r in results if not r.answerable]
+    for t in thresholds if thresholds is not None else curve_thresholds(current):
+        answered = {r.id for r in results if answers_at(r, t, current)}
+        prf = refusal_prf((r.id not in answered, r.answerable) for r in results)
+        points.append({
+            "threshold": t,
+            "current": abs(t - current) < 1e-9,
+            "answer_rate": sum(1 for r in answerable if r.id in answered) / len(answerable) if answerable else None,
+            "refusal_recall": (sum(1 for r in unanswerable if r.id not in answered) / len(unanswerable)
+                               if unanswerable else None),
+            "refusal_precision": prf["precision"],
+            "refusal_f1": prf["f1"],
+        })
+    return points
 
 
 # --- answer text (SQuAD-style normalisation) -------------------------------------------------------
@@ -208,12 +282,15 @@ def case_metrics(r: CaseResult, k: int = 5) -> dict[str, float | None]:
     on_page, cited = citation_page_hits(r.citations, sources)
     out: dict[str, float | None] = {
         f"doc_hit@{k}": doc_hit_at_k(r.hits, sources, k),
-        f"page_hit@{k}": page_hit_at_k(r.hits, sources, k),
+        f"page_hit@{HEADLINE_K}": page_hit_at_k(r.hits, sources, HEADLINE_K, MAX_SPAN),
+        f"page_hit@{k}": page_hit_at_k(r.hits, sources, k, MAX_SPAN),
+        f"page_hit_any_span@{HEADLINE_K}": page_hit_at_k(r.hits, sources, HEADLINE_K),
         f"recall@{k}": recall_at_k(r.hits, sources, k),
         "mrr": reciprocal_rank(r.hits, sources, 10),
         "ndcg@10": ndcg_at_k(r.hits, sources, 10),
         "citation_validity": valid / checked if checked else None,
         "citation_page_precision": on_page / cited if cited else None,
+        "cited_gold_page": cited_gold_page(r),
         "refusal_correct": 1.0 if r.refused == (not r.answerable) else 0.0,
         "exact_match": None,
         "contains_match": None,
@@ -300,7 +377,8 @@ def aggregate(results: Sequence[CaseResult], k: int = 5) -> dict[str, Any]:
     """Run-level metrics for ``results``: the same keys for a whole run and for one category."""
     per_case = [case_metrics(r, k) for r in results]
     out: dict[str, Any] = {"n_cases": len(results), "n_errors": sum(1 for r in results if r.error)}
-    for key in (f"doc_hit@{k}", f"page_hit@{k}", f"recall@{k}", "mrr", "ndcg@10"):
+    for key in dict.fromkeys((f"doc_hit@{k}", f"page_hit@{HEADLINE_K}", f"page_hit@{k}",
+                              f"page_hit_any_span@{HEADLINE_K}", f"recall@{k}", "mrr", "ndcg@10")):
         out[key] = _mean(m[key] for m in per_case)
     valid = checked = on_page = cited = 0
     for r in results:
@@ -310,6 +388,7 @@ def aggregate(results: Sequence[CaseResult], k: int = 5) -> dict[str, Any]:
         on_page, cited = on_page + p, cited + n
     out["citation_validity"] = valid / checked if checked else None
     out["citation_page_precision"] = on_page / cited if cited else None
+    out["cited_gold_page"] = _mean(m["cited_gold_page"] for m in per_case)
     out["quotes_checked"] = checked
     prf = refusal_prf((r.refused or bool(r.error), r.answerable) for r in results)
     out["refusal_precision"], out["refusal_recall"], out["refusal_f1"] = prf["precision"], prf["recall"], prf["f1"]
@@ -348,11 +427,13 @@ def summarise(results: Sequence[CaseResult], k: int = 5) -> dict[str, Any]:
 HIGHER_IS_BETTER_PREFIXES = (
     "doc_hit@",
     "page_hit@",
+    "page_hit_any_span@",
     "recall@",
     "mrr",
     "ndcg@",
     "citation_validity",
     "citation_page_precision",
+    "cited_gold_page",
     "refusal_",
     "answer_rate",
     "exact_match",

@@ -54,6 +54,10 @@ class CaseResult(BaseModel):
     answer_mode: str = "extractive"
     answer: str = ""
     refused: bool = False
+    confidence: float | None = Field(
+        default=None,
+        description="What the refusal threshold was compared with (refused below it); for the trade-off curve.",
+    )
     citations: list[CitedQuote] = Field(default_factory=list)
     retrieved: list[Hit] = Field(default_factory=list, description="The passages the answer was built from.")
     ranking: list[Hit] = Field(

@@ -12,7 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval.metrics import bucket, case_metrics, case_score, failure_labels, summarise
+from eval.metrics import (
+    HEADLINE_K,
+    bucket,
+    case_metrics,
+    case_score,
+    curve_thresholds,
+    failure_labels,
+    refusal_curve,
+    summarise,
+)
 from eval.records import MODES_ORDER, RESULTS_FILE, CaseResult, RunDirError, load_run
 
 PALETTE = ("#3b6ea5", "#e07b39", "#5a9e6f", "#b04a5a", "#7d6bb3", "#8c8c8c")
@@ -94,17 +103,76 @@ def bar_chart_svg(groups: Sequence[str], series: dict[str, Sequence[float | None
     return _svg(width, height, body, title)
 
 
+def refusal_curve_svg(points: Sequence[dict[str, Any]], *, labelled: Sequence[float] = (),
+                      title: str = "Refusal trade-off as the threshold moves",
+                      width: int = 520, height: int = 420) -> str:
+    """Answer rate on answerable cases (y) against refusal recall on unanswerable cases (x), one point per
+    threshold (``points`` from :func:`eval.metrics.refusal_curve`, any order); thresholds in ``labelled`` get a
+    dot and their value, the run's own threshold a red dot."""
+    pts = sorted((p for p in points if p["answer_rate"] is not None and p["refusal_recall"] is not None),
+                 key=lambda p: p["threshold"])
+    left, right, top, bottom = 60, 44, 34, 52
+    pw, ph = width - left - right, height - top - bottom
+
+    def xy(p: dict[str, Any]) -> tuple[float, float]:
+        return left + pw * float(p["refusal_recall"]), top + ph * (1 - float(p["answer_rate"]))
+
+    body: list[str] = []
+    for i in range(6):
+        frac = i / 5
+        x, y = left + pw * frac, top + ph * (1 - frac)
+        body.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="#e3e3e3"/>')
+        body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#e3e3e3"/>')
+        body.append(f'<text x="{x:.1f}" y="{top + ph + 15}" text-anchor="middle">{frac:.1f}</text>')
+        body.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{frac:.1f}</text>')
+    body += [f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>',
+             f'<text x="{left + pw / 2}" y="{height - 12}" text-anchor="middle" font-size="12">'
+             "Refusal recall on unanswerable cases</text>",
+             f'<text x="16" y="{top + ph / 2}" text-anchor="middle" font-size="12" '
+             f'transform="rotate(-90 16 {top + ph / 2})">Answer rate on answerable cases</text>']
+    if pts:
+        line = " ".join(f"{x:.1f},{y:.1f}" for x, y in map(xy, pts))
+        body.append(f'<polyline points="{line}" fill="none" stroke="{PALETTE[0]}" stroke-width="2"/>')
+    marks = {round(t, 4) for t in labelled}
+    placed: list[tuple[float, float]] = []  # labels already drawn; a point on top of one gets a dot only
+    for p in sorted(pts, key=lambda p: not p["current"]):
+        x, y = xy(p)
+        tip = (f"threshold {p['threshold']:.3f}: answer rate {p['answer_rate']:.3f}, "
+               f"refusal recall {p['refusal_recall']:.3f}")
+        crowded = any(abs(x - px) < 22 and abs(y - py) < 12 for px, py in placed)
+        if p["current"] or (round(p["threshold"], 4) in marks and not crowded):
+            placed.append((x, y))
+        if p["current"]:
+            body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{PALETTE[3]}"><title>{tip} (current)'
+                        f'</title></circle><text x="{x + 8:.1f}" y="{y - 8:.1f}" fill="{PALETTE[3]}" '
+                        f'font-weight="bold">current {p["threshold"]:.3f}</text>')
+        elif round(p["threshold"], 4) in marks:
+            body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{PALETTE[0]}"><title>{tip}</title></circle>')
+            if not crowded:
+                ly = y + 13 if y + 13 < top + ph - 2 else y - 5  # above the point near the x axis
+                body.append(f'<text x="{x + 5:.1f}" y="{ly:.1f}" font-size="10" fill="#555">'
+                            f'{p["threshold"]:.2f}</text>')
+    return _svg(width, height, body, title)
+
+
 # --- tables ---------------------------------------------------------------------------------------
 
-OVERALL_KEYS = ("doc_hit@{k}", "page_hit@{k}", "recall@{k}", "mrr", "ndcg@10", "citation_validity",
-                "citation_page_precision", "refusal_precision", "refusal_recall", "refusal_f1", "answer_rate",
-                "exact_match", "contains_match", "token_f1", "judge_groundedness", "judge_completeness",
-                "judge_correctness", "latency_p50_ms", "latency_p95_ms", "score_mean")
-CATEGORY_KEYS = ("n_cases", "page_hit@{k}", "recall@{k}", "mrr", "citation_validity", "citation_page_precision",
-                 "refusal_f1", "contains_match", "token_f1", "latency_p50_ms", "score_mean")
-ABLATION_KEYS = ("doc_hit@{k}", "page_hit@{k}", "recall@{k}", "mrr", "ndcg@10", "citation_validity",
-                 "citation_page_precision", "refusal_f1", "answer_rate", "token_f1", "latency_p50_ms",
-                 "latency_p95_ms")
+OVERALL_KEYS = ("doc_hit@{k}", "page_hit@5", "page_hit@{k}", "page_hit_any_span@5", "recall@{k}", "mrr",
+                "ndcg@10", "citation_validity", "citation_page_precision", "cited_gold_page", "refusal_precision",
+                "refusal_recall", "refusal_f1", "answer_rate", "exact_match", "contains_match", "token_f1",
+                "judge_groundedness", "judge_completeness", "judge_correctness", "latency_p50_ms",
+                "latency_p95_ms", "score_mean")
+CATEGORY_KEYS = ("n_cases", "answer_rate", "page_hit@5", "recall@{k}", "mrr", "citation_validity",
+                 "citation_page_precision", "cited_gold_page", "refusal_f1", "contains_match", "token_f1",
+                 "latency_p50_ms", "score_mean")
+ABLATION_KEYS = ("doc_hit@{k}", "page_hit@5", "recall@{k}", "mrr", "ndcg@10", "citation_validity",
+                 "citation_page_precision", "cited_gold_page", "refusal_f1", "answer_rate", "token_f1",
+                 "latency_p50_ms", "latency_p95_ms")
+
+
+def _keys(template: Sequence[str], k: int) -> list[str]:
+    """Metric names at this run's k, without repeats (at k=5, page_hit@{k} is page_hit@5)."""
+    return list(dict.fromkeys(key.format(k=k) for key in template))
 
 
 def fmt(v: Any) -> str:
@@ -137,15 +205,60 @@ def ablation_rows(runs: dict[str, tuple[dict[str, Any], list[CaseResult]]]) -> t
         o = summarise(results, k)["overall"]
         lat = [r.latency_ms for r in results if not r.error]
         ran, wall = meta.get("cases_run_now"), meta.get("wall_seconds_this_invocation")
-        rows.append([mode, *[o[key.format(k=k)] for key in ABLATION_KEYS], sum(lat) / len(lat) if lat else None,
+        rows.append([mode, *[o[key] for key in _keys(ABLATION_KEYS, k)], sum(lat) / len(lat) if lat else None,
                      wall * 1000 / ran if ran and wall else None])
-    header = ["mode", *[key.format(k=k) for key in ABLATION_KEYS], "answer_ms_mean", "wall_ms_per_case"]
+    header = ["mode", *_keys(ABLATION_KEYS, k), "answer_ms_mean", "wall_ms_per_case"]
     return header, rows
 
 
 def ablation_markdown(runs: dict[str, tuple[dict[str, Any], list[CaseResult]]]) -> str:
     header, rows = ablation_rows(runs)
     return "\n".join(_md_table(header, rows))
+
+
+def run_threshold(meta: dict[str, Any]) -> float | None:
+    """The refusal threshold the run answered with (from its recorded settings)."""
+    value = (meta.get("settings") or {}).get("refusal_threshold")
+    return float(value) if isinstance(value, int | float) else None
+
+
+def category_rows(results: Sequence[CaseResult]) -> tuple[list[str], list[list[Any]]]:
+    """Per category, what a user notices: how often an answerable question is answered, whether a page holding
+    the answer is among the first five passages (chunks spanning at most two pages), whether an answer cites
+    such a page, and for unanswerable questions how often the bot refuses."""
+    groups: dict[str, list[CaseResult]] = {}
+    for r in results:
+        groups.setdefault(r.category, []).append(r)
+    header = ["category", "cases", "answer_rate", f"page_hit@{HEADLINE_K}", "cited_gold_page", "refused_unanswerable"]
+    rows: list[list[Any]] = []
+    for name, rs in sorted(groups.items()):
+        o = summarise(rs)["overall"]
+        unanswerable = [r for r in rs if not r.answerable]
+        refused = (sum(1 for r in unanswerable if r.refused or r.error) / len(unanswerable)) if unanswerable else None
+        rows.append([name, len(rs), o["answer_rate"], o[f"page_hit@{HEADLINE_K}"], o["cited_gold_page"], refused])
+    return header, rows
+
+
+def curve_rows(points: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    header = ["threshold", "answer_rate", "refusal_recall", "refusal_precision", "refusal_f1", ""]
+    rows = [[f"{p['threshold']:.3f}", p["answer_rate"], p["refusal_recall"], p["refusal_precision"], p["refusal_f1"],
+             "◀ current" if p["current"] else ""] for p in points]
+    return header, rows
+
+
+def run_summary_markdown(runs: dict[str, tuple[dict[str, Any], list[CaseResult]]]) -> str:
+    """What ``eval run`` prints: the ablation table, then per mode the by-category table and the refusal
+    trade-off at round thresholds around the run's own."""
+    out = [ablation_markdown(runs)]
+    for mode, (meta, results) in runs.items():
+        header, rows = category_rows(results)
+        out += ["", f"By category ({mode}):", *_md_table(header, rows)]
+        threshold = run_threshold(meta)
+        points = refusal_curve(results, threshold) if threshold is not None else []
+        if points:
+            header, rows = curve_rows(points)
+            out += ["", f"Refusal trade-off ({mode}; the run used {threshold:.3f}):", *_md_table(header, rows)]
+    return "\n".join(out)
 
 
 # --- one run --------------------------------------------------------------------------------------
@@ -204,6 +317,14 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
         if vals:
             charts[f"judge_{name}.svg"] = histogram_svg(vals, title=f"Judge {name}", lo=0.0, hi=1.0, bins=5)
 
+    threshold = run_threshold(meta)
+    curve = refusal_curve(results, threshold) if threshold is not None else []
+    if curve and threshold is not None:
+        dense = sorted({0.0, 1.0, *curve_thresholds(threshold),
+                        *(round(r.confidence, 4) for r in results if r.confidence is not None)})
+        charts["refusal_curve.svg"] = refusal_curve_svg(refusal_curve(results, threshold, dense),
+                                                        labelled=[p["threshold"] for p in curve])
+    curve_header, curve_table = curve_rows(curve)
     worst = sorted(results, key=lambda r: (case_score(r, k), r.id))[:10]
     worst = [r for r in worst if case_score(r, k) < 1.0]
 
@@ -211,9 +332,12 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
                                                   "set", "set_sha256", "index_checksum", "prompt_version",
                                                   "embedding_model", "answer_model", "judge_model")
                  if key in meta]
-    overall_rows = [[key.format(k=k), o[key.format(k=k)]] for key in OVERALL_KEYS]
-    cat_header = ["category", *[key.format(k=k) for key in CATEGORY_KEYS]]
-    cat_rows = [[c, *[s["categories"][c][key.format(k=k)] for key in CATEGORY_KEYS]] for c in cats]
+    overall_rows = [[key, o[key]] for key in _keys(OVERALL_KEYS, k)]
+    cat_header = ["category", *_keys(CATEGORY_KEYS, k)]
+    cat_rows = [[c, *[s["categories"][c][key] for key in _keys(CATEGORY_KEYS, k)]] for c in cats]
+    curve_note = (f"Answer rate on answerable cases and refusal recall on unanswerable cases if the refusal threshold "
+                  f"were moved (this run: {threshold}), from each case's recorded confidence. Exact at and above "
+                  "the run's threshold; below it, a case the threshold refused is assumed answered.")
     bucket_rows = [[b, o["buckets"][b]] for b in ("high", "medium", "low")]
     failure_rows = [[label, n] for label, n in o["failures"].items()]
 
@@ -224,7 +348,11 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
     md += _md_table(["bucket", "cases"], bucket_rows) + [""]
     md += ["## Failures by type", ""] + _md_table(["label", "cases"], failure_rows) + [""]
     md += ["## Per category", ""] + _md_table(cat_header, cat_rows) + [""]
-    md += ["## Charts", ""] + [f"![{n}]({n})" for n in charts] + [""]
+    if curve:
+        md += ["## Refusal trade-off", "", curve_note, ""] + _md_table(curve_header, curve_table)
+        md += ["", "![refusal_curve.svg](refusal_curve.svg)", ""]
+    other_charts = {n: svg for n, svg in charts.items() if n != "refusal_curve.svg"}  # shown with its table
+    md += ["## Charts", ""] + [f"![{n}]({n})" for n in other_charts] + [""]
     md += ["## Ten worst cases", ""]
     for r in worst:
         labels = ", ".join(failure_labels(r, k)) or "low score"
@@ -253,7 +381,9 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
                     _html_table(["bucket", "cases"], bucket_rows),
                     "<h2>Failures by type</h2>", _html_table(["label", "cases"], failure_rows),
                     "<h2>Per category</h2>", _html_table(cat_header, cat_rows),
-                    "<h2>Charts</h2><div class='charts'>", *charts.values(), "</div>",
+                    *([f"<h2>Refusal trade-off</h2><p>{html.escape(curve_note)}</p>",
+                       _html_table(curve_header, curve_table), charts["refusal_curve.svg"]] if curve else []),
+                    "<h2>Charts</h2><div class='charts'>", *other_charts.values(), "</div>",
                     "<h2>Ten worst cases</h2>"]
     for r in worst:
         labels = ", ".join(failure_labels(r, k)) or "low score"
@@ -299,6 +429,8 @@ def write_report(run_dir: Path) -> list[Path]:
         (run_dir / name).write_text(svg, encoding="utf-8")
     (run_dir / "report.md").write_text(md, encoding="utf-8")
     (run_dir / "report.html").write_text(page, encoding="utf-8")
-    (run_dir / "summary.json").write_text(json.dumps(summarise(results, int(meta.get("k", 5))), indent=2),
-                                          encoding="utf-8")
+    summary = summarise(results, int(meta.get("k", 5)))
+    threshold = run_threshold(meta)
+    summary["refusal_curve"] = refusal_curve(results, threshold) if threshold is not None else []
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return [run_dir / "report.md", run_dir / "report.html"]

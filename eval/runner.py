@@ -1,11 +1,14 @@
 """``citebot eval run``: index a folder of PDFs into an eval store and run an eval set through the service.
 
 * **Index**: the PDFs go into a store of their own under ``CITEBOT_DATA_DIR/eval/index/<key>`` (always the
-  embedded SQLite store, so an eval never writes into production's Elasticsearch index). By default every PDF
-  goes into one scope, ``eval``, like a channel holding every document; with ``--per-doc`` each PDF gets its
-  own scope and each question is asked in the scope of its first source document (unanswerable cases without
-  sources are asked across all of them). The key hashes the PDFs' names and bytes, the indexing settings and
-  the indexing code, so an unchanged corpus is indexed once and reused by later runs.
+  embedded SQLite store, so an eval never writes into production's Elasticsearch index), each PDF in a scope
+  of its own. By default every question is asked across all of those scopes, like a channel holding every
+  document (the stores apply the scope filter at query time, so that is the same search); with
+  ``--per-doc`` an answerable case is asked in its first source document's scope and an unanswerable one in
+  the scopes of the PDFs it is ``asked_in`` (across all of them without that). One index thus serves both
+  kinds of run. The key hashes the PDFs' names and bytes, the indexing settings and the indexing code
+  (:data:`INDEX_CODE`, not the query side), so an unchanged corpus is indexed once and reused by later runs,
+  and an interrupted build resumes where it stopped.
 * **Answers**: every case goes through :class:`pipelines.service.CitebotService.answer`, the production path.
   Every shown quote is rechecked verbatim against its cited chunk's stored text.
 * **Resumable**: one JSON line per finished case is appended (flushed and fsynced) to ``results.jsonl``; a
@@ -16,6 +19,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -30,18 +34,61 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
-from eval.cases import Case, load_cases, set_checksum
+from eval.cases import Case, apply_asked_in, asked_in_file, load_cases, set_checksum
 from eval.records import META_FILE, RESULTS_FILE, CaseResult, CitedQuote, Hit, read_results
 
 REPO = Path(__file__).resolve().parents[1]
-ALL_SCOPE = "eval"
 MODES = ("hybrid", "bm25", "dense")
-# Settings that change what the index holds (the rest only change answers).
+# Settings that change what the index holds (the rest only change answers). The ingest time budgets are left
+# out on purpose: they are machine-dependent limits, and a PDF that ran out of time is reported as failed.
 INDEX_SETTINGS = ("chunk_max_tokens", "chunk_min_tokens", "embedding_dim", "ocr_enabled", "ocr_dpi",
-                  "ocr_min_chars", "ocr_language", "max_pages")
+                  "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb")
+# The code that decides what an eval index holds: the indexing pipeline and its components (guard, parser and
+# its page model, OCR, structure, chunker, embedder, writer), the embedding and OCR connectors, and the store's
+# schema and write path. Its hash is part of the index key, so editing any of it rebuilds the index; editing
+# the query side (retrievers, structure router, query rewriter, extractive and LLM answerers, refusal, citation
+# validator, pipelines/query.py) reuses it. tests/eval/test_runner.py checks that every module the indexing
+# code imports is either listed here or in INDEX_CODE_IMPORTS_NOT_HASHED.
+INDEX_CODE = (
+    "pipelines/indexing.py",
+    "pipelines/components/pdf_guard.py",
+    "pipelines/components/pdf_parser.py",
+    "pipelines/components/layout.py",
+    "pipelines/components/ocr.py",
+    "pipelines/components/structure.py",
+    "pipelines/components/chunker.py",
+    "pipelines/components/embedder.py",
+    "pipelines/components/writer.py",
+    "connectors/embedding.py",
+    "connectors/ocr.py",
+    "connectors/sqlite_store.py",
+)
+# Definitions inside INDEX_CODE files that only read the index (the store's search side): left out of the hash.
+QUERY_ONLY_DEFINITIONS = {
+    "connectors/sqlite_store.py": (
+        "_MAX_QUERY_TERMS", "fts5_terms", "fts5_query",
+        "_looks_like_iso_date", "_json_path", "_field_sql", "_sql_literal", "_json_type_sql", "_bind",
+        "_comparison_sql", "filters_to_sql", "_node_sql",
+        "SQLiteDocumentStore.fetch", "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore._counts",
+        "SQLiteDocumentStore._doc_freq", "SQLiteDocumentStore._prune_terms", "SQLiteDocumentStore.embedding_search",
+        "SQLiteDocumentStore._refresh", "SQLiteDocumentStore._matrix",
+        "SQLiteBM25Retriever", "SQLiteEmbeddingRetriever",
+    ),
+}
+# Modules the indexing code imports that do not decide what the index holds, and why.
+INDEX_CODE_IMPORTS_NOT_HASHED = {
+    "connectors/settings.py": "the values that matter are hashed (INDEX_SETTINGS)",
+    "connectors/log.py": "logging only",
+    "connectors/store_api.py": "the store protocol and scope checks",
+    "connectors/scoped_retrievers.py": "query side",
+    "pipelines/models.py": "result and progress models; chunk metadata is written by the chunker",
+}
 # Settings that must match for a resumed run to continue an earlier one.
 KEEP_INDEXES = 4
-RESUME_KEYS = ("set_sha256", "retrieval_mode", "k", "per_doc", "index_key", "judge", "limit")
+RESUME_KEYS = ("set_sha256", "retrieval_mode", "k", "per_doc", "index_key", "judge", "limit", "cases_filter",
+               "categories_filter")
+# Depth of the recorded ranking (MRR, nDCG@10); with --k at least this, the answer's own passages are it.
+RANKING_DEPTH = 10
 
 
 class EvalRunError(Exception):
@@ -58,6 +105,27 @@ def _default_service(settings: Settings) -> Any:
 
 
 # --- selection --------------------------------------------------------------------------------------
+
+
+def select(cases: Sequence[Case], ids: Sequence[str] | None = None,
+           categories: Sequence[str] | None = None) -> list[Case]:
+    """The cases with one of ``ids`` and in one of ``categories`` (each filter only when given), in file order.
+    A name matching nothing is an error listing what the set has, so a typo never runs an empty set."""
+    out = list(cases)
+    if ids:
+        unknown = sorted(set(ids) - {c.id for c in cases})
+        if unknown:
+            raise EvalRunError(f"--cases: no case with id {', '.join(unknown)} in the set")
+        out = [c for c in out if c.id in set(ids)]
+    if categories:
+        have = sorted({c.category for c in cases})
+        unknown = sorted(set(categories) - set(have))
+        if unknown:
+            raise EvalRunError(f"--category: the set has no {', '.join(unknown)}; it has {', '.join(have)}")
+        out = [c for c in out if c.category in set(categories)]
+    if not out:
+        raise EvalRunError("--cases and --category together select no case")
+    return out
 
 
 def stratified(cases: Sequence[Case], limit: int | None) -> list[Case]:
@@ -98,23 +166,56 @@ class EvalIndex:
         return sorted(set(self.scopes.values()))
 
     def scopes_for(self, case: Case, per_doc: bool) -> list[str]:
+        """Per document: an unanswerable case in the scopes of the PDFs it is ``asked_in``, an answerable one in
+        its first source document's scope; across every PDF otherwise (or when none of those is indexed)."""
         if not per_doc:
-            return [ALL_SCOPE]
+            return self.all_scopes
+        asked = sorted({self.scopes[d] for d in case.asked_in if d in self.scopes})
+        if asked:
+            return asked
         for s in case.sources:
             if s.doc in self.scopes:
                 return [self.scopes[s.doc]]
         return self.all_scopes
 
 
-def _code_fingerprint() -> str:
-    """Hash of the code that decides what the index holds (indexing pipeline, components, store, embedding)."""
+def _without(source: str, names: Sequence[str]) -> str:
+    """``source`` with the top-level definitions and class methods named in ``names`` (``f``, ``Class.method``,
+    a ``NAME = ...`` constant) blanked out; names it does not define are ignored."""
+    tree = ast.parse(source)
+    wanted = set(names)
+    spans: list[tuple[int, int]] = []
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = prefix + node.name
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name = prefix + node.targets[0].id
+            else:
+                continue
+            if name in wanted:
+                first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+                spans.append((first, node.end_lineno or node.lineno))
+            elif isinstance(node, ast.ClassDef) and not prefix:
+                visit(node.body, name + ".")
+
+    visit(tree.body, "")
+    lines = source.splitlines(keepends=True)
+    for first, last in spans:
+        lines[first - 1:last] = [""] * (last - first + 1)
+    return "".join(lines)
+
+
+def _code_fingerprint(repo: Path = REPO) -> str:
+    """Hash of :data:`INDEX_CODE` under ``repo`` (less :data:`QUERY_ONLY_DEFINITIONS`): what decides the index."""
     h = hashlib.sha256()
-    files = [REPO / "pipelines" / "indexing.py", REPO / "connectors" / "embedding.py",
-             REPO / "connectors" / "sqlite_store.py", *sorted((REPO / "pipelines" / "components").glob("*.py"))]
-    for f in files:
-        if f.exists():
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
+    for rel in INDEX_CODE:
+        path = repo / rel
+        text = path.read_text(encoding="utf-8") if path.exists() else "<missing>"
+        if rel in QUERY_ONLY_DEFINITIONS and path.exists():
+            text = _without(text, QUERY_ONLY_DEFINITIONS[rel])
+        h.update(rel.encode() + b"\0" + text.encode() + b"\0")
     return h.hexdigest()
 
 
@@ -127,20 +228,20 @@ def list_pdfs(docs_dir: Path) -> list[Path]:
     return pdfs
 
 
-def index_key(pdfs: Sequence[Path], settings: Settings, per_doc: bool) -> str:
+def index_key(pdfs: Sequence[Path], settings: Settings) -> str:
+    """What the index holds: the PDFs (names and bytes) and the scope each goes into, the indexing settings,
+    the embedding model and the indexing code. Nothing about how questions are asked (per-doc or not)."""
     h = hashlib.sha256()
     for p in pdfs:
-        h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+        h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest() + _scope_of(p.name).encode())
     h.update(json.dumps({k: getattr(settings, k) for k in INDEX_SETTINGS}, sort_keys=True).encode())
     h.update(str(settings.resolved_model_path).encode())
-    h.update(b"per_doc" if per_doc else b"one_scope")
     h.update(_code_fingerprint().encode())
     return h.hexdigest()
 
 
-def _scope_of(file_name: str, per_doc: bool) -> str:
-    if not per_doc:
-        return ALL_SCOPE
+def _scope_of(file_name: str) -> str:
+    """Each PDF's own scope in an eval index."""
     return f"eval:doc:{hashlib.sha256(file_name.encode()).hexdigest()[:12]}"
 
 
@@ -165,18 +266,20 @@ def build_index(
     settings: Settings,
     docs_dir: Path,
     *,
-    per_doc: bool,
     service_factory: ServiceFactory = _default_service,
     cache_root: Path | None = None,
     log: Callable[[str], None] = print,
 ) -> tuple[EvalIndex, Any]:
-    """Index (or reuse) ``docs_dir``'s PDFs; returns the index description and a service over it."""
+    """Index (or reuse) ``docs_dir``'s PDFs, each into its own scope; returns the index and a service over it.
+
+    An interrupted build is resumed: each PDF is written in one transaction, and ingesting the same bytes
+    into the same scope again is a no-op (``unchanged``), so only the PDFs not yet written are indexed."""
     pdfs = list_pdfs(docs_dir)
-    key = index_key(pdfs, settings, per_doc)
+    key = index_key(pdfs, settings)
     root = cache_root or settings.data_dir / "eval" / "index"
     path = root / key[:20]
     eval_settings = settings.model_copy(update={"data_dir": path, "elasticsearch_url": None})
-    scopes = {p.name: _scope_of(p.name, per_doc) for p in pdfs}
+    scopes = {p.name: _scope_of(p.name) for p in pdfs}
     ready = path / "READY.json"
     if ready.exists():
         info = json.loads(ready.read_text(encoding="utf-8"))
@@ -184,21 +287,30 @@ def build_index(
             service = service_factory(eval_settings)
             return EvalIndex(eval_settings, path, key, info["checksum"], scopes, True, info.get("ingest", []),
                              info.get("seconds", 0.0)), service
-    if path.exists():
-        shutil.rmtree(path)  # a partial index from an interrupted build
-    path.mkdir(parents=True)
+        shutil.rmtree(path)  # another key sharing the folder name's 20-hex-digit prefix
+    building = path / "BUILDING.json"
+    if building.exists() and json.loads(building.read_text(encoding="utf-8")).get("key") == key:
+        log(f"resuming the interrupted index build in {path}")
+    elif path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True, exist_ok=True)
+    building.write_text(json.dumps({"key": key}), encoding="utf-8")
     service = service_factory(eval_settings)
     t0 = time.perf_counter()
     ingest: list[dict[str, Any]] = []
-    for p in pdfs:
+    for n, p in enumerate(pdfs, 1):
+        t_doc = time.perf_counter()
         res = service.ingest(p.read_bytes(), file_name=p.name, scope=scopes[p.name])
         ingest.append({"file": p.name, "status": res.status, "pages": res.pages, "chunks": res.chunks,
                        "error": res.error})
-        log(f"indexed {p.name}: {res.status}, {res.pages} pages, {res.chunks} chunks")
+        why = f" ({res.error})" if res.error else ""
+        log(f"indexed {n}/{len(pdfs)} {p.name}: {res.status}{why}, {res.pages} pages, {res.chunks} chunks, "
+            f"{time.perf_counter() - t_doc:.1f} s")
     seconds = time.perf_counter() - t0
     checksum = index_checksum(service.store, sorted(set(scopes.values())))
     ready.write_text(json.dumps({"key": key, "checksum": checksum, "ingest": ingest, "seconds": seconds}),
                      encoding="utf-8")
+    building.unlink(missing_ok=True)
     _prune(root, keep=KEEP_INDEXES)
     return EvalIndex(eval_settings, path, key, checksum, scopes, False, ingest, seconds), service
 
@@ -253,7 +365,7 @@ def ranking(service: Any, question: str, scopes: list[str], mode: str, k: int) -
     query = getattr(service, "query", None)
     if query is None or not hasattr(query, "retrieve"):
         return []
-    docs = query.retrieve(question, scopes, mode=mode, k=max(10, k))
+    docs = query.retrieve(question, scopes, mode=mode, k=max(RANKING_DEPTH, k))
     return [
         Hit(chunk_id=d.id, file=str(d.meta.get("file_name", "")), page_start=int(d.meta.get("page_start") or 0),
             page_end=int(d.meta.get("page_end") or d.meta.get("page_start") or 0), score=float(d.score or 0.0))
@@ -287,6 +399,7 @@ def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_
         answer_mode=answer.mode,
         answer=answer.text,
         refused=answer.refused,
+        confidence=answer.confidence,
         citations=cits,
         retrieved=[Hit(chunk_id=r.chunk_id, file=r.file, page_start=r.page_start, page_end=r.page_end,
                        score=r.score) for r in answer.retrieved],
@@ -296,6 +409,17 @@ def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_
 
 
 # --- run --------------------------------------------------------------------------------------------
+
+
+def load_set(set_path: Path) -> tuple[list[Case], str]:
+    """The set's cases, with ``asked_in`` filled from an ``unanswerable_asked_in.json`` lying beside it (for the
+    unanswerable cases that lack the field); and a line saying so, or "" when there is no such file."""
+    cases = load_cases(set_path)
+    side = asked_in_file(set_path)
+    if side is None:
+        return cases, ""
+    cases, filled = apply_asked_in(cases, side)
+    return cases, f"asked_in of {filled} unanswerable case(s) read from {side}"
 
 
 @dataclass
@@ -309,6 +433,8 @@ class RunOptions:
     judge: bool = False
     limit: int | None = None
     fresh: bool = False
+    case_ids: Sequence[str] | None = None
+    categories: Sequence[str] | None = None
 
 
 def _append(path: Path, line: str) -> None:
@@ -329,20 +455,31 @@ def run_eval(
     for m in opts.modes:
         if m not in MODES:
             raise EvalRunError(f"unknown mode {m!r}; use one of {', '.join(MODES)} or all")
-    cases = stratified(load_cases(opts.set_path), opts.limit)
+    cases, asked_in_note = load_set(opts.set_path)
+    if asked_in_note:
+        log(asked_in_note)
+    cases = stratified(select(cases, opts.case_ids, opts.categories), opts.limit)
     judge_client = None
     if opts.judge:
         from eval.judge import build_client
 
         judge_client = build_client(settings)
     t_start = time.perf_counter()
-    index, service = build_index(settings, opts.docs_dir, per_doc=opts.per_doc, service_factory=service_factory,
-                                 log=log)
+    index, service = build_index(settings, opts.docs_dir, service_factory=service_factory, log=log)
     if hasattr(service, "warm_up"):
         service.warm_up()  # build the pipelines now, so the first case's latency is not start-up time
-    missing = sorted({s.doc for c in cases for s in c.sources} - set(index.scopes))
+    named = {s.doc for c in cases for s in c.sources} | {d for c in cases for d in c.asked_in}
+    missing = sorted(named - set(index.scopes))
     if missing:
         log(f"warning: the set cites files not in {opts.docs_dir}: {', '.join(missing)}")
+    failed = [i for i in index.ingest if i.get("status") == "failed"]
+    if failed:  # their cases can only miss: say so on every run over this index, not just the one that built it
+        log(f"warning: {len(failed)} PDF(s) failed to index: "
+            + "; ".join(f"{i['file']}: {i.get('error')}" for i in failed))
+    if opts.per_doc:
+        everywhere = sum(1 for c in cases if not c.answerable and not c.asked_in)
+        if everywhere:
+            log(f"note: {everywhere} unanswerable case(s) have no asked_in and are asked across every PDF")
 
     base_meta: dict[str, Any] = {
         "set": opts.set_path.name,
@@ -353,6 +490,8 @@ def run_eval(
         "per_doc": opts.per_doc,
         "judge": opts.judge,
         "limit": opts.limit,
+        "cases_filter": sorted(opts.case_ids) if opts.case_ids else None,
+        "categories_filter": sorted(opts.categories) if opts.categories else None,
         "index_key": index.key,
         "index_checksum": index.checksum,
         "index_reused": index.reused,
@@ -409,7 +548,10 @@ def run_eval(
                 answer = service.answer(case.question, scopes, mode=mode, k=opts.k)
                 latency = (time.perf_counter() - t0) * 1000
                 result = to_result(case, answer, mode=mode, scopes=scopes, latency_ms=latency, store=service.store)
-                result.ranking = ranking(service, case.question, scopes, mode, opts.k)
+                if opts.k >= RANKING_DEPTH:  # the answer's passages are that ranking: no second retrieval
+                    result.ranking = list(result.retrieved)
+                else:
+                    result.ranking = ranking(service, case.question, scopes, mode, opts.k)
             except Exception as e:  # noqa: BLE001 - one failing case is recorded, the run goes on
                 result = CaseResult(id=case.id, question=case.question, category=case.category,
                                     critical=case.critical, answerable=case.answerable, expected_answer=case.answer,

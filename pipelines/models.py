@@ -89,6 +89,11 @@ class Answer(BaseModel):
     timings_ms: Timings = Field(default_factory=Timings)
     note: str = Field("", description="Why the answer fell back or refused, for the user (e.g. 'LLM unavailable').")
     validation: ValidationCounts = Field(default_factory=ValidationCounts)
+    confidence: float | None = Field(
+        default=None,
+        description="The relevance the refusal check compared with settings.refusal_threshold (refused below it); "
+        "None when no check ran.",
+    )
 
 
 class Turn(BaseModel):

@@ -27,6 +27,13 @@ def _since(value: str) -> str:
     return dt.astimezone(UTC).isoformat(timespec="seconds")
 
 
+def _names(value: str) -> list[str]:
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("give one or more names separated by commas")
+    return names
+
+
 def register(sub: Any) -> None:
     ev = sub.add_parser("eval", help="evaluate answers on an eval set; reports, gates, feedback promotion")
     ev_sub = ev.add_subparsers(dest="eval_command", metavar="EVAL", required=True)
@@ -36,11 +43,15 @@ def register(sub: Any) -> None:
     r.add_argument("--docs", type=Path, help="folder of PDFs (default: the generated sample PDFs)")
     r.add_argument("--out", type=Path, help="run directory (default: DATA_DIR/eval/runs/<time>); reuse to resume")
     r.add_argument("--mode", choices=["hybrid", "bm25", "dense", "all"], default="hybrid")
-    r.add_argument("--k", type=int, default=5, help="retrieval cut-off for the @k metrics and the answer")
+    r.add_argument("--k", type=int, default=5,
+                   help="passages the answer sees, and the depth of the @k metrics (page_hit@5 is always reported)")
     r.add_argument("--per-doc", action="store_true", help="one scope per PDF; ask each case in its source's scope")
     r.add_argument("--judge", action="store_true", help="LLM judge (needs OPENAI_* and CITEBOT_JUDGE_MODEL)")
     r.add_argument("--limit", type=int, help="run only N cases, spread over the categories (smoke runs)")
-    r.add_argument("--fresh", action="store_true", help="discard earlier results in --out instead of resuming")
+    r.add_argument("--fresh", action="store_true",
+                   help="discard earlier results in --out instead of resuming (the index is kept and reused)")
+    r.add_argument("--cases", type=_names, metavar="ID,ID", help="run only these case ids")
+    r.add_argument("--category", type=_names, metavar="CAT,CAT", help="run only cases in these categories")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.set_defaults(func=run_eval_cmd)
 
@@ -73,7 +84,7 @@ def register(sub: Any) -> None:
 
 def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
     from eval.cases import EvalSetError
-    from eval.report import ablation_markdown, ablation_rows
+    from eval.report import ablation_rows, run_summary_markdown, run_threshold
     from eval.runner import MODES, EvalRunError, RunOptions, run_eval
 
     docs = args.docs
@@ -88,7 +99,8 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
     try:
         runs = run_eval(settings, RunOptions(set_path=args.set, docs_dir=docs, out_dir=out, modes=modes, k=args.k,
                                              per_doc=args.per_doc, judge=args.judge, limit=args.limit,
-                                             fresh=args.fresh), log=log)
+                                             fresh=args.fresh, case_ids=args.cases, categories=args.category),
+                           log=log)
     except (EvalSetError, EvalRunError) as e:
         print(f"citebot eval run: {e}", file=sys.stderr)
         return 2
@@ -100,13 +112,18 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
             return 2
         raise
     if args.json:
-        from eval.metrics import summarise
+        from eval.metrics import refusal_curve, summarise
+
+        def mode_summary(meta: dict[str, Any], res: list[Any]) -> dict[str, Any]:
+            threshold = run_threshold(meta)
+            curve = refusal_curve(res, threshold) if threshold is not None else []
+            return {**summarise(res, args.k), "refusal_curve": curve}
 
         header, rows = ablation_rows(runs)
-        print(json.dumps({"out": str(out), "modes": {m: summarise(res, args.k) for m, (_meta, res) in runs.items()},
+        print(json.dumps({"out": str(out), "modes": {m: mode_summary(meta, res) for m, (meta, res) in runs.items()},
                           "ablation": [dict(zip(header, row, strict=True)) for row in rows]}, indent=2))
     else:
-        print(ablation_markdown(runs))
+        print(run_summary_markdown(runs))
         print(f"\nRun directory: {out}\nNext: citebot eval report {out}")
     errors = sum(1 for _m, res in runs.values() for r in res if r.error)
     return 1 if errors and errors == sum(len(res) for _m, res in runs.values()) else 0

@@ -95,6 +95,9 @@ def test_bad_lines_name_file_line_and_field(tmp_path: Path) -> None:
     p.write_text("{not json\n")
     with pytest.raises(EvalSetError, match="s.jsonl:1: not valid JSON"):
         load_cases(p)
+    p.write_text('{"id": "a", "question": "q", "sources": [{"doc": "x"}], "asked_in": ["x"]}\n')
+    with pytest.raises(EvalSetError, match="s.jsonl:1: .*asked_in is for unanswerable cases"):
+        load_cases(p)
 
 
 def test_append_round_trips(tmp_path: Path) -> None:
@@ -109,3 +112,11 @@ def test_append_round_trips(tmp_path: Path) -> None:
 def test_dedup_key_folds_case_punctuation_and_space() -> None:
     assert dedup_key("What are the  core hours?", "s") == dedup_key("what are the core hours", "s")
     assert dedup_key("What are the core hours?", "s") != dedup_key("What are the core hours?", "t")
+
+
+def test_asked_in_round_trips_and_stays_out_of_lines_without_it(tmp_path: Path) -> None:
+    p = tmp_path / "s.jsonl"
+    append_cases(p, [Case(id="u", question="Who?", answerable=False, asked_in=["hb.pdf"]),
+                     Case(id="v", question="Why?", answerable=False)])
+    assert "asked_in" not in p.read_text().splitlines()[1]
+    assert [c.asked_in for c in load_cases(p)] == [["hb.pdf"], []]

@@ -185,3 +185,59 @@ def test_runs_on_different_sets_are_compared_on_common_cases(tmp_path: Path) -> 
     assert c.passed and c.deltas["page_hit@5"]["delta"] == 0.0
     assert c.new is not None and c.new["page_hit@5"] == pytest.approx(2 / 3)  # floors see the whole new run
     assert "2 cases both runs have" in c.notes[0]
+
+
+def curve_run(tmp_path: Path) -> Path:
+    """Threshold 0.5: two answerable cases answered (0.9, 0.6), one refused by the threshold (0.4); one
+    unanswerable refused (0.3), one answered by mistake (0.7)."""
+    cases = [good("a"), good("b"), missed("m"), refused_unanswerable("u"), refused_unanswerable("w")]
+    for r, conf in zip(cases, (0.9, 0.6, 0.4, 0.3, 0.7), strict=True):
+        r.confidence = conf
+    cases[2].refused, cases[2].citations = True, []
+    cases[4].refused, cases[4].answer = False, "Made up."
+    return write_run(tmp_path / "run", cases, settings={"refusal_threshold": 0.5})
+
+
+def test_report_shows_the_refusal_trade_off_with_the_current_threshold_marked(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    run = curve_run(tmp_path)
+    write_report(run)
+    md = (run / "report.md").read_text()
+    section = md.split("## Refusal trade-off")[1].split("##")[0]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in section.splitlines() if line.startswith("| ") and "threshold" not in line}
+    assert rows["0.500"][:2] == ["0.667", "0.500"] and rows["0.500"][-1] == "◀ current"  # what the run did
+    assert rows["0.650"][:2] == ["0.333", "0.500"]  # b (0.6) refused too; w (0.7) still answered
+    assert rows["0.750"][:2] == ["0.333", "1.000"]
+    assert rows["0.350"][:2] == ["1.000", "0.500"]  # m (0.4) would be answered
+    svg = (run / "refusal_curve.svg").read_text()
+    ET.fromstring(svg)
+    assert "Refusal recall on unanswerable cases" in svg and "Answer rate on answerable cases" in svg
+    assert "current 0.500" in svg
+    assert all(f">{tick / 5:.1f}</text>" in svg for tick in range(6))  # ticks 0.0, 0.2, ... 1.0
+    page = (run / "report.html").read_text()
+    assert "<h2>Refusal trade-off</h2>" in page and "current 0.500" in page
+    summary = json.loads((run / "summary.json").read_text())
+    assert [p["threshold"] for p in summary["refusal_curve"] if p["current"]] == [0.5]
+
+
+def test_runs_without_confidences_report_no_trade_off(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", [good("a"), refused_unanswerable("u")], settings={"refusal_threshold": 0.5})
+    write_report(run)
+    assert "Refusal trade-off" not in (run / "report.md").read_text()
+    assert not (run / "refusal_curve.svg").exists()
+
+
+def test_run_summary_prints_categories_and_the_trade_off_per_mode(tmp_path: Path) -> None:
+    from eval.report import run_summary_markdown
+
+    run = curve_run(tmp_path)
+    text = run_summary_markdown({"hybrid": load_run(run), "bm25": load_run(run)})
+    assert text.count("By category (") == 2 and "Refusal trade-off (bm25; the run used 0.500):" in text
+    lookup = next(line for line in text.splitlines() if line.startswith("| lookup |"))
+    # 3 answerable cases, 2 answered; page-hit@5 2/3 (m retrieved p.9); both answers cite page 4
+    assert [c.strip() for c in lookup.split("|")[2:-1]] == ["3", "0.667", "0.667", "1.000", "—"]
+    unans = next(line for line in text.splitlines() if line.startswith("| unanswerable |"))
+    assert unans.split("|")[-2].strip() == "0.500"
+    assert "| 0.500 | 0.667 | 0.500 |" in text and "◀ current" in text

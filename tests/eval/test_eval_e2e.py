@@ -74,7 +74,7 @@ def test_mode_all_report_and_compare(citebot, tmp_path: Path) -> None:  # type: 
     out_dir = tmp_path / "all"
     code, out = citebot("eval", "run", "--set", str(DEMO), "--limit", LIMIT, "--out", str(out_dir), "--mode", "all")
     assert code == 0
-    table = [line for line in out.splitlines() if line.startswith("| ")]
+    table = [line for line in out.split("\n\n")[0].splitlines() if line.startswith("| ")]  # the ablation table
     assert [row.split("|")[1].strip() for row in table[1:]] == ["hybrid", "bm25", "dense"]
     meta = json.loads((out_dir / "hybrid" / "meta.json").read_text())
     if [meta["index_key"]] == SMOKE_INDEX_KEY:  # unless the indexing code was edited in between (shared dev tree)
@@ -104,6 +104,39 @@ def test_mode_all_report_and_compare(citebot, tmp_path: Path) -> None:  # type: 
     code, out = citebot("eval", "compare", str(out_dir / "hybrid"), str(worse), "--gates", str(gates))
     assert code == 1
     assert f"FAIL  critical cases: {critical['id']}" in out
+
+
+def test_per_doc_all_modes_k10_with_asked_in_beside_the_set(citebot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The dev-set command shape (`--per-doc --mode all --k 10`, asked_in read from beside the set) on the
+    sample PDFs: one index serves it, and the printed trade-off at the configured threshold is the run itself."""
+    shutil.copy(DEMO, tmp_path / "set.jsonl")
+    unanswerable = [json.loads(x)["id"] for x in DEMO.read_text().splitlines() if '"answerable": false' in x]
+    (tmp_path / "unanswerable_asked_in.json").write_text(
+        json.dumps({cid: "halvorsen_pike_employee_handbook.pdf" for cid in unanswerable}))
+    out_dir = tmp_path / "dev"
+    code, out = citebot("eval", "run", "--set", str(tmp_path / "set.jsonl"), "--per-doc", "--mode", "all", "--k", "10",
+                        "--limit", "8", "--out", str(out_dir))
+    assert code == 0
+    assert "asked_in of 6 unanswerable case(s) read from" in out
+    for mode in ("hybrid", "bm25", "dense"):
+        assert f"By category ({mode}):" in out and f"Refusal trade-off ({mode}; the run used 0.571):" in out
+    meta = json.loads((out_dir / "hybrid" / "meta.json").read_text())
+    if [meta["index_key"]] == SMOKE_INDEX_KEY:  # the smoke test's one-scope run built it
+        assert meta["index_reused"] is True
+    rows = [json.loads(x) for x in (out_dir / "hybrid" / "results.jsonl").read_text().splitlines()]
+    assert all(r["confidence"] is not None for r in rows)
+    assert all(len(r["ranking"]) >= 10 for r in rows if r["answerable"])
+    handbook_scope = {s for r in rows if not r["answerable"] for s in r["scopes"]}
+    assert len(handbook_scope) == 1  # every unanswerable case asked in the handbook's scope only
+    from eval.metrics import aggregate, refusal_curve
+    from eval.records import CaseResult
+
+    results = [CaseResult.model_validate(r) for r in rows]
+    (point,) = [p for p in refusal_curve(results, 0.571) if p["current"]]
+    o = aggregate(results, 10)
+    assert (point["answer_rate"], point["refusal_recall"]) == (o["answer_rate"], o["refusal_recall"])
+    current = next(line for line in out.splitlines() if "◀ current" in line)
+    assert current.startswith("| 0.571 |")
 
 
 def test_llm_mode_with_judge_against_a_local_fake_openai(citebot, tmp_path: Path,  # type: ignore[no-untyped-def]

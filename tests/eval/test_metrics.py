@@ -14,7 +14,9 @@ from eval.metrics import (
     case_score,
     citation_page_hits,
     citation_validity,
+    cited_gold_page,
     contains_match,
+    curve_thresholds,
     doc_hit_at_k,
     exact_match,
     failure_labels,
@@ -23,6 +25,7 @@ from eval.metrics import (
     percentile,
     recall_at_k,
     reciprocal_rank,
+    refusal_curve,
     refusal_prf,
     summarise,
     token_f1,
@@ -58,6 +61,22 @@ class TestRetrieval:
         # file names compare case-insensitively
         assert page_hit_at_k([hit("A.PDF", 4)], SRC, 1) == 1.0
 
+    def test_headline_page_hit_ignores_chunks_spanning_more_than_two_pages(self) -> None:
+        # a 3-page chunk covering expected page 3 keeps its rank but is no hit; a 2-page one still is
+        wide = [hit("a.pdf", 2, 4), hit("b.pdf", 1)]
+        assert page_hit_at_k(wide, SRC, 5) == 1.0
+        assert page_hit_at_k(wide, SRC, 5, max_span=2) == 0.0
+        assert page_hit_at_k([hit("a.pdf", 3, 4)], SRC, 5, max_span=2) == 1.0
+        m = case_metrics(result(retrieved=wide))
+        assert m["page_hit@5"] == 0.0 and m["page_hit_any_span@5"] == 1.0
+
+    def test_page_hit_at_5_uses_the_first_five_hits_whatever_k(self) -> None:
+        # k=10: the answer saw ten passages, the relevant one at rank 6
+        ranked = [hit("b.pdf", p) for p in range(1, 6)] + [hit("a.pdf", 3)] + [hit("b.pdf", 9)] * 4
+        m = case_metrics(result(retrieved=ranked), k=10)
+        assert m["page_hit@5"] == 0.0 and m["page_hit@10"] == 1.0
+        assert summarise([result(retrieved=ranked)], k=10)["overall"]["page_hit@5"] == 0.0
+
     def test_source_without_pages_means_any_page_of_the_doc(self) -> None:
         src = [Source(doc="a.pdf")]
         assert page_hit_at_k([hit("a.pdf", 9)], src, 1) == 1.0
@@ -90,6 +109,15 @@ class TestAnswers:
     def test_citation_page_precision(self) -> None:
         assert citation_page_hits([quote("a.pdf", 3), quote("a.pdf", 9), quote("b.pdf", 3)], SRC) == (1, 3)
         assert citation_page_hits([], SRC) == (0, 0)
+
+    def test_cited_gold_page_among_answered_cases(self) -> None:
+        assert cited_gold_page(result(answer="x", citations=[quote("b.pdf", 3), quote("a.pdf", 4)])) == 1.0
+        assert cited_gold_page(result(answer="x", citations=[quote("a.pdf", 9)])) == 0.0
+        assert cited_gold_page(result(answer="x", citations=[])) == 0.0  # answered without citing
+        wide = CitedQuote(chunk_id="a:1", file="a.pdf", page_start=1, page_end=6, quote="q", verbatim=True)
+        assert cited_gold_page(result(answer="x", citations=[wide])) == 0.0
+        assert cited_gold_page(result(refused=True)) is None  # refused: not among answered
+        assert cited_gold_page(result(answerable=False, sources=[], answer="x")) is None
 
     def test_refusal_prf(self) -> None:
         # (refused, answerable): TP=2, FP=1, FN=1, TN=1 -> P=2/3, R=2/3, F1=2/3
@@ -201,3 +229,53 @@ def test_aggregate_per_run_and_category() -> None:
     assert s["categories"]["unanswerable"]["page_hit@5"] is None
     assert s["categories"]["unanswerable"]["refusal_recall"] == 0.5
     assert aggregate([])["n_cases"] == 0
+
+
+class TestRefusalCurve:
+    # current threshold 0.5. Answerable: a1 answered at 0.9, a2 answered at 0.55, a3 refused by the threshold
+    # at 0.4, a4 refused for another reason although 0.7 >= 0.5 (no quotable sentence). Unanswerable: u1
+    # refused at 0.3, u2 refused at 0.45, u3 wrongly answered at 0.6.
+    RESULTS = [
+        result(id="a1", confidence=0.9, answer="x"),
+        result(id="a2", confidence=0.55, answer="x"),
+        result(id="a3", confidence=0.4, refused=True),
+        result(id="a4", confidence=0.7, refused=True),
+        result(id="u1", confidence=0.3, refused=True, answerable=False, sources=[]),
+        result(id="u2", confidence=0.45, refused=True, answerable=False, sources=[]),
+        result(id="u3", confidence=0.6, answer="x", answerable=False, sources=[]),
+    ]
+
+    def point(self, t: float) -> dict[str, object]:
+        (p,) = refusal_curve(self.RESULTS, 0.5, [t])
+        return p
+
+    def test_the_current_threshold_reproduces_the_run(self) -> None:
+        o = aggregate(self.RESULTS)
+        p = self.point(0.5)
+        assert p["current"] is True
+        assert p["answer_rate"] == o["answer_rate"] == 0.5
+        assert p["refusal_recall"] == o["refusal_recall"] == pytest.approx(2 / 3)
+        assert p["refusal_f1"] == pytest.approx(o["refusal_f1"])
+
+    def test_moving_the_threshold(self) -> None:
+        # 0.62: a2 (0.55) and u3 (0.6) are now refused -> answered {a1}; refused unanswerable 3/3
+        assert (self.point(0.62)["answer_rate"], self.point(0.62)["refusal_recall"]) == (0.25, 1.0)
+        # 0.35: a3 (0.4) and u2 (0.45) become answered; a4 stays refused -> answered {a1, a2, a3}, refused {u1}
+        assert self.point(0.35)["answer_rate"] == 0.75
+        assert self.point(0.35)["refusal_recall"] == pytest.approx(1 / 3)
+        assert self.point(0.35)["current"] is False
+        # 0: everything the threshold refused is answered
+        assert (self.point(0.0)["answer_rate"], self.point(0.0)["refusal_recall"]) == (0.75, 0.0)
+
+    def test_errors_never_answer_and_old_runs_have_no_curve(self) -> None:
+        errored = [*self.RESULTS, result(id="e", error="boom")]
+        (p,) = refusal_curve(errored, 0.5, [0.0])
+        assert p["answer_rate"] == pytest.approx(3 / 5)
+        assert refusal_curve([result(id="old", answer="x")], 0.5) == []
+
+    def test_default_thresholds_are_round_steps_around_the_current_one(self) -> None:
+        ts = curve_thresholds(0.571)
+        assert ts == [0.35, 0.4, 0.45, 0.5, 0.55, 0.571, 0.6, 0.65, 0.7, 0.75, 0.8]
+        assert curve_thresholds(0.1)[0] == 0.0 and curve_thresholds(0.9)[-1] == 1.0
+        points = refusal_curve(self.RESULTS, 0.571)
+        assert [p["threshold"] for p in points if p["current"]] == [0.571]

@@ -14,7 +14,7 @@ import pytest
 from haystack import Document
 
 from connectors.settings import Settings
-from eval.cases import load_cases
+from eval.cases import EvalSetError, load_cases
 from eval.records import read_results
 from eval.runner import EvalRunError, RunOptions, run_eval, stratified
 from pipelines.models import Answer, Citation, IngestResult, RetrievedChunk
@@ -32,18 +32,31 @@ class FakeStore:
         return out[:limit]
 
 
+STORES: dict[Path, FakeStore] = {}  # one per index folder, like the SQLite file there
+
+
 class FakeService:
-    """Indexes 'PDFs' as three one-page chunks; answers by citing page 2 of the first file in scope."""
+    """Indexes 'PDFs' as three one-page chunks; answers by citing page 2 of the first file in scope.
+
+    Like the real service, the store lives in the index folder (it outlives a service object) and ingesting
+    a file already in its scope is ``unchanged``."""
 
     def __init__(self, settings: Settings, calls: dict[str, list[Any]], interrupt_after: int | None = None,
-                 forge: str = "") -> None:
+                 forge: str = "", interrupt_ingest_of: str = "") -> None:
         self.settings = settings
-        self.store = FakeStore()
+        self.store = STORES.setdefault(settings.data_dir, FakeStore())
         self.calls = calls
         self.interrupt_after = interrupt_after
+        self.interrupt_ingest_of = interrupt_ingest_of
         self.forge = forge
 
     def ingest(self, data: bytes, *, file_name: str, scope: str) -> IngestResult:
+        if file_name == self.interrupt_ingest_of:
+            raise KeyboardInterrupt
+        if data.startswith(b"%PDF-1 broken"):
+            return IngestResult(file=file_name, scope=scope, status="failed", error="The PDF could not be read.")
+        if any(d.meta["file_name"] == file_name and d.meta["scope"] == scope for d in self.store.docs):
+            return IngestResult(file=file_name, doc_id=file_name, scope=scope, status="unchanged", pages=3, chunks=3)
         self.calls["ingest"].append((file_name, scope))
         for page in (1, 2, 3):
             self.store.docs.append(Document(id=f"{file_name}:{page:05d}", content=f"{file_name} page {page} text.",
@@ -56,7 +69,7 @@ class FakeService:
         if self.interrupt_after is not None and len(self.calls["answer"]) > self.interrupt_after:
             raise KeyboardInterrupt
         if "unknown" in question:
-            return Answer(text="The PDFs here don't say.", refused=True)
+            return Answer(text="The PDFs here don't say.", refused=True, confidence=0.25)
         doc = next(d for d in self.store.docs if d.meta["scope"] in scopes and d.id.endswith(":00002"))
         file = doc.meta["file_name"]
         quote = "forged text" if question == self.forge else f"{file} page 2"
@@ -64,6 +77,7 @@ class FakeService:
             text=f"{quote} [1]",
             citations=[Citation(n=1, chunk_id=doc.id, doc_id=file, file=file, page_start=2, page_end=2, quote=quote)],
             retrieved=[RetrievedChunk(chunk_id=doc.id, doc_id=file, file=file, page_start=2, page_end=2, score=1.0)],
+            confidence=0.5 + len(question) / 100,
         )
 
 
@@ -126,7 +140,8 @@ def test_resume_refuses_a_different_run(setup: Any) -> None:
 def test_index_is_cached_by_content_and_records_metadata(setup: Any, tmp_path: Path) -> None:
     settings, opts, calls = setup
     meta, _ = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
-    assert sorted(calls["ingest"]) == [("one.pdf", "eval"), ("two.pdf", "eval")]  # one scope, no .txt
+    assert sorted(f for f, _scope in calls["ingest"]) == ["one.pdf", "two.pdf"]  # no .txt
+    assert len({scope for _f, scope in calls["ingest"]}) == 2  # each PDF in its own scope
     assert meta["index_reused"] is False and len(meta["index_checksum"]) == 64
     assert {"git_commit", "settings", "embedding_model", "answer_model", "prompt_version", "set_sha256"} <= set(meta)
     assert meta["answer_model"] == "extractive"
@@ -136,12 +151,8 @@ def test_index_is_cached_by_content_and_records_metadata(setup: Any, tmp_path: P
     store_file_index = []
 
     def factory(s: Settings) -> FakeService:
-        svc = FakeService(s, calls)
         store_file_index.append(s.data_dir)
-        svc.store.docs = [Document(id=f"{f}:{p:05d}", content=f"{f} page {p} text.",
-                                   meta={"scope": "eval", "file_name": f}) for f in ("one.pdf", "two.pdf")
-                          for p in (1, 2, 3)]
-        return svc
+        return FakeService(s, calls)
 
     calls["ingest"].clear()
     meta2, _ = run_eval(settings, opts, service_factory=factory, log=_quiet)["hybrid"]
@@ -155,6 +166,48 @@ def test_index_is_cached_by_content_and_records_metadata(setup: Any, tmp_path: P
     assert len(calls["ingest"]) == 2 and meta3["index_key"] != meta["index_key"]
 
 
+def test_one_index_serves_per_doc_and_all_pdf_runs(setup: Any, tmp_path: Path) -> None:
+    settings, opts, calls = setup
+    meta, _ = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    scope_of = dict(calls["ingest"])
+    # without --per-doc every case is asked across every PDF's scope: both files can be found
+    asked = {q: set(scopes) for q, scopes, _m in calls["answer"]}
+    assert asked["q a"] == asked["q b"] == set(scope_of.values())
+    calls["answer"].clear()
+    opts.per_doc, opts.out_dir = True, tmp_path / "per-doc"
+    meta2, _ = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert len(calls["ingest"]) == 2 and meta2["index_reused"] is True  # indexed once, for both runs
+    assert meta2["index_key"] == meta["index_key"]
+    assert {q: scopes for q, scopes, _m in calls["answer"]}["q a"] == (scope_of["one.pdf"],)
+
+
+def test_an_interrupted_index_build_resumes_with_the_pdfs_not_yet_written(setup: Any) -> None:
+    settings, opts, calls = setup
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls, interrupt_ingest_of="two.pdf"),
+                 log=_quiet)
+    assert [f for f, _s in calls["ingest"]] == ["one.pdf"]
+    messages: list[str] = []
+    meta, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls),
+                             log=messages.append)["hybrid"]
+    assert [f for f, _s in calls["ingest"]] == ["one.pdf", "two.pdf"]  # one.pdf was not indexed again
+    assert [(i["file"], i["status"]) for i in meta["ingest"]] == [("one.pdf", "unchanged"), ("two.pdf", "indexed")]
+    assert any("resuming the interrupted index build" in m for m in messages)
+    assert len(results) == 4 and not any(r.error for r in results)
+
+
+def test_pdfs_that_failed_to_index_are_named_on_every_run_over_the_index(setup: Any, tmp_path: Path) -> None:
+    settings, opts, calls = setup
+    (opts.docs_dir / "two.pdf").write_bytes(b"%PDF-1 broken")
+    for out in ("first", "second"):  # the second run reuses the index
+        messages: list[str] = []
+        opts.out_dir = tmp_path / out
+        meta, _ = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls),
+                           log=messages.append)["hybrid"]
+        assert "warning: 1 PDF(s) failed to index: two.pdf: The PDF could not be read." in messages
+    assert meta["index_reused"] is True
+
+
 def test_per_doc_asks_each_case_in_its_source_scope(setup: Any) -> None:
     settings, opts, calls = setup
     opts.per_doc = True
@@ -166,6 +219,50 @@ def test_per_doc_asks_each_case_in_its_source_scope(setup: Any) -> None:
     assert asked["q b"] == (scope_of["two.pdf"],)
     assert set(asked["q unknown"]) == {scope_of["one.pdf"], scope_of["two.pdf"]}
     assert results[1].citations[0].file == "two.pdf"
+
+
+def test_each_case_records_the_confidence_its_refusal_was_decided_on(setup: Any) -> None:
+    settings, opts, calls = setup
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    rows = {r.id: r for r in read_results(opts.out_dir / "results.jsonl")}
+    assert {i: r.confidence for i, r in rows.items()} == {"a": 0.53, "b": 0.53, "c": 0.25, "d": 0.53}
+
+
+def test_per_doc_asks_unanswerable_cases_in_the_pdf_they_are_asked_in(setup: Any) -> None:
+    settings, opts, calls = setup
+    opts.per_doc = True
+    lines = opts.set_path.read_text().splitlines()
+    lines.append(json.dumps({"id": "e", "question": "q unknown e", "answerable": False, "asked_in": ["two.pdf"],
+                             "category": "unanswerable"}))
+    opts.set_path.write_text("\n".join(lines) + "\n")
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    scope_of = dict(calls["ingest"])
+    asked = {q: scopes for q, scopes, _m in calls["answer"]}
+    assert asked["q unknown e"] == (scope_of["two.pdf"],)
+    assert set(asked["q unknown"]) == {scope_of["one.pdf"], scope_of["two.pdf"]}  # no asked_in: every PDF
+
+
+def test_asked_in_is_read_from_the_file_beside_the_set(setup: Any) -> None:
+    settings, opts, calls = setup
+    opts.per_doc = True
+    side = opts.set_path.parent / "unanswerable_asked_in.json"
+    side.write_text(json.dumps({"c": "one.pdf"}))
+    messages: list[str] = []
+    meta, _ = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=messages.append)["hybrid"]
+    scope_of = dict(calls["ingest"])
+    asked = {q: scopes for q, scopes, _m in calls["answer"]}
+    assert asked["q unknown"] == (scope_of["one.pdf"],)
+    assert any("asked_in of 1 unanswerable case(s) read from" in m for m in messages)
+    # editing it changes where cases are asked: the run directory is not resumed across that
+    side.write_text(json.dumps({"c": ["two.pdf"]}))
+    with pytest.raises(EvalRunError, match="different set_sha256"):
+        run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    # a file naming a case the set lacks, or an answerable one, is an error naming the file and the case
+    for bad, problem in (({"zz": "one.pdf"}, "zz: no case with this id"),
+                         ({"a": "one.pdf"}, "a: the case is answerable")):
+        side.write_text(json.dumps(bad))
+        with pytest.raises(EvalSetError, match=f"unanswerable_asked_in.json: {problem}"):
+            run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
 
 
 def test_quotes_are_rechecked_against_the_stored_chunk(setup: Any) -> None:
@@ -185,6 +282,50 @@ def test_mode_all_writes_one_run_per_mode(setup: Any) -> None:
     assert {m for _q, _s, m in calls["answer"]} == {"hybrid", "bm25", "dense"}
     assert all((opts.out_dir / m / "results.jsonl").exists() for m in runs)
     assert len(calls["ingest"]) == 2  # indexed once for all modes
+
+
+def test_fresh_requeries_an_existing_run_without_reindexing(setup: Any) -> None:
+    settings, opts, calls = setup
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    calls["answer"].clear()
+    opts.fresh = True
+    meta, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert len(calls["ingest"]) == 2 and meta["index_reused"] is True  # indexed by the first run only
+    assert len(calls["answer"]) == 4 and meta["cases_run_now"] == 4  # every case asked again
+    assert len((opts.out_dir / "results.jsonl").read_text().splitlines()) == 4
+
+
+def test_cases_and_category_filters(setup: Any, tmp_path: Path) -> None:
+    settings, opts, calls = setup
+    opts.case_ids = ["a", "d"]
+    _, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert [r.id for r in results] == ["a", "d"]
+    opts.case_ids, opts.categories, opts.out_dir = None, ["lookup", "unanswerable"], tmp_path / "cat"
+    _, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert [r.id for r in results] == ["a", "b", "c"]
+    # a filtered run is a different run: not resumed from an unfiltered one
+    opts.categories = ["lookup"]
+    with pytest.raises(EvalRunError, match="different categories_filter"):
+        run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+
+
+def test_a_misspelt_filter_stops_before_indexing(setup: Any, run_cli: Any,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    settings, opts, _calls = setup
+    argv = ["eval", "run", "--set", str(opts.set_path), "--docs", str(opts.docs_dir)]
+    assert run_cli([*argv, "--category", "lookups"], settings) == 2
+    assert "the set has no lookups; it has lookup, table, unanswerable" in capsys.readouterr().err
+    assert run_cli([*argv, "--cases", "a,zz"], settings) == 2
+    assert "no case with id zz" in capsys.readouterr().err
+    assert not (settings.data_dir / "eval" / "index").exists()
+
+
+def test_with_k_10_the_answers_passages_are_the_recorded_ranking(setup: Any) -> None:
+    settings, opts, calls = setup
+    opts.k = 10
+    _, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    a = next(r for r in results if r.id == "a")
+    assert a.ranking == a.retrieved and a.ranking[0].file == "one.pdf"
 
 
 def test_stratified_limit_covers_categories(setup: Any) -> None:
@@ -229,3 +370,95 @@ def test_old_eval_indexes_are_pruned(setup: Any, tmp_path: Path) -> None:
         opts.out_dir = tmp_path / f"run{i}"
         run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
     assert len(list((settings.data_dir / "eval" / "index").iterdir())) == KEEP_INDEXES
+
+
+class TestIndexCode:
+    """The index key follows the indexing code only, so tuning answers never forces a re-index."""
+
+    QUERY_SIDE = ("pipelines/query.py", "pipelines/components/extractive_answerer.py",
+                  "pipelines/components/refusal.py", "pipelines/components/structure_router.py",
+                  "pipelines/components/query_rewriter.py", "pipelines/components/citation_validator.py",
+                  "pipelines/components/llm_answerer.py", "connectors/scoped_retrievers.py")
+
+    @pytest.fixture
+    def repo(self, tmp_path: Path) -> Path:
+        """A copy of the repository's indexing and query code, to edit."""
+        import shutil
+
+        from eval.runner import INDEX_CODE, REPO
+
+        for rel in (*INDEX_CODE, *self.QUERY_SIDE):
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO / rel, tmp_path / rel)
+        return tmp_path
+
+    @staticmethod
+    def edit(path: Path, old: str, new: str) -> None:
+        text = path.read_text()
+        assert old in text, f"{old!r} not in {path}"
+        path.write_text(text.replace(old, new, 1))
+
+    def test_query_side_edits_keep_the_key(self, repo: Path) -> None:
+        from eval.runner import _code_fingerprint
+
+        before = _code_fingerprint(repo)
+        assert before == _code_fingerprint()  # the copy is the real code
+        for rel in self.QUERY_SIDE:
+            (repo / rel).write_text((repo / rel).read_text() + "\nTUNED = 0.42\n")
+        # the store's search side lives in the same file as its schema
+        self.edit(repo / "connectors/sqlite_store.py", "    def _prune_terms(", "    def _prune_terms(  # tuned\n")
+        self.edit(repo / "connectors/sqlite_store.py", "_MAX_QUERY_TERMS = 64", "_MAX_QUERY_TERMS = 32")
+        self.edit(repo / "connectors/sqlite_store.py", "    def embedding_search(", "    def embedding_search(  # x\n")
+        assert _code_fingerprint(repo) == before
+
+    @pytest.mark.parametrize(("rel", "old", "new"), [
+        ("pipelines/components/chunker.py", "from __future__", "CHUNK_TWEAK = 1\nfrom __future__"),
+        ("pipelines/components/ocr.py", "from __future__", "OCR_TWEAK = 1\nfrom __future__"),
+        ("pipelines/indexing.py", "from __future__", "INDEXING_TWEAK = 1\nfrom __future__"),
+        ("connectors/sqlite_store.py", "CREATE TABLE IF NOT EXISTS chunks (", "CREATE TABLE IF NOT EXISTS chunks (\n"),
+        ("connectors/sqlite_store.py", "    def _insert(", "    def _insert(  # changed\n"),
+        ("connectors/embedding.py", "from __future__", "EMBED_TWEAK = 1\nfrom __future__"),
+    ])
+    def test_indexing_side_edits_change_the_key(self, repo: Path, rel: str, old: str, new: str) -> None:
+        from eval.runner import _code_fingerprint
+
+        before = _code_fingerprint(repo)
+        self.edit(repo / rel, old, new)
+        assert _code_fingerprint(repo) != before
+
+    def test_query_only_names_exist(self) -> None:
+        """A renamed search method would otherwise fall back into the hash (safe, but the list would lie)."""
+        import ast
+
+        from eval.runner import QUERY_ONLY_DEFINITIONS, REPO
+
+        for rel, names in QUERY_ONLY_DEFINITIONS.items():
+            tree = ast.parse((REPO / rel).read_text())
+            defined = set()
+            for node in tree.body:
+                if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                    defined.add(node.name)
+                    if isinstance(node, ast.ClassDef):
+                        defined |= {f"{node.name}.{m.name}" for m in node.body if isinstance(m, ast.FunctionDef)}
+                elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                    defined.add(node.targets[0].id)
+            assert set(names) <= defined, set(names) - defined
+
+    def test_every_module_the_indexing_code_imports_is_accounted_for(self) -> None:
+        """Adding an indexing component without listing it in INDEX_CODE fails here."""
+        import ast
+
+        from eval.runner import INDEX_CODE, INDEX_CODE_IMPORTS_NOT_HASHED, REPO
+
+        unaccounted = set()
+        for rel in INDEX_CODE:
+            for node in ast.walk(ast.parse((REPO / rel).read_text())):
+                names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module else
+                         [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+                for name in names:
+                    if name.split(".")[0] not in ("pipelines", "connectors"):
+                        continue
+                    target = name.replace(".", "/") + ".py"
+                    if target not in INDEX_CODE and target not in INDEX_CODE_IMPORTS_NOT_HASHED:
+                        unaccounted.add(f"{rel} imports {target}")
+        assert not unaccounted

@@ -213,6 +213,20 @@ class TestExtractivePath:
         # the row that answers, after its table's header line so it can be read
         assert [c.quote for c in answer.citations[:2]] == ["Year | Revenue (GBP m) | Headcount", "2019 | 70.4 | 940"]
 
+    def test_confidence_is_what_the_refusal_threshold_is_compared_with(self, settings, store, engine):
+        question = "What are the core hours?"
+        answered = engine.answer(question, [A])
+        assert not answered.refused and answered.confidence is not None
+        assert answered.confidence == pytest.approx(engine.relevance(question, [A]))
+        # an admin raising the threshold just past the recorded confidence turns this answer into a refusal
+        stricter = QueryEngine(settings.model_copy(update={"refusal_threshold": answered.confidence + 1e-6}), store)
+        assert stricter.answer(question, [A]).refused
+        at = QueryEngine(settings.model_copy(update={"refusal_threshold": answered.confidence}), store)
+        assert not at.answer(question, [A]).refused
+        refused = engine.answer("What is the dress code for client meetings?", [A])
+        assert refused.refused and refused.confidence is not None
+        assert refused.confidence < settings.refusal_threshold
+
     def test_empty_scope_refuses(self, engine):
         answer = engine.answer("What are the core hours?", ["teams:x:y"])
         assert answer.refused and answer.retrieved == []
