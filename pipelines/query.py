@@ -316,7 +316,7 @@ class QueryEngine:
         t_end = time.perf_counter()
         answer = answer.model_copy(
             update={
-                "confidence": float(ext["relevance"]),
+                "confidence": signals["confidence"],
                 "retrieved": [_retrieved(d) for d in context],
                 "timings_ms": Timings(
                     retrieve=round((t_retrieved - t0) * 1000, 1),

@@ -16,6 +16,7 @@ import pytest
 import structlog
 
 from bot.cli.main import main
+from connectors.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "eval" / "sets" / "demo.jsonl"
@@ -118,8 +119,9 @@ def test_per_doc_all_modes_k10_with_asked_in_beside_the_set(citebot, tmp_path: P
                         "--limit", "8", "--out", str(out_dir))
     assert code == 0
     assert "asked_in of 6 unanswerable case(s) read from" in out
+    used = Settings().refusal_threshold
     for mode in ("hybrid", "bm25", "dense"):
-        assert f"By category ({mode}):" in out and f"Refusal trade-off ({mode}; the run used 0.571):" in out
+        assert f"By category ({mode}):" in out and f"Refusal trade-off ({mode}; the run used {used:.3f}):" in out
     meta = json.loads((out_dir / "hybrid" / "meta.json").read_text())
     if [meta["index_key"]] == SMOKE_INDEX_KEY:  # the smoke test's one-scope run built it
         assert meta["index_reused"] is True
@@ -132,11 +134,11 @@ def test_per_doc_all_modes_k10_with_asked_in_beside_the_set(citebot, tmp_path: P
     from eval.records import CaseResult
 
     results = [CaseResult.model_validate(r) for r in rows]
-    (point,) = [p for p in refusal_curve(results, 0.571) if p["current"]]
+    (point,) = [p for p in refusal_curve(results, used) if p["current"]]
     o = aggregate(results, 10)
     assert (point["answer_rate"], point["refusal_recall"]) == (o["answer_rate"], o["refusal_recall"])
     current = next(line for line in out.splitlines() if "◀ current" in line)
-    assert current.startswith("| 0.571 |")
+    assert current.startswith(f"| {used:.3f} |")
 
 
 def test_llm_mode_with_judge_against_a_local_fake_openai(citebot, tmp_path: Path,  # type: ignore[no-untyped-def]
