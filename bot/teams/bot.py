@@ -25,6 +25,7 @@ from bot.teams import render
 from bot.teams.activity import TeamsFile, TeamsTurn, feedback_comment, message_ref, parse_turn
 from bot.teams.graph import GraphClient, GraphError, graph_configured
 from connectors.download import DownloadError, download
+from connectors.log import error_fields
 from connectors.settings import Settings
 from pipelines.models import IngestProgress
 
@@ -102,12 +103,14 @@ class CitebotTeamsBot(ActivityHandler):
     async def _guard(self, adapter: BotAdapter, ref: ConversationReference, work: Awaitable[None], what: str) -> None:
         try:
             await work
-        except Exception:
-            log.exception("teams_job_failed", job=what, conversation=ref.conversation.id if ref.conversation else "")
+        except Exception as e:  # noqa: BLE001 - a failed job apologises; the bot keeps serving
+            # the type and place only: an exception's message can carry a URL with its password
+            log.error("teams_job_failed", job=what, conversation=ref.conversation.id if ref.conversation else "",
+                      **error_fields(e))
             try:
                 await self._send(adapter, ref, render.text_activity(APOLOGY))
-            except Exception:
-                log.exception("teams_apology_failed")
+            except Exception as apology_error:  # noqa: BLE001
+                log.warning("teams_apology_failed", **error_fields(apology_error))
 
     async def drain(self) -> None:
         """Wait for all background work (tests, shutdown)."""
@@ -150,12 +153,12 @@ class CitebotTeamsBot(ActivityHandler):
     async def on_turn(self, turn_context: TurnContext) -> None:
         try:
             await super().on_turn(turn_context)
-        except Exception:
-            log.exception("teams_turn_failed", activity_type=turn_context.activity.type)
+        except Exception as e:  # noqa: BLE001 - a failed turn apologises; the bot keeps serving
+            log.error("teams_turn_failed", activity_type=turn_context.activity.type, **error_fields(e))
             try:
                 await turn_context.send_activity(render.text_activity(APOLOGY))
-            except Exception:
-                log.exception("teams_apology_failed")
+            except Exception as apology_error:  # noqa: BLE001
+                log.warning("teams_apology_failed", **error_fields(apology_error))
 
     async def on_message_activity(self, turn_context: TurnContext) -> None:
         activity = turn_context.activity

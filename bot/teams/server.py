@@ -21,6 +21,7 @@ from botframework.connector.auth import BotFrameworkAuthentication
 from bot.core import APOLOGY, ChatCore
 from bot.teams import render
 from bot.teams.bot import CitebotTeamsBot
+from connectors.log import error_fields
 from connectors.settings import Settings
 
 log = structlog.get_logger("citebot.teams")
@@ -120,11 +121,11 @@ def build_app(
     bot = CitebotTeamsBot(core, settings, workers=workers)
 
     async def on_error(context: TurnContext, error: Exception) -> None:
-        log.error("teams_adapter_error", error_type=type(error).__name__)
+        log.error("teams_adapter_error", **error_fields(error))
         try:
             await context.send_activity(render.text_activity(APOLOGY))
-        except Exception:  # noqa: BLE001 - the apology itself may be what failed
-            log.warning("teams_apology_failed")
+        except Exception as e:  # noqa: BLE001 - the apology itself may be what failed
+            log.warning("teams_apology_failed", **error_fields(e))
 
     adapter.on_turn_error = on_error
 
