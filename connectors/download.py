@@ -9,16 +9,23 @@
   connecting (so a DNS answer that changes between the check and the connect gains nothing). Hosts in
   ``trusted_hosts`` (endpoints the admin configured in settings, e.g. a local fake Slack) are exempt.
 * **A deadline, not a per-read timeout.** ``timeout_s`` bounds the whole download, redirects included; a
-  server dripping a byte a second is cut off when the deadline passes. The size cap holds while streaming.
+  server dripping a byte a second, in its headers or its body, is cut off when the deadline passes (a
+  watchdog shuts the socket down then). The size cap holds while streaming.
 * Bytes stay in memory; nothing is written to disk and no path is built from a user-supplied name.
+
+:func:`fetch` is the same machinery for any small HTTP exchange (the Microsoft Graph client's token and
+listing calls): it returns the status and, for a success, the capped body.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
+import threading
 import time
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -38,6 +45,46 @@ class DownloadError(Exception):
 
 class BlockedAddressError(DownloadError):
     """The URL points into a private network (or is not http/https)."""
+
+
+class DeadlineError(DownloadError):
+    """The exchange took longer than its deadline."""
+
+
+class TooLargeError(DownloadError):
+    """The body is larger than the cap."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What :func:`fetch` got: the final status and, when it is below 400, the body (else ``b""``, unread)."""
+
+    status: int
+    body: bytes
+
+
+class _Watchdog:
+    """Shuts every socket of one exchange down when its deadline passes, whatever read is blocking then."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.fired = False
+        self._timers: list[threading.Timer] = []
+
+    def watch(self, sock: socket.socket) -> None:
+        timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), self._cut, (sock,))
+        timer.daemon = True
+        self._timers.append(timer)
+        timer.start()
+
+    def _cut(self, sock: socket.socket) -> None:
+        self.fired = True
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
 
 
 def looks_like_pdf(data: bytes) -> bool:
@@ -89,13 +136,15 @@ def _may_receive_credentials(url: str, credential_hosts: Collection[str], truste
     return urlsplit(url).scheme == "https" or host in trusted_hosts
 
 
-def _guarded_session(trusted_hosts: Collection[str]) -> requests.Session:
-    """A session whose connections re-check the peer address after connecting (DNS-rebinding guard).
+def _guarded_session(trusted_hosts: Collection[str], watchdog: _Watchdog) -> requests.Session:
+    """A session whose connections re-check the peer address after connecting (DNS-rebinding guard) and are
+    cut at the watchdog's deadline.
 
     It ignores proxy variables from the environment: a proxy would make the peer check meaningless.
     """
 
     def check_peer(conn: HTTPConnection, sock: socket.socket) -> None:
+        watchdog.watch(sock)
         if conn.host.lower().rstrip(".") in trusted_hosts:
             return
         if not is_public_address(str(sock.getpeername()[0])):
@@ -132,6 +181,85 @@ def _guarded_session(trusted_hosts: Collection[str]) -> requests.Session:
     return session
 
 
+def fetch(
+    url: str,
+    *,
+    method: str = "GET",
+    headers: Mapping[str, str] | None = None,
+    data: Mapping[str, str] | None = None,
+    max_bytes: int,
+    timeout_s: float,
+    credential_hosts: Collection[str] = (),
+    trusted_hosts: Collection[str] = (),
+) -> Fetched:
+    """One HTTP exchange under the rules above: ``headers`` go only to ``credential_hosts`` (HTTPS), no private
+    addresses, at most ``timeout_s`` in all and ``max_bytes`` of body. GET follows redirects; other methods
+    (which carry ``data``, e.g. a client secret) never do. Raises :class:`DownloadError`."""
+    deadline = time.monotonic() + timeout_s
+    trusted = {h.lower() for h in trusted_hosts}
+    cred_hosts = {h.lower() for h in credential_hosts}
+    watchdog = _Watchdog(deadline)
+    try:
+        with _guarded_session(trusted, watchdog) as session:
+            got = _exchange(session, url, method=method, headers=headers or {}, data=data, max_bytes=max_bytes,
+                            deadline=deadline, timeout_s=timeout_s, cred_hosts=cred_hosts, trusted=trusted)
+    except DeadlineError:
+        raise
+    except DownloadError as e:
+        if watchdog.fired:
+            raise DeadlineError(_too_slow(timeout_s)) from e
+        raise
+    except requests.Timeout as e:
+        raise DeadlineError(_too_slow(timeout_s)) from e
+    except requests.ConnectionError as e:
+        if watchdog.fired:
+            raise DeadlineError(_too_slow(timeout_s)) from e
+        if _caused_by(e, BlockedAddressError):
+            raise BlockedAddressError("the file link points into a private network, which I never download from") from e
+        raise DownloadError("the file could not be downloaded (network error)") from e
+    except requests.RequestException as e:
+        if watchdog.fired:
+            raise DeadlineError(_too_slow(timeout_s)) from e
+        raise DownloadError("the file could not be downloaded (network error)") from e
+    finally:
+        watchdog.cancel()
+    if watchdog.fired:  # the socket was cut at the deadline: what was read may be a truncated body
+        raise DeadlineError(_too_slow(timeout_s))
+    return got
+
+
+def _exchange(
+    session: requests.Session,
+    url: str,
+    *,
+    method: str,
+    headers: Mapping[str, str],
+    data: Mapping[str, str] | None,
+    max_bytes: int,
+    deadline: float,
+    timeout_s: float,
+    cred_hosts: Collection[str],
+    trusted: Collection[str],
+) -> Fetched:
+    current = url
+    for _hop in range(MAX_REDIRECTS + 1):
+        check_url(current, trusted)
+        send = dict(headers) if _may_receive_credentials(current, cred_hosts, trusted) else {}
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise DeadlineError(_too_slow(timeout_s))
+        with session.request(method, current, headers=send, data=data, stream=True, allow_redirects=False,
+                             timeout=(min(remaining, 10.0), remaining)) as resp:
+            if resp.is_redirect and method == "GET":
+                current = urljoin(current, resp.headers.get("Location", ""))
+                continue
+            if resp.status_code >= 400 or resp.is_redirect:
+                return Fetched(resp.status_code, b"")
+            return Fetched(resp.status_code,
+                           _read_body(resp, max_bytes=max_bytes, deadline=deadline, timeout_s=timeout_s))
+    raise DownloadError("the file link redirected too many times")
+
+
 def download(
     url: str,
     *,
@@ -144,35 +272,13 @@ def download(
 ) -> bytes:
     """GET ``url`` and return its bytes, refusing more than ``max_bytes``, more than ``timeout_s`` in all, an
     address in a private network, or a non-PDF body. ``headers`` go only to ``credential_hosts`` (HTTPS)."""
-    deadline = time.monotonic() + timeout_s
-    trusted = {h.lower() for h in trusted_hosts}
-    cred_hosts = {h.lower() for h in credential_hosts}
-    try:
-        with _guarded_session(trusted) as session:
-            current = url
-            for _hop in range(MAX_REDIRECTS + 1):
-                check_url(current, trusted)
-                send = dict(headers or {}) if _may_receive_credentials(current, cred_hosts, trusted) else {}
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise DownloadError(_too_slow(timeout_s))
-                with session.get(current, headers=send, stream=True, allow_redirects=False,
-                                 timeout=(min(remaining, 10.0), remaining)) as resp:
-                    if resp.is_redirect:
-                        current = urljoin(current, resp.headers.get("Location", ""))
-                        continue
-                    data = _read_body(resp, max_bytes=max_bytes, deadline=deadline, timeout_s=timeout_s)
-                    break
-            else:
-                raise DownloadError("the file link redirected too many times")
-    except requests.Timeout as e:
-        raise DownloadError(_too_slow(timeout_s)) from e
-    except requests.ConnectionError as e:
-        if _caused_by(e, BlockedAddressError):
-            raise BlockedAddressError("the file link points into a private network, which I never download from") from e
-        raise DownloadError("the file could not be downloaded (network error)") from e
-    except requests.RequestException as e:
-        raise DownloadError("the file could not be downloaded (network error)") from e
+    got = fetch(url, headers=headers, max_bytes=max_bytes, timeout_s=timeout_s, credential_hosts=credential_hosts,
+                trusted_hosts=trusted_hosts)
+    if got.status in (401, 403):
+        raise DownloadError("I'm not allowed to download that file (check the bot's file permissions)")
+    if got.status >= 300:
+        raise DownloadError(f"the file server answered HTTP {got.status}")
+    data = got.body
     if require_pdf and not looks_like_pdf(data):
         if data.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")):
             raise DownloadError("the download returned a web page instead of the file (check the bot token)")
@@ -181,13 +287,9 @@ def download(
 
 
 def _read_body(resp: requests.Response, *, max_bytes: int, deadline: float, timeout_s: float) -> bytes:
-    if resp.status_code in (401, 403):
-        raise DownloadError("I'm not allowed to download that file (check the bot's file permissions)")
-    if resp.status_code >= 400:
-        raise DownloadError(f"the file server answered HTTP {resp.status_code}")
     declared = resp.headers.get("Content-Length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
-        raise DownloadError(_too_big(max_bytes))
+        raise TooLargeError(_too_big(max_bytes))
     raw = resp.raw
     sock = getattr(getattr(raw, "connection", None), "sock", None)
     chunks: list[bytes] = []
@@ -195,22 +297,22 @@ def _read_body(resp: requests.Response, *, max_bytes: int, deadline: float, time
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise DownloadError(_too_slow(timeout_s))
+            raise DeadlineError(_too_slow(timeout_s))
         if sock is not None:
             sock.settimeout(remaining)  # each read waits at most until the deadline
         try:
             chunk = raw.read1(_READ_SIZE, decode_content=True)
         except TimeoutError as e:
-            raise DownloadError(_too_slow(timeout_s)) from e
+            raise DeadlineError(_too_slow(timeout_s)) from e
         except Exception as e:
             if _caused_by(e, TimeoutError):
-                raise DownloadError(_too_slow(timeout_s)) from e
+                raise DeadlineError(_too_slow(timeout_s)) from e
             raise DownloadError("the file could not be downloaded (network error)") from e
         if not chunk:
             return b"".join(chunks)
         size += len(chunk)
         if size > max_bytes:
-            raise DownloadError(_too_big(max_bytes))
+            raise TooLargeError(_too_big(max_bytes))
         chunks.append(chunk)
 
 

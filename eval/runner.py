@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from connectors.log import error_fields
 from connectors.settings import Settings
 from eval.cases import Case, apply_asked_in, asked_in_file, load_cases, set_checksum
 from eval.records import META_FILE, RESULTS_FILE, CaseResult, CitedQuote, Hit, read_results
@@ -437,6 +438,13 @@ class RunOptions:
     categories: Sequence[str] | None = None
 
 
+def _error_text(e: BaseException) -> str:
+    """A failed case's error as recorded (and shown in reports): type and place, never the message, which can
+    hold a store URL with its password."""
+    fields = error_fields(e)
+    return f"{fields['error']} at {fields['where']}" if fields["where"] else fields["error"]
+
+
 def _append(path: Path, line: str) -> None:
     with path.open("a", encoding="utf-8") as f:
         f.write(line + "\n")
@@ -556,7 +564,7 @@ def run_eval(
                 result = CaseResult(id=case.id, question=case.question, category=case.category,
                                     critical=case.critical, answerable=case.answerable, expected_answer=case.answer,
                                     sources=case.sources, scopes=scopes, retrieval_mode=mode,
-                                    error=f"{type(e).__name__}: {str(e)[:200]}")
+                                    error=_error_text(e))
             if judge_client is not None and not result.error:
                 from eval.judge import judge_case
 

@@ -57,7 +57,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"citebot: {e}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level, settings.log_format)
-    return int(args.func(args, settings) or 0)
+    try:
+        return int(args.func(args, settings) or 0)
+    except Exception as e:  # noqa: BLE001 - no raw traceback: its messages can carry a store URL's password
+        from connectors.log import error_fields, get_logger
+
+        fields = error_fields(e)
+        get_logger("citebot.cli").error("command_failed", command=args.command, **fields)
+        print(f"citebot {args.command}: failed with {fields['error']} at {fields['where'] or 'an unknown place'}",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

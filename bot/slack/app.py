@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
-import traceback
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -61,6 +60,7 @@ from bot.slack.events import (
 from bot.slack.render import plain, render_answer
 from bot.slack.scopes import MembershipCache, dm_search_scopes
 from connectors.download import DownloadError, download, host_of
+from connectors.log import error_fields
 from connectors.settings import Settings
 from pipelines.models import IngestProgress
 
@@ -284,10 +284,7 @@ class SlackBot:
 
     def _failed(self, error: BaseException, *, event_id: str, on_failure: Callable[[], object] | None) -> None:
         # Where it failed, not what it held: no exception message or locals (they can carry text or tokens).
-        where = [
-            f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}" for f in traceback.extract_tb(error.__traceback__)
-        ]
-        log.error("slack_work_failed", event_id=event_id, error=type(error).__name__, where=where[-6:])
+        log.error("slack_work_failed", event_id=event_id, **error_fields(error))
         if on_failure is None:
             return
         try:
@@ -468,7 +465,7 @@ class SlackBot:
                 trusted_hosts=self.settings.configured_hosts,
             )
         except DownloadError as e:  # its message is written for users
-            log.info("download_failed", reason=str(e))
+            log.info("download_failed", **error_fields(e))
             return f"I couldn't index {file.name}: {e}."
         ctx = ChatContext("slack", shared.scope, shared.user, event_id=shared.event_id)
 

@@ -2,16 +2,29 @@
 
 HTTP mode is a small threaded ``http.server`` in front of ``App.dispatch`` (Bolt's own development
 server is single-threaded and has no health route): ``POST /slack/events`` for events, slash
-commands and interactivity; ``GET /healthz`` for load balancers. Each request gets its own thread,
-and listeners only acknowledge and hand work to the bot's pool, so acks stay fast under load.
+commands and interactivity; ``GET /healthz`` for load balancers. Listeners only acknowledge and hand
+work to the bot's pool, so acks stay fast under load.
+
+The server faces the internet, so every request is bounded before Bolt checks its signature:
+
+* **Size.** ``Content-Length`` is required (411 without it) and must be ``0..MAX_BODY_BYTES`` (413
+  otherwise, before a byte of the body is read).
+* **Time.** A request (request line, headers and body) must arrive within ``REQUEST_TIMEOUT_S``, a
+  deadline rather than a per-read timeout, so a client dripping a byte a second is cut off too; an idle
+  keep-alive connection is closed after the same time.
+* **Concurrency.** At most ``MAX_CONNECTIONS`` connections are served at once; more get 503 straight away
+  (from a few bounded reject threads), so slow or many clients cannot use up the process's threads.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import signal
+import socket
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -26,13 +39,62 @@ log = structlog.get_logger("citebot.slack.server")
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 MAX_BODY_BYTES = 1_000_000  # Slack payloads are a few kB; refuse anything absurd before reading it
+MAX_CONNECTIONS = 64  # connections served at once; Slack's bursts are acked in milliseconds each
+REQUEST_TIMEOUT_S = 10.0  # Slack gives up after 3 s; a request still arriving after 10 s is not Slack
+_REJECT_THREADS = 8  # threads that answer 503 beyond MAX_CONNECTIONS; beyond those, connections are closed
+_REJECT_TIMEOUT_S = 1.0
+_OVERLOADED = (
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+)
 
 
-def make_http_server(app: App, host: str, port: int) -> ThreadingHTTPServer:
-    """A threaded HTTP server dispatching ``/slack/events`` to ``app``; ``port=0`` picks a free one."""
+class _DeadlineReader(io.RawIOBase):
+    """Socket reads that all end by one deadline (``http.server`` only knows a per-read timeout)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.deadline = time.monotonic()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the request took too long to arrive")
+        self._sock.settimeout(remaining)
+        return self._sock.recv_into(buffer)
+
+
+def make_http_server(
+    app: App,
+    host: str,
+    port: int,
+    *,
+    max_connections: int | None = None,
+    request_timeout_s: float | None = None,
+) -> ThreadingHTTPServer:
+    """A threaded HTTP server dispatching ``/slack/events`` to ``app``; ``port=0`` picks a free one.
+
+    ``max_connections`` and ``request_timeout_s`` default to ``MAX_CONNECTIONS`` and ``REQUEST_TIMEOUT_S``.
+    """
+    slots = max_connections if max_connections is not None else MAX_CONNECTIONS
+    timeout_s = request_timeout_s if request_timeout_s is not None else REQUEST_TIMEOUT_S
+    if slots < 1 or timeout_s <= 0:
+        raise ValueError("max_connections must be at least 1 and request_timeout_s positive")
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile.close()  # replaced by a reader that keeps the request's deadline
+            self._reader = _DeadlineReader(self.connection)
+            self.rfile = io.BufferedReader(self._reader)
+
+        def handle_one_request(self) -> None:
+            self._reader.deadline = time.monotonic() + timeout_s  # for this request, or an idle keep-alive
+            super().handle_one_request()  # a TimeoutError while reading closes the connection
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - no access log with query strings
             return
@@ -46,13 +108,22 @@ def make_http_server(app: App, host: str, port: int) -> ThreadingHTTPServer:
         def do_POST(self) -> None:  # noqa: N802
             path, _, query = self.path.partition("?")
             if path != EVENTS_PATH:
-                self._send(404, b"", {})
+                self._send(404, b"", {}, close=True)
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY_BYTES:
-                self._send(413, b"", {})
+            status = self._body_length_problem()
+            if status:
+                self._send(status, b"", {}, close=True)  # the body stays unread: this connection is done
                 return
-            body = self.rfile.read(length).decode("utf-8")
+            length = int(self.headers["Content-Length"])
+            try:
+                raw = self.rfile.read(length)
+            except TimeoutError:
+                self._send(408, b"", {}, close=True)
+                return
+            if len(raw) < length:  # the client hung up mid-body
+                self.close_connection = True
+                return
+            body = raw.decode("utf-8", errors="replace")
             headers: dict[str, str | Sequence[str]] = {}
             for key in set(self.headers.keys()):
                 headers[key.lower()] = self.headers.get_all(key) or []
@@ -60,18 +131,84 @@ def make_http_server(app: App, host: str, port: int) -> ThreadingHTTPServer:
             out = resp.body.encode("utf-8") if isinstance(resp.body, str) else json.dumps(resp.body).encode()
             self._send(resp.status, out, {k: v[0] for k, v in resp.headers.items() if v})
 
-        def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        def _body_length_problem(self) -> int:
+            """0 when Content-Length is one number in 0..MAX_BODY_BYTES, else the status to answer."""
+            values = {v.strip() for v in self.headers.get_all("Content-Length") or []}
+            if self.headers.get("Transfer-Encoding") or not values:
+                return 411  # chunked bodies are not read: a length up front, or nothing
+            if len(values) > 1:
+                return 400
+            try:
+                length = int(values.pop())
+            except ValueError:
+                return 400
+            return 0 if 0 <= length <= MAX_BODY_BYTES else 413
+
+        def _send(self, status: int, body: bytes, headers: dict[str, str], *, close: bool = False) -> None:
+            self.connection.settimeout(timeout_s)  # a client that does not read its answer is let go too
             self.send_response(status)
             for key, value in headers.items():
                 if key.lower() not in ("content-length", "connection"):
                     self.send_header(key, value)
             self.send_header("Content-Length", str(len(body)))
+            if close:
+                self.send_header("Connection", "close")
+                self.close_connection = True
             self.end_headers()
             self.wfile.write(body)
 
     class Server(ThreadingHTTPServer):
         daemon_threads = True
         request_queue_size = 256  # Slack delivers bursts; the default backlog of 5 resets connections
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._slots = threading.BoundedSemaphore(slots)
+            self._reject_slots = threading.BoundedSemaphore(_REJECT_THREADS)
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            if self._slots.acquire(blocking=False):
+                try:
+                    super().process_request(request, client_address)
+                except BaseException:
+                    self._slots.release()
+                    raise
+            elif self._reject_slots.acquire(blocking=False):
+                log.warning("slack_http_overloaded", max_connections=slots)
+                threading.Thread(target=self._reject, args=(request,), daemon=True).start()
+            else:
+                self.shutdown_request(request)
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self._slots.release()
+
+        def _reject(self, sock: socket.socket) -> None:
+            """503, after reading what the client sent so far (closing on unread data would reset the answer)."""
+            try:
+                deadline = time.monotonic() + _REJECT_TIMEOUT_S
+                seen = b""
+                while b"\r\n\r\n" not in seen and len(seen) < 65536:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    sock.settimeout(remaining)
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    seen += chunk
+                sock.settimeout(_REJECT_TIMEOUT_S)
+                sock.sendall(_OVERLOADED)
+                sock.shutdown(socket.SHUT_WR)
+                while time.monotonic() < deadline and sock.recv(65536):  # a body on its way, until it hangs up
+                    sock.settimeout(max(deadline - time.monotonic(), 0.01))
+            except OSError:
+                pass
+            finally:
+                self.shutdown_request(sock)
+                self._reject_slots.release()
 
     return Server((host, port), Handler)
 

@@ -3,6 +3,12 @@
 Scopes: ``teams:{tenant}:{channel_id}`` for channel messages (the channel id from
 ``channelData.channel.id``, never the ``;messageid=`` thread suffix of ``conversation.id``) and
 ``teams:{tenant}:{conversation_id}`` for personal and group chats.
+
+``channelData`` is whatever the channel put there, and on Web Chat / Direct Line that is the *client*: a
+stranger can name any tenant and channel in it. So :func:`refusal` runs before anything is parsed into a
+scope: the activity must come from Teams (``channelId == "msteams"``), its two tenant fields must agree
+(and, for a SingleTenant bot, name the bot's own tenant), and a claimed channel must be the conversation the
+activity is in. Only then does the scope built from ``channelData`` name the place the reply goes to.
 """
 
 from __future__ import annotations
@@ -10,14 +16,17 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from botbuilder.schema import Activity
+from botbuilder.schema import Activity, ActivityTypes
 
 from pipelines.models import teams_scope
 
 FILE_DOWNLOAD_INFO = "application/vnd.microsoft.teams.file.download.info"
+TEAMS_CHANNEL = "msteams"
+EMULATOR_CHANNEL = "emulator"
 ConversationKind = Literal["channel", "personal", "groupChat"]
 
 _AT_TAG = re.compile(r"<at[^>]*>.*?</at>", re.IGNORECASE | re.DOTALL)
@@ -73,6 +82,43 @@ def tenant_id(activity: Activity) -> str:
     tenant = _dict(channel_data(activity).get("tenant")).get("id")
     conv = activity.conversation
     return str(tenant or (conv.tenant_id if conv else None) or "no-tenant")
+
+
+def _thread_channel(conversation_id: str) -> str:
+    """The channel a channel post lives in: ``conversation.id`` without its ``;messageid=`` thread suffix."""
+    return conversation_id.split(";messageid=")[0]
+
+
+def refusal(activity: Activity, *, channels: Collection[str], home_tenant: str | None) -> str:
+    """Why the bot must not act on ``activity`` ("" when it may).
+
+    ``channels``: the Bot Framework channels served (``msteams``; the Emulator too in local testing).
+    ``home_tenant``: a SingleTenant bot's own tenant, else None.
+    """
+    channel = activity.channel_id or ""
+    if channel not in channels:
+        return "channel_not_served"
+    data = channel_data(activity)
+    conv = activity.conversation
+    # Teams writes conversation.tenantId; botbuilder's schema only maps "tenantID", so it lands in
+    # additional_properties (and the adapter copies channelData's tenant into an empty tenant_id).
+    extra = _dict(getattr(conv, "additional_properties", None)) if conv else {}
+    named = [_dict(data.get("tenant")).get("id"), conv.tenant_id if conv else None, extra.get("tenantId")]
+    tenants = {str(t).lower() for t in named if t}
+    if len(tenants) > 1:
+        return "tenant_mismatch"
+    tenant = next(iter(tenants), "")
+    if channel == TEAMS_CHANNEL and not tenant:
+        return "no_tenant"
+    if home_tenant and tenant.lower() != home_tenant.lower():
+        return "foreign_tenant"
+    # conversationUpdate events about a channel (created, renamed...) name it in channelData while the
+    # conversation is the team's; they never become a scope.
+    if activity.type != ActivityTypes.conversation_update:
+        claimed = {str(_dict(data.get("channel")).get("id") or ""), str(data.get("teamsChannelId") or "")} - {""}
+        if claimed and claimed != {_thread_channel((conv.id if conv else None) or "")}:
+            return "channel_mismatch"
+    return ""
 
 
 def conversation_kind(activity: Activity) -> ConversationKind:
@@ -153,7 +199,7 @@ def parse_turn(activity: Activity) -> TeamsTurn:
     channel_id = ""
     if kind == "channel":
         channel_id = str(_dict(data.get("channel")).get("id") or data.get("teamsChannelId") or "")
-        channel_id = channel_id or conv_id.split(";messageid=")[0]
+        channel_id = channel_id or _thread_channel(conv_id)
     team = _dict(data.get("team"))
     mentioned, text = strip_bot_mention(activity)
     user = activity.from_property.id if activity.from_property and activity.from_property.id else "unknown"

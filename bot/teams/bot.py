@@ -22,9 +22,19 @@ from botbuilder.schema import Activity, ChannelAccount, ConversationReference, M
 
 from bot.core import APOLOGY, ChatContext, ChatCore, docs_text, ingest_result_text, progress_text, stats_text
 from bot.teams import render
-from bot.teams.activity import TeamsFile, TeamsTurn, feedback_comment, message_ref, parse_turn
+from bot.teams.activity import (
+    EMULATOR_CHANNEL,
+    TEAMS_CHANNEL,
+    TeamsFile,
+    TeamsTurn,
+    feedback_comment,
+    message_ref,
+    parse_turn,
+    refusal,
+)
 from bot.teams.graph import GraphClient, GraphError, graph_configured
 from connectors.download import DownloadError, download
+from connectors.log import error_fields
 from connectors.settings import Settings
 from pipelines.models import IngestProgress
 
@@ -82,10 +92,14 @@ class _Progress:
 
 
 class CitebotTeamsBot(ActivityHandler):
-    def __init__(self, core: ChatCore, settings: Settings, *, workers: int = 4) -> None:
+    """``allow_emulator``: also serve the Bot Framework Emulator's channel (``--insecure-local`` only)."""
+
+    def __init__(self, core: ChatCore, settings: Settings, *, workers: int = 4, allow_emulator: bool = False) -> None:
         self.core = core
         self.settings = settings
         self.app_id = settings.teams_app_id or ""
+        self.channels = frozenset({TEAMS_CHANNEL, EMULATOR_CHANNEL} if allow_emulator else {TEAMS_CHANNEL})
+        self.home_tenant = settings.teams_app_tenant_id if settings.teams_app_type == "SingleTenant" else None
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="citebot-teams")
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -102,12 +116,14 @@ class CitebotTeamsBot(ActivityHandler):
     async def _guard(self, adapter: BotAdapter, ref: ConversationReference, work: Awaitable[None], what: str) -> None:
         try:
             await work
-        except Exception:
-            log.exception("teams_job_failed", job=what, conversation=ref.conversation.id if ref.conversation else "")
+        except Exception as e:  # noqa: BLE001 - a failed job apologises; the bot keeps serving
+            # the type and place only: an exception's message can carry a URL with its password
+            log.error("teams_job_failed", job=what, conversation=ref.conversation.id if ref.conversation else "",
+                      **error_fields(e))
             try:
                 await self._send(adapter, ref, render.text_activity(APOLOGY))
-            except Exception:
-                log.exception("teams_apology_failed")
+            except Exception as apology_error:  # noqa: BLE001
+                log.warning("teams_apology_failed", **error_fields(apology_error))
 
     async def drain(self) -> None:
         """Wait for all background work (tests, shutdown)."""
@@ -148,14 +164,20 @@ class CitebotTeamsBot(ActivityHandler):
 
     # --- turns ------------------------------------------------------------------------------------
     async def on_turn(self, turn_context: TurnContext) -> None:
+        activity = turn_context.activity
+        reason = refusal(activity, channels=self.channels, home_tenant=self.home_tenant)
+        if reason:  # not from Teams, another tenant, or channelData naming a place the activity is not in
+            log.warning("teams_activity_refused", reason=reason, channel=(activity.channel_id or "")[:40],
+                        activity_type=activity.type)
+            return
         try:
             await super().on_turn(turn_context)
-        except Exception:
-            log.exception("teams_turn_failed", activity_type=turn_context.activity.type)
+        except Exception as e:  # noqa: BLE001 - a failed turn apologises; the bot keeps serving
+            log.error("teams_turn_failed", activity_type=turn_context.activity.type, **error_fields(e))
             try:
                 await turn_context.send_activity(render.text_activity(APOLOGY))
-            except Exception:
-                log.exception("teams_apology_failed")
+            except Exception as apology_error:  # noqa: BLE001
+                log.warning("teams_apology_failed", **error_fields(apology_error))
 
     async def on_message_activity(self, turn_context: TurnContext) -> None:
         activity = turn_context.activity

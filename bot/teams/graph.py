@@ -2,24 +2,28 @@
 
 App-only (client-credentials) token from ``settings.teams_token_url`` with the bot's app id and
 password, then ``GET /teams/{group}/channels/{channel}/filesFolder`` and the folder's children.
-Both endpoints are settings so tests point them at a local fake. Every call has a timeout; the
-token is never logged.
+Both endpoints are settings so tests point them at a local fake. The token is never logged.
+
+Every call goes through ``connectors.download.fetch``: ``_TIMEOUT_S`` is a deadline for the whole call
+(connect, headers, body), not a per-read timeout a dripping server could stretch forever, and a JSON body
+is capped at ``_MAX_JSON_BYTES``. The bearer token goes only to the Graph host: a ``@odata.nextLink``
+elsewhere is refused.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-import requests
-
-from connectors.download import DownloadError, download, host_of
+from connectors.download import DeadlineError, DownloadError, Fetched, TooLargeError, download, fetch, host_of
 from connectors.settings import Settings
 
 GRAPH_SCOPE = "https://graph.microsoft.com/.default"
-_TIMEOUT_S = 20.0
+_TIMEOUT_S = 20.0  # per call, start to finish
+_MAX_JSON_BYTES = 4_000_000  # a page of 200 drive items is ~200 kB
 _MAX_PAGES = 50
 
 
@@ -50,57 +54,71 @@ class GraphClient:
         self._token: str | None = None
 
     # --- token ---------------------------------------------------------------------------------
+    def _call(self, url: str, what: str, **kwargs: Any) -> Fetched:
+        try:
+            return fetch(url, max_bytes=_MAX_JSON_BYTES, timeout_s=_TIMEOUT_S,
+                         trusted_hosts=self.settings.configured_hosts, **kwargs)
+        except DeadlineError as e:
+            raise GraphError(f"{what} did not answer within {_TIMEOUT_S:.0f} s") from e
+        except TooLargeError as e:
+            raise GraphError(f"{what} answered with more than {_MAX_JSON_BYTES // 1_000_000} MB") from e
+        except DownloadError as e:
+            raise GraphError(f"I couldn't reach {what}") from e
+
+    @staticmethod
+    def _json(got: Fetched, what: str) -> dict[str, Any]:
+        try:
+            body = json.loads(got.body)
+        except ValueError as e:
+            raise GraphError(f"{what} answered with something that is not JSON") from e
+        if not isinstance(body, dict):
+            raise GraphError(f"{what} answered with an unexpected shape")
+        return body
+
     def token(self) -> str:
         if self._token is None:
             url = self.settings.teams_token_url.format(tenant=self.tenant_id or "botframework.com")
             password = self.settings.teams_app_password
-            try:
-                resp = requests.post(
-                    url,
-                    data={
-                        "grant_type": "client_credentials",
-                        "client_id": self.settings.teams_app_id or "",
-                        "client_secret": password.get_secret_value() if password else "",
-                        "scope": GRAPH_SCOPE,
-                    },
-                    timeout=_TIMEOUT_S,
-                )
-            except requests.RequestException as e:
-                raise GraphError("I couldn't reach the Microsoft sign-in service") from e
-            if resp.status_code != 200:
+            got = self._call(
+                url,
+                "the Microsoft sign-in service",
+                method="POST",
+                data={
+                    "grant_type": "client_credentials",
+                    "client_id": self.settings.teams_app_id or "",
+                    "client_secret": password.get_secret_value() if password else "",
+                    "scope": GRAPH_SCOPE,
+                },
+            )
+            if got.status != 200:
                 raise GraphError(
-                    f"Microsoft sign-in refused the bot's credentials (HTTP {resp.status_code}); "
+                    f"Microsoft sign-in refused the bot's credentials (HTTP {got.status}); "
                     "check TEAMS_APP_ID, TEAMS_APP_PASSWORD and admin consent for Files.Read.All"
                 )
-            try:
-                self._token = str(resp.json()["access_token"])
-            except (ValueError, KeyError) as e:
-                raise GraphError("Microsoft sign-in answered without an access token") from e
+            token = self._json(got, "Microsoft sign-in").get("access_token")
+            if not token:
+                raise GraphError("Microsoft sign-in answered without an access token")
+            self._token = str(token)
         return self._token
 
     def _get(self, url: str) -> dict[str, Any]:
         if not url.startswith(("http://", "https://")):
             url = self.base + url.lstrip("/")
-        try:
-            resp = requests.get(url, headers={"Authorization": f"Bearer {self.token()}"}, timeout=_TIMEOUT_S)
-        except requests.RequestException as e:
-            raise GraphError("I couldn't reach Microsoft Graph") from e
-        if resp.status_code in (401, 403):
+        graph_host = host_of(self.base)
+        if host_of(url) != graph_host:
+            raise GraphError("Microsoft Graph pointed the bot at another server")
+        got = self._call(url, "Microsoft Graph", headers={"Authorization": f"Bearer {self.token()}"},
+                         credential_hosts={graph_host})
+        if got.status in (401, 403):
             raise GraphError(
                 "Microsoft Graph denied access to this channel's files; an admin must grant the app "
                 "Files.Read.All (application) and consent"
             )
-        if resp.status_code == 404:
+        if got.status == 404:
             raise GraphError("Microsoft Graph could not find this channel's files folder")
-        if resp.status_code >= 400:
-            raise GraphError(f"Microsoft Graph answered HTTP {resp.status_code}")
-        try:
-            body = resp.json()
-        except ValueError as e:
-            raise GraphError("Microsoft Graph answered with something that is not JSON") from e
-        if not isinstance(body, dict):
-            raise GraphError("Microsoft Graph answered with an unexpected shape")
-        return body
+        if got.status >= 300:
+            raise GraphError(f"Microsoft Graph answered HTTP {got.status}")
+        return self._json(got, "Microsoft Graph")
 
     # --- files ---------------------------------------------------------------------------------
     def channel_pdfs(self, group_id: str, channel_id: str) -> Iterator[DriveFile]:

@@ -4,6 +4,10 @@ Every inbound activity must carry a Bot Framework token signed for ``TEAMS_APP_I
 server does not start, except with ``--insecure-local`` on a loopback address: then the adapter runs
 unauthenticated, as the Bot Framework Emulator does (inbound requests carry no token, outbound Bot Connector
 calls are made without one), for local testing only, and a warning says so.
+
+A valid token says the Bot Framework delivered the activity, not that Teams wrote it: the bot then serves only
+``channelId == "msteams"`` (plus the Emulator's channel in ``--insecure-local``), and a SingleTenant bot only its
+own tenant (``bot.teams.activity.refusal``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from botframework.connector.auth import BotFrameworkAuthentication
 from bot.core import APOLOGY, ChatCore
 from bot.teams import render
 from bot.teams.bot import CitebotTeamsBot
+from connectors.log import error_fields
 from connectors.settings import Settings
 
 log = structlog.get_logger("citebot.teams")
@@ -104,6 +109,7 @@ def build_app(
     ``insecure_local`` (the caller guarantees a loopback address) asks for the Emulator's unauthenticated mode.
     ``auth`` overrides both (tests).
     """
+    emulator = False
     if auth is None:
         if check_credentials(settings):
             auth = bot_authentication(settings)
@@ -114,17 +120,20 @@ def build_app(
                 "(Bot Framework Emulator / local testing only)",
             )
             auth = anonymous_authentication()
+            # Unauthenticated anyway, so refusing the Emulator's channel would protect nothing; with
+            # credentials only Teams itself (channelId "msteams") is served.
+            emulator = True
         else:
             raise TeamsConfigError(NO_CREDENTIALS)
     adapter = CloudAdapter(auth)
-    bot = CitebotTeamsBot(core, settings, workers=workers)
+    bot = CitebotTeamsBot(core, settings, workers=workers, allow_emulator=emulator)
 
     async def on_error(context: TurnContext, error: Exception) -> None:
-        log.error("teams_adapter_error", error_type=type(error).__name__)
+        log.error("teams_adapter_error", **error_fields(error))
         try:
             await context.send_activity(render.text_activity(APOLOGY))
-        except Exception:  # noqa: BLE001 - the apology itself may be what failed
-            log.warning("teams_apology_failed")
+        except Exception as e:  # noqa: BLE001 - the apology itself may be what failed
+            log.warning("teams_apology_failed", **error_fields(e))
 
     adapter.on_turn_error = on_error
 
