@@ -209,7 +209,18 @@ def _comparison_sql(cond: dict[str, Any], alias: str, params: list[Any]) -> str:
     if op in ("in", "not in"):
         if not isinstance(value, list):
             raise FilterError(f"Filter value must be a `list` when using operator '{op}', got {type(value).__name__}")
-        parts = [_comparison_sql({"field": field, "operator": "==", "value": v}, alias, params) for v in value]
+        # Plain values go into one ``IN (...)``: an OR chain per value is one level of SQLite's expression
+        # tree each and fails past its depth limit (1,000) with "Expression tree is too large".
+        plain: list[Any] = []
+        parts = []
+        for v in value:
+            if v is None or isinstance(v, (list, dict)) or _looks_like_iso_date(v):
+                parts.append(_comparison_sql({"field": field, "operator": "==", "value": v}, alias, params))
+            else:
+                plain.append(v)
+        if plain:
+            parts.append(f"coalesce({expr} IN ({','.join('?' * len(plain))}), 0)")
+            params.extend(_bind(v) for v in plain)
         clause = "(" + " OR ".join(parts) + ")" if parts else "0"
         return clause if op == "in" else f"NOT coalesce({clause}, 0)"
 

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 ProgressCallback = Callable[[IngestProgress], None]
 
+# Longer questions are cut to this many characters (a pasted document is not a question, and every
+# reference in it costs a lookup); the answer then says so.
+MAX_QUESTION_CHARS = 4000
+NOTE_QUESTION_CUT = f"Your question was longer than {MAX_QUESTION_CHARS:,} characters, so I only read its beginning."
+
 
 class CitebotService:
     def __init__(self, settings: Settings, store: ChunkStore | None = None) -> None:
@@ -79,7 +84,12 @@ class CitebotService:
         mode: RetrievalMode = "hybrid",
         k: int | None = None,
     ) -> Answer:
-        return self.query.answer(question, require_scopes(scopes), history, mode=mode, k=k)
+        scopes = require_scopes(scopes)
+        if len(question) <= MAX_QUESTION_CHARS:
+            return self.query.answer(question, scopes, history, mode=mode, k=k)
+        answer = self.query.answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k)
+        note = f"{NOTE_QUESTION_CUT} {answer.note}" if answer.note else NOTE_QUESTION_CUT
+        return answer.model_copy(update={"note": note})
 
     def list_documents(self, scopes: str | Sequence[str]) -> list[DocInfo]:
         return self.store.list_documents(scopes=require_scopes(scopes))
