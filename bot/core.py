@@ -8,7 +8,7 @@ written here, once, so both platforms say the same thing.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -120,11 +120,19 @@ class ChatCore:
 
     # --- files -----------------------------------------------------------------------------------
     def upload(
-        self, ctx: ChatContext, *, file_name: str, data: bytes, progress: ProgressCallback | None = None
+        self,
+        ctx: ChatContext,
+        *,
+        file_name: str,
+        data: bytes,
+        progress: ProgressCallback | None = None,
+        is_admin: bool | Callable[[], bool] = False,
     ) -> IngestResult:
-        """Ingest an uploaded file into the context's own scope (never a search scope)."""
+        """Ingest an uploaded file into the context's own scope (never a search scope). It replaces an earlier
+        version only if ``ctx.user`` uploaded that one or is an admin (as :meth:`forget`); otherwise it is
+        indexed beside it under another name."""
         result = self.service.ingest(
-            data, file_name=file_name, scope=ctx.scope, uploaded_by=ctx.user, progress=progress
+            data, file_name=file_name, scope=ctx.scope, uploaded_by=ctx.user, is_admin=is_admin, progress=progress
         )
         log.info(
             "ingested",
@@ -217,7 +225,11 @@ def ingest_result_text(r: IngestResult) -> str:
         else ""
     )
     replaced = " It replaces the earlier version." if r.replaced_doc_id else ""
-    return f"Indexed {r.file}: {r.pages} pages, {r.chunks} passages{ocr}.{replaced}{skipped} Ask me about it!"
+    name = r.file
+    if r.renamed_from:
+        name = r.renamed_from
+        replaced = f" It is indexed as {r.file} because {r.renamed_from} was uploaded by someone else."
+    return f"Indexed {name}: {r.pages} pages, {r.chunks} passages{ocr}.{replaced}{skipped} Ask me about it!"
 
 
 def docs_text(docs: Sequence[DocInfo]) -> str:

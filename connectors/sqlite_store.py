@@ -493,15 +493,21 @@ class SQLiteDocumentStore:
             if d.meta.get("doc_id"):
                 new_ids.add(str(d.meta["doc_id"]))
         docs = [d if d.meta.get("scope") == scope else replace(d, meta={**d.meta, "scope": scope}) for d in docs]
+        # only the uploader's own versions of the file are replaced; someone else's stay (see store_api)
+        uploaders = sorted({str(d.meta.get("uploaded_by") or "") for d in docs}) or [""]
+        owned = (
+            f"scope=? AND file_name=? AND coalesce(json_extract(meta, '$.uploaded_by'), '') "
+            f"IN ({','.join('?' * len(uploaders))})"
+        )
         with self._write() as conn:
             old = {
                 r[0]
                 for r in conn.execute(
-                    "SELECT DISTINCT doc_id FROM chunks WHERE scope=? AND file_name=? AND doc_id IS NOT NULL",
-                    (scope, file_name),
+                    f"SELECT DISTINCT doc_id FROM chunks WHERE {owned} AND doc_id IS NOT NULL",
+                    [scope, file_name, *uploaders],
                 )
             }
-            self._delete_chunks(conn, "scope=? AND file_name=?", [scope, file_name])
+            self._delete_chunks(conn, owned, [scope, file_name, *uploaders])
             for batch in _batches(sorted(new_ids), 500):
                 marks = ",".join("?" * len(batch))
                 self._delete_chunks(conn, f"scope=? AND doc_id IN ({marks})", [scope, *batch])

@@ -475,7 +475,9 @@ class SlackBot:
         def progress(p: IngestProgress) -> None:
             status.set(plain(progress_text(p)))
 
-        result = self.core.upload(ctx, file_name=file.name, data=data, progress=progress)
+        result = self.core.upload(
+            ctx, file_name=file.name, data=data, progress=progress, is_admin=lambda: self._is_admin(shared.user)
+        )
         self.core.record_upload(ctx, file_ref=file.id, result=result)
         return ingest_result_text(result)
 
