@@ -82,10 +82,7 @@ class CitebotService:
         admin = bool(others) and (is_admin() if callable(is_admin) else is_admin)
         name = file_name if admin or not others else self._free_name(file_name, scope, uploaded_by)
         result = self.indexer.ingest(data, file_name=name, scope=scope, uploaded_by=uploaded_by, progress=progress)
-        if result.status == "unchanged":  # these bytes are here already, under whatever name they were given
-            same = next((d for d in self.store.list_documents(scopes=[scope]) if d.doc_id == result.doc_id), None)
-            return result.model_copy(update={"file": same.file if same else file_name})
-        if result.status != "indexed":
+        if result.status != "indexed":  # failed, or these bytes are here already: nothing was named
             return result.model_copy(update={"file": file_name})
         if name != file_name:
             return result.model_copy(update={"renamed_from": file_name})
