@@ -58,9 +58,31 @@ class ChatCore:
         return cls(CitebotService(settings), StateLog(settings.state_path), settings)
 
     # --- dedup -----------------------------------------------------------------------------------
-    def claim(self, platform: Platform, key: str) -> bool:
-        """True the first time an event/activity/file key is seen; False for any re-delivery."""
-        return self.state.claim_event(f"{platform}:{key}")
+    def claim(self, platform: Platform, key: str, *, budget_s: float | None = None) -> bool:
+        """True the first time an event/activity/file key is seen; False for any re-delivery. With
+        ``budget_s`` the claim stays open until :meth:`finish`, and a re-delivery takes it over once if the
+        work was abandoned (the process died, or the budget ran out)."""
+        return self.state.claim_event(f"{platform}:{key}", budget_s=budget_s)
+
+    def finish(self, platform: Platform, key: str) -> None:
+        self.state.finish_event(f"{platform}:{key}")
+
+    def claim_note(self, platform: Platform, key: str) -> dict[str, str]:
+        return self.state.claim_note(f"{platform}:{key}")
+
+    def note_claim(self, platform: Platform, key: str, **note: str) -> None:
+        self.state.note_claim(f"{platform}:{key}", **note)
+
+    @property
+    def answer_budget_s(self) -> float:
+        """The longest an answer may take: a rewrite and two answer calls, each with all their retries."""
+        s = self.settings
+        return 3 * s.llm_timeout_s * (s.llm_max_retries + 1) + 120.0
+
+    @property
+    def ingest_budget_s(self) -> float:
+        """The longest an upload may take: the download, the per-document indexing budget, saving."""
+        return self.settings.download_timeout_s + self.settings.ingest_timeout_s + 300.0
 
     # --- questions -------------------------------------------------------------------------------
     def ask(self, ctx: ChatContext, question: str, history: Sequence[Turn] = ()) -> Answer:
