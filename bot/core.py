@@ -8,7 +8,7 @@ written here, once, so both platforms say the same thing.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -58,9 +58,31 @@ class ChatCore:
         return cls(CitebotService(settings), StateLog(settings.state_path), settings)
 
     # --- dedup -----------------------------------------------------------------------------------
-    def claim(self, platform: Platform, key: str) -> bool:
-        """True the first time an event/activity/file key is seen; False for any re-delivery."""
-        return self.state.claim_event(f"{platform}:{key}")
+    def claim(self, platform: Platform, key: str, *, budget_s: float | None = None) -> bool:
+        """True the first time an event/activity/file key is seen; False for any re-delivery. With
+        ``budget_s`` the claim stays open until :meth:`finish`, and a re-delivery takes it over once if the
+        work was abandoned (the process died, or the budget ran out)."""
+        return self.state.claim_event(f"{platform}:{key}", budget_s=budget_s)
+
+    def finish(self, platform: Platform, key: str) -> None:
+        self.state.finish_event(f"{platform}:{key}")
+
+    def claim_note(self, platform: Platform, key: str) -> dict[str, str]:
+        return self.state.claim_note(f"{platform}:{key}")
+
+    def note_claim(self, platform: Platform, key: str, **note: str) -> None:
+        self.state.note_claim(f"{platform}:{key}", **note)
+
+    @property
+    def answer_budget_s(self) -> float:
+        """The longest an answer may take: a rewrite and two answer calls, each with all their retries."""
+        s = self.settings
+        return 3 * s.llm_timeout_s * (s.llm_max_retries + 1) + 120.0
+
+    @property
+    def ingest_budget_s(self) -> float:
+        """The longest an upload may take: the download, the per-document indexing budget, saving."""
+        return self.settings.download_timeout_s + self.settings.ingest_timeout_s + 300.0
 
     # --- questions -------------------------------------------------------------------------------
     def ask(self, ctx: ChatContext, question: str, history: Sequence[Turn] = ()) -> Answer:
@@ -120,11 +142,19 @@ class ChatCore:
 
     # --- files -----------------------------------------------------------------------------------
     def upload(
-        self, ctx: ChatContext, *, file_name: str, data: bytes, progress: ProgressCallback | None = None
+        self,
+        ctx: ChatContext,
+        *,
+        file_name: str,
+        data: bytes,
+        progress: ProgressCallback | None = None,
+        is_admin: bool | Callable[[], bool] = False,
     ) -> IngestResult:
-        """Ingest an uploaded file into the context's own scope (never a search scope)."""
+        """Ingest an uploaded file into the context's own scope (never a search scope). It replaces an earlier
+        version only if ``ctx.user`` uploaded that one or is an admin (as :meth:`forget`); otherwise it is
+        indexed beside it under another name."""
         result = self.service.ingest(
-            data, file_name=file_name, scope=ctx.scope, uploaded_by=ctx.user, progress=progress
+            data, file_name=file_name, scope=ctx.scope, uploaded_by=ctx.user, is_admin=is_admin, progress=progress
         )
         log.info(
             "ingested",
@@ -217,7 +247,11 @@ def ingest_result_text(r: IngestResult) -> str:
         else ""
     )
     replaced = " It replaces the earlier version." if r.replaced_doc_id else ""
-    return f"Indexed {r.file}: {r.pages} pages, {r.chunks} passages{ocr}.{replaced}{skipped} Ask me about it!"
+    name = r.file
+    if r.renamed_from:
+        name = r.renamed_from
+        replaced = f" It is indexed as {r.file} because {r.renamed_from} was uploaded by someone else."
+    return f"Indexed {name}: {r.pages} pages, {r.chunks} passages{ocr}.{replaced}{skipped} Ask me about it!"
 
 
 def docs_text(docs: Sequence[DocInfo]) -> str:

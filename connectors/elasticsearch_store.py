@@ -272,14 +272,19 @@ class CitebotElasticsearchStore:
         foreign = [i for i, src in existing.items() if src.get("scope") != scope]
         if foreign:
             raise DuplicateDocumentError(f"{len(foreign)} chunk id(s) belong to another scope, e.g. {foreign[0]}")
-        old_doc_ids = self._doc_ids_of_file(scope, file_name)
+        # only the uploader's own versions of the file are replaced; someone else's stay (see store_api)
+        owner = _uploaded_by_any(sorted({str(d.meta.get("uploaded_by") or "") for d in docs}) or [""])
+        old_doc_ids = self._doc_ids_of_file(scope, file_name, owner)
 
         try:
             self.document_store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE, refresh=False)
             stale = {
                 "bool": {
                     "filter": [{"term": {"scope": scope}}],
-                    "should": [{"term": {"file_name": file_name}}, {"terms": {"doc_id": new_doc_ids}}],
+                    "should": [
+                        {"bool": {"filter": [{"term": {"file_name": file_name}}, owner]}},
+                        {"terms": {"doc_id": new_doc_ids}},
+                    ],
                     "minimum_should_match": 1,
                     "must_not": [{"ids": {"values": ids}}],
                 }
@@ -313,8 +318,8 @@ class CitebotElasticsearchStore:
         except Exception as e:  # noqa: BLE001 - the original error is the one to raise
             log.error("store_undo_failed", chunks=len(actions), error=type(e).__name__)  # noqa: TRY400
 
-    def _doc_ids_of_file(self, scope: str, file_name: str) -> list[str]:
-        query = {"bool": {"filter": [{"term": {"scope": scope}}, {"term": {"file_name": file_name}}]}}
+    def _doc_ids_of_file(self, scope: str, file_name: str, owner: dict[str, Any]) -> list[str]:
+        query = {"bool": {"filter": [{"term": {"scope": scope}}, {"term": {"file_name": file_name}}, owner]}}
         return [b["key"]["doc_id"] for b in self._composite(query, [{"doc_id": {"terms": {"field": "doc_id"}}}])]
 
     def has_document(self, doc_id: str, *, scope: str) -> bool:
@@ -481,6 +486,14 @@ class CitebotElasticsearchStore:
         data = dict(hit["_source"])
         data["score"] = score
         return Document.from_dict(data)
+
+
+def _uploaded_by_any(uploaders: list[str]) -> dict[str, Any]:
+    """Chunks uploaded by one of ``uploaders`` ("" also matches chunks without the field, as in SQLite)."""
+    should: list[dict[str, Any]] = [{"terms": {"uploaded_by": uploaders}}]
+    if "" in uploaders:
+        should.append({"bool": {"must_not": [{"exists": {"field": "uploaded_by"}}]}})
+    return {"bool": {"should": should, "minimum_should_match": 1}}
 
 
 def _top(terms_agg: dict[str, Any]) -> str:

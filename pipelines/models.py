@@ -118,6 +118,9 @@ class IngestResult(BaseModel):
     seconds: float = 0.0
     error: str | None = Field(None, description="A clear, user-facing reason when status is failed.")
     replaced_doc_id: str | None = Field(None, description="The older version of the same file that was replaced.")
+    renamed_from: str | None = Field(
+        None, description="The uploaded name, when the file was indexed as ``file`` because someone else's has it."
+    )
 
 
 class IngestProgress(BaseModel):

@@ -386,11 +386,12 @@ class QueryEngine:
         except LLMError as e:
             log.warning("llm_fallback", error=type(e).__name__)
             return self._extractive_answer(ext, context, note=NOTE_LLM_FAILED)
-        text, cits = keep_supported(draft["text"], v["citations"])
+        kept = keep_supported(draft["text"], v["citations"], context)
+        text, cits = kept.text, kept.citations
         if not cits or not text:
             fallback = self._extractive_answer(ext, context, note=NOTE_LLM_UNSUPPORTED)
             return fallback.model_copy(update={"validation": _add_counts(counts, fallback.validation)})
-        note = NOTE_DROPPED if v["failures"] else ""
+        note = NOTE_DROPPED if v["failures"] or kept.dropped else ""
         return Answer(text=text, citations=cits, mode="llm", note=note, validation=counts)
 
 

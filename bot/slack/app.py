@@ -254,29 +254,44 @@ class SlackBot:
         on_failure: Callable[[], object] | None,
         claim: str = "",
         on_duplicate: Callable[[], object] | None = None,
+        budget_s: float | None = None,
     ) -> None:
         """Run ``job`` on the worker pool with this request's log context, once per ``event_id`` and
-        once per ``claim`` key (durable claims in the state log); failures go to :meth:`_failed`."""
+        once per ``claim`` key (durable claims in the state log); failures go to :meth:`_failed`.
+        The claims stay ``started`` while the job runs (``budget_s``, default an answer's) and are finished
+        however it ends; if the process dies first, Slack's retry takes them over once."""
         ctx = contextvars.copy_context()
+        budget = budget_s if budget_s is not None else self.core.answer_budget_s
+        keys = [k for k in (f"event:{event_id}" if event_id else "", claim) if k]
 
         def guarded() -> None:
+            taken: list[str] = []
             try:
                 self.gate.wait_quiet()
-                if (event_id and not self.core.claim("slack", f"event:{event_id}")) or (
-                    claim and not self.core.claim("slack", claim)
-                ):
-                    log.info("duplicate_skipped", durable=True)
-                    if on_duplicate is not None:
-                        on_duplicate()
-                    return
+                for key in keys:
+                    if not self.core.claim("slack", key, budget_s=budget):
+                        log.info("duplicate_skipped", durable=True)
+                        if on_duplicate is not None:
+                            on_duplicate()
+                        return
+                    taken.append(key)
                 job()
             except Exception as e:  # noqa: BLE001 - a listener's failure must never stop the bot
                 self._failed(e, event_id=event_id, on_failure=on_failure)
+            finally:
+                for key in taken:
+                    self._finish(key)
 
         future = self.pool.submit(ctx.run, guarded)
         with self._pending_lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
+
+    def _finish(self, key: str) -> None:
+        try:
+            self.core.finish("slack", key)
+        except Exception as e:  # noqa: BLE001 - the claim then expires with its budget
+            log.warning("claim_finish_failed", error=type(e).__name__)
 
     def _done(self, future: Future[None]) -> None:
         with self._pending_lock:
@@ -348,9 +363,16 @@ class SlackBot:
         if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
             return  # people talking in a thread the bot never answered
         # app_mention and message events for one message share this key: one answer per message.
-        if not self.core.claim("slack", f"answer:{msg.team}:{msg.channel}:{msg.ts}"):
+        key = f"answer:{msg.team}:{msg.channel}:{msg.ts}"
+        if not self.core.claim("slack", key, budget_s=self.core.answer_budget_s):
             self._take_back(working, msg)
             return
+        try:
+            self._answer_claimed(msg, working)
+        finally:
+            self._finish(key)
+
+    def _answer_claimed(self, msg: Message, working: Future[None] | None) -> None:
         question = msg.question
         if not question:
             self.client.chat_postMessage(channel=msg.channel, thread_ts=msg.reply_thread_ts, text=plain(HELP_TEXT))
@@ -413,9 +435,15 @@ class SlackBot:
         structlog.contextvars.bind_contextvars(file_id=shared.file.id)
         # file_shared and message/file_share both announce one share: ingest it once per channel.
         key = f"file:{shared.team}:{shared.channel}:{shared.file.id}"
-        self._submit(lambda: self._ingest(shared), event_id=shared.event_id, on_failure=None, claim=key)
+        self._submit(
+            lambda: self._ingest(shared, key),
+            event_id=shared.event_id,
+            on_failure=None,
+            claim=key,
+            budget_s=self.core.ingest_budget_s,
+        )
 
-    def _ingest(self, shared: FileShared) -> None:
+    def _ingest(self, shared: FileShared, key: str) -> None:
         file, thread_ts = shared.file, shared.message_ts
         if not file.complete or not thread_ts:
             info = self.client.files_info(file=file.id)["file"]
@@ -429,10 +457,15 @@ class SlackBot:
             self.client.chat_postMessage(channel=shared.channel, thread_ts=thread_ts or None,
                                          text=plain(EXTERNAL_FILE_TEXT.format(file=file.name)))
             return
-        posted = self.client.chat_postMessage(
-            channel=shared.channel, thread_ts=thread_ts or None, text=plain(f"Indexing {file.name}…")
-        )
-        status = _StatusMessage(self.client, shared.channel, str(posted["ts"]), text=plain(f"Indexing {file.name}…"))
+        indexing = plain(f"Indexing {file.name}…")
+        earlier = self.core.claim_note("slack", key).get("status_ts")
+        if earlier:  # a retry after the first worker died: carry on in the status message it posted
+            status = _StatusMessage(self.client, shared.channel, earlier, text="")
+            status.set(indexing, force=True)
+        else:
+            posted = self.client.chat_postMessage(channel=shared.channel, thread_ts=thread_ts or None, text=indexing)
+            status = _StatusMessage(self.client, shared.channel, str(posted["ts"]), text=indexing)
+            self.core.note_claim("slack", key, status_ts=status.ts)
         try:
             text = self._download_and_index(shared, file, status)
         except Exception:
@@ -472,7 +505,9 @@ class SlackBot:
         def progress(p: IngestProgress) -> None:
             status.set(plain(progress_text(p)))
 
-        result = self.core.upload(ctx, file_name=file.name, data=data, progress=progress)
+        result = self.core.upload(
+            ctx, file_name=file.name, data=data, progress=progress, is_admin=lambda: self._is_admin(shared.user)
+        )
         self.core.record_upload(ctx, file_ref=file.id, result=result)
         return ingest_result_text(result)
 

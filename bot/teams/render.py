@@ -18,6 +18,7 @@ The quotes are the validated spans from the answer pipeline, never re-worded her
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +32,29 @@ _ABSTRACT_MAX = 160
 _NAME_MAX = 80
 _KEYWORD_MAX = 28
 _KEYWORDS_MAX = 3
+
+
+_CITATION_MARKER = re.compile(r"\[\d+\]")
+_MARKDOWN = re.compile(r"([\\`*_~\[\]()])")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` shown as written in a markdown message: no links (``[text](url)``, ``<url>``), no HTML, no
+    emphasis. The ``[n]`` citation markers stay as they are (Teams draws them as citation pills)."""
+    out: list[str] = []
+    pos = 0
+    for m in _CITATION_MARKER.finditer(text):
+        out.append(_escape_plain(text[pos : m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_escape_plain(text[pos:]))
+    return "".join(out)
+
+
+def _escape_plain(text: str) -> str:
+    text = "".join(_HTML.get(ch, ch) for ch in text)
+    return _MARKDOWN.sub(r"\\\1", text)
 
 
 def pages_label(c: Citation) -> str:
@@ -134,13 +158,18 @@ def quotes_card(citations: Sequence[Citation]) -> Attachment:
 
 def answer_text(answer: Answer, *, inline_quotes: bool) -> str:
     """The message text. Extractive answers are "Here is what the PDFs say [1][2]:" plus the quotes,
-    so without a quote card the quotes follow inline, one ``[n] “quote” — file · p. N`` line each."""
-    text = answer.text.strip()
+    so without a quote card the quotes follow inline, one ``[n] “quote” — file · p. N`` line each.
+    Answer, quotes and file names are markdown-escaped: a PDF or a model steered by one never puts a
+    link or formatting into the message."""
+    text = escape_markdown(answer.text.strip())
     if inline_quotes and answer.citations:
-        lines = [f"[{c.n}] “{' '.join(c.quote.split())}” — {source_label(c)}" for c in answer.citations]
+        lines = [
+            f"[{c.n}] “{_escape_plain(' '.join(c.quote.split()))}” — {_escape_plain(source_label(c))}"
+            for c in answer.citations
+        ]
         text += "\n\n" + "\n\n".join(lines)
     if answer.note:
-        text += f"\n\n_{answer.note}_"
+        text += f"\n\n_{_escape_plain(answer.note)}_"
     return text
 
 

@@ -32,6 +32,9 @@ _SECTION = re.compile(r"(?:\b(?:section|sect\.|sec\.|chapter|clause|part)\s*|§\
 _ARTICLE = re.compile(r"\barticle\s+(\d+(?:\.\d+)*|[IVXLC]+\b)", re.I)
 _LABEL = re.compile(r"\b(table|figure|fig\.?)\s*(\d+(?:\.\d+)?[a-z]?)\b", re.I)
 _MAX_PAGE_SPAN = 30
+# Section numbers (and, apart, table/figure labels) looked up per question: a question naming more is not
+# asking about each of them, and every one is a term of the store's filter.
+MAX_REFS = 50
 _FILE_CACHE_TTL_S = 600.0
 _FILE_VERSION_CHECK_S = 2.0  # a file uploaded this long ago is named-matchable; counting costs ~5 ms at 50k
 
@@ -89,7 +92,8 @@ def parse_refs(question: str) -> StructureRefs:
         if label not in labels:
             labels.append(label)
             spans.append(lm.span())
-    return StructureRefs(pages, tuple(sections), tuple(labels), tuple(spans))
+    # every reference is taken out of the content question, but only the first MAX_REFS are looked up
+    return StructureRefs(pages, tuple(sections[:MAX_REFS]), tuple(labels[:MAX_REFS]), tuple(spans))
 
 
 def strip_refs(question: str, refs: StructureRefs) -> str:
