@@ -28,7 +28,6 @@ from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, require_scopes
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
-from pipelines.components.document_router import DocumentRouter
 from pipelines.components.extractive_answerer import ExtractiveAnswerer
 from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer, keep_supported
 from pipelines.components.query_embedder import QueryEmbedder
@@ -131,8 +130,6 @@ class QueryEngine:
         self.embedder = QueryEmbedder(model_path=model_path, threads=settings.torch_threads)
         self.router = StructureRouter(document_store=store, fetch_limit=40)
         self.analyzer = QuestionAnalyzer()
-        self.doc_router = DocumentRouter(document_store=store)
-        self._merge = ScoreFusion(weights=[1.0, 1.0], diverse_top=settings.answer_top_k)
         from connectors.stores import make_retrievers
 
         self._term_finder = make_retrievers(store, 1)[0]  # "does the scope hold this term at all?"
@@ -186,11 +183,6 @@ class QueryEngine:
         routed_out = self.router.run(question=query, scopes=scopes)
         filters = routed_out["filters"]
         hits, embedding = self._run_retrieval(mode, analysis["query"], scopes, filters)
-        named = [] if filters else self.doc_router.run(anchors=analysis["anchors"], scopes=scopes)["doc_ids"]
-        if named:  # the documents the question names, searched on their own too; both rankings fused
-            only = {"field": "meta.doc_id", "operator": "in", "value": named}
-            within, _ = self._run_retrieval(mode, analysis["query"], scopes, only, embedding)
-            hits = self._merge.run(documents=[hits, within])["documents"]
         routed = routed_out["documents"][:MAX_ROUTED]
         reference = routed_out["reference"]
         if not routed and hits:
@@ -229,12 +221,7 @@ class QueryEngine:
         )
 
     def _run_retrieval(
-        self,
-        mode: RetrievalMode,
-        query: str,
-        scopes: list[str],
-        filters: dict[str, Any] | None,
-        embedding: list[float] | None = None,
+        self, mode: RetrievalMode, query: str, scopes: list[str], filters: dict[str, Any] | None
     ) -> tuple[list[Document], list[float]]:
         """Run the retrieval pipeline's own components in its graph order, without ``Pipeline.run``.
 
@@ -246,9 +233,9 @@ class QueryEngine:
         p = self._pipeline(mode)
         top_k = self.settings.retrieval_top_k
         ranked: list[list[Document]] = []
+        embedding: list[float] | None = None
         if mode in ("hybrid", "dense"):
-            if embedding is None:
-                embedding = p.get_component("embedder").run(text=query)["embedding"]
+            embedding = p.get_component("embedder").run(text=query)["embedding"]
             dense = p.get_component("dense").run(query_embedding=embedding, scopes=scopes, filters=filters, top_k=top_k)
             ranked.append(dense["documents"])
         if mode in ("hybrid", "bm25"):
