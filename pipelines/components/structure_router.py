@@ -239,6 +239,28 @@ class StructureRouter:
         return [replace(d, score=1.0) for d in same[: self.fetch_limit]], section.split(" > ")[-1]
 
     # --- run -----------------------------------------------------------------------------------
+    def _pages(self, scopes: list[str], file_cond: dict[str, Any] | None, a: int, b: int) -> list[Document]:
+        """The chunks on pages ``a``-``b`` as the reader counts them: where the PDF labels its pages (front
+        matter "i, ii, iii", then "1, 2..."; proceedings starting at "6981") the page labels, as PDF viewers
+        show them, else the physical page numbers. A document whose labels lack the page falls back to its
+        physical pages."""
+        labels = [str(n) for n in range(a, b + 1)]
+        by_label = self.document_store.fetch(
+            scopes=scopes, filters=_and(file_cond, {"field": "meta.page_label", "operator": "in", "value": labels}),
+            limit=self.fetch_limit,
+        )
+        physical = self.document_store.fetch(
+            scopes=scopes,
+            filters=_and(file_cond, {"operator": "AND", "conditions": [
+                {"field": "meta.page_start", "operator": "<=", "value": b},
+                {"field": "meta.page_end", "operator": ">=", "value": a},
+            ]}),
+            limit=self.fetch_limit,
+        )
+        found_by_label = {(d.meta or {}).get("doc_id") for d in by_label}
+        docs = by_label + [d for d in physical if (d.meta or {}).get("doc_id") not in found_by_label]
+        return [replace(d, score=1.0) for d in docs]
+
     @component.output_types(
         documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool
     )
@@ -250,21 +272,12 @@ class StructureRouter:
         if refs.any:
             alternatives: list[dict[str, Any]] = []
             if refs.pages:
-                a, b = refs.pages
-                alternatives.append(
-                    {
-                        "operator": "AND",
-                        "conditions": [
-                            {"field": "meta.page_start", "operator": "<=", "value": b},
-                            {"field": "meta.page_end", "operator": ">=", "value": a},
-                        ],
-                    }
-                )
+                docs.extend(self._pages(scopes, file_cond, *refs.pages))
             if refs.section_ids:
                 alternatives.append({"field": "meta.section_id", "operator": "in", "value": list(refs.section_ids)})
             if refs.labels:
                 alternatives.append({"field": "meta.label", "operator": "in", "value": list(refs.labels)})
-            seen: set[str] = set()
+            seen: set[str] = {d.id for d in docs}
             for cond in alternatives:
                 for d in self.document_store.fetch(
                     scopes=scopes, filters=_and(file_cond, cond), limit=self.fetch_limit
