@@ -21,6 +21,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from pipelines.components.clean_text import clean_text
 from pipelines.components.layout import Element
 
 TokenCounter = Callable[[str], int]
@@ -127,7 +128,8 @@ class StructureChunker:
         drafts = self._merge_small(drafts)
         docs: list[Document] = []
         for d in drafts:
-            content = "\n".join(p.text for p in d.pieces).strip()
+            # the parser and OCR already clean their text; this keeps any other source out of quotes too
+            content = clean_text("\n".join(p.text for p in d.pieces)).strip()
             if not content:
                 continue
             label = next((p.label for p in d.pieces if p.label), "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import unicodedata
 import zlib
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from pipelines.components.structure import (
     heading_numbering,
     strip_running_lines,
 )
+from tests.pipelines.pdf_factory import remapped_pdf, to_control_chars, to_math_bold
 
 MODEL_PATH = str(Settings().resolved_model_path)
 
@@ -156,6 +158,25 @@ class TestPdfParser:
         parsed = _parsed(sample_pdfs.CONTRACT)
         lines = [ln.text for p in parsed.pages for ln in p.lines]
         assert "3.4 Payment Schedule" in lines
+
+    def test_letters_outside_the_bmp_come_back_whole(self) -> None:
+        # pdfium reports each mathematical bold letter as two UTF-16 halves
+        data = remapped_pdf([["Inconsistency is the", "Number of Conflicts over all pairs."]], to_math_bold,
+                            remap_pages={1})
+        lines = [ln.text for p in PdfParser().run(data)["parsed"].pages for ln in p.lines]
+        assert all(not any("\ud800" <= c <= "\udfff" for c in t) for t in lines), lines
+        assert [unicodedata.normalize("NFKC", t) for t in lines] == [
+            "Inconsistency is the", "Number of Conflicts over all pairs."]
+
+    def test_unreadable_text_layer_is_dropped_and_the_page_goes_to_ocr(self) -> None:
+        # page 1's font maps its glyphs to control characters (no usable ToUnicode map); page 2 is fine
+        data = remapped_pdf(
+            [["Revenue grew by 2.4% in the year under review."] * 4, ["Dividends rose to 155.98 million."] * 4],
+            to_control_chars, remap_pages={1},
+        )
+        pages = PdfParser().run(data)["parsed"].pages
+        assert (pages[0].lines, pages[0].needs_ocr) == ([], True)
+        assert not pages[1].needs_ocr and pages[1].lines[0].text == "Dividends rose to 155.98 million."
 
     @pytest.mark.parametrize(
         ("text", "expected"),
@@ -365,6 +386,13 @@ class TestStructureChunker:
         assert {d.meta["scope"] for d in docs} == {"s1"}
         pay = next(d for d in docs if d.meta["element_type"] == "table")
         assert pay.meta["label"] == "Table 1" and pay.meta["section_id"] == "3.4"
+
+
+    def test_chunk_text_never_carries_control_characters(self) -> None:
+        elements = [Element(kind="paragraph", text="Revenue\x04 grew by 2.4%\x00 in 2023.", page_start=1, page_end=1)]
+        docs = StructureChunker(model_path=MODEL_PATH).run(elements, doc_id="d", file_name="f.pdf", scope="local")[
+            "documents"]
+        assert [d.content for d in docs] == ["Revenue grew by 2.4% in 2023."]
 
 
 class TestPassageEmbedder:
