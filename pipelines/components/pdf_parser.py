@@ -21,6 +21,7 @@ instead of letters) is unreadable: its text is dropped and the page goes to OCR.
 from __future__ import annotations
 
 import ctypes
+import math
 import re
 import statistics
 import time
@@ -130,6 +131,9 @@ def parse_page(textpage: Any, page_number: int, width: float, height: float) -> 
     nonspace = 0
     get_box = raw.FPDFText_GetCharBox
     get_size = raw.FPDFText_GetFontSize
+    get_matrix = raw.FPDFText_GetMatrix
+    matrix = raw.FS_MATRIX()
+    ref_m = ctypes.byref(matrix)
     ref_l, ref_r, ref_b, ref_t = ctypes.byref(left), ctypes.byref(right), ctypes.byref(bottom), ctypes.byref(top)
     # running state of the current run, kept in locals for speed
     c_top = c_bottom = c_x1 = c_size = 0.0
@@ -176,7 +180,12 @@ def parse_page(textpage: Any, page_number: int, width: float, height: float) -> 
         if new_run:
             if cur is not None:
                 cur.top, cur.bottom, cur.x1 = c_top, c_bottom, c_x1
-            size = get_size(tp, i) or (b - t)
+            size = get_size(tp, i)
+            if get_matrix(tp, i, ref_m):
+                # the font size of the Tf operator, scaled by the text and page matrices: many producers set
+                # "1 Tf" and scale with the matrix, and a 1-pt size split words at every glyph gap
+                size *= math.hypot(matrix.c, matrix.d)
+            size = size or (b - t)
             raw.FPDFText_GetFontInfo(tp, i, name_buf, 96, ctypes.byref(flags))
             weight = raw.FPDFText_GetFontWeight(tp, i)
             if pending_hyphen and runs:

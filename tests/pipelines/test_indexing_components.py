@@ -168,6 +168,34 @@ class TestPdfParser:
         assert [unicodedata.normalize("NFKC", t) for t in lines] == [
             "Inconsistency is the", "Number of Conflicts over all pairs."]
 
+    def test_font_scaled_by_the_text_matrix_keeps_words_and_sizes(self) -> None:
+        # many producers write "1 Tf" and scale with the text matrix; read as 1-pt text, every glyph gap split
+        # the words ("C o r p o r a t e") and no heading was found (16 of the 45 dev-set PDFs)
+        from reportlab.pdfgen import canvas
+
+        buf = io.BytesIO()
+        c = canvas.Canvas(buf)
+        y = 700.0
+        for size, line in [(16, "Corporate Governance"), (11, "The governance process should ensure that these"),
+                           (11, "resources are utilised in a manner that meets")]:
+            text = c.beginText()
+            text.setTextTransform(size, 0, 0, size, 72, y)
+            text.setFont("Times-Roman", 1)
+            text.setCharSpace(0.12)
+            text.textOut(line)
+            c.drawText(text)
+            y -= size * 1.25
+        c.showPage()
+        c.save()
+        parsed = PdfParser().run(buf.getvalue())["parsed"]
+        assert [(ln.text, round(ln.size)) for ln in parsed.pages[0].lines] == [
+            ("Corporate Governance", 16),
+            ("The governance process should ensure that these", 11),
+            ("resources are utilised in a manner that meets", 11),
+        ]
+        elements = StructureDetector().run(parsed)["elements"]
+        assert elements[0].kind == "heading" and elements[-1].section == "Corporate Governance"
+
     def test_unreadable_text_layer_is_dropped_and_the_page_goes_to_ocr(self) -> None:
         # page 1's font maps its glyphs to control characters (no usable ToUnicode map); page 2 is fine
         data = remapped_pdf(
