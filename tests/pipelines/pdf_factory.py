@@ -70,3 +70,29 @@ def _remap_text_layer(pdf: pypdf.PdfWriter, remap: Callable[[str], str]) -> None
         if to_unicode is not None:
             stream = to_unicode.get_object()
             stream.set_data(_ENTRY.sub(entry, stream.get_data().decode("latin-1")).encode("latin-1"))
+
+
+def slide_deck_pdf(slides: list[list[str]]) -> bytes:
+    """An image-only slide deck (as slide-sharing sites export them): one 1280x720 picture per 720x405 pt page,
+    the first line of each slide a large title, no text layer."""
+    from PIL import Image, ImageDraw, ImageFont
+    from reportlab.lib.utils import ImageReader
+
+    fonts = Path(reportlab.__file__).parent / "fonts"
+    title_font = ImageFont.truetype(str(fonts / "VeraBd.ttf"), 64)
+    body_font = ImageFont.truetype(str(fonts / "Vera.ttf"), 40)
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=(720, 405), invariant=1)
+    for lines in slides:
+        img = Image.new("RGB", (1280, 720), (250, 250, 245))
+        draw = ImageDraw.Draw(img)
+        y = 70
+        for i, line in enumerate(lines):
+            draw.text((90, y), line, fill=(20, 30, 60), font=title_font if i == 0 else body_font)
+            y += 120 if i == 0 else 64
+        png = io.BytesIO()
+        img.save(png, format="PNG")
+        c.drawImage(ImageReader(io.BytesIO(png.getvalue())), 0, 0, width=720, height=405)
+        c.showPage()
+    c.save()
+    return buf.getvalue()

@@ -19,7 +19,7 @@ from eval import sample_pdfs
 from pipelines.components.chunker import StructureChunker
 from pipelines.indexing import FAILED_INTERNAL, Indexer, make_doc_id
 from pipelines.models import IngestProgress
-from tests.pipelines.pdf_factory import remapped_pdf, to_control_chars, to_math_bold
+from tests.pipelines.pdf_factory import remapped_pdf, slide_deck_pdf, to_control_chars, to_math_bold
 
 
 def _settings(tmp_path: Path, **kw: object) -> Settings:
@@ -206,6 +206,18 @@ class TestRealWorldText:
         page1 = [c for c in chunks if c.meta["page_start"] == c.meta["page_end"] == 1]
         assert page1 and all(c.meta["element_type"] == "ocr" for c in page1)
         assert "Revenue grew by 2.4% in the year under review." in (page1[0].content or "")
+
+
+    def test_each_slide_of_an_image_only_deck_is_cited_by_its_own_page(self, indexer: Indexer) -> None:
+        if not tesseract_available():
+            pytest.skip("tesseract is not installed")
+        slides = [["Data culture", "Goals first"], ["Testing", "Run experiments"], ["Revenue", "Up 17.5% in 2015"],
+                  ["Mobile", "Google Play store"], ["Thank you", "Questions"]]
+        res = indexer.ingest(slide_deck_pdf(slides), file_name="deck.pdf", scope="local")
+        assert res.status == "indexed" and res.ocr_pages == 5, res.error
+        chunks = sorted(indexer.store.fetch(scopes=["local"], limit=50), key=lambda c: c.meta["chunk_index"])
+        assert [(c.meta["page_start"], c.meta["page_end"]) for c in chunks] == [(n, n) for n in range(1, 6)]
+        assert "Up 17.5% in 2015" in (chunks[2].content or "")
 
 
 @pytest.mark.slow

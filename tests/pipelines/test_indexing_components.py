@@ -14,7 +14,7 @@ from connectors.settings import Settings
 from eval import sample_pdfs
 from pipelines.components.chunker import StructureChunker, load_token_counter
 from pipelines.components.embedder import PassageEmbedder, passage_text
-from pipelines.components.layout import Element, IngestError, Line
+from pipelines.components.layout import Element, IngestError, Line, Page, ParsedPdf
 from pipelines.components.ocr import OcrFallback
 from pipelines.components.pdf_guard import PdfGuard
 from pipelines.components.pdf_parser import PdfParser, repair_letter_spacing
@@ -334,6 +334,30 @@ class TestStructureDetector:
         inner = Line(page=1, text="12", x0=72, top=130, x1=80, bottom=136, size=10)
         assert inner in strip_running_lines([[*body[:3], inner, *body[3:]]], [842.0])[0]
 
+    def test_ocr_lines_never_join_across_pages(self) -> None:
+        # slides OCR'd one per page: no sentence ends, so they used to flow into one paragraph over the deck
+        pages = [
+            Page(number=n, width=720, height=405, ocr=True, ocr_confidence=90.0, lines=[
+                Line(page=n, text=f"Slide {n} title", x0=50, top=40, x1=400, bottom=70, ocr_confidence=90.0),
+                Line(page=n, text=f"point {n} without a full stop", x0=50, top=90, x1=400, bottom=110,
+                     ocr_confidence=90.0),
+            ])
+            for n in range(1, 6)
+        ]
+        elements = StructureDetector().run(ParsedPdf(pages=pages))["elements"]
+        assert all(e.page_start == e.page_end for e in elements)
+        by_page = {n: " ".join(e.text for e in elements if e.page_start == n) for n in range(1, 6)}
+        assert by_page[3] == "Slide 3 title point 3 without a full stop"
+
+    def test_a_paragraph_never_flows_onto_a_third_page(self) -> None:
+        # one short line per page, none ending a sentence (a sparse text layer, a figure's labels)
+        pages = [Page(number=n, width=612, height=792, lines=[
+            Line(page=n, text=f"words on page {n} and the sentence goes on", x0=72, top=300, x1=400, bottom=310,
+                 size=10)]) for n in range(1, 6)]
+        elements = StructureDetector().run(ParsedPdf(pages=pages))["elements"]
+        assert " ".join(e.text for e in elements).count("words on page") == 5  # nothing lost
+        assert all(e.page_end - e.page_start <= 1 for e in elements)
+
     def test_hyphenated_line_breaks_are_joined(self, handbook_elements: list[Element]) -> None:
         text = " ".join(e.text for e in handbook_elements)
         # every body word the generator hyphenates comes back whole
@@ -415,6 +439,56 @@ class TestStructureChunker:
         pay = next(d for d in docs if d.meta["element_type"] == "table")
         assert pay.meta["label"] == "Table 1" and pay.meta["section_id"] == "3.4"
 
+
+    def test_each_sparse_ocr_slide_is_its_own_chunk(self) -> None:
+        # image-only decks: a few words per slide; packed by tokens, chunks spanned 3-12 slides ("pp. 3-9")
+        elements = [Element(kind="paragraph", text=f"Slide {n}: a few words", page_start=n, page_end=n, ocr=True,
+                            ocr_confidence=88.0) for n in range(1, 11)]
+        docs = StructureChunker(model_path=MODEL_PATH).run(elements, doc_id="d", file_name="deck.pdf",
+                                                           scope="local")["documents"]
+        assert [(d.meta["page_start"], d.meta["page_end"]) for d in docs] == [(n, n) for n in range(1, 11)]
+        assert [d.content for d in docs] == [f"Slide {n}: a few words" for n in range(1, 11)]
+        assert all(d.meta["element_type"] == "ocr" for d in docs)
+
+    def test_ocr_blocks_of_one_slide_share_a_chunk(self) -> None:
+        elements = [Element(kind="paragraph", text=text, page_start=page, page_end=page, ocr=True)
+                    for page, text in [(1, "Title"), (1, "first point"), (1, "second point"), (2, "Next slide")]]
+        docs = StructureChunker(model_path=MODEL_PATH).run(elements, doc_id="d", file_name="deck.pdf",
+                                                           scope="local")["documents"]
+        assert [(d.content, d.meta["page_start"], d.meta["page_end"]) for d in docs] == [
+            ("Title\nfirst point\nsecond point", 1, 1), ("Next slide", 2, 2)]
+
+    @pytest.mark.parametrize("kind", ["paragraph", "list"])
+    def test_small_text_never_packs_across_more_than_two_pages(self, kind: str) -> None:
+        elements = [Element(kind=kind, text=f"- short item on page {n}" if kind == "list" else f"Short on {n}.",
+                            items=[f"short item on page {n}"] if kind == "list" else [],
+                            page_start=n, page_end=n, section="Notes") for n in range(1, 8)]
+        docs = StructureChunker(model_path=MODEL_PATH).run(elements, doc_id="d", file_name="f.pdf",
+                                                           scope="local")["documents"]
+        assert all(d.meta["page_end"] - d.meta["page_start"] <= 1 for d in docs)
+        assert sum(d.content.count(" on ") for d in docs) == 7  # nothing lost
+
+    def test_a_small_sibling_section_joins_the_next_only_on_its_own_page(self) -> None:
+        def section(title: str, body: str, page: int) -> list[Element]:
+            return [Element(kind="heading", text=title, page_start=page, page_end=page, level=1, section=title),
+                    Element(kind="paragraph", text=body, page_start=page, page_end=page, section=title)]
+
+        elements = [*section("Parking", "Free.", 1), *section("Canteen", "Opens at 8.", 1),
+                    *section("Library", "Closed on Sundays.", 2)]
+        docs = StructureChunker(model_path=MODEL_PATH, min_tokens=40).run(
+            elements, doc_id="d", file_name="f.pdf", scope="local")["documents"]
+        assert [(d.content, d.meta["page_start"], d.meta["page_end"]) for d in docs] == [
+            ("Parking\nFree.\nCanteen\nOpens at 8.", 1, 1), ("Library\nClosed on Sundays.", 2, 2)]
+
+    def test_a_table_over_many_pages_is_cut_at_two_pages(self) -> None:
+        rows = [(f"row {i}", str(i)) for i in range(9)]
+        table = Element(kind="table", text="", page_start=1, page_end=5, label="Table 4", caption="Table 4: Items",
+                        header=("Item", "Count"), rows=rows, row_pages=[1, 1, 2, 2, 3, 3, 4, 4, 5])
+        docs = StructureChunker(model_path=MODEL_PATH).run([table], doc_id="d", file_name="f.pdf",
+                                                           scope="local")["documents"]
+        assert all(d.meta["page_end"] - d.meta["page_start"] <= 1 for d in docs)
+        assert all(d.content.startswith("Table 4: Items\nItem | Count\n") for d in docs)
+        assert sum(d.content.count("row ") for d in docs) == 9
 
     def test_chunk_text_never_carries_control_characters(self) -> None:
         elements = [Element(kind="paragraph", text="Revenue\x04 grew by 2.4%\x00 in 2023.", page_start=1, page_end=1)]
