@@ -12,6 +12,7 @@ section's short introduction is merged into its first subsection (which keeps th
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -203,7 +204,11 @@ class StructureChunker:
                     (piece.kind in ("table", "ocr")) != (cur.element_type in ("table", "ocr"))
                     or (piece.kind == "table" and cur.element_type == "table")
                 )
-                if cur.pieces and (cur.tokens + n + 1 > budget or mixes or not _fits_pages(cur, piece)):
+                # a chunk that already holds min_tokens does not reach onto the next page for more
+                turns_page = bool(cur.pieces) and piece.page_start > cur.page_end and cur.tokens >= self.min_tokens
+                if cur.pieces and (
+                    cur.tokens + n + 1 > budget or mixes or turns_page or not _fits_pages(cur, piece)
+                ):
                     cur = new_draft(e.section, e.section_id, numbered_section)
                 cur.pieces.append(piece)
                 cur.tokens += n + (1 if len(cur.pieces) > 1 else 0)
@@ -233,7 +238,7 @@ class StructureChunker:
                     buf_tokens += n
         if buf:
             out.append(_Piece(buf, e.page_start, e.page_end, kind, e.label, conf))
-        return out
+        return _place_on_pages(out, e) if e.page_offsets else out
 
     def _fit(self, text: str, budget: int) -> list[str]:
         """``text`` as-is when it fits, else word windows that do."""
@@ -343,6 +348,28 @@ def _fits_pages(draft: _Draft, piece: _Piece) -> bool:
         return False
     ocr = piece.kind == "ocr" or any(p.kind == "ocr" for p in draft.pieces)
     return not (ocr and start != end)
+
+
+def _place_on_pages(pieces: list[_Piece], e: Element) -> list[_Piece]:
+    """Parts of a paragraph that runs over a page break get the pages they are on, not the paragraph's."""
+    placed: list[_Piece] = []
+    cursor = 0
+    for piece in pieces:
+        start = e.text.find(piece.text, cursor)
+        if start < 0:  # not a verbatim part of the text (should not happen): keep the paragraph's pages
+            placed.append(piece)
+            continue
+        cursor = start + len(piece.text)
+        placed.append(dataclasses.replace(piece, page_start=_page_at(e, start), page_end=_page_at(e, cursor - 1)))
+    return placed
+
+
+def _page_at(e: Element, offset: int) -> int:
+    page = e.page_start
+    for start, number in e.page_offsets:
+        if offset >= start:
+            page = number
+    return page
 
 
 def _merge_keeps_pages(small: _Draft, nxt: _Draft) -> bool:

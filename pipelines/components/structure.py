@@ -220,13 +220,17 @@ class StructureDetector:
                 return
             text = ""
             hyphen = False
+            page_offsets: list[tuple[int, int]] = []
             for ln in para:
-                text = _join(text, ln.text.strip(), hyphen)
+                line = ln.text.strip()
+                text = _join(text, line, hyphen)
+                if ln.page != (page_offsets[-1][1] if page_offsets else para[0].page):
+                    page_offsets.append((len(text) - len(line), ln.page))
                 hyphen = ln.hyphen_join
             ocr = para[0].ocr_confidence is not None
             out.append(Element(
                 kind="paragraph", text=text, page_start=para[0].page, page_end=para[-1].page,
-                ocr=ocr, ocr_confidence=ocr_conf.get(para[0].page) if ocr else None,
+                ocr=ocr, ocr_confidence=ocr_conf.get(para[0].page) if ocr else None, page_offsets=page_offsets,
             ))
             para.clear()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import unicodedata
 import zlib
@@ -467,6 +468,39 @@ class TestStructureChunker:
                                                            scope="local")["documents"]
         assert all(d.meta["page_end"] - d.meta["page_start"] <= 1 for d in docs)
         assert sum(d.content.count(" on ") for d in docs) == 7  # nothing lost
+
+    def test_a_chunk_with_substance_does_not_reach_onto_the_next_page(self, count_tokens) -> None:  # noqa: ANN001
+        long = ("The travel policy covers flights, hotels and meals booked for business trips, and it applies "
+                "to every employee, contractor and intern who travels on the company's behalf in any country, "
+                "whether the trip lasts a single day or several weeks.")
+        assert count_tokens(long) >= 40
+        elements = [Element(kind="paragraph", text=long, page_start=4, page_end=4, section="Travel"),
+                    Element(kind="paragraph", text="Receipts are kept.", page_start=5, page_end=5, section="Travel"),
+                    Element(kind="paragraph", text="Taxis are fine.", page_start=6, page_end=6, section="Travel"),
+                    Element(kind="paragraph", text="Trains are first.", page_start=7, page_end=7, section="Travel")]
+        docs = StructureChunker(model_path=MODEL_PATH, min_tokens=40).run(
+            elements, doc_id="d", file_name="f.pdf", scope="local")["documents"]
+        # the full chunk stays on its page; small text may still cross one page boundary
+        assert [(d.meta["page_start"], d.meta["page_end"]) for d in docs] == [(4, 4), (5, 6), (7, 7)]
+
+    def test_parts_of_a_paragraph_over_a_page_break_cite_their_own_page(self) -> None:
+        sentences = [f"Sentence {w} of the long policy paragraph explains one more rule in detail." for w in
+                     ("one", "two", "three", "four", "five", "six", "seven", "eight")]
+        # lines of one paragraph: four sentences at the foot of page 1, the rest at the top of page 2
+        pages = [Page(number=n, width=612, height=792, lines=[
+            Line(page=n, text=text, x0=72, top=100 + 14 * i, x1=540, bottom=110 + 14 * i, size=10)
+            for i, text in enumerate(sentences[4 * (n - 1):4 * n])]) for n in (1, 2)]
+        pages[0].lines[-1] = dataclasses.replace(pages[0].lines[-1], text="Sentence four of the long policy "
+                                                 "paragraph explains one more rule in")  # runs on over the break
+        pages[1].lines[0] = dataclasses.replace(pages[1].lines[0], text="detail. Sentence five of the long policy "
+                                                "paragraph explains one more rule in detail.")
+        elements = StructureDetector().run(ParsedPdf(pages=pages))["elements"]
+        assert [(e.kind, e.page_start, e.page_end) for e in elements] == [("paragraph", 1, 2)]
+        docs = StructureChunker(model_path=MODEL_PATH, max_tokens=40, min_tokens=0).run(
+            elements, doc_id="d", file_name="f.pdf", scope="local")["documents"]
+        # two sentences per chunk: only the chunk holding sentence four (split by the break) spans both pages
+        placed = [(d.content.split()[1], d.meta["page_start"], d.meta["page_end"]) for d in docs]
+        assert placed == [("one", 1, 1), ("three", 1, 2), ("five", 2, 2), ("seven", 2, 2)]
 
     def test_a_small_sibling_section_joins_the_next_only_on_its_own_page(self) -> None:
         def section(title: str, body: str, page: int) -> list[Element]:
