@@ -90,6 +90,8 @@ class Element:
     rows: list[tuple[str, ...]] = field(default_factory=list)  # tables: body rows
     row_pages: list[int] = field(default_factory=list)  # tables: page of each body row
     items: list[str] = field(default_factory=list)  # lists: one string per item
+    # paragraphs over a page break: (offset in ``text`` where the page's text starts, page number)
+    page_offsets: list[tuple[int, int]] = field(default_factory=list)
     ocr: bool = False
     ocr_confidence: float | None = None
     section: str = ""  # heading path, " > "-joined (filled by the structure step)

@@ -16,6 +16,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from connectors.ocr import OcrError, OcrUnavailableError, ocr_image
+from pipelines.components.clean_text import clean_text
 from pipelines.components.layout import IngestError, Line, Page, ParsedPdf
 
 PageCallback = Callable[[int, int], None]
@@ -120,20 +121,21 @@ class OcrFallback:
         except (OcrError, Exception):  # noqa: BLE001 - one bad page is skipped and reported, never fatal
             return dataclasses.replace(page, ocr_failed=True)
         to_pt = 1.0 / scale
-        lines = [
-            Line(
+        lines: list[Line] = []
+        for ln in result.lines:
+            text = clean_text(ln.text).strip()
+            if ln.confidence < _MIN_LINE_CONFIDENCE or not any(c.isalnum() for c in text):
+                continue
+            lines.append(Line(
                 page=page.number,
-                text=ln.text,
+                text=text,
                 x0=ln.x0 * to_pt,
                 top=ln.top * to_pt,
                 x1=ln.x1 * to_pt,
                 bottom=ln.bottom * to_pt,
                 size=(ln.bottom - ln.top) * to_pt,
                 ocr_confidence=ln.confidence,
-            )
-            for ln in result.lines
-            if ln.confidence >= _MIN_LINE_CONFIDENCE and any(c.isalnum() for c in ln.text)
-        ]
+            ))
         if not lines:
             # nothing legible: keep whatever thin text layer the page had
             return dataclasses.replace(page, ocr=True, ocr_confidence=result.confidence)

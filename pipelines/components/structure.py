@@ -6,7 +6,8 @@
   "Section 12", "ARTICLE IV") and from the PDF outline when there is one. Numbering gives the
   level; un-numbered headings get a level from their font size.
 * Paragraphs join lines (hyphenated breaks glued, "reim-" + "bursement"), also across a page or
-  column break when the sentence goes on.
+  column break when the sentence goes on, but never onto a third page; OCR'd lines never join
+  across a page break (a slide is a unit of its own).
 * Lists are kept whole (bullet or "(a)"/"1)" items with their continuation lines).
 * Tables are runs of lines made of several cells on one baseline (plus wrapped header/cell lines
   aligned to a column), with their caption ("Table 3: ...") and header row.
@@ -219,13 +220,17 @@ class StructureDetector:
                 return
             text = ""
             hyphen = False
+            page_offsets: list[tuple[int, int]] = []
             for ln in para:
-                text = _join(text, ln.text.strip(), hyphen)
+                line = ln.text.strip()
+                text = _join(text, line, hyphen)
+                if ln.page != (page_offsets[-1][1] if page_offsets else para[0].page):
+                    page_offsets.append((len(text) - len(line), ln.page))
                 hyphen = ln.hyphen_join
             ocr = para[0].ocr_confidence is not None
             out.append(Element(
                 kind="paragraph", text=text, page_start=para[0].page, page_end=para[-1].page,
-                ocr=ocr, ocr_confidence=ocr_conf.get(para[0].page) if ocr else None,
+                ocr=ocr, ocr_confidence=ocr_conf.get(para[0].page) if ocr else None, page_offsets=page_offsets,
             ))
             para.clear()
 
@@ -296,6 +301,10 @@ class StructureDetector:
                     new_para = gap > 0.55 * size
                 if (prev.ocr_confidence is None) != (ln.ocr_confidence is None):
                     new_para = True
+                if ln.page != prev.page and ln.ocr_confidence is not None:
+                    new_para = True  # an OCR'd page (a slide) stands alone: OCR gives no sentence flow to follow
+                if ln.page > para[0].page + 1:
+                    new_para = True  # a paragraph (and so a citation) never spans more than two pages
                 if new_para:
                     flush_para()
             para.append(ln)
@@ -317,6 +326,8 @@ class StructureDetector:
             if ln is not first:
                 if ln.page != last.page and _SENTENCE_END.search(last.text.strip()) and not _BULLET.match(text):
                     break
+                if ln.page > first.page + 1:
+                    break  # a list (and so a citation) never spans more than two pages
                 gap = ln.top - last.bottom if ln.page == last.page else 0.0
                 if gap > 0.9 * max(last.size, 1.0) and not _BULLET.match(text):
                     break
