@@ -92,6 +92,7 @@ def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
     p.connect("parser.parsed", "ocr.parsed")
     p.connect("ocr.parsed", "structure.parsed")
     p.connect("structure.elements", "chunker.elements")
+    p.connect("structure.page_labels", "chunker.page_labels")
     p.connect("chunker.documents", "embedder.documents")
     p.connect("embedder.documents", "writer.documents")
     return p

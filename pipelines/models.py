@@ -8,6 +8,7 @@ Chunk metadata (on every Haystack ``Document`` the indexing pipeline writes):
 ``file_name``      as uploaded (display only; never used to build a path)
 ``page_start``     1-based first page of the chunk
 ``page_end``       1-based last page
+``page_label``     the first page's label where the PDF labels its pages ("iii", "17"); absent otherwise
 ``section``        heading path, ``" > "``-joined ("4 Leave > 4.2 Parental leave"); "" if none
 ``section_id``     numbering of the innermost numbered heading ("4.2", "12", "IV"); "" if none
 ``element_type``   ``text`` | ``table`` | ``list`` | ``caption`` | ``ocr``

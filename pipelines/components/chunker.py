@@ -133,7 +133,10 @@ class StructureChunker:
         sha256: str = "",
         uploaded_by: str = "",
         uploaded_at: str = "",
+        page_labels: dict[int, str] | None = None,
     ) -> dict[str, Any]:
+        """``page_labels``: page number -> its label where the PDF labels its pages (chunk meta ``page_label``,
+        the label of the chunk's first page, so "page 17" finds the page a reader sees numbered 17)."""
         self.warm_up()
         drafts = self._drafts(elements)
         drafts = self._merge_small(drafts)
@@ -159,6 +162,8 @@ class StructureChunker:
                 "uploaded_by": uploaded_by,
                 "uploaded_at": uploaded_at,
             }
+            if page_labels:
+                meta["page_label"] = page_labels.get(meta["page_start"], "")
             confs = [p.ocr_confidence for p in d.pieces if p.ocr_confidence is not None]
             if confs:
                 meta["ocr_confidence"] = round(sum(confs) / len(confs), 1)

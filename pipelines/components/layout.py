@@ -42,6 +42,7 @@ class Page:
     number: int  # 1-based
     width: float
     height: float
+    label: str = ""  # the page's label from the PDF's /PageLabels ("iii", "17", "6985"), "" when it has none
     lines: list[Line] = field(default_factory=list)
     chars: int = 0  # non-space characters in the text layer
     needs_ocr: bool = False

@@ -314,12 +314,21 @@ class PdfParser:
                 finally:
                     pg.close()
                 page.needs_ocr = page.chars < self.ocr_min_chars
+                page.label = _page_label(pdf, i)
                 pages.append(page)
                 if on_page is not None:
                     on_page(i + 1, total)
         finally:
             pdf.close()
         return {"parsed": ParsedPdf(pages=pages, outline=outline)}
+
+
+def _page_label(pdf: Any, index: int) -> str:
+    """The page's label as PDF viewers show it ("iii", "17"), from the document's /PageLabels; "" if none."""
+    try:
+        return clean_text(str(pdf.get_page_label(index) or "")).strip()[:32]
+    except Exception:  # noqa: BLE001 - a broken label tree only costs the labels
+        return ""
 
 
 def _outline(pdf: Any) -> list[tuple[int, str, int]]:

@@ -152,7 +152,7 @@ class StructureDetector:
     def from_dict(cls, data: dict[str, Any]) -> StructureDetector:
         return default_from_dict(cls, data)
 
-    @component.output_types(elements=list[Element])
+    @component.output_types(elements=list[Element], page_labels=dict[int, str])
     def run(self, parsed: ParsedPdf) -> dict[str, Any]:
         pages = strip_running_lines([p.lines for p in parsed.pages], [p.height for p in parsed.pages])
         ocr_conf = {p.number: p.ocr_confidence for p in parsed.pages if p.ocr}
@@ -163,7 +163,8 @@ class StructureDetector:
         elements = self._elements(lines, body, outline, outline_titles, ocr_conf)
         self._assign_levels(elements)
         self._assign_sections(elements)
-        return {"elements": elements}
+        labels = {p.number: p.label for p in parsed.pages} if any(p.label for p in parsed.pages) else {}
+        return {"elements": elements, "page_labels": labels}
 
     # --- steps -------------------------------------------------------------------------------
     @staticmethod
