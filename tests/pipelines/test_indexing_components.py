@@ -236,14 +236,28 @@ class TestOcrFallback:
             OcrFallback(language="eng; rm -rf /")
         with pytest.raises(ValueError, match="page_timeout_s"):
             OcrFallback(page_timeout_s=0)
+        with pytest.raises(ValueError, match="layout"):
+            OcrFallback(layout="slides")
 
     def test_to_dict_from_dict(self) -> None:
-        c = OcrFallback(enabled=False, dpi=150, language="eng+deu", page_timeout_s=5, max_pixels=2_000_000)
+        c = OcrFallback(enabled=False, dpi=150, language="eng+deu", page_timeout_s=5, max_pixels=2_000_000,
+                        layout="sparse")
         data = c.to_dict()
         assert data["init_parameters"] == {
-            "enabled": False, "dpi": 150, "language": "eng+deu", "page_timeout_s": 5, "max_pixels": 2_000_000
+            "enabled": False, "dpi": 150, "language": "eng+deu", "page_timeout_s": 5, "max_pixels": 2_000_000,
+            "layout": "sparse",
         }
-        assert OcrFallback.from_dict(data).dpi == 150
+        back = OcrFallback.from_dict(data)
+        assert (back.dpi, back.layout) == (150, "sparse")
+
+    @pytest.mark.parametrize(
+        ("layout", "width", "height", "psm"),
+        [("auto", 768, 432, 11), ("auto", 612, 792, 3), ("document", 768, 432, 3), ("sparse", 612, 792, 11)],
+    )
+    def test_slides_are_read_as_sparse_text_documents_as_columns(
+        self, layout: str, width: float, height: float, psm: int
+    ) -> None:
+        assert OcrFallback(layout=layout).psm_for(Page(number=1, width=width, height=height)) == psm
 
     def test_disabled_leaves_pages_alone(self) -> None:
         data = sample_pdfs.sample_bytes(sample_pdfs.HANDBOOK)
