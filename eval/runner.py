@@ -54,6 +54,7 @@ INDEX_CODE = (
     "pipelines/indexing.py",
     "pipelines/components/pdf_guard.py",
     "pipelines/components/pdf_parser.py",
+    "pipelines/components/clean_text.py",
     "pipelines/components/layout.py",
     "pipelines/components/ocr.py",
     "pipelines/components/structure.py",
