@@ -49,6 +49,11 @@ class _Draft:
     numbered: bool
     pieces: list[_Piece] = field(default_factory=list)
     tokens: int = 0
+    starts_with_heading: bool = False
+
+    @property
+    def heading_only(self) -> bool:
+        return self.starts_with_heading and len(self.pieces) == 1
 
     @property
     def page_start(self) -> int:
@@ -194,6 +199,7 @@ class StructureChunker:
             if e.kind == "heading":
                 numbered_section = bool(e.numbering)
                 cur = new_draft(e.section, e.section_id, numbered_section)
+                cur.starts_with_heading = True
                 budget = self._budget(e.section)
                 piece = _Piece(e.text, e.page_start, e.page_end, "text")
                 cur.pieces.append(piece)
@@ -328,6 +334,20 @@ class StructureChunker:
                 # a small un-numbered sibling joins the next section
                 nxt.pieces = d.pieces + nxt.pieces
                 nxt.tokens += d.tokens + 1
+                i += 1
+                continue
+            if (
+                nxt is not None
+                and d.heading_only
+                and d.tokens < self.min_tokens
+                and d.tokens + nxt.tokens + 1 <= self._budget(nxt.section)
+                and _merge_keeps_pages(d, nxt)
+            ):
+                # a heading with nothing under it before the next heading (or a table) is no chunk of its own:
+                # it leads the next chunk, which keeps its own section
+                nxt.pieces = d.pieces + nxt.pieces
+                nxt.tokens += d.tokens + 1
+                nxt.starts_with_heading = True
                 i += 1
                 continue
             out.append(d)

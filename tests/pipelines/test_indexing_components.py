@@ -528,6 +528,29 @@ class TestStructureChunker:
         assert [(d.content, d.meta["page_start"], d.meta["page_end"]) for d in docs] == [
             ("Parking\nFree.\nCanteen\nOpens at 8.", 1, 1), ("Library\nClosed on Sundays.", 2, 2)]
 
+    def test_a_heading_with_nothing_under_it_leads_the_next_chunk_on_its_page(self) -> None:
+        # "5.4 Analysis" directly followed by a run-in heading the structure step put beside it, not under it
+        elements = [
+            Element(kind="heading", text="5.4 Analysis", page_start=8, page_end=8, level=2, numbering="5.4",
+                    section="5 Method > 5.4 Analysis", section_id="5.4"),
+            Element(kind="heading", text="Few makes big difference", page_start=8, page_end=8, level=2,
+                    section="5 Method > Few makes big difference", section_id="5"),
+            Element(kind="paragraph", text="Our method selectively reranks hard samples.", page_start=8,
+                    page_end=8, section="5 Method > Few makes big difference", section_id="5"),
+            Element(kind="heading", text="6 Conclusion", page_start=8, page_end=8, level=1, numbering="6",
+                    section="6 Conclusion", section_id="6"),
+            Element(kind="heading", text="Limitations", page_start=9, page_end=9, level=1,
+                    section="Limitations"),
+            Element(kind="paragraph", text="We study English only.", page_start=9, page_end=9, section="Limitations"),
+        ]
+        docs = StructureChunker(model_path=MODEL_PATH).run(elements, doc_id="d", file_name="f.pdf",
+                                                           scope="local")["documents"]
+        assert [(d.content, d.meta["section_id"], d.meta["page_start"], d.meta["page_end"]) for d in docs] == [
+            ("5.4 Analysis\nFew makes big difference\nOur method selectively reranks hard samples.", "5", 8, 8),
+            ("6 Conclusion", "6", 8, 8),  # the next heading is on the next page: no chunk reaches over
+            ("Limitations\nWe study English only.", "", 9, 9),
+        ]
+
     def test_a_table_over_many_pages_is_cut_at_two_pages(self) -> None:
         rows = [(f"row {i}", str(i)) for i in range(9)]
         table = Element(kind="table", text="", page_start=1, page_end=5, label="Table 4", caption="Table 4: Items",
