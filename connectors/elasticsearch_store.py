@@ -49,6 +49,7 @@ _KEYWORD_FIELDS = (
     "label",
     "sha256",
     "uploaded_by",
+    "source_url",
     # ISO-8601 UTC strings: as keywords they sort and compare chronologically, and an empty value can't
     # make a whole document fail to index the way it would on a `date` field.
     "uploaded_at",
@@ -338,6 +339,7 @@ class CitebotElasticsearchStore:
             "uploaded_at": {"terms": {"field": "uploaded_at", "size": 1, "order": {"_key": "desc"}}},
             "uploaded_by": {"terms": {"field": "uploaded_by", "size": 1}},
             "sha256": {"terms": {"field": "sha256", "size": 1}},
+            "source_url": {"terms": {"field": "source_url", "size": 1}},
         }
         sources = [{"scope": {"terms": {"field": "scope"}}}, {"doc_id": {"terms": {"field": "doc_id"}}}]
         docs = []
@@ -353,6 +355,7 @@ class CitebotElasticsearchStore:
                     uploaded_at=_top(b["uploaded_at"]),
                     uploaded_by=_top(b["uploaded_by"]),
                     sha256=_top(b["sha256"]),
+                    source_url=_top(b["source_url"]),
                 )
             )
         docs.sort(key=lambda d: (d.file.lower(), d.uploaded_at, d.doc_id))

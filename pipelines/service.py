@@ -63,11 +63,12 @@ class CitebotService:
         file_name: str,
         scope: str,
         uploaded_by: str = "",
+        source_url: str = "",
         progress: ProgressCallback | None = None,
     ) -> IngestResult:
         require_scopes(scope)
         return self.indexer.ingest(
-            data, file_name=file_name, scope=scope, uploaded_by=uploaded_by, progress=progress
+            data, file_name=file_name, scope=scope, uploaded_by=uploaded_by, source_url=source_url, progress=progress
         )
 
     def answer(

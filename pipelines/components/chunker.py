@@ -121,6 +121,7 @@ class StructureChunker:
         sha256: str = "",
         uploaded_by: str = "",
         uploaded_at: str = "",
+        source_url: str = "",
     ) -> dict[str, Any]:
         self.warm_up()
         drafts = self._drafts(elements)
@@ -145,6 +146,7 @@ class StructureChunker:
                 "sha256": sha256,
                 "uploaded_by": uploaded_by,
                 "uploaded_at": uploaded_at,
+                "source_url": source_url,
             }
             confs = [p.ocr_confidence for p in d.pieces if p.ocr_confidence is not None]
             if confs:
