@@ -183,9 +183,16 @@ def run_feedback_cmd(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if not entries:
         print("No feedback yet." if not (args.since or args.polarity) else "No feedback matches.")
+    from bot.core import FEEDBACK_CHOICES
+
     for e in entries:
         mark = "👍" if e.polarity == "up" else "👎"
         print(f"{e.at} {mark} {e.platform} {e.scope} {e.user}: {e.question}")
+        said = [f"what was wrong: {FEEDBACK_CHOICES.get(e.choice, e.choice)}"] if e.choice else []
+        if e.comment:
+            said.append(f"“{' '.join(e.comment.split())}”")
+        if said:
+            print("    " + " — ".join(said))
     return 0
 
 
