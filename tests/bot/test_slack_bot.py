@@ -527,7 +527,8 @@ def test_feedback_buttons_and_the_thumbs_down_form(
     assert action_id == FEEDBACK_ACTION
 
     def votes() -> list[tuple[str, str, str, str]]:
-        return [(e.user, e.polarity, e.choice, e.comment) for e in slack.core.feedback_entries() if e.message_ref == ref]
+        entries = slack.core.feedback_entries()
+        return [(e.user, e.polarity, e.choice, e.comment) for e in entries if e.message_ref == ref]
 
     def click(user: str, value: str) -> None:
         payload = feedback_click(user=user, channel=C_LEAVE, message_ts=answer_ts, thread_ts="215.000001",
