@@ -121,7 +121,17 @@ def for_people(answer: Answer) -> Answer:
             update={"quote": printable(c.quote), "file": printable(c.file), "section": printable(c.section)}
         )
 
-    return answer.model_copy(update={"text": printable(answer.text), "citations": [clean(c) for c in answer.citations]})
+    def where(r: RetrievedChunk) -> RetrievedChunk:
+        return r.model_copy(update={"file": printable(r.file), "section": printable(r.section)})
+
+    return answer.model_copy(
+        update={
+            "text": printable(answer.text),
+            "note": printable(answer.note),
+            "citations": [clean(c) for c in answer.citations],
+            "retrieved": [where(r) for r in answer.retrieved],
+        }
+    )
 
 
 class Turn(BaseModel):
