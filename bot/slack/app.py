@@ -19,6 +19,7 @@ one failure path: log the event id, apologise in the thread.
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -30,6 +31,7 @@ import structlog
 from slack_bolt import App, BoltContext, BoltRequest, BoltResponse
 from slack_bolt.context.ack import Ack
 from slack_bolt.context.respond import Respond
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
@@ -143,6 +145,21 @@ class AckFirst:
                 self._cond.wait(min(deadline - now, max(self.quiet_s - quiet_for, 0.002)))
 
 
+class _DropTokenUnusedWarning(logging.Filter):
+    """Bolt warns "As you gave `client` as well, `token` will be unused" whenever SLACK_BOT_TOKEN is in the
+    environment and an app is given its client, i.e. on every start of Citebot, whose client is built from that
+    very token. The warning tells an admin nothing; drop just that record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+def _quiet_bolt_token_warning() -> None:
+    bolt_app_logger = logging.getLogger("slack_bolt.App")
+    if not any(isinstance(f, _DropTokenUnusedWarning) for f in bolt_app_logger.filters):
+        bolt_app_logger.addFilter(_DropTokenUnusedWarning())
+
+
 class SlackConfigError(Exception):
     """The Slack settings are incomplete; the message names the variable to set."""
 
@@ -180,6 +197,7 @@ class SlackBot:
         self._pending: set[Future[None]] = set()
         self._pending_lock = threading.Lock()
         secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
+        _quiet_bolt_token_warning()
         self.app = App(
             name="citebot",
             client=self.client,

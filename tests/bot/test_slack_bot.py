@@ -703,6 +703,50 @@ def test_serve_refuses_to_start_without_credentials(tmp_path: Path, capsys: pyte
     assert "SLACK_SIGNING_SECRET" in capsys.readouterr().err
 
 
+def test_serve_says_whether_slack_is_unreachable_or_rejected_a_token(
+    slack: Harness, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket as sockets
+
+    from bot.slack.server import serve
+
+    with sockets.socket() as s:  # a port nothing listens on: as if DNS or the network were down
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = Settings(_env_file=None, data_dir=tmp_path, slack_bot_token=BOT_TOKEN,  # type: ignore[call-arg]
+                    slack_signing_secret=SIGNING_SECRET, ocr_enabled=False)
+    offline = base.model_copy(update={"slack_api_url": f"http://127.0.0.1:{port}/api/"})
+    assert serve(offline, http=True, host="127.0.0.1", port=0) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"citebot: cannot reach Slack at http://127.0.0.1:{port}/api/") and "network" in line
+
+    from pydantic import SecretStr
+
+    wrong = base.model_copy(update={"slack_api_url": slack.fake.url, "slack_bot_token": SecretStr("xoxb-revoked")})
+    assert serve(wrong, http=True, host="127.0.0.1", port=0) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("citebot: Slack rejected SLACK_BOT_TOKEN (invalid_auth): copy the Bot User OAuth Token")
+
+    # Socket Mode: the bot token is fine, the app-level token is not
+    wrong_app = base.model_copy(update={"slack_api_url": slack.fake.url, "slack_app_token": SecretStr("xapp-nope")})
+    assert serve(wrong_app, http=False, host="127.0.0.1", port=0) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("citebot: Slack rejected SLACK_APP_TOKEN (invalid_auth): make an app-level token")
+
+
+def test_starting_with_the_token_in_the_environment_logs_no_bolt_warning(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)  # how admins run it (the README's export)
+    with caplog.at_level(logging.INFO):
+        bot = build_bot(slack.bot.settings, slack.core)
+        bot.close()
+    assert "will be unused" not in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("slack_bolt")]
+
+
 def test_socket_mode_gets_events_over_the_websocket_acks_and_answers(slack: Harness) -> None:
     from pydantic import SecretStr
 
@@ -727,4 +771,4 @@ def test_socket_mode_gets_events_over_the_websocket_acks_and_answers(slack: Harn
         bot.close()
         socket.stop()
         slack.fake.socket_url = ""
-    assert slack.fake.calls_to("apps.connections.open")[0].authorized  # opened with the app-level token
+    assert slack.fake.calls_to("apps.connections.open")[-1].authorized  # opened with the app-level token
