@@ -157,3 +157,19 @@ class TestParse:
         cmd = parse_command({"team_id": "T1", "channel_id": "D9", "user_id": "U1", "text": " forget  “a b.pdf” "})
         assert (cmd.verb, cmd.arg, cmd.is_dm) == ("forget", "a b.pdf", True)
         assert parse_command({"text": ""}).verb == "help"
+
+
+def test_the_manifest_asks_for_every_event_and_scope_the_app_uses() -> None:
+    """Create-from-manifest must give the app what its listeners need: a missing event is a silent bot."""
+    from pathlib import Path
+
+    import yaml
+
+    manifest = yaml.safe_load((Path(__file__).resolve().parents[2] / "deploy/slack/manifest.yaml").read_text())
+    events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    assert {"app_mention", "file_shared", "file_deleted", "reaction_added", "reaction_removed",
+            "assistant_thread_started", "assistant_thread_context_changed", "message.im"} <= events
+    assert {"assistant:write", "chat:write", "reactions:write", "commands", "files:read"} <= scopes
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True  # feedback buttons and the 👎 form
+    assert manifest["features"]["assistant_view"]["assistant_description"]
