@@ -61,7 +61,10 @@ def register(sub: Any) -> None:
 
     c = ev_sub.add_parser("compare", help="metric deltas and case regressions between two runs; gates for CI")
     c.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="BASE_RUN NEW_RUN (or NEW_RUN alone: floors)")
-    c.add_argument("--gates", type=Path, help=f"gates TOML (e.g. {DEMO_GATES.relative_to(EVAL_DIR.parent)})")
+    c.add_argument("--gates", type=Path,
+                   help=f"gates TOML (default: the shipped {DEMO_GATES.relative_to(EVAL_DIR.parent)}, found from any "
+                   "directory)")
+    c.add_argument("--no-gates", action="store_true", help="compare only: check no gates (exit 0)")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=run_compare_cmd)
 
@@ -144,15 +147,19 @@ def run_report_cmd(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_compare_cmd(args: argparse.Namespace, settings: Settings) -> int:
-    from eval.compare import GatesError, run_compare
+    from eval.compare import GatesError, find_gates, run_compare
     from eval.records import RunDirError
 
     if len(args.runs) > 2:
         print("citebot eval compare: give BASE_RUN NEW_RUN, or NEW_RUN alone", file=sys.stderr)
         return 2
+    if args.no_gates and args.gates:
+        print("citebot eval compare: --gates and --no-gates exclude each other", file=sys.stderr)
+        return 2
     base, new = (args.runs[0], args.runs[1]) if len(args.runs) == 2 else (None, args.runs[0])
     try:
-        return run_compare(base, new, args.gates, as_json=args.json)
+        gates = None if args.no_gates else find_gates(args.gates)
+        return run_compare(base, new, gates, as_json=args.json)
     except (GatesError, RunDirError) as e:
         print(f"citebot eval compare: {e}", file=sys.stderr)
         return 2

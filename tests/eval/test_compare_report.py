@@ -77,7 +77,9 @@ def test_same_run_passes_its_gates(tmp_path: Path, gates: Path, run_cli: Any,
     settings = Settings(data_dir=tmp_path / "data")
     assert run_cli(["eval", "compare", str(base), str(base), "--gates", str(gates)], settings) == 0
     out = capsys.readouterr().out
-    assert "PASS  floor page_hit@5: 1.0000 >= 0.7000" in out
+    assert "PASS  floor page_hit@5: 1.0000 >= 0.7000 on 3 cases (few: one of them moves it by about 0.33)" in out
+    assert "PASS  floor refusal_f1: 1.0000 >= 0.8000 on 1 unanswerable cases (few" in out
+    assert "PASS  floor citation_validity: 1.0000 >= 1.0000 on 3 quotes (few" in out
     assert "RESULT: all gates passed" in out
 
 
@@ -92,13 +94,34 @@ def test_regression_on_a_critical_case_fails_with_exit_1(tmp_path: Path, gates: 
     out = capsys.readouterr().out
     assert "FAIL  critical cases: b" in out
     assert "FAIL  max drop 0.02" in out and "page_hit@5 -0.2500" in out
-    assert "PASS  floor page_hit@5: 0.7500 >= 0.7000" in out
+    assert "PASS  floor page_hit@5: 0.7500 >= 0.7000 on 4 cases" in out
     c = compare(load_run(base), load_run(new), load_gates(gates))
     [reg] = c.regressions
     assert reg.id == "b" and reg.critical and "retrieval miss" in reg.new_labels
     assert c.deltas["page_hit@5"]["delta"] == pytest.approx(-0.25)
-    # without gates the comparison is informational: exit 0
-    assert run_cli(["eval", "compare", str(base), str(new)], settings) == 0
+    # --no-gates: the comparison is informational, exit 0
+    assert run_cli(["eval", "compare", str(base), str(new), "--no-gates"], settings) == 0
+    assert "Gates:" not in capsys.readouterr().out
+
+
+def test_without_gates_the_shipped_file_is_used_from_any_directory(
+    tmp_path: Path, run_cli: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval.compare import SHIPPED_GATES
+
+    run = write_run(tmp_path / "run", [good("a"), good("b"), refused_unanswerable("u")])
+    settings = Settings(data_dir=tmp_path / "data")
+    elsewhere = tmp_path / "somewhere" / "else"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)  # not the repository root
+    assert run_cli(["eval", "compare", str(run)], settings) == 0
+    out = capsys.readouterr().out
+    assert f"gates from {SHIPPED_GATES}" in out and "PASS  floor page_hit@5" in out
+    # the path the docs give works from here too
+    assert run_cli(["eval", "compare", str(run), "--gates", "eval/gates.toml"], settings) == 0
+    assert "PASS  floor citation_validity" in capsys.readouterr().out
+    assert run_cli(["eval", "compare", str(run), "--gates", "nope/gates.toml"], settings) == 2
+    assert "cannot read gates file nope/gates.toml" in capsys.readouterr().err
 
 
 def test_floor_only_compare_and_forged_quote(tmp_path: Path, gates: Path, run_cli: Any,
@@ -118,6 +141,27 @@ def test_bad_gates_file_is_named(tmp_path: Path) -> None:
     p.write_text("[floor]\nx = 1\n")
     with pytest.raises(GatesError, match="unknown table"):
         load_gates(p)
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[drop]\nmaximum = 0.02\n", "unknown key drop.maximum; [drop] takes max, metrics"),
+        ("[critical]\nno_regresion = true\n", "unknown key critical.no_regresion; [critical] takes no_regression"),
+        ("[cases]\ntolerance = 0.1\n", "unknown key cases.tolerance; [cases] takes score_tolerance"),
+        ("[drop]\nmax = \"2%\"\n", "drop.max must be a number"),
+        ("[critical]\nno_regression = 1\n", "critical.no_regression must be true or false"),
+        ("floors = 1\n", "floors must be a table"),
+    ],
+)
+def test_gates_with_unknown_or_mistyped_keys_are_rejected_naming_the_key(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    p = tmp_path / "g.toml"
+    p.write_text(toml)
+    with pytest.raises(GatesError) as e:
+        load_gates(p)
+    assert message in str(e.value) and str(p) in str(e.value)
 
 
 def test_shipped_gates_parse() -> None:
