@@ -97,13 +97,15 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
         docs = settings.data_dir / "eval" / "samples"
         write_samples(docs)
     out = args.out or settings.data_dir / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    from bot.cli.progress import TerminalProgress
+
     modes = list(MODES) if args.mode == "all" else [args.mode]
-    log = (lambda m: print(m, file=sys.stderr)) if args.json else print
+    progress = TerminalProgress(sys.stderr, print_log=(lambda m: print(m, file=sys.stderr)) if args.json else print)
     try:
         runs = run_eval(settings, RunOptions(set_path=args.set, docs_dir=docs, out_dir=out, modes=modes, k=args.k,
                                              per_doc=args.per_doc, judge=args.judge, limit=args.limit,
                                              fresh=args.fresh, case_ids=args.cases, categories=args.category),
-                           log=log)
+                        log=progress.log, progress=progress)
     except (EvalSetError, EvalRunError) as e:
         print(f"citebot eval run: {e}", file=sys.stderr)
         return 2
@@ -114,6 +116,8 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
             print(f"citebot eval run: {e}", file=sys.stderr)
             return 2
         raise
+    finally:
+        progress.clear()  # an interrupted run leaves no half-drawn line before the error
     if args.json:
         from eval.metrics import refusal_curve, summarise
 
@@ -204,14 +208,19 @@ def run_feedback_cmd(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_reindex_cmd(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.cli.progress import TerminalProgress
     from connectors.stores import open_store
     from eval.reindex import ReindexError, reindex
 
+    progress = TerminalProgress(sys.stderr)
     try:
-        res = reindex(settings, open_store(settings), scopes=args.scope, restart=args.restart)
+        res = reindex(settings, open_store(settings), scopes=args.scope, restart=args.restart, log=progress.log,
+                      progress=progress)
     except ReindexError as e:
         print(f"citebot reindex: {e}", file=sys.stderr)
         return 1
+    finally:
+        progress.clear()
     print(f"Re-embedded {res.documents} document(s), {res.chunks} chunks in {res.scopes} scope(s); "
           f"{res.skipped} already done with this model.")
     return 0
