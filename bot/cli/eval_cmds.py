@@ -55,8 +55,10 @@ def register(sub: Any) -> None:
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.set_defaults(func=run_eval_cmd)
 
-    rep = ev_sub.add_parser("report", help="write report.md and report.html for a run directory")
-    rep.add_argument("run_dir", type=Path)
+    rep = ev_sub.add_parser("report", help="write report.md and report.html for a run directory; several: a trend")
+    rep.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                     help="a run directory; give several for trend.md/trend.html across them (oldest first)")
+    rep.add_argument("--out", type=Path, help="where the trend report goes (default: the newest run's directory)")
     rep.set_defaults(func=run_report_cmd)
 
     c = ev_sub.add_parser("compare", help="metric deltas and case regressions between two runs; gates for CI")
@@ -138,16 +140,29 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_report_cmd(args: argparse.Namespace, settings: Settings) -> int:
     from eval.records import RunDirError
-    from eval.report import write_report
+    from eval.report import write_report, write_trend
 
     try:
-        paths = write_report(args.run_dir)
+        paths = [p for d in args.run_dirs for p in write_report(d)]
+        if len(args.run_dirs) > 1:
+            paths = write_trend(args.run_dirs, args.out or _newest(args.run_dirs)) + paths
     except RunDirError as e:
         print(f"citebot eval report: {e}", file=sys.stderr)
         return 2
     for p in paths:
         print(p)
     return 0
+
+
+def _newest(run_dirs: list[Path]) -> Path:
+    """The run directory whose run started last (by its meta.json), else the last one given."""
+    def started(d: Path) -> str:
+        for meta in (d / "meta.json", *(d / m / "meta.json" for m in ("hybrid", "bm25", "dense"))):
+            if meta.exists():
+                return str(json.loads(meta.read_text(encoding="utf-8")).get("started_at") or "")
+        return ""
+
+    return max(reversed(run_dirs), key=started)
 
 
 def run_compare_cmd(args: argparse.Namespace, settings: Settings) -> int:

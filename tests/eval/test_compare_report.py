@@ -181,9 +181,12 @@ def test_report_has_charts_buckets_and_worst_cases(tmp_path: Path, run_cli: Any)
     assert "| high | 3 |" in md and "| low | 2 |" in md
     assert "| retrieval miss | 1 |" in md and "| wrong refusal | 1 |" in md
     assert "| answer without citation | 1 |" in md and "| unsupported answer | 1 |" in md
-    # worst cases: the two failures, with question, answer, expected, retrieved pages and judge explanation
+    # worst cases: the lowest scores first, with question, answer, expected, retrieved pages and judge
+    # explanation; the list is the ten lowest whatever they score, so the perfect cases follow
     worst = md.split("## Ten worst cases")[1]
-    assert "### m " in worst and "### x " in worst and "### a " not in worst
+    shown = [line.split()[1] for line in worst.splitlines() if line.startswith("### ")]
+    assert sorted(shown[:2]) == ["m", "x"] and sorted(shown[2:]) == ["a", "b", "u"]
+    assert "### a — score 1.00 (high) — no failure" in worst
     assert "question m?" in worst and "Something else" in worst and "25 days — hb.pdf p.4" in worst
     assert "hb.pdf p.9" in worst and "quote is about travel, not leave" in worst
     assert page.count("<svg") >= 3 and "Case score distribution" in page and "Answer latency" in page
@@ -285,3 +288,72 @@ def test_run_summary_prints_categories_and_the_trade_off_per_mode(tmp_path: Path
     unans = next(line for line in text.splitlines() if line.startswith("| unanswerable |"))
     assert unans.split("|")[-2].strip() == "0.500"
     assert "| 0.500 | 0.667 | 0.500 |" in text and "◀ current" in text
+
+
+def _svg_texts(svg: str) -> list[str]:
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(svg)
+    # what the text shows: its own text, not a <title> tooltip inside it
+    return [(t.text or "") + "".join(c.tail or "" for c in t) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+
+
+def test_every_chart_has_axis_titles_round_ticks_and_n_on_each_bar(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", [good("a"), good("b", latency=140), missed("m"), refused_unanswerable("u")])
+    write_report(run)
+    scores = _svg_texts((run / "scores.svg").read_text())
+    assert "case score (0 = failed, 1 = everything right)" in scores and "cases" in scores
+    assert {"0.0", "0.2", "0.4", "0.6", "0.8", "1.0"} <= set(scores)  # x ticks
+    latency = _svg_texts((run / "latency.svg").read_text())
+    assert "time to answer (ms)" in latency and {"0", "50", "100", "150"} <= set(latency)
+    cats = (run / "categories.svg").read_text()
+    texts = _svg_texts(cats)
+    assert "category" in texts and "share of cases (score: mean)" in texts
+    assert {"0.00", "0.25", "0.50", "0.75", "1.00"} <= set(texts)
+    # lookup: 3 answerable cases for page_hit@5, 3 for refusal and score; unanswerable: no page_hit bar
+    assert sorted(t for t in texts if t.startswith("n=")) == ["n=1", "n=1", "n=3", "n=3", "n=3"]
+    import xml.etree.ElementTree as ET
+
+    ns = "{http://www.w3.org/2000/svg}"
+    bars = [r.find(f"{ns}title") for r in ET.fromstring(cats).iter(f"{ns}rect") if r.find(f"{ns}title") is not None]
+    assert len(bars) == 5 and all(" over " in (b.text or "") for b in bars)  # five bars, each with its n
+
+
+def test_report_of_mode_all_has_an_ablation_chart(tmp_path: Path) -> None:
+    parent = tmp_path / "all"
+    for mode, results in (("hybrid", [good("a"), good("b")]), ("bm25", [good("a"), missed("b")]),
+                          ("dense", [missed("a"), missed("b")])):
+        write_run(parent / mode, results, retrieval_mode=mode)
+    write_report(parent)
+    page = (parent / "report.html").read_text()
+    assert "Retrieval modes compared" in page and "Answer time by retrieval mode" in page
+    texts = _svg_texts((parent / "ablation.svg").read_text())
+    assert {"hybrid", "bm25", "dense", "page_hit@5", "metric", "value (higher is better)"} <= set(texts)
+    assert "n=2" in texts
+    assert "![ablation.svg](ablation.svg)" in (parent / "report.md").read_text()
+
+
+def test_report_of_several_runs_adds_a_trend(tmp_path: Path, run_cli: Any,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_run(tmp_path / "old", [good("a"), missed("b")], started_at="2026-01-01T10:00:00+00:00")
+    new = write_run(tmp_path / "new", [good("a"), good("b")], started_at="2026-02-01T10:00:00+00:00")
+    settings = Settings(data_dir=tmp_path / "data")
+    assert run_cli(["eval", "report", str(new), str(old)], settings) == 0  # any order: by start time
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [str(new / "trend.md"), str(new / "trend.html")]
+    md = (new / "trend.md").read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| old") or line.startswith("| new")]
+    assert [r.split("|")[1].strip()[:3] for r in rows] == ["old", "new"]
+    assert [r.split("|")[3].strip() for r in rows] == ["0.500", "1.000"]  # page_hit@5 went up
+    texts = _svg_texts((new / "trend.svg").read_text())
+    assert {"run", "value (higher is better)", "page_hit@5", "1.00"} <= set(texts)
+    assert "Headline metrics, run after run" in (new / "trend.html").read_text()
+    assert (old / "report.html").exists() and (new / "report.html").exists()
+
+
+def test_worst_cases_are_listed_even_when_every_case_is_perfect(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", [good(c) for c in "abcdefghijkl"])
+    write_report(run)
+    worst = (run / "report.md").read_text().split("## Ten worst cases")[1]
+    assert "(every case here scores 1.00)" in worst
+    assert sum(1 for line in worst.splitlines() if line.startswith("### ")) == 10
