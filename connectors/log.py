@@ -133,9 +133,6 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
     # third-party chatter that can carry URLs with tokens or whole payloads
     for noisy in ("httpx", "urllib3", "elastic_transport", "slack_bolt", "slack_sdk", "botbuilder", "msrest"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    # its retries while Elasticsearch is down are one warning per attempt; the StoreError that follows says
-    # which URL could not be reached and what to check, once
-    logging.getLogger("elastic_transport").setLevel(logging.ERROR)
 
 
 def get_logger(name: str) -> Any:

@@ -73,6 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"citebot: {e}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level, settings.log_format)
+    if args.command != "serve":
+        # a one-shot command tells of an unreachable Elasticsearch in one line (the StoreError below); its
+        # client's warning per retry is for a server's log, not for a person at a terminal
+        import logging
+
+        logging.getLogger("elastic_transport").setLevel(logging.ERROR)
     from connectors.store_api import StoreError
 
     try:
