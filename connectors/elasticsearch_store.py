@@ -49,6 +49,7 @@ _KEYWORD_FIELDS = (
     "label",
     "sha256",
     "uploaded_by",
+    "source_url",
     # ISO-8601 UTC strings: as keywords they sort and compare chronologically, and an empty value can't
     # make a whole document fail to index the way it would on a `date` field.
     "uploaded_at",
@@ -202,14 +203,27 @@ class CitebotElasticsearchStore:
             raw.close()
 
     def _guard(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Call ``fn``; turn connection and server errors into a StoreError that says what to check."""
-        from elasticsearch import ApiError, TransportError
+        """Call ``fn``; turn connection and server errors into a StoreError that says, in one line, which URL
+        (without credentials) and what to check."""
+        from elasticsearch import ApiError, AuthenticationException, AuthorizationException, TransportError
+        from elasticsearch import ConnectionError as EsConnectionError
 
+        url = redact_url(self.hosts)
         try:
             return fn(*args, **kwargs)
+        except EsConnectionError as e:
+            raise StoreError(
+                f"cannot reach Elasticsearch at {url}: check that it is running and that CITEBOT_ELASTICSEARCH_URL "
+                "is right (host, port, http or https)"
+            ) from e
+        except (AuthenticationException, AuthorizationException) as e:
+            raise StoreError(
+                f"Elasticsearch at {url} refused the credentials: check CITEBOT_ELASTICSEARCH_API_KEY, or "
+                "CITEBOT_ELASTICSEARCH_USERNAME and CITEBOT_ELASTICSEARCH_PASSWORD"
+            ) from e
         except (TransportError, ApiError) as e:
             raise StoreError(
-                f"Elasticsearch at {self.hosts} failed ({type(e).__name__}); check that it is running and that "
+                f"Elasticsearch at {url} failed ({type(e).__name__}); check that it is running and that "
                 "CITEBOT_ELASTICSEARCH_URL and its credentials are right"
             ) from e
 
@@ -343,6 +357,7 @@ class CitebotElasticsearchStore:
             "uploaded_at": {"terms": {"field": "uploaded_at", "size": 1, "order": {"_key": "desc"}}},
             "uploaded_by": {"terms": {"field": "uploaded_by", "size": 1}},
             "sha256": {"terms": {"field": "sha256", "size": 1}},
+            "source_url": {"terms": {"field": "source_url", "size": 1}},
         }
         sources = [{"scope": {"terms": {"field": "scope"}}}, {"doc_id": {"terms": {"field": "doc_id"}}}]
         docs = []
@@ -358,6 +373,7 @@ class CitebotElasticsearchStore:
                     uploaded_at=_top(b["uploaded_at"]),
                     uploaded_by=_top(b["uploaded_by"]),
                     sha256=_top(b["sha256"]),
+                    source_url=_top(b["source_url"]),
                 )
             )
         docs.sort(key=lambda d: (d.file.lower(), d.uploaded_at, d.doc_id))
@@ -529,3 +545,13 @@ __all__ = [
     "ScopedElasticsearchEmbeddingRetriever",
     "chunk_mapping",
 ]
+
+
+def redact_url(url: str) -> str:
+    """``url`` without a user name or password in it (``http://elastic:pw@es:9200`` -> ``http://es:9200``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

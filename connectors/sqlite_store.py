@@ -548,7 +548,8 @@ class SQLiteDocumentStore:
                        max(coalesce(json_extract(meta, '$.page_end'), json_extract(meta, '$.page_start'), 0)),
                        count(*), max(coalesce(json_extract(meta, '$.uploaded_at'), '')),
                        max(coalesce(json_extract(meta, '$.uploaded_by'), '')),
-                       max(coalesce(json_extract(meta, '$.sha256'), ''))
+                       max(coalesce(json_extract(meta, '$.sha256'), '')),
+                       max(coalesce(json_extract(meta, '$.source_url'), ''))
                 FROM chunks WHERE scope IN ({marks}) AND doc_id IS NOT NULL
                 GROUP BY scope, doc_id""",
                 scopes,
@@ -565,6 +566,7 @@ class SQLiteDocumentStore:
                 uploaded_at=str(r[5] or ""),
                 uploaded_by=str(r[6] or ""),
                 sha256=str(r[7] or ""),
+                source_url=str(r[8] or ""),
             )
             for r in rows
         ]

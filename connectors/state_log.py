@@ -2,8 +2,9 @@
 
 * ``answers``: every answer the bot posted, keyed by (platform, message_ref), so a later 👍/👎 on
   that message can be linked to its question, answer, citations and retrieved chunks.
-* ``feedback``: one row per (platform, message_ref, user); a new reaction replaces the user's
-  earlier one, a removed reaction sets ``retracted_at``.
+* ``feedback``: one row per (platform, message_ref, user): a person's latest vote on an answer wins (a
+  button, a reaction or the 👎 form replaces their earlier vote, with its ``comment`` and ``choice``); a
+  removed reaction sets ``retracted_at``.
 * ``seen_events``: durable claims on chat events and work items, so a re-delivered event does no work
   twice. A claim taken with a time budget is ``started`` until the worker marks it ``done``; if the
   worker's process dies first (kill -9, out of memory), a re-delivery takes the claim over once: when
@@ -11,6 +12,8 @@
   Claims are forgotten after 24 hours (chat platforms re-send within minutes).
 * ``uploads``: which document a chat platform's file became (platform file id -> scope, doc_id), so a
   platform event that carries only the file id (Slack's ``file_deleted``) can remove the document.
+* ``assistant_threads``: the channel a person is viewing beside a Slack assistant-pane thread (its
+  context), so a question in that thread searches that channel.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ CREATE TABLE IF NOT EXISTS feedback (
     user TEXT NOT NULL,
     polarity TEXT NOT NULL CHECK (polarity IN ('up', 'down')),
     comment TEXT NOT NULL DEFAULT '',
+    choice TEXT NOT NULL DEFAULT '',
     at TEXT NOT NULL,
     retracted_at TEXT,
     UNIQUE (platform, message_ref, user)
@@ -72,6 +76,14 @@ CREATE TABLE IF NOT EXISTS uploads (
     PRIMARY KEY (platform, file_ref, scope)
 );
 CREATE INDEX IF NOT EXISTS uploads_doc ON uploads (platform, scope, doc_id);
+CREATE TABLE IF NOT EXISTS assistant_threads (
+    platform TEXT NOT NULL,
+    thread_ref TEXT NOT NULL,
+    user TEXT NOT NULL,
+    context_channel TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (platform, thread_ref)
+);
 """
 
 
@@ -125,6 +137,8 @@ class FeedbackEntry:
     answer: str
     citations: list[dict[str, Any]]
     retrieved_chunk_ids: list[str]
+    choice: str = ""
+    refused: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -136,6 +150,8 @@ class FeedbackEntry:
             "user": self.user,
             "at": self.at,
             "comment": self.comment,
+            "choice": self.choice,
+            "refused": self.refused,
             "message_ref": self.message_ref,
             "citations": self.citations,
             "retrieved_chunk_ids": self.retrieved_chunk_ids,
@@ -160,6 +176,9 @@ class StateLog:
                 if name not in have:
                     db.execute(f"ALTER TABLE seen_events ADD COLUMN {name} {decl}")
             db.execute("CREATE INDEX IF NOT EXISTS seen_events_at ON seen_events (at)")
+            # a state file from before the 👎 form: its feedback rows have no choice
+            if "choice" not in {r[1] for r in db.execute("PRAGMA table_info(feedback)")}:
+                db.execute("ALTER TABLE feedback ADD COLUMN choice TEXT NOT NULL DEFAULT ''")
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -270,6 +289,23 @@ class StateLog:
                 out.append((row["scope"], row["doc_id"], other is not None))
         return out
 
+    # --- assistant threads -------------------------------------------------------------------
+    def save_thread_context(self, *, platform: str, thread_ref: str, user: str, context_channel: str) -> None:
+        """Remember which channel ``user`` is viewing beside the assistant thread ``thread_ref`` ("" for none)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO assistant_threads VALUES (?, ?, ?, ?, ?)",
+                (platform, thread_ref, user, context_channel, _now()),
+            )
+
+    def thread_context(self, *, platform: str, thread_ref: str) -> tuple[str, str] | None:
+        """(user, context channel) of an assistant thread, or None when the thread is not one."""
+        row = self._conn().execute(
+            "SELECT user, context_channel FROM assistant_threads WHERE platform = ? AND thread_ref = ?",
+            (platform, thread_ref),
+        ).fetchone()
+        return None if row is None else (row["user"], row["context_channel"])
+
     # --- answers -----------------------------------------------------------------------------
     def record_answer(
         self,
@@ -319,21 +355,29 @@ class StateLog:
 
     # --- feedback ----------------------------------------------------------------------------
     def add_feedback(
-        self, *, platform: str, message_ref: str, user: str, polarity: Polarity, comment: str = ""
+        self,
+        *,
+        platform: str,
+        message_ref: str,
+        user: str,
+        polarity: Polarity,
+        comment: str = "",
+        choice: str = "",
     ) -> bool:
-        """Record ``user``'s 👍/👎 on a posted answer. False when the message is not a bot answer."""
+        """Record ``user``'s 👍/👎 on a posted answer, replacing their earlier vote (the latest wins). False when
+        the message is not a bot answer."""
         found = self.find_answer(platform=platform, message_ref=message_ref)
         if found is None:
             return False
         scope = found[0]
         with self._tx() as db:
             db.execute(
-                """INSERT INTO feedback (platform, message_ref, scope, user, polarity, comment, at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?)
+                """INSERT INTO feedback (platform, message_ref, scope, user, polarity, comment, choice, at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (platform, message_ref, user) DO UPDATE SET
-                     polarity = excluded.polarity, comment = excluded.comment,
+                     polarity = excluded.polarity, comment = excluded.comment, choice = excluded.choice,
                      at = excluded.at, retracted_at = NULL""",
-                (platform, message_ref, scope, user, polarity, comment, _now()),
+                (platform, message_ref, scope, user, polarity, comment, choice, _now()),
             )
         return True
 
@@ -379,6 +423,8 @@ class StateLog:
                     answer=answer.text,
                     citations=[c.model_dump() for c in answer.citations],
                     retrieved_chunk_ids=[r.chunk_id for r in answer.retrieved],
+                    choice=row["choice"],
+                    refused=answer.refused,
                 )
             )
         return out

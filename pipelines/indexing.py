@@ -204,8 +204,11 @@ class Indexer:
         file_name: str,
         scope: str,
         uploaded_by: str = "",
+        source_url: str = "",
         progress: ProgressCallback | None = None,
     ) -> IngestResult:
+        """``source_url``: where people open the file (Slack permalink, Teams file URL, local ``file://``),
+        kept in every chunk's metadata so citations can link to it."""
         (scope,) = require_scopes([scope])
         started = time.monotonic()
         report = _Progress(file_name, progress)
@@ -259,6 +262,7 @@ class Indexer:
                         "sha256": sha,
                         "uploaded_by": uploaded_by,
                         "uploaded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "source_url": source_url,
                     },
                     "embedder": {"on_progress": on_embed},
                     "writer": {"scope": scope, "file_name": file_name},

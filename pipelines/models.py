@@ -17,6 +17,8 @@ Chunk metadata (on every Haystack ``Document`` the indexing pipeline writes):
 ``sha256``         sha256 of the file's bytes
 ``uploaded_by``    platform user id ("" for the CLI)
 ``uploaded_at``    ISO-8601 UTC time of ingestion
+``source_url``     where a person opens the file: its Slack permalink, its Teams/SharePoint ``webUrl`` or
+                   ``contentUrl``, a ``file://`` URI for the CLI; "" when unknown (display only, never fetched)
 ``ocr_confidence`` mean Tesseract word confidence 0-100 (OCR chunks only)
 =================  ==========================================================================
 
@@ -25,6 +27,7 @@ Chunk ids are ``f"{doc_id}:{chunk_index:05d}"``.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -52,6 +55,7 @@ class Citation(BaseModel):
     page_end: int
     section: str = ""
     quote: str = Field(description="An exact span of the chunk's text, validated before it is shown.")
+    url: str = Field("", description="Where the cited file opens (the chunk's ``source_url``); '' if unknown.")
 
 
 class RetrievedChunk(BaseModel):
@@ -62,6 +66,7 @@ class RetrievedChunk(BaseModel):
     page_end: int
     section: str = ""
     score: float
+    url: str = ""
 
 
 class Timings(BaseModel):
@@ -94,6 +99,39 @@ class Answer(BaseModel):
         default=None,
         description="The relevance the refusal check compared with settings.refusal_threshold (refused below it); "
         "None when no check ran.",
+    )
+
+
+# C0 and C1 control characters except tab and newline: a PDF font without a usable ToUnicode map turns
+# glyphs into them ("\x04"), and a person must never see one in a quote.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` without control characters (tab and newline kept, a carriage return becomes a newline)."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def for_people(answer: Answer) -> Answer:
+    """The answer as people are shown it: no control characters in its text, quotes, files or sections.
+    (The eval runner keeps the raw answer, so its verbatim check still compares with the stored chunk.)"""
+    def clean(c: Citation) -> Citation:
+        return c.model_copy(
+            update={"quote": printable(c.quote), "file": printable(c.file), "section": printable(c.section)}
+        )
+
+    def where(r: RetrievedChunk) -> RetrievedChunk:
+        return r.model_copy(update={"file": printable(r.file), "section": printable(r.section)})
+
+    return answer.model_copy(
+        update={
+            "text": printable(answer.text),
+            "note": printable(answer.note),
+            "citations": [clean(c) for c in answer.citations],
+            "retrieved": [where(r) for r in answer.retrieved],
+        }
     )
 
 
@@ -140,3 +178,4 @@ class DocInfo(BaseModel):
     uploaded_at: str
     uploaded_by: str = ""
     sha256: str = ""
+    source_url: str = ""

@@ -403,4 +403,5 @@ def _retrieved(doc: Document) -> RetrievedChunk:
         page_end=int(meta.get("page_end", meta.get("page_start", 0)) or 0),
         section=str(meta.get("section", "") or ""),
         score=round(float(doc.score or 0.0), 6),
+        url=str(meta.get("source_url", "") or ""),
     )

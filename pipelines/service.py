@@ -69,6 +69,7 @@ class CitebotService:
         scope: str,
         uploaded_by: str = "",
         is_admin: bool | Callable[[], bool] = False,
+        source_url: str = "",
         progress: ProgressCallback | None = None,
     ) -> IngestResult:
         """Index ``data`` as ``file_name`` in ``scope``. A new version replaces the uploader's own earlier one;
@@ -81,7 +82,8 @@ class CitebotService:
         ]
         admin = bool(others) and (is_admin() if callable(is_admin) else is_admin)
         name = file_name if admin or not others else self._free_name(file_name, scope, uploaded_by)
-        result = self.indexer.ingest(data, file_name=name, scope=scope, uploaded_by=uploaded_by, progress=progress)
+        result = self.indexer.ingest(data, file_name=name, scope=scope, uploaded_by=uploaded_by,
+                                     source_url=source_url, progress=progress)
         if result.status != "indexed":  # failed, or these bytes are here already: nothing was named
             return result.model_copy(update={"file": file_name})
         if name != file_name:

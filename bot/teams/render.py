@@ -6,7 +6,8 @@ An answer becomes one message activity:
 * ``entities``: one schema.org ``Message`` entity with ``additionalType: ["AIGeneratedContent"]``
   (the "AI generated" label) and a ``citation`` list: per marker its position and appearance
   (file name, the verbatim quote as abstract, page and section as keywords, the full quote in an
-  Adaptive Card shown in the citation's pop-up);
+  Adaptive Card shown in the citation's pop-up, and ``url``: where the file opens — a channel file's
+  SharePoint ``webUrl``, a chat file's ``contentUrl``);
 * ``channelData.feedbackLoopEnabled``: Teams' own 👍/👎 buttons, answered by a
   ``message/submitAction`` invoke;
 * optionally an Adaptive Card attachment with one quote block per citation (file · p. N · section),
@@ -21,6 +22,7 @@ import json
 import re
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
 from botbuilder.schema import Activity, ActivityTypes, Attachment, Entity
 
@@ -69,6 +71,29 @@ def source_label(c: Citation) -> str:
     return " · ".join(parts)
 
 
+def linkable(url: str) -> bool:
+    """Only https links are drawn (SharePoint / OneDrive file pages), never javascript:, file:..."""
+    return url.startswith("https://") and not any(ch.isspace() for ch in url)
+
+
+def _md_link(label: str, url: str) -> str:
+    """``[label](url)`` for markdown and Adaptive Card text, or the label alone when ``url`` is not linkable."""
+    if not linkable(url):
+        return label
+    label = label.replace("[", "(").replace("]", ")")
+    return f"[{label}]({quote(url, safe=':/?#&=%+;,@!$*~.-_')})"
+
+
+def linked_source_label(c: Citation) -> str:
+    """``[file, p. N](url) · section``: the file and page open the file; plain :func:`source_label` without a link."""
+    if not linkable(c.url):
+        return source_label(c)
+    parts = [_md_link(f"{c.file}, {pages_label(c)}", c.url)]
+    if c.section:
+        parts.append(c.section.split(" > ")[-1])
+    return " · ".join(parts)
+
+
 def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -81,7 +106,7 @@ def _quote_card(c: Citation) -> dict[str, Any]:
         "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
         "version": "1.5",
         "body": [
-            {"type": "TextBlock", "text": source_label(c), "weight": "Bolder", "wrap": True},
+            {"type": "TextBlock", "text": linked_source_label(c), "weight": "Bolder", "wrap": True},
             {"type": "TextBlock", "text": c.quote, "wrap": True},
         ],
     }
@@ -101,6 +126,7 @@ def citation_entity(c: Citation) -> dict[str, Any]:
             "text": json.dumps(_quote_card(c), ensure_ascii=False),
             "encodingFormat": ADAPTIVE_CARD,
             "keywords": keywords[:_KEYWORDS_MAX],
+            **({"url": c.url} if linkable(c.url) else {}),
         },
     }
 
@@ -138,7 +164,7 @@ def quotes_card(citations: Sequence[Citation]) -> Attachment:
                 "items": [
                     {
                         "type": "TextBlock",
-                        "text": f"[{c.n}] {source_label(c)}",
+                        "text": f"[{c.n}] {linked_source_label(c)}",
                         "weight": "Bolder",
                         "size": "Small",
                         "wrap": True,
@@ -164,7 +190,8 @@ def answer_text(answer: Answer, *, inline_quotes: bool) -> str:
     text = escape_markdown(answer.text.strip())
     if inline_quotes and answer.citations:
         lines = [
-            f"[{c.n}] “{_escape_plain(' '.join(c.quote.split()))}” — {_escape_plain(source_label(c))}"
+            f"[{c.n}] “{_escape_plain(' '.join(c.quote.split()))}” — "
+            f"{linked_source_label(c) if linkable(c.url) else _escape_plain(source_label(c))}"
             for c in answer.citations
         ]
         text += "\n\n" + "\n\n".join(lines)

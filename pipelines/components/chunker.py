@@ -139,6 +139,7 @@ class StructureChunker:
         uploaded_by: str = "",
         uploaded_at: str = "",
         page_labels: dict[int, str] | None = None,
+        source_url: str = "",
     ) -> dict[str, Any]:
         """``page_labels``: page number -> its label where the PDF labels its pages (chunk meta ``page_label``,
         the label of the chunk's first page, so "page 17" finds the page a reader sees numbered 17)."""
@@ -166,6 +167,7 @@ class StructureChunker:
                 "sha256": sha256,
                 "uploaded_by": uploaded_by,
                 "uploaded_at": uploaded_at,
+                "source_url": source_url,
             }
             if page_labels:
                 meta["page_label"] = page_labels.get(meta["page_start"], "")
