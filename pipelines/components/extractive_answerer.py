@@ -40,6 +40,8 @@ _MIN_CHARS = 20
 _MAX_CHARS = 700
 _EMBED_CHARS = 300  # scoring needs the gist; long sentences cost embedding time
 _CACHE_SIZE = 4096
+# A quote from a page no other quote shows is kept down to ``keep_ratio - _OTHER_PAGE_SLACK`` of the best score.
+_OTHER_PAGE_SLACK = 0.15
 
 
 @dataclass
@@ -73,6 +75,11 @@ def _is_heading_line(text: str, doc: Document) -> bool:
         return False
     flat = " ".join(text.split())
     return flat in section or flat == section.split(" > ")[-1]
+
+
+def _page(doc: Document) -> tuple[Any, Any]:
+    meta = doc.meta or {}
+    return meta.get("doc_id"), meta.get("page_start")
 
 
 _CAPTION = re.compile(r"^(?:table|figure|fig\.)\s*\d", re.I)
@@ -306,8 +313,11 @@ class ExtractiveAnswerer:
         for c in cands:
             if len(chosen) >= self.max_quotes:
                 break
-            if chosen and c.score < best * self.keep_ratio:
-                break
+            # below the bar, a passage on a page no quote shows yet may still be where the answer is: show it too
+            if chosen and c.score < best * self.keep_ratio and (
+                c.score < best * (self.keep_ratio - _OTHER_PAGE_SLACK) or _page(c.doc) in {_page(o.doc) for o in chosen}
+            ):
+                continue
             if any(o.doc.id == c.doc.id and o.start < c.end and c.start < o.end for o in chosen):
                 continue
             if any(o.text == c.text for o in chosen):
