@@ -32,7 +32,7 @@ from pipelines.components.extractive_answerer import ExtractiveAnswerer
 from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer, keep_supported
 from pipelines.components.query_embedder import QueryEmbedder
 from pipelines.components.query_rewriter import QueryRewriter
-from pipelines.components.question_analyzer import QuestionAnalyzer, strip_instructions
+from pipelines.components.question_analyzer import QuestionAnalyzer, strip_instructions, word_forms
 from pipelines.components.refusal import RefusalCheck, confidence
 from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
@@ -198,14 +198,16 @@ class QueryEngine:
         )
 
     def term_support(self, terms: Sequence[str], scopes: list[str], filters: dict[str, Any] | None) -> float:
-        """Share of ``terms`` that occur anywhere in ``scopes`` (1.0 when there are none; a plural also counts
-        when the singular occurs). A specific term no passage holds is strong evidence the PDFs don't answer."""
+        """Share of ``terms`` that occur anywhere in ``scopes`` (1.0 when there are none; any form of a word counts:
+        "ending" is found by "ended", "sampled" by "sample", see :func:`word_forms`). A specific term no passage
+        holds is strong evidence the PDFs don't answer."""
         if not terms:
             return 1.0
         found = 0
         for t in terms[:MAX_TERMS]:
-            variants = {t, t[:-1]} if len(t) > 4 and t.lower().endswith("s") else {t}
-            if self._term_finder.run(query=" ".join(variants), scopes=scopes, filters=filters, top_k=1)["documents"]:
+            if self._term_finder.run(query=" ".join(word_forms(t)), scopes=scopes, filters=filters, top_k=1)[
+                "documents"
+            ]:
                 found += 1
         return found / min(len(terms), MAX_TERMS)
 
