@@ -17,7 +17,8 @@ import structlog
 
 from connectors.settings import Settings
 from connectors.state_log import FeedbackEntry, Polarity, StateLog
-from pipelines.models import Answer, DocInfo, IngestProgress, IngestResult, Turn, for_people, printable
+from connectors.store_api import DocInfo
+from pipelines.models import Answer, IngestProgress, IngestResult, Turn, for_people, printable
 from pipelines.service import CitebotService, ProgressCallback
 
 log = structlog.get_logger("citebot.core")

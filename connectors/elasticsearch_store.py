@@ -33,8 +33,7 @@ from haystack.utils import Secret
 from connectors.log import get_logger
 from connectors.scoped_retrievers import ScopedBM25Retriever, ScopedEmbeddingRetriever
 from connectors.settings import Settings
-from connectors.store_api import StoreError, require_scopes, scope_filter
-from pipelines.models import DocInfo
+from connectors.store_api import DocInfo, StoreError, require_scopes, scope_filter
 
 log = get_logger(__name__)
 

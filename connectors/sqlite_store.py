@@ -37,8 +37,7 @@ from haystack.errors import FilterError
 
 from connectors.log import get_logger
 from connectors.scoped_retrievers import ScopedBM25Retriever, ScopedEmbeddingRetriever
-from connectors.store_api import StoreError, require_scopes
-from pipelines.models import DocInfo
+from connectors.store_api import DocInfo, StoreError, require_scopes
 
 log = get_logger(__name__)
 

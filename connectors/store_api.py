@@ -12,8 +12,21 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from haystack import Document
+from pydantic import BaseModel
 
-from pipelines.models import DocInfo
+
+class DocInfo(BaseModel):
+    """One document of a scope, as the store lists it (from its chunks' metadata)."""
+
+    doc_id: str
+    scope: str
+    file: str
+    pages: int
+    chunks: int
+    uploaded_at: str
+    uploaded_by: str = ""
+    sha256: str = ""
+    source_url: str = ""
 
 
 class StoreError(Exception):
