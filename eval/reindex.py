@@ -14,7 +14,6 @@ interrupted reindex resumes where it stopped and a second run with the same mode
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,17 +32,20 @@ class ReindexError(Exception):
 
 
 def model_fingerprint(settings: Settings) -> str:
-    """Changes when the model folder's config or weights' size change, or the configured dimension does."""
-    path = settings.resolved_model_path
-    h = hashlib.sha256(str(settings.embedding_dim).encode())
-    h.update(path.name.encode())
-    for name in ("config.json", "modules.json", "config_sentence_transformers.json"):
-        f = path / name
-        if f.exists():
-            h.update(f.read_bytes())
-    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
-        h.update(f"{f.name}:{f.stat().st_size}".encode())
-    return h.hexdigest()[:16]
+    """The configured model and backend's embedding fingerprint (:func:`connectors.embedding.embedding_fingerprint`):
+    changes with the model folder's config or weights, the dimension, or a switch to or from int8."""
+    return settings.embedding_fingerprint
+
+
+def reindex_status(settings: Settings, store: Any) -> tuple[str | None, str]:
+    """(the store's recorded fingerprint, this configuration's): a reindex is needed when they differ."""
+    from connectors.embedding import embedding_fingerprint
+    from connectors.store_api import check_embeddings
+
+    current = settings.embedding_fingerprint
+    legacy = embedding_fingerprint(settings.resolved_model_path, settings.embedding_dim, "torch")
+    stored = check_embeddings(store, current, legacy=legacy)
+    return stored or current, current
 
 
 def embedding_text(doc: Any) -> str:
@@ -96,7 +98,8 @@ def reindex(
         from connectors.embedding import embed
 
         return embed(texts, path=settings.resolved_model_path, threads=settings.torch_threads,
-                     batch_size=batch_size or settings.embedding_batch_size)
+                     batch_size=batch_size or settings.embedding_batch_size, backend=settings.embedding_backend,
+                     models_dir=settings.resolved_models_dir)
 
     embed_fn = embedder or default_embedder
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -104,7 +107,8 @@ def reindex(
     state_path = settings.data_dir / STATE_FILE
     done = {} if restart else _load_state(state_path, fingerprint)
     result = ReindexResult()
-    for scope in list(scopes) if scopes else store.all_scopes():
+    all_scopes = store.all_scopes()
+    for scope in list(scopes) if scopes else all_scopes:
         result.scopes += 1
         finished = set(done.get(scope, []))
         for info in store.list_documents(scopes=[scope]):
@@ -130,4 +134,6 @@ def reindex(
             done[scope] = sorted(finished)
             _save_state(state_path, fingerprint, done)
             log(f"{scope}: re-embedded {info.file} ({len(chunks)} chunks)")
+    if set(all_scopes) <= set(done) and embedder is None:  # every vector is now this configuration's
+        store.set_embedding_fingerprint(fingerprint)
     return result
