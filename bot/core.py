@@ -7,8 +7,9 @@ written here, once, so both platforms say the same thing.
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -16,13 +17,14 @@ import structlog
 
 from connectors.settings import Settings
 from connectors.state_log import FeedbackEntry, Polarity, StateLog
-from pipelines.models import Answer, DocInfo, IngestProgress, IngestResult, Turn
+from pipelines.models import Answer, DocInfo, IngestProgress, IngestResult, Turn, for_people, printable
 from pipelines.service import CitebotService, ProgressCallback
 
 log = structlog.get_logger("citebot.core")
 
 Platform = Literal["slack", "teams"]
 
+MAX_COMMENT_CHARS = 2000
 APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it; please try again in a minute."
 
 
@@ -58,15 +60,37 @@ class ChatCore:
         return cls(CitebotService(settings), StateLog(settings.state_path), settings)
 
     # --- dedup -----------------------------------------------------------------------------------
-    def claim(self, platform: Platform, key: str) -> bool:
-        """True the first time an event/activity/file key is seen; False for any re-delivery."""
-        return self.state.claim_event(f"{platform}:{key}")
+    def claim(self, platform: Platform, key: str, *, budget_s: float | None = None) -> bool:
+        """True the first time an event/activity/file key is seen; False for any re-delivery. With
+        ``budget_s`` the claim stays open until :meth:`finish`, and a re-delivery takes it over once if the
+        work was abandoned (the process died, or the budget ran out)."""
+        return self.state.claim_event(f"{platform}:{key}", budget_s=budget_s)
+
+    def finish(self, platform: Platform, key: str) -> None:
+        self.state.finish_event(f"{platform}:{key}")
+
+    def claim_note(self, platform: Platform, key: str) -> dict[str, str]:
+        return self.state.claim_note(f"{platform}:{key}")
+
+    def note_claim(self, platform: Platform, key: str, **note: str) -> None:
+        self.state.note_claim(f"{platform}:{key}", **note)
+
+    @property
+    def answer_budget_s(self) -> float:
+        """The longest an answer may take: a rewrite and two answer calls, each with all their retries."""
+        s = self.settings
+        return 3 * s.llm_timeout_s * (s.llm_max_retries + 1) + 120.0
+
+    @property
+    def ingest_budget_s(self) -> float:
+        """The longest an upload may take: the download, the per-document indexing budget, saving."""
+        return self.settings.download_timeout_s + self.settings.ingest_timeout_s + 300.0
 
     # --- questions -------------------------------------------------------------------------------
     def ask(self, ctx: ChatContext, question: str, history: Sequence[Turn] = ()) -> Answer:
         """Answer ``question`` over the context's scopes; logs one summary line, never the text."""
         t0 = time.perf_counter()
-        answer = self.service.answer(question, list(ctx.scopes), history)
+        answer = for_people(self.service.answer(question, list(ctx.scopes), history))
         log.info(
             "answered",
             platform=ctx.platform,
@@ -102,12 +126,28 @@ class ChatCore:
 
     # --- feedback --------------------------------------------------------------------------------
     def feedback(
-        self, platform: Platform, *, message_ref: str, user: str, polarity: Polarity, comment: str = ""
+        self,
+        platform: Platform,
+        *,
+        message_ref: str,
+        user: str,
+        polarity: Polarity,
+        comment: str = "",
+        choice: str = "",
     ) -> bool:
+        """Record ``user``'s vote on an answer; their latest vote (button, reaction or modal) replaces any earlier
+        one. ``choice`` is a key of :data:`FEEDBACK_CHOICES` (others are dropped), ``comment`` free text."""
+        choice = choice if choice in FEEDBACK_CHOICES else ""
         ok = self.state.add_feedback(
-            platform=platform, message_ref=message_ref, user=user, polarity=polarity, comment=comment
+            platform=platform,
+            message_ref=message_ref,
+            user=user,
+            polarity=polarity,
+            comment=printable(comment).strip()[:MAX_COMMENT_CHARS],
+            choice=choice,
         )
-        log.info("feedback", platform=platform, user=user, polarity=polarity, linked=ok)
+        log.info("feedback", platform=platform, user=user, polarity=polarity, linked=ok, choice=choice,
+                 has_comment=bool(comment.strip()))
         return ok
 
     def retract_feedback(self, platform: Platform, *, message_ref: str, user: str, polarity: Polarity) -> bool:
@@ -120,11 +160,22 @@ class ChatCore:
 
     # --- files -----------------------------------------------------------------------------------
     def upload(
-        self, ctx: ChatContext, *, file_name: str, data: bytes, progress: ProgressCallback | None = None
+        self,
+        ctx: ChatContext,
+        *,
+        file_name: str,
+        data: bytes,
+        progress: ProgressCallback | None = None,
+        is_admin: bool | Callable[[], bool] = False,
+        source_url: str = "",
     ) -> IngestResult:
-        """Ingest an uploaded file into the context's own scope (never a search scope)."""
+        """Ingest an uploaded file into the context's own scope (never a search scope). It replaces an earlier
+        version only if ``ctx.user`` uploaded that one or is an admin (as :meth:`forget`); otherwise it is
+        indexed beside it under another name. ``source_url`` is where people open the file (Slack permalink,
+        Teams file URL): citations link to it."""
         result = self.service.ingest(
-            data, file_name=file_name, scope=ctx.scope, uploaded_by=ctx.user, progress=progress
+            data, file_name=file_name, scope=ctx.scope, uploaded_by=ctx.user, is_admin=is_admin,
+            source_url=source_url, progress=progress,
         )
         log.info(
             "ingested",
@@ -176,6 +227,38 @@ class ChatCore:
         log.info("file_deleted", platform=platform, n_docs=removed)
         return removed
 
+    # --- assistant threads (Slack's AI pane) -----------------------------------------------------
+    def save_thread_context(self, platform: Platform, *, thread_ref: str, user: str, context_channel: str) -> None:
+        self.state.save_thread_context(
+            platform=platform, thread_ref=thread_ref, user=user, context_channel=context_channel
+        )
+
+    def thread_context(self, platform: Platform, thread_ref: str) -> tuple[str, str] | None:
+        """(user, channel they are viewing) for an assistant thread, None for any other thread."""
+        return self.state.thread_context(platform=platform, thread_ref=thread_ref)
+
+    def suggested_questions(self, scopes: Sequence[str], limit: int = 4) -> list[tuple[str, str]]:
+        """Up to ``limit`` (title, question) pairs from the section titles of the documents in ``scopes``,
+        taking one section from each document in turn so every PDF gets a say."""
+        per_doc: dict[str, list[str]] = {}
+        files: dict[str, str] = {}
+        for doc in self.service.store.fetch(scopes=list(scopes), limit=400):
+            meta = doc.meta or {}
+            title = section_title(str(meta.get("section") or ""))
+            doc_id = str(meta.get("doc_id") or "")
+            if not title or not doc_id:
+                continue
+            files.setdefault(doc_id, printable(str(meta.get("file_name") or "the PDF")))
+            titles = per_doc.setdefault(doc_id, [])
+            if title.lower() not in (t.lower() for t in titles):
+                titles.append(title)
+        out: list[tuple[str, str]] = []
+        for i in range(max((len(t) for t in per_doc.values()), default=0)):
+            for doc_id, titles in per_doc.items():
+                if i < len(titles) and len(out) < limit:
+                    out.append((titles[i], f"What does {files[doc_id]} say about {titles[i]}?"))
+        return out
+
     def stats(self, scopes: Sequence[str]) -> dict[str, int]:
         docs = self.documents(scopes)
         return {"documents": len(docs), "pages": sum(d.pages for d in docs), "chunks": sum(d.chunks for d in docs)}
@@ -187,11 +270,19 @@ HELP_TEXT = (
     "*Citebot* answers questions about the PDFs shared here, quoting them.\n"
     "• Mention me with a question; I reply in a thread and answer follow-ups there without a new mention.\n"
     "• Upload a PDF to this channel and I index it (scanned pages are OCR'd).\n"
-    "• React 👍 or 👎 to an answer to tell us whether it helped.\n"
+    "• Use 👍 or 👎 under an answer (or react with them) to tell us whether it helped; 👎 asks what was wrong.\n"
     "• Commands: `help`, `docs` (what I have indexed here), `forget <file>` (uploader or admin), `stats`."
 )
 
-FEEDBACK_HINT = "Quotes are checked against the PDFs. React 👍 or 👎 to tell us whether this helped."
+FEEDBACK_HINT = "Quotes are checked against the PDFs. Did this help? (A 👍 or 👎 reaction works too.)"
+
+# What a 👎 can say was wrong (stored as the key, shown as the label); both platforms and `citebot feedback`.
+FEEDBACK_CHOICES: dict[str, str] = {
+    "wrong_passage": "quoted the wrong passage",
+    "missing_information": "left out information",
+    "should_have_refused": "should have said the PDFs don't answer it",
+    "other": "something else",
+}
 
 
 def progress_text(p: IngestProgress) -> str:
@@ -217,7 +308,11 @@ def ingest_result_text(r: IngestResult) -> str:
         else ""
     )
     replaced = " It replaces the earlier version." if r.replaced_doc_id else ""
-    return f"Indexed {r.file}: {r.pages} pages, {r.chunks} passages{ocr}.{replaced}{skipped} Ask me about it!"
+    name = r.file
+    if r.renamed_from:
+        name = r.renamed_from
+        replaced = f" It is indexed as {r.file} because {r.renamed_from} was uploaded by someone else."
+    return f"Indexed {name}: {r.pages} pages, {r.chunks} passages{ocr}.{replaced}{skipped} Ask me about it!"
 
 
 def docs_text(docs: Sequence[DocInfo]) -> str:
@@ -229,3 +324,38 @@ def docs_text(docs: Sequence[DocInfo]) -> str:
 
 def stats_text(stats: dict[str, int]) -> str:
     return f"{stats['documents']} documents, {stats['pages']} pages, {stats['chunks']} passages indexed here."
+
+
+_NUMBERING = re.compile(
+    r"^(?:(?i:section|article|chapter|part|clause)\s+)?(?:\d+(?:\.\d+)*\.?|[IVXLC]{1,6}[.)]|[IVXLC]{2,6}|[A-Z][.)])\s+"
+)
+_NOT_TOPICS = {"contents", "table of contents", "index", "appendix", "references", "introduction", "preface"}
+
+
+def section_title(section: str) -> str:
+    """The innermost heading of a section path without its numbering ("4 Leave > 4.2 Parental leave" ->
+    "Parental leave"), or "" when it is no useful topic (empty, a contents page, too long to be a title)."""
+    title = printable(section.split(" > ")[-1]).strip()
+    title = " ".join(_NUMBERING.sub("", title).split())
+    if title.isupper() and len(title) > 3:  # "GENERAL PROVISIONS" reads as shouting in a prompt
+        title = title.capitalize()
+    if not 3 <= len(title) <= 60 or title.lower() in _NOT_TOPICS or not any(ch.isalpha() for ch in title):
+        return ""
+    return title
+
+
+def searching_text(n_documents: int) -> str:
+    """The status shown while an answer is worked on: "Searching 3 PDFs…"."""
+    if n_documents <= 0:
+        return "Searching…"
+    return f"Searching {n_documents} PDF{'s' if n_documents != 1 else ''}…"
+
+
+ASSISTANT_GREETING = (
+    "Hi! Ask me about the PDFs in the channel you are viewing (if you are a member) and the PDFs you upload here."
+    " I quote them with file and page, and only you see this conversation."
+)
+ASSISTANT_GREETING_NO_CHANNEL = (
+    "Hi! Ask me about the PDFs in the channels you are a member of and the PDFs you upload here."
+    " I quote them with file and page, and only you see this conversation."
+)

@@ -49,6 +49,7 @@ _KEYWORD_FIELDS = (
     "label",
     "sha256",
     "uploaded_by",
+    "source_url",
     # ISO-8601 UTC strings: as keywords they sort and compare chronologically, and an empty value can't
     # make a whole document fail to index the way it would on a `date` field.
     "uploaded_at",
@@ -202,14 +203,27 @@ class CitebotElasticsearchStore:
             raw.close()
 
     def _guard(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Call ``fn``; turn connection and server errors into a StoreError that says what to check."""
-        from elasticsearch import ApiError, TransportError
+        """Call ``fn``; turn connection and server errors into a StoreError that says, in one line, which URL
+        (without credentials) and what to check."""
+        from elasticsearch import ApiError, AuthenticationException, AuthorizationException, TransportError
+        from elasticsearch import ConnectionError as EsConnectionError
 
+        url = redact_url(self.hosts)
         try:
             return fn(*args, **kwargs)
+        except EsConnectionError as e:
+            raise StoreError(
+                f"cannot reach Elasticsearch at {url}: check that it is running and that CITEBOT_ELASTICSEARCH_URL "
+                "is right (host, port, http or https)"
+            ) from e
+        except (AuthenticationException, AuthorizationException) as e:
+            raise StoreError(
+                f"Elasticsearch at {url} refused the credentials: check CITEBOT_ELASTICSEARCH_API_KEY, or "
+                "CITEBOT_ELASTICSEARCH_USERNAME and CITEBOT_ELASTICSEARCH_PASSWORD"
+            ) from e
         except (TransportError, ApiError) as e:
             raise StoreError(
-                f"Elasticsearch at {self.hosts} failed ({type(e).__name__}); check that it is running and that "
+                f"Elasticsearch at {url} failed ({type(e).__name__}); check that it is running and that "
                 "CITEBOT_ELASTICSEARCH_URL and its credentials are right"
             ) from e
 
@@ -272,14 +286,19 @@ class CitebotElasticsearchStore:
         foreign = [i for i, src in existing.items() if src.get("scope") != scope]
         if foreign:
             raise DuplicateDocumentError(f"{len(foreign)} chunk id(s) belong to another scope, e.g. {foreign[0]}")
-        old_doc_ids = self._doc_ids_of_file(scope, file_name)
+        # only the uploader's own versions of the file are replaced; someone else's stay (see store_api)
+        owner = _uploaded_by_any(sorted({str(d.meta.get("uploaded_by") or "") for d in docs}) or [""])
+        old_doc_ids = self._doc_ids_of_file(scope, file_name, owner)
 
         try:
             self.document_store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE, refresh=False)
             stale = {
                 "bool": {
                     "filter": [{"term": {"scope": scope}}],
-                    "should": [{"term": {"file_name": file_name}}, {"terms": {"doc_id": new_doc_ids}}],
+                    "should": [
+                        {"bool": {"filter": [{"term": {"file_name": file_name}}, owner]}},
+                        {"terms": {"doc_id": new_doc_ids}},
+                    ],
                     "minimum_should_match": 1,
                     "must_not": [{"ids": {"values": ids}}],
                 }
@@ -313,8 +332,8 @@ class CitebotElasticsearchStore:
         except Exception as e:  # noqa: BLE001 - the original error is the one to raise
             log.error("store_undo_failed", chunks=len(actions), error=type(e).__name__)  # noqa: TRY400
 
-    def _doc_ids_of_file(self, scope: str, file_name: str) -> list[str]:
-        query = {"bool": {"filter": [{"term": {"scope": scope}}, {"term": {"file_name": file_name}}]}}
+    def _doc_ids_of_file(self, scope: str, file_name: str, owner: dict[str, Any]) -> list[str]:
+        query = {"bool": {"filter": [{"term": {"scope": scope}}, {"term": {"file_name": file_name}}, owner]}}
         return [b["key"]["doc_id"] for b in self._composite(query, [{"doc_id": {"terms": {"field": "doc_id"}}}])]
 
     def has_document(self, doc_id: str, *, scope: str) -> bool:
@@ -338,6 +357,7 @@ class CitebotElasticsearchStore:
             "uploaded_at": {"terms": {"field": "uploaded_at", "size": 1, "order": {"_key": "desc"}}},
             "uploaded_by": {"terms": {"field": "uploaded_by", "size": 1}},
             "sha256": {"terms": {"field": "sha256", "size": 1}},
+            "source_url": {"terms": {"field": "source_url", "size": 1}},
         }
         sources = [{"scope": {"terms": {"field": "scope"}}}, {"doc_id": {"terms": {"field": "doc_id"}}}]
         docs = []
@@ -353,6 +373,7 @@ class CitebotElasticsearchStore:
                     uploaded_at=_top(b["uploaded_at"]),
                     uploaded_by=_top(b["uploaded_by"]),
                     sha256=_top(b["sha256"]),
+                    source_url=_top(b["source_url"]),
                 )
             )
         docs.sort(key=lambda d: (d.file.lower(), d.uploaded_at, d.doc_id))
@@ -495,6 +516,14 @@ class CitebotElasticsearchStore:
         return Document.from_dict(data)
 
 
+def _uploaded_by_any(uploaders: list[str]) -> dict[str, Any]:
+    """Chunks uploaded by one of ``uploaders`` ("" also matches chunks without the field, as in SQLite)."""
+    should: list[dict[str, Any]] = [{"terms": {"uploaded_by": uploaders}}]
+    if "" in uploaders:
+        should.append({"bool": {"must_not": [{"exists": {"field": "uploaded_by"}}]}})
+    return {"bool": {"should": should, "minimum_should_match": 1}}
+
+
 def _top(terms_agg: dict[str, Any]) -> str:
     buckets = terms_agg.get("buckets") or []
     return str(buckets[0]["key"]) if buckets else ""
@@ -528,3 +557,13 @@ __all__ = [
     "ScopedElasticsearchEmbeddingRetriever",
     "chunk_mapping",
 ]
+
+
+def redact_url(url: str) -> str:
+    """``url`` without a user name or password in it (``http://elastic:pw@es:9200`` -> ``http://es:9200``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

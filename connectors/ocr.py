@@ -41,17 +41,24 @@ def tesseract_available() -> bool:
     return shutil.which("tesseract") is not None
 
 
-def ocr_image(image: Any, *, language: str = "eng", timeout_s: float = 60.0) -> OcrPage:
-    """OCR a PIL image; words grouped into Tesseract's lines."""
+# Tesseract page segmentation modes: 3 = a page of columns and paragraphs (documents), 11 = as much text as
+# possible in no particular layout (slides: titles, bullets, chart labels)
+PAGE_SEGMENTATION_MODES = (3, 4, 6, 11, 12)
+
+
+def ocr_image(image: Any, *, language: str = "eng", timeout_s: float = 60.0, psm: int = 3) -> OcrPage:
+    """OCR a PIL image with page segmentation mode ``psm``; words grouped into Tesseract's lines."""
     import pytesseract
 
+    if psm not in PAGE_SEGMENTATION_MODES:
+        raise ValueError(f"psm must be one of {PAGE_SEGMENTATION_MODES}")
     if not tesseract_available():
         raise OcrUnavailableError("tesseract is not installed (apt-get install tesseract-ocr)")
     # pytesseract passes os.environ to the subprocess; one OpenMP thread is much faster here.
     os.environ["OMP_THREAD_LIMIT"] = "1"
     try:
         data = pytesseract.image_to_data(
-            image, lang=language, config="--psm 3", timeout=max(1, int(timeout_s)),
+            image, lang=language, config=f"--psm {psm}", timeout=max(1, int(timeout_s)),
             output_type=pytesseract.Output.DICT,
         )
     except RuntimeError as e:  # pytesseract raises RuntimeError('Tesseract process timeout')

@@ -209,7 +209,18 @@ def _comparison_sql(cond: dict[str, Any], alias: str, params: list[Any]) -> str:
     if op in ("in", "not in"):
         if not isinstance(value, list):
             raise FilterError(f"Filter value must be a `list` when using operator '{op}', got {type(value).__name__}")
-        parts = [_comparison_sql({"field": field, "operator": "==", "value": v}, alias, params) for v in value]
+        # Plain values go into one ``IN (...)``: an OR chain per value is one level of SQLite's expression
+        # tree each and fails past its depth limit (1,000) with "Expression tree is too large".
+        plain: list[Any] = []
+        parts = []
+        for v in value:
+            if v is None or isinstance(v, (list, dict)) or _looks_like_iso_date(v):
+                parts.append(_comparison_sql({"field": field, "operator": "==", "value": v}, alias, params))
+            else:
+                plain.append(v)
+        if plain:
+            parts.append(f"coalesce({expr} IN ({','.join('?' * len(plain))}), 0)")
+            params.extend(_bind(v) for v in plain)
         clause = "(" + " OR ".join(parts) + ")" if parts else "0"
         return clause if op == "in" else f"NOT coalesce({clause}, 0)"
 
@@ -283,6 +294,7 @@ def fts5_query(text: str, max_terms: int = _MAX_QUERY_TERMS) -> str:
 class _ScopeMatrix:
     rids: np.ndarray  # int64, sorted
     mat: np.ndarray  # float32, rows unit-normalised
+    gen: int  # the changes generation of the snapshot it was read from
 
 
 class SQLiteDocumentStore:
@@ -481,15 +493,21 @@ class SQLiteDocumentStore:
             if d.meta.get("doc_id"):
                 new_ids.add(str(d.meta["doc_id"]))
         docs = [d if d.meta.get("scope") == scope else replace(d, meta={**d.meta, "scope": scope}) for d in docs]
+        # only the uploader's own versions of the file are replaced; someone else's stay (see store_api)
+        uploaders = sorted({str(d.meta.get("uploaded_by") or "") for d in docs}) or [""]
+        owned = (
+            f"scope=? AND file_name=? AND coalesce(json_extract(meta, '$.uploaded_by'), '') "
+            f"IN ({','.join('?' * len(uploaders))})"
+        )
         with self._write() as conn:
             old = {
                 r[0]
                 for r in conn.execute(
-                    "SELECT DISTINCT doc_id FROM chunks WHERE scope=? AND file_name=? AND doc_id IS NOT NULL",
-                    (scope, file_name),
+                    f"SELECT DISTINCT doc_id FROM chunks WHERE {owned} AND doc_id IS NOT NULL",
+                    [scope, file_name, *uploaders],
                 )
             }
-            self._delete_chunks(conn, "scope=? AND file_name=?", [scope, file_name])
+            self._delete_chunks(conn, owned, [scope, file_name, *uploaders])
             for batch in _batches(sorted(new_ids), 500):
                 marks = ",".join("?" * len(batch))
                 self._delete_chunks(conn, f"scope=? AND doc_id IN ({marks})", [scope, *batch])
@@ -530,7 +548,8 @@ class SQLiteDocumentStore:
                        max(coalesce(json_extract(meta, '$.page_end'), json_extract(meta, '$.page_start'), 0)),
                        count(*), max(coalesce(json_extract(meta, '$.uploaded_at'), '')),
                        max(coalesce(json_extract(meta, '$.uploaded_by'), '')),
-                       max(coalesce(json_extract(meta, '$.sha256'), ''))
+                       max(coalesce(json_extract(meta, '$.sha256'), '')),
+                       max(coalesce(json_extract(meta, '$.source_url'), ''))
                 FROM chunks WHERE scope IN ({marks}) AND doc_id IS NOT NULL
                 GROUP BY scope, doc_id""",
                 scopes,
@@ -547,6 +566,7 @@ class SQLiteDocumentStore:
                 uploaded_at=str(r[5] or ""),
                 uploaded_by=str(r[6] or ""),
                 sha256=str(r[7] or ""),
+                source_url=str(r[8] or ""),
             )
             for r in rows
         ]
@@ -616,8 +636,8 @@ class SQLiteDocumentStore:
         if not terms:
             return []
         with self._read() as conn:
-            self._refresh(conn)
-            total, per_scope = self._counts(conn)
+            gen = self._refresh(conn)
+            total, per_scope = self._counts(conn, gen)
             in_scope = sum(per_scope.get(s, 0) for s in set(scopes))
             if in_scope == 0:
                 return []
@@ -647,14 +667,17 @@ class SQLiteDocumentStore:
                 raise StoreError(f"BM25 search failed: {e}") from e
             return self._fetch_rids(conn, [h[0] for h in hits], [-float(h[1]) for h in hits], return_embedding, scopes)
 
-    def _counts(self, conn: sqlite3.Connection) -> tuple[int, dict[str, int]]:
-        """(all chunks, chunks per scope), cached until the next write."""
+    def _counts(self, conn: sqlite3.Connection, gen: int) -> tuple[int, dict[str, int]]:
+        """(all chunks, chunks per scope) in the snapshot of generation ``gen``, cached until the next write."""
         with self._cache_lock:
             if self._count_cache is not None and self._count_cache[0] == self._gen:
                 return self._count_cache[1], self._count_cache[2]
             per_scope = {r[0]: int(r[1]) for r in conn.execute("SELECT scope, count(*) FROM chunks GROUP BY scope")}
             total = sum(per_scope.values())
-            self._count_cache = (self._gen, total, per_scope)
+            if gen != self._gen:
+                # another thread saw a newer write since this snapshot began: these counts are already old
+                return total, per_scope
+            self._count_cache = (gen, total, per_scope)
             if abs(total - self._df_total) > 0.1 * max(self._df_total, 1):
                 self._df.clear()  # document frequencies drifted: look them up again
                 self._df_total = total
@@ -720,7 +743,7 @@ class SQLiteDocumentStore:
             return []
         q = np.asarray(embedding, dtype=np.float32).ravel()
         with self._read() as conn:
-            self._refresh(conn)
+            gen = self._refresh(conn)
             if self._dim is None:
                 return []  # nothing embedded yet
             if q.shape[0] != self._dim:
@@ -750,7 +773,7 @@ class SQLiteDocumentStore:
             all_scores: list[np.ndarray] = []
             with _single_threaded_blas():
                 for scope in dict.fromkeys(scopes):
-                    sm = self._matrix(conn, scope)
+                    sm = self._matrix(conn, scope, gen)
                     if sm is None or sm.rids.size == 0:
                         continue
                     if allowed is not None:
@@ -774,13 +797,15 @@ class SQLiteDocumentStore:
             )
 
     # --- dense cache -----------------------------------------------------------------------------------
-    def _refresh(self, conn: sqlite3.Connection) -> None:
-        """Drop cached matrices of scopes written since we last looked (by any process)."""
+    def _refresh(self, conn: sqlite3.Connection) -> int:
+        """Drop cached matrices of scopes written since we last looked (by any process); returns the
+        generation of this read's snapshot. A snapshot older than what another thread already saw changes
+        nothing: the caches never go back to an older generation."""
         row = conn.execute("SELECT max(gen), min(gen) FROM changes").fetchone()
         gen = int(row[0]) if row[0] is not None else 0
         with self._cache_lock:
-            if gen == self._gen:
-                return
+            if gen <= self._gen:
+                return gen
             if self._gen < 0 or row[1] is None or self._gen < int(row[1]) - 1:
                 self._matrices.clear()
             else:
@@ -789,8 +814,11 @@ class SQLiteDocumentStore:
             if self._dim is None:
                 self._check_dim(conn)
             self._gen = gen
+        return gen
 
-    def _matrix(self, conn: sqlite3.Connection, scope: str) -> _ScopeMatrix | None:
+    def _matrix(self, conn: sqlite3.Connection, scope: str, gen: int) -> _ScopeMatrix | None:
+        """The scope's matrix: cached, else read from this snapshot (generation ``gen``) and cached only if no
+        newer write has been seen since, so a matrix from an older snapshot never outlives a refresh."""
         with self._cache_lock:
             sm = self._matrices.get(scope)
             if sm is not None:
@@ -799,15 +827,16 @@ class SQLiteDocumentStore:
             rows = conn.execute("SELECT rid, embedding FROM embeddings WHERE scope=? ORDER BY rid", (scope,)).fetchall()
             dim = self._dim or 0
             if not rows or not dim:
-                sm = _ScopeMatrix(np.empty(0, dtype=np.int64), np.empty((0, dim), dtype=np.float32))
+                sm = _ScopeMatrix(np.empty(0, dtype=np.int64), np.empty((0, dim), dtype=np.float32), gen)
             else:
                 rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
                 mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim).copy()
                 norms = np.linalg.norm(mat, axis=1)
                 norms[norms == 0] = 1.0
                 mat /= norms[:, None]
-                sm = _ScopeMatrix(rids, mat)
-            self._matrices[scope] = sm
+                sm = _ScopeMatrix(rids, mat, gen)
+            if gen == self._gen:
+                self._matrices[scope] = sm
             log.debug("store_matrix_loaded", rows=len(rows), ms=round((time.perf_counter() - t0) * 1000, 1))
             return sm
 

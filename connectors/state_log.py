@@ -2,19 +2,30 @@
 
 * ``answers``: every answer the bot posted, keyed by (platform, message_ref), so a later 👍/👎 on
   that message can be linked to its question, answer, citations and retrieved chunks.
-* ``feedback``: one row per (platform, message_ref, user); a new reaction replaces the user's
-  earlier one, a removed reaction sets ``retracted_at``.
-* ``seen_events``: chat event ids already claimed, so a re-delivered event does no work twice.
+* ``feedback``: one row per (platform, message_ref, user): a person's latest vote on an answer wins (a
+  button, a reaction or the 👎 form replaces their earlier vote, with its ``comment`` and ``choice``); a
+  removed reaction sets ``retracted_at``.
+* ``seen_events``: durable claims on chat events and work items, so a re-delivered event does no work
+  twice. A claim taken with a time budget is ``started`` until the worker marks it ``done``; if the
+  worker's process dies first (kill -9, out of memory), a re-delivery takes the claim over once: when
+  the claim is older than its budget, or at once when it records a process of this host that is gone.
+  Claims are forgotten after 24 hours (chat platforms re-send within minutes).
 * ``uploads``: which document a chat platform's file became (platform file id -> scope, doc_id), so a
   platform event that carries only the file id (Slack's ``file_deleted``) can remove the document.
+* ``assistant_threads``: the channel a person is viewing beside a Slack assistant-pane thread (its
+  context), so a question in that thread searches that channel.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import threading
-from collections.abc import Iterator
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,6 +57,7 @@ CREATE TABLE IF NOT EXISTS feedback (
     user TEXT NOT NULL,
     polarity TEXT NOT NULL CHECK (polarity IN ('up', 'down')),
     comment TEXT NOT NULL DEFAULT '',
+    choice TEXT NOT NULL DEFAULT '',
     at TEXT NOT NULL,
     retracted_at TEXT,
     UNIQUE (platform, message_ref, user)
@@ -64,11 +76,52 @@ CREATE TABLE IF NOT EXISTS uploads (
     PRIMARY KEY (platform, file_ref, scope)
 );
 CREATE INDEX IF NOT EXISTS uploads_doc ON uploads (platform, scope, doc_id);
+CREATE TABLE IF NOT EXISTS assistant_threads (
+    platform TEXT NOT NULL,
+    thread_ref TEXT NOT NULL,
+    user TEXT NOT NULL,
+    context_channel TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (platform, thread_ref)
+);
 """
+
+
+# Columns added to seen_events after its first release (old rows are finished claims).
+_CLAIM_COLUMNS = {
+    "state": "TEXT NOT NULL DEFAULT 'done'",
+    "started": "REAL",
+    "budget_s": "REAL",
+    "pid": "INTEGER",
+    "host": "TEXT",
+    "run": "TEXT",
+    "attempts": "INTEGER NOT NULL DEFAULT 1",
+    "note": "TEXT",
+}
+CLAIM_TTL_S = 24 * 3600.0
+MAX_CLAIM_ATTEMPTS = 2  # the first delivery and one retry after a crash
+_PRUNE_EVERY_S = 600.0
+# This process's run: a claim with our pid but another run was taken by an earlier process that had our pid
+# (pid 1 in a container restarted after a crash).
+_RUN = uuid.uuid4().hex
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -84,6 +137,8 @@ class FeedbackEntry:
     answer: str
     citations: list[dict[str, Any]]
     retrieved_chunk_ids: list[str]
+    choice: str = ""
+    refused: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,6 +150,8 @@ class FeedbackEntry:
             "user": self.user,
             "at": self.at,
             "comment": self.comment,
+            "choice": self.choice,
+            "refused": self.refused,
             "message_ref": self.message_ref,
             "citations": self.citations,
             "retrieved_chunk_ids": self.retrieved_chunk_ids,
@@ -104,11 +161,24 @@ class FeedbackEntry:
 class StateLog:
     """Thread-safe; one connection per thread, WAL so the CLI can read while the bot writes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        self._conn().executescript(_SCHEMA)
+        self._clock = clock
+        self._host = socket.gethostname()
+        self._pruned_at = 0.0
+        conn = self._conn()
+        conn.executescript(_SCHEMA)
+        with self._tx() as db:
+            have = {r[1] for r in db.execute("PRAGMA table_info(seen_events)")}
+            for name, decl in _CLAIM_COLUMNS.items():
+                if name not in have:
+                    db.execute(f"ALTER TABLE seen_events ADD COLUMN {name} {decl}")
+            db.execute("CREATE INDEX IF NOT EXISTS seen_events_at ON seen_events (at)")
+            # a state file from before the 👎 form: its feedback rows have no choice
+            if "choice" not in {r[1] for r in db.execute("PRAGMA table_info(feedback)")}:
+                db.execute("ALTER TABLE feedback ADD COLUMN choice TEXT NOT NULL DEFAULT ''")
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -132,11 +202,66 @@ class StateLog:
         db.execute("COMMIT")
 
     # --- event dedup -------------------------------------------------------------------------
-    def claim_event(self, key: str) -> bool:
-        """True the first time ``key`` is seen (the caller does the work), False ever after."""
+    def claim_event(self, key: str, *, budget_s: float | None = None) -> bool:
+        """True when the caller should do the work of ``key``: the first time it is seen, or once more when
+        the claim was ``started`` (``budget_s`` given) and its worker is gone. False otherwise.
+
+        Without ``budget_s`` the claim is done at once (nothing to take over). With it the caller must call
+        :meth:`finish_event` when the work has ended, however it ended."""
+        now = self._clock()
         with self._tx() as db:
-            cur = db.execute("INSERT OR IGNORE INTO seen_events (key, at) VALUES (?, ?)", (key, _now()))
-            return cur.rowcount == 1
+            self._prune(db, now)
+            row = db.execute(
+                "SELECT state, started, budget_s, pid, host, run, attempts FROM seen_events WHERE key = ?", (key,)
+            ).fetchone()
+            owner = (os.getpid(), self._host, _RUN)
+            if row is None:
+                db.execute(
+                    """INSERT INTO seen_events (key, at, state, started, budget_s, pid, host, run, attempts)
+                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)""",
+                    (key, _iso(now), "done" if budget_s is None else "started", now, budget_s, *owner),
+                )
+                return True
+            if row["state"] != "started" or row["attempts"] >= MAX_CLAIM_ATTEMPTS or not self._abandoned(row, now):
+                return False
+            db.execute(
+                """UPDATE seen_events SET at = ?, started = ?, pid = ?, host = ?, run = ?, attempts = attempts + 1
+                   WHERE key = ?""",
+                (_iso(now), now, *owner, key),
+            )
+            return True
+
+    def _abandoned(self, row: sqlite3.Row, now: float) -> bool:
+        """A started claim whose worker ran out of its time budget, or whose process on this host is gone."""
+        if row["budget_s"] is not None and row["started"] is not None and now - row["started"] > row["budget_s"]:
+            return True
+        if row["host"] != self._host or row["pid"] is None or row["run"] == _RUN:
+            return False  # another host's process can't be checked from here: its budget decides
+        return row["pid"] == os.getpid() or not _pid_alive(int(row["pid"]))
+
+    def finish_event(self, key: str) -> None:
+        """The work of a claim taken with a budget has ended (done, or failed and reported): never redo it."""
+        with self._tx() as db:
+            db.execute("UPDATE seen_events SET state = 'done' WHERE key = ?", (key,))
+
+    def claim_note(self, key: str) -> dict[str, str]:
+        """What the claim's worker noted about its work so far (e.g. the status message it posted)."""
+        row = self._conn().execute("SELECT note FROM seen_events WHERE key = ?", (key,)).fetchone()
+        return dict(json.loads(row["note"])) if row is not None and row["note"] else {}
+
+    def note_claim(self, key: str, **note: str) -> None:
+        with self._tx() as db:
+            row = db.execute("SELECT note FROM seen_events WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                merged = {**(json.loads(row["note"]) if row["note"] else {}), **note}
+                db.execute("UPDATE seen_events SET note = ? WHERE key = ?", (json.dumps(merged), key))
+
+    def _prune(self, db: sqlite3.Connection, now: float) -> None:
+        """Forget claims older than :data:`CLAIM_TTL_S` (checked at most every few minutes)."""
+        if now - self._pruned_at < _PRUNE_EVERY_S:
+            return
+        self._pruned_at = now
+        db.execute("DELETE FROM seen_events WHERE at < ?", (_iso(now - CLAIM_TTL_S),))
 
     # --- uploads -----------------------------------------------------------------------------
     def record_upload(self, *, platform: str, file_ref: str, scope: str, doc_id: str, user: str) -> None:
@@ -163,6 +288,23 @@ class StateLog:
                 ).fetchone()
                 out.append((row["scope"], row["doc_id"], other is not None))
         return out
+
+    # --- assistant threads -------------------------------------------------------------------
+    def save_thread_context(self, *, platform: str, thread_ref: str, user: str, context_channel: str) -> None:
+        """Remember which channel ``user`` is viewing beside the assistant thread ``thread_ref`` ("" for none)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO assistant_threads VALUES (?, ?, ?, ?, ?)",
+                (platform, thread_ref, user, context_channel, _now()),
+            )
+
+    def thread_context(self, *, platform: str, thread_ref: str) -> tuple[str, str] | None:
+        """(user, context channel) of an assistant thread, or None when the thread is not one."""
+        row = self._conn().execute(
+            "SELECT user, context_channel FROM assistant_threads WHERE platform = ? AND thread_ref = ?",
+            (platform, thread_ref),
+        ).fetchone()
+        return None if row is None else (row["user"], row["context_channel"])
 
     # --- answers -----------------------------------------------------------------------------
     def record_answer(
@@ -213,21 +355,29 @@ class StateLog:
 
     # --- feedback ----------------------------------------------------------------------------
     def add_feedback(
-        self, *, platform: str, message_ref: str, user: str, polarity: Polarity, comment: str = ""
+        self,
+        *,
+        platform: str,
+        message_ref: str,
+        user: str,
+        polarity: Polarity,
+        comment: str = "",
+        choice: str = "",
     ) -> bool:
-        """Record ``user``'s 👍/👎 on a posted answer. False when the message is not a bot answer."""
+        """Record ``user``'s 👍/👎 on a posted answer, replacing their earlier vote (the latest wins). False when
+        the message is not a bot answer."""
         found = self.find_answer(platform=platform, message_ref=message_ref)
         if found is None:
             return False
         scope = found[0]
         with self._tx() as db:
             db.execute(
-                """INSERT INTO feedback (platform, message_ref, scope, user, polarity, comment, at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?)
+                """INSERT INTO feedback (platform, message_ref, scope, user, polarity, comment, choice, at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (platform, message_ref, user) DO UPDATE SET
-                     polarity = excluded.polarity, comment = excluded.comment,
+                     polarity = excluded.polarity, comment = excluded.comment, choice = excluded.choice,
                      at = excluded.at, retracted_at = NULL""",
-                (platform, message_ref, scope, user, polarity, comment, _now()),
+                (platform, message_ref, scope, user, polarity, comment, choice, _now()),
             )
         return True
 
@@ -273,6 +423,8 @@ class StateLog:
                     answer=answer.text,
                     citations=[c.model_dump() for c in answer.citations],
                     retrieved_chunk_ids=[r.chunk_id for r in answer.retrieved],
+                    choice=row["choice"],
+                    refused=answer.refused,
                 )
             )
         return out

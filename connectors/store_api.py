@@ -54,7 +54,9 @@ class ChunkStore(Protocol):
     # --- Citebot ----------------------------------------------------------------------------
     def replace_document(self, documents: list[Document], *, scope: str, file_name: str) -> list[str]:
         """Write all chunks of one document and remove every other version of ``file_name`` in
-        ``scope``, all or nothing. Returns the doc_ids that were replaced."""
+        ``scope`` that the same person uploaded (chunk meta ``uploaded_by``), all or nothing; a version
+        someone else uploaded is never removed here (the service picks another name for the new one, or
+        removes it itself for an admin). Returns the doc_ids that were replaced."""
         ...
 
     def has_document(self, doc_id: str, *, scope: str) -> bool: ...

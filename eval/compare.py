@@ -16,7 +16,9 @@ Gates (TOML, see ``eval/gates.toml``)::
 A case *regresses* when it gains a failure label it did not have (retrieval miss, wrong refusal,
 unsupported answer, answer without citation, error) or its case score falls by more than
 ``[cases] score_tolerance`` (default 0.05). With only NEW given, floors are checked and the baseline
-gates are reported as skipped.
+gates are reported as skipped. A key this module does not know (``[drop] maximum``) is an error naming
+it, never silently ignored. Each floor says how many cases (or quotes) its value rests on, and warns
+when that is few: on a small run one case moves a metric by a lot.
 """
 
 from __future__ import annotations
@@ -27,8 +29,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.metrics import case_score, failure_labels, higher_is_better, summarise
+from eval.metrics import case_metrics, case_score, citation_validity, failure_labels, higher_is_better, summarise
 from eval.records import CaseResult, load_run
+
+# The tables of a gates file and the keys each may hold ([floors] takes any metric name).
+GATE_KEYS: dict[str, set[str] | None] = {
+    "floors": None,
+    "drop": {"max", "metrics"},
+    "critical": {"no_regression"},
+    "cases": {"score_tolerance"},
+}
+SMALL_RUN = 30  # a floor resting on fewer cases than this says so
+
 
 
 class GatesError(ValueError):
@@ -49,21 +61,62 @@ def load_gates(path: Path) -> Gates:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise GatesError(f"cannot read gates file {path}: {e}") from e
-    unknown = set(raw) - {"floors", "drop", "critical", "cases"}
+    unknown = set(raw) - set(GATE_KEYS)
     if unknown:
         raise GatesError(f"{path}: unknown table(s) {sorted(unknown)}; expected floors, drop, critical, cases")
+    for table, allowed in GATE_KEYS.items():
+        section = raw.get(table, {})
+        if not isinstance(section, dict):
+            raise GatesError(f"{path}: {table} must be a table ([{table}])")
+        extra = sorted(set(section) - allowed) if allowed is not None else []
+        if extra:
+            raise GatesError(f"{path}: unknown key {table}.{extra[0]}; [{table}] takes {', '.join(sorted(allowed))}"
+                             if allowed else f"{path}: unknown key {table}.{extra[0]}")
     floors = raw.get("floors", {})
     for name, value in floors.items():
-        if not isinstance(value, int | float) or isinstance(value, bool):
+        if not _number(value):
             raise GatesError(f"{path}: floor {name!r} must be a number")
-    drop = raw.get("drop", {})
+    drop, critical, cases = raw.get("drop", {}), raw.get("critical", {}), raw.get("cases", {})
+    if "max" in drop and not _number(drop["max"]):
+        raise GatesError(f"{path}: drop.max must be a number")
+    names = drop.get("metrics", [])
+    if not (isinstance(names, list) and all(isinstance(m, str) for m in names)):
+        raise GatesError(f"{path}: drop.metrics must be a list of metric names")
+    if "no_regression" in critical and not isinstance(critical["no_regression"], bool):
+        raise GatesError(f"{path}: critical.no_regression must be true or false")
+    if "score_tolerance" in cases and not _number(cases["score_tolerance"]):
+        raise GatesError(f"{path}: cases.score_tolerance must be a number")
     return Gates(
         floors={k: float(v) for k, v in floors.items()},
         max_drop=float(drop["max"]) if "max" in drop else None,
         drop_metrics=list(drop["metrics"]) if "metrics" in drop else None,
-        critical_no_regression=bool(raw.get("critical", {}).get("no_regression", False)),
-        score_tolerance=float(raw.get("cases", {}).get("score_tolerance", 0.05)),
+        critical_no_regression=bool(critical.get("no_regression", False)),
+        score_tolerance=float(cases.get("score_tolerance", 0.05)),
     )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def support(metric: str, results: list[CaseResult], k: int) -> tuple[int, str]:
+    """How many cases (or quotes) ``metric`` rests on in ``results``: (count, what they are)."""
+    if metric == "citation_validity":
+        return sum(citation_validity(r.citations)[1] for r in results), "quotes"
+    if metric in ("refusal_recall", "refusal_f1"):
+        return sum(1 for r in results if not r.answerable), "unanswerable cases"
+    if metric == "refusal_precision":
+        return sum(1 for r in results if r.refused or r.error), "refused cases"
+    if metric == "answer_rate":
+        return sum(1 for r in results if r.answerable), "answerable cases"
+    if metric == "citation_page_precision":
+        return sum(len(r.citations) for r in results if r.answerable and not r.refused), "quotes"
+    if metric.startswith("latency_"):
+        return sum(1 for r in results if not r.error), "cases"
+    if metric in ("score_mean",):
+        return len(results), "cases"
+    per_case = [case_metrics(r, k).get(metric) for r in results]
+    return sum(1 for v in per_case if v is not None), "cases"
 
 
 @dataclass
@@ -175,7 +228,11 @@ def compare(
             results.append(GateResult(f"floor {metric}", False, f"{metric} is undefined in this run (no cases apply)"))
             continue
         ok = value >= floor - 1e-9
-        results.append(GateResult(f"floor {metric}", ok, f"{value:.4f} {'>=' if ok else '<'} {floor:.4f}"))
+        n, unit = support(metric, new_results, k)
+        basis = f" on {n} {unit}"
+        if n < SMALL_RUN:
+            basis += f" (few: one of them moves it by about {1 / max(n, 1):.2f})"
+        results.append(GateResult(f"floor {metric}", ok, f"{value:.4f} {'>=' if ok else '<'} {floor:.4f}{basis}"))
     if gates.max_drop is not None:
         if base_sum is None:
             results.append(GateResult("max drop", None, "skipped: no baseline run given"))
@@ -235,8 +292,26 @@ def render(c: Comparison) -> str:
     return "\n".join(lines)
 
 
+SHIPPED_GATES = Path(__file__).resolve().parent / "gates.toml"
+
+
+def find_gates(path: Path | None) -> Path:
+    """The gates file to use: the shipped ``eval/gates.toml`` by default; a relative ``eval/gates.toml`` is also
+    found from any working directory (next to the eval package), not only from the repository root."""
+    if path is None:
+        return SHIPPED_GATES
+    if path.exists() or path.is_absolute():
+        return path
+    beside_package = SHIPPED_GATES.parents[1] / path
+    if beside_package.exists():
+        return beside_package
+    raise GatesError(f"cannot read gates file {path}: no such file here or in {SHIPPED_GATES.parents[1]}")
+
+
 def run_compare(base_dir: Path | None, new_dir: Path, gates_path: Path | None, as_json: bool = False) -> int:
     gates = load_gates(gates_path) if gates_path else None
     c = compare(load_run(base_dir) if base_dir else None, load_run(new_dir), gates)
+    if gates_path is not None:
+        c.notes.append(f"gates from {gates_path}")
     print(json.dumps(c.to_json(), indent=2) if as_json else render(c))
     return 0 if c.passed else 1

@@ -7,6 +7,9 @@ serves uploaded files at ``url_private_download`` URLs (bot token required, like
 
 :func:`post_signed` delivers an event or slash command the way Slack does: signed with the app's
 signing secret (``X-Slack-Signature`` over ``v0:{timestamp}:{body}``), optionally as a retry.
+:func:`post_interaction` delivers an interaction (a button click, a modal submission) the way Slack does:
+form-encoded ``payload=<json>``, signed; :func:`feedback_click`, :func:`view_submission` and
+:func:`assistant_thread_event` build those payloads and events in Slack's shapes.
 """
 
 from __future__ import annotations
@@ -117,6 +120,8 @@ class FakeSlack:
             "size": len(f.data),
             "url_private": f"{self.root}/files/{f.id}/{urllib.parse.quote(f.name)}",
             "url_private_download": f"{self.root}/files/{f.id}/download/{urllib.parse.quote(f.name)}",
+            # where a person opens it in Slack (never fetched by the bot)
+            "permalink": f"https://fake.slack.invalid/files/{BOT_USER}/{f.id}/{urllib.parse.quote(f.name)}",
             "shares": {"public": {ch: [{"ts": ts}] for ch, ts in f.shares.items()}},
         }
 
@@ -177,6 +182,16 @@ class FakeSlack:
             return {"ok": True, "channel": p.get("channel"), "ts": ts, "message": {"text": p.get("text"), "ts": ts}}
         if method == "chat.update":
             return {"ok": True, "channel": p.get("channel"), "ts": p.get("ts"), "text": p.get("text")}
+        if method == "views.open":
+            if not p.get("trigger_id"):
+                return {"ok": False, "error": "invalid_trigger_id"}
+            view = p.get("view")
+            view = json.loads(view) if isinstance(view, str) else view
+            return {"ok": True, "view": {"id": f"V{next(self._ts):08d}", **(view or {})}}
+        if method in ("assistant.threads.setStatus", "assistant.threads.setSuggestedPrompts"):
+            if not p.get("channel_id") or not p.get("thread_ts"):
+                return {"ok": False, "error": "invalid_arguments"}
+            return {"ok": True}
         if method == "users.conversations":
             channels = [{"id": c} for c in self.memberships.get(str(p.get("user")), [])]
             return {"ok": True, "channels": channels, "response_metadata": {"next_cursor": ""}}
@@ -216,8 +231,9 @@ class FakeSlack:
                     params.update(json.loads(raw))
                 elif raw:
                     params.update({k: v[0] for k, v in urllib.parse.parse_qs(raw.decode()).items()})
-                if isinstance(params.get("blocks"), str):
-                    params["blocks"] = json.loads(params["blocks"])
+                for key in ("blocks", "view", "prompts", "loading_messages"):
+                    if isinstance(params.get(key), str):
+                        params[key] = json.loads(params[key])
                 return params
 
             def _send(self, status: int, body: bytes, ctype: str = "application/json", **headers: str) -> None:
@@ -309,6 +325,61 @@ def post_signed(
             return resp.status, resp.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
+
+
+def post_interaction(url: str, payload: dict[str, Any], *, secret: str = SIGNING_SECRET) -> tuple[int, bytes]:
+    """POST an interaction payload (``block_actions``, ``view_submission``) as Slack does: ``payload=<json>``."""
+    return post_signed(url, {"payload": json.dumps(payload)}, secret=secret, form=True)
+
+
+def feedback_click(
+    *, user: str, channel: str, message_ts: str, value: str, action_id: str, thread_ts: str = "",
+    team: str = TEAM, trigger_id: str = "13345224609.738474920.8088930838d88f008e0",
+) -> dict[str, Any]:
+    """A ``block_actions`` payload for a click on a ``feedback_buttons`` element of a bot message."""
+    message: dict[str, Any] = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "ts": message_ts}
+    if thread_ts:
+        message["thread_ts"] = thread_ts
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "team_id": team},
+        "api_app_id": "ACITEBOT",
+        "token": "unused-verification-token",
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+        "trigger_id": trigger_id,
+        "team": {"id": team, "domain": "fake"},
+        "channel": {"id": channel, "name": "channel"},
+        "message": message,
+        "actions": [
+            {"type": "feedback_buttons", "action_id": action_id, "block_id": "fb", "value": value,
+             "action_ts": f"{time.time():.6f}"}
+        ],
+    }
+
+
+def view_submission(view: dict[str, Any], *, user: str, values: dict[str, Any], team: str = TEAM) -> dict[str, Any]:
+    """A ``view_submission`` payload for ``view`` (as ``views.open`` was given it) with the person's input."""
+    return {
+        "type": "view_submission",
+        "team": {"id": team, "domain": "fake"},
+        "user": {"id": user, "username": user.lower(), "team_id": team},
+        "api_app_id": "ACITEBOT",
+        "token": "unused-verification-token",
+        "trigger_id": "13345224609.738474920.view",
+        "view": {**view, "id": "VFAKEVIEW", "team_id": team, "state": {"values": values}},
+    }
+
+
+def assistant_thread_event(
+    kind: str, *, user: str, dm_channel: str, thread_ts: str, context_channel: str = "", team: str = TEAM
+) -> dict[str, Any]:
+    """``assistant_thread_started`` or ``assistant_thread_context_changed``."""
+    context = {"channel_id": context_channel, "team_id": team, "enterprise_id": None} if context_channel else {}
+    return {
+        "type": kind,
+        "assistant_thread": {"user_id": user, "context": context, "channel_id": dm_channel, "thread_ts": thread_ts},
+        "event_ts": f"{time.time():.6f}",
+    }
 
 
 _event_ids = itertools.count(1)

@@ -90,8 +90,10 @@ def reindex(
     restart: bool = False,
     batch_size: int | None = None,
     log: Callable[[str], None] = print,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> ReindexResult:
-    """Re-embed every document of ``scopes`` (default: every scope in the store)."""
+    """Re-embed every document of ``scopes`` (default: every scope in the store). ``progress(what, done, total)``
+    hears of every document re-embedded (a terminal display)."""
     from haystack.document_stores.types import DuplicatePolicy
 
     def default_embedder(texts: list[str]) -> list[list[float]]:
@@ -108,10 +110,15 @@ def reindex(
     done = {} if restart else _load_state(state_path, fingerprint)
     result = ReindexResult()
     all_scopes = store.all_scopes()
-    for scope in list(scopes) if scopes else all_scopes:
+    wanted = list(scopes) if scopes else all_scopes
+    listed = [(scope, store.list_documents(scopes=[scope])) for scope in wanted]
+    total = sum(1 for scope, infos in listed for i in infos if i.doc_id not in set(done.get(scope, [])))
+    if progress is not None:
+        progress("re-embedding documents", 0, total)
+    for scope, infos in listed:
         result.scopes += 1
         finished = set(done.get(scope, []))
-        for info in store.list_documents(scopes=[scope]):
+        for info in infos:
             if info.doc_id in finished:
                 result.skipped += 1
                 continue
@@ -134,6 +141,8 @@ def reindex(
             done[scope] = sorted(finished)
             _save_state(state_path, fingerprint, done)
             log(f"{scope}: re-embedded {info.file} ({len(chunks)} chunks)")
+            if progress is not None:
+                progress("re-embedding documents", result.documents, total)
     if set(all_scopes) <= set(done) and embedder is None:  # every vector is now this configuration's
         store.set_embedding_fingerprint(fingerprint)
     return result

@@ -1,17 +1,22 @@
 """``citebot eval report RUN_DIR`` → ``report.md`` and ``report.html`` (charts are inline SVG drawn here).
 
 For a ``--mode all`` run directory, each mode gets its own report and the top-level report carries the
-ablation table.
+ablation table and chart. Given several runs, ``write_trend`` adds ``trend.md``/``trend.html``: the headline
+metrics run after run. Every chart has titled axes, round tick values, and each bar says how many cases it
+rests on (``n=…``).
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eval.compare import support
 from eval.metrics import (
     HEADLINE_K,
     bucket,
@@ -40,66 +45,199 @@ def _svg(width: int, height: int, body: list[str], title: str) -> str:
     )
 
 
+def nice_ticks(lo: float, hi: float, target: int = 5, *, integers: bool = False, cover: bool = False) -> list[float]:
+    """Round tick values within ``lo..hi`` (steps of 1, 2, 2.5 or 5 times a power of ten), about ``target`` of
+    them; whole numbers only when ``integers``; with ``cover`` the last tick is at or above ``hi`` (an axis)."""
+    span = hi - lo
+    if span <= 0:
+        return [lo, lo + 1] if cover else [lo]
+    raw = span / max(1, target)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw - 1e-12)
+    if integers:
+        step = max(1.0, math.ceil(step))
+    ticks: list[float] = []
+    t = math.ceil(lo / step - 1e-9) * step
+    while t <= hi + step * 1e-6:
+        ticks.append(round(t, 10))
+        t += step
+    if cover and ticks[-1] < hi - step * 1e-6:
+        ticks.append(round(ticks[-1] + step, 10))
+    return ticks
+
+
+def tick_label(value: float, step: float) -> str:
+    """A tick value with the decimals its step needs (step 0.25 → "0.50", step 200 → "1,000")."""
+    if step >= 1 and float(step).is_integer():
+        return f"{value:,.0f}"
+    decimals = len(f"{step:.3f}".rstrip("0").split(".")[1]) or 1
+    return f"{value:.{decimals}f}"
+
+
+def _axes(left: float, top: float, pw: float, ph: float, *, x_title: str, y_title: str, height: float,
+          y_ticks: Sequence[tuple[float, str]]) -> list[str]:
+    """Frame, horizontal grid lines at the y ticks (y given in pixels) and both axis titles."""
+    body = [f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>',
+            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>']
+    for y, label in y_ticks:
+        body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#e3e3e3"/>')
+        body.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{left}" y2="{y:.1f}" stroke="#333"/>')
+        body.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{html.escape(label)}</text>')
+    body.append(f'<text x="{left + pw / 2:.1f}" y="{height - 8}" text-anchor="middle" font-size="12">'
+                f"{html.escape(x_title)}</text>")
+    body.append(f'<text x="14" y="{top + ph / 2:.1f}" text-anchor="middle" font-size="12" '
+                f'transform="rotate(-90 14 {top + ph / 2:.1f})">{html.escape(y_title)}</text>')
+    return body
+
+
+def _legend(names: Sequence[str], left: float, right_edge: float) -> tuple[list[str], float]:
+    """Colour keys for ``names`` in rows that fit before ``right_edge``; returns the elements and the y where
+    the plot may start below them."""
+    body: list[str] = []
+    x, y = left, 26.0
+    for i, name in enumerate(names):
+        item = 24 + 6.5 * len(name)
+        if x > left and x + item > right_edge:
+            x, y = left, y + 16
+        body.append(f'<rect x="{x:.0f}" y="{y:.0f}" width="10" height="10" fill="{PALETTE[i % len(PALETTE)]}"/>'
+                    f'<text x="{x + 14:.0f}" y="{y + 9:.0f}">{html.escape(name)}</text>')
+        x += item
+    return body, y + 24
+
+
 def histogram_svg(values: Sequence[float], *, title: str, lo: float, hi: float, bins: int = 10,
-                  unit: str = "", width: int = 420, height: int = 220) -> str:
-    """Vertical bars counting ``values`` in ``bins`` equal bins over ``lo..hi`` (the last bin is closed)."""
+                  x_title: str, y_title: str = "cases", width: int = 460, height: int = 260) -> str:
+    """Vertical bars counting ``values`` in ``bins`` equal bins over ``lo..hi`` (the last bin is closed), each bar
+    labelled with its count; both axes titled, ticks at round values."""
     counts = [0] * bins
     span = (hi - lo) or 1.0
     for v in values:
         i = int((min(max(v, lo), hi) - lo) / span * bins)
         counts[min(i, bins - 1)] += 1
-    left, right, top, bottom = 36, 10, 28, 34
+    left, right, top, bottom = 58, 14, 30, 56
     pw, ph = width - left - right, height - top - bottom
-    peak = max(counts) or 1
+    y_ticks = nice_ticks(0, max(counts) or 1, 4, integers=True, cover=True)
+    y_max = y_ticks[-1]
+    y_step = y_ticks[1] - y_ticks[0] if len(y_ticks) > 1 else 1
+    body = _axes(left, top, pw, ph, x_title=x_title, y_title=y_title, height=height,
+                 y_ticks=[(top + ph * (1 - t / y_max), tick_label(t, y_step)) for t in y_ticks])
     bw = pw / bins
-    body = [f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>',
-            f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="#333"/>',
-            f'<text x="{left - 4}" y="{top + 4}" text-anchor="end">{peak}</text>',
-            f'<text x="{left - 4}" y="{top + ph}" text-anchor="end">0</text>']
     for i, c in enumerate(counts):
-        h = ph * c / peak
+        h = ph * c / y_max
         x = left + i * bw
+        a, b = lo + span * i / bins, lo + span * (i + 1) / bins
         body.append(f'<rect x="{x + 1:.1f}" y="{top + ph - h:.1f}" width="{bw - 2:.1f}" height="{h:.1f}" '
-                    f'fill="{PALETTE[0]}"><title>{c}</title></rect>')
+                    f'fill="{PALETTE[0]}"><title>{c} case(s) from {a:g} to {b:g}</title></rect>')
         if c:
-            body.append(f'<text x="{x + bw / 2:.1f}" y="{top + ph - h - 2:.1f}" text-anchor="middle">{c}</text>')
-    for i in range(0, bins + 1, max(1, bins // 5)):
-        x = left + i * bw
-        label = lo + span * i / bins
-        text = f"{label:.0f}" if hi > 10 else f"{label:.2g}"
-        body.append(f'<text x="{x:.1f}" y="{top + ph + 14}" text-anchor="middle">{text}{unit}</text>')
+            body.append(f'<text x="{x + bw / 2:.1f}" y="{top + ph - h - 3:.1f}" text-anchor="middle" '
+                        f'font-size="10">{c}</text>')
+    x_ticks = nice_ticks(lo, hi, 5)
+    x_step = x_ticks[1] - x_ticks[0] if len(x_ticks) > 1 else 1.0
+    for t in x_ticks:
+        x = left + pw * (t - lo) / span
+        body.append(f'<line x1="{x:.1f}" y1="{top + ph}" x2="{x:.1f}" y2="{top + ph + 4}" stroke="#333"/>')
+        body.append(f'<text x="{x:.1f}" y="{top + ph + 17}" text-anchor="middle">{tick_label(t, x_step)}</text>')
     return _svg(width, height, body, title)
 
 
+def _label_lines(label: str, room: float, size: float = 11.0) -> list[str]:
+    """``label`` in at most two lines that fit ``room`` pixels (about 0.6 em a character), clipped with "…"."""
+    per_line = max(4, int(room / (0.6 * size)))
+    words: list[str] = []
+    for w in label.split():  # a long name breaks after "_" or "-" ("citation_" / "validity", "scanned-" / "table")
+        words += [p for p in re.split(r"(?<=[_-])", w) if p] if len(w) > per_line else [w]
+    lines: list[str] = []
+    cur = ""
+    for w in words:
+        glue = "" if cur.endswith(("_", "-")) else " "
+        if cur and len(cur) + len(glue) + len(w) > per_line:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = f"{cur}{glue}{w}" if cur else w
+    lines.append(cur)
+    if len(lines) > 2:
+        lines = [lines[0], " ".join(lines[1:])]
+    return [ln if len(ln) <= per_line else ln[: per_line - 1] + "…" for ln in lines]
+
+
 def bar_chart_svg(groups: Sequence[str], series: dict[str, Sequence[float | None]], *, title: str,
-                  width: int = 640, height: int = 260, vmax: float = 1.0) -> str:
-    """Grouped vertical bars: one group per label, one bar per series (None = no bar)."""
-    width = max(width, 40 + 96 * len(groups))  # room for each group's label
-    left, right, top, bottom = 36, 10, 44, 44
+                  counts: dict[str, Sequence[int | None]] | None = None, x_title: str = "category",
+                  y_title: str = "share of cases", width: int = 640, height: int = 300, vmax: float = 1.0) -> str:
+    """Grouped vertical bars: one group per label, one bar per series (None = no bar). ``counts[series][i]`` is
+    how many cases bar ``i`` rests on, written above it as ``n=…``."""
+    width = max(width, 70 + 110 * len(groups))  # room for each group's label and its n= labels
+    left, right, bottom = 58, 14, 62
+    legend, top = _legend(list(series), left, width - right)
+    height += int(top - 50)  # a second legend row takes room from nothing else
     pw, ph = width - left - right, height - top - bottom
     n_series = max(1, len(series))
     gw = pw / max(1, len(groups))
-    bw = max(2.0, (gw - 8) / n_series)
-    body = [f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#333"/>']
-    for frac in (0.0, 0.5, 1.0):
-        y = top + ph * (1 - frac)
-        body.append(f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{vmax * frac:g}</text>')
-        body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#ddd"/>')
-    for si, name in enumerate(series):
-        x = left + si * 110
-        body.append(f'<rect x="{x}" y="24" width="10" height="10" fill="{PALETTE[si % len(PALETTE)]}"/>'
-                    f'<text x="{x + 14}" y="33">{html.escape(name)}</text>')
+    bw = max(2.0, (gw - 12) / n_series)
+    ticks = nice_ticks(0.0, vmax, 4, cover=True)
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else vmax
+    vmax = ticks[-1]
+    body = _axes(left, top, pw, ph, x_title=x_title, y_title=y_title, height=height,
+                 y_ticks=[(top + ph * (1 - t / vmax), tick_label(t, step)) for t in ticks]) + legend
     for gi, g in enumerate(groups):
-        gx = left + gi * gw + 4
-        for si, values in enumerate(series.values()):
+        gx = left + gi * gw + 6
+        for si, (name, values) in enumerate(series.items()):
             v = values[gi]
             if v is None:
                 continue
             h = ph * min(max(v, 0.0), vmax) / vmax
-            body.append(f'<rect x="{gx + si * bw:.1f}" y="{top + ph - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
-                        f'fill="{PALETTE[si % len(PALETTE)]}"><title>{html.escape(g)}: {v:.3f}</title></rect>')
-        body.append(f'<text x="{gx + (gw - 8) / 2:.1f}" y="{top + ph + 14}" text-anchor="middle">'
-                    f"{html.escape(g[:16])}</text>")
+            bx = gx + si * bw
+            n = (counts or {}).get(name, [None] * len(groups))[gi]
+            tip = f"{g} — {name}: {v:.3f}" + (f" over {n} case(s)" if n is not None else "")
+            body.append(f'<rect x="{bx:.1f}" y="{top + ph - h:.1f}" width="{bw - 1:.1f}" height="{h:.1f}" '
+                        f'fill="{PALETTE[si % len(PALETTE)]}"><title>{html.escape(tip)}</title></rect>')
+            if n is not None:
+                body.append(f'<text x="{bx + (bw - 1) / 2:.1f}" y="{top + ph - h - 3:.1f}" text-anchor="middle" '
+                            f'font-size="9" fill="#444">n={n}</text>')
+        for li, line in enumerate(_label_lines(g, gw - 8)):
+            body.append(f'<text x="{gx + (gw - 12) / 2:.1f}" y="{top + ph + 15 + 13 * li}" text-anchor="middle">'
+                        f"<title>{html.escape(g)}</title>{html.escape(line)}</text>")
+    return _svg(width, height, body, title)
+
+
+def line_chart_svg(x_labels: Sequence[str], series: dict[str, Sequence[float | None]], *, title: str,
+                   y_title: str, x_title: str = "run", vmin: float = 0.0, vmax: float | None = None,
+                   width: int = 640, height: int = 320) -> str:
+    """One line per series over ``x_labels`` (runs in order), a dot and its value at every point."""
+    values = [v for vs in series.values() for v in vs if v is not None]
+    top_value = vmax if vmax is not None else (max(values) * 1.1 if values else 1.0) or 1.0
+    left, right, bottom = 64, 20, 64
+    width = max(width, 120 + 90 * len(x_labels))
+    legend, top = _legend(list(series), left, width - right)
+    height += int(top - 50)
+    pw, ph = width - left - right, height - top - bottom
+    ticks = nice_ticks(vmin, top_value, 4, cover=True)
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    top_value = ticks[-1]
+    body = _axes(left, top, pw, ph, x_title=x_title, y_title=y_title, height=height,
+                 y_ticks=[(top + ph * (1 - (t - vmin) / (top_value - vmin)), tick_label(t, step)) for t in ticks])
+    body += legend
+    gap = pw / max(1, len(x_labels))
+
+    def xy(i: int, v: float) -> tuple[float, float]:
+        return left + gap * (i + 0.5), top + ph * (1 - (v - vmin) / (top_value - vmin))
+
+    for i, label in enumerate(x_labels):
+        x = left + gap * (i + 0.5)
+        body.append(f'<line x1="{x:.1f}" y1="{top + ph}" x2="{x:.1f}" y2="{top + ph + 4}" stroke="#333"/>')
+        for li, line in enumerate(_label_lines(label, gap - 4, 10)):
+            body.append(f'<text x="{x:.1f}" y="{top + ph + 16 + 12 * li}" text-anchor="middle" font-size="10">'
+                        f"<title>{html.escape(label)}</title>{html.escape(line)}</text>")
+    for si, (name, vs) in enumerate(series.items()):
+        color = PALETTE[si % len(PALETTE)]
+        pts = [(i, v) for i, v in enumerate(vs) if v is not None]
+        if len(pts) > 1:
+            line = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(i, v) for i, v in pts))
+            body.append(f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for i, v in pts:
+            x, y = xy(i, v)
+            body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{color}">'
+                        f"<title>{html.escape(x_labels[i])} — {html.escape(name)}: {v:.3f}</title></circle>")
     return _svg(width, height, body, title)
 
 
@@ -155,6 +293,11 @@ def refusal_curve_svg(points: Sequence[dict[str, Any]], *, labelled: Sequence[fl
     return _svg(width, height, body, title)
 
 
+CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+       "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
+       "text-align:left}th{background:#f3f3f3}.case{border-left:4px solid #b04a5a;padding-left:1em;"
+       "margin:1em 0}.charts svg{margin:4px;vertical-align:top}.wide{overflow-x:auto}")
+
 # --- tables ---------------------------------------------------------------------------------------
 
 OVERALL_KEYS = ("doc_hit@{k}", "page_hit@5", "page_hit@{k}", "page_hit_any_span@5", "recall@{k}", "mrr",
@@ -192,7 +335,7 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]
 def _html_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<div class='wide'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def ablation_rows(runs: dict[str, tuple[dict[str, Any], list[CaseResult]]]) -> tuple[list[str], list[list[Any]]]:
@@ -294,28 +437,38 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
     o = s["overall"]
     scores = [case_score(r, k) for r in results]
     cats = list(s["categories"])
+    by_cat = {c: [r for r in results if r.category == c] for c in cats}
     charts = {
-        "scores.svg": histogram_svg(scores, title="Case score distribution", lo=0.0, hi=1.0),
+        "scores.svg": histogram_svg(scores, title="Case score distribution", lo=0.0, hi=1.0,
+                                    x_title="case score (0 = failed, 1 = everything right)"),
         "categories.svg": bar_chart_svg(
             cats,
             {
                 f"page_hit@{k}": [s["categories"][c][f"page_hit@{k}"] for c in cats],
                 "refusal correct": [
-                    sum(case_metrics(r, k)["refusal_correct"] or 0.0 for r in results if r.category == c)
-                    / max(1, s["categories"][c]["n_cases"]) for c in cats
+                    sum(case_metrics(r, k)["refusal_correct"] or 0.0 for r in by_cat[c]) / max(1, len(by_cat[c]))
+                    for c in cats
                 ],
                 "score": [s["categories"][c]["score_mean"] for c in cats],
             },
+            counts={
+                f"page_hit@{k}": [support(f"page_hit@{k}", by_cat[c], k)[0] for c in cats],
+                "refusal correct": [len(by_cat[c]) for c in cats],
+                "score": [len(by_cat[c]) for c in cats],
+            },
             title="Per category",
+            y_title="share of cases (score: mean)",
         ),
     }
     lat = [r.latency_ms for r in results if not r.error]
     if lat:
-        charts["latency.svg"] = histogram_svg(lat, title="Answer latency (ms)", lo=0.0, hi=max(lat) * 1.05 or 1.0)
+        hi = nice_ticks(0.0, max(lat) * 1.05 or 1.0, 5, cover=True)[-1]  # the axis ends on a round value
+        charts["latency.svg"] = histogram_svg(lat, title="Answer latency", lo=0.0, hi=hi, x_title="time to answer (ms)")
     for name in ("groundedness", "completeness", "correctness"):
         vals = [js.score for r in results if (js := r.judge.get(name)) is not None and js.score is not None]
         if vals:
-            charts[f"judge_{name}.svg"] = histogram_svg(vals, title=f"Judge {name}", lo=0.0, hi=1.0, bins=5)
+            charts[f"judge_{name}.svg"] = histogram_svg(vals, title=f"Judge {name}", lo=0.0, hi=1.0, bins=5,
+                                                        x_title=f"judge {name} score (0–1)")
 
     threshold = run_threshold(meta)
     curve = refusal_curve(results, threshold) if threshold is not None else []
@@ -325,8 +478,10 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
         charts["refusal_curve.svg"] = refusal_curve_svg(refusal_curve(results, threshold, dense),
                                                         labelled=[p["threshold"] for p in curve])
     curve_header, curve_table = curve_rows(curve)
+    # the ten lowest case scores whatever they are: a run where every case scores 1.0 still shows ten
     worst = sorted(results, key=lambda r: (case_score(r, k), r.id))[:10]
-    worst = [r for r in worst if case_score(r, k) < 1.0]
+    worst_note = ("The ten lowest case scores, lowest first" + (" (every case here scores 1.00)."
+                  if worst and case_score(worst[0], k) >= 1.0 else "."))
 
     meta_rows = [[key, meta.get(key)] for key in ("started_at", "git_commit", "retrieval_mode", "k", "per_doc",
                                                   "set", "set_sha256", "index_checksum", "prompt_version",
@@ -353,9 +508,9 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
         md += ["", "![refusal_curve.svg](refusal_curve.svg)", ""]
     other_charts = {n: svg for n, svg in charts.items() if n != "refusal_curve.svg"}  # shown with its table
     md += ["## Charts", ""] + [f"![{n}]({n})" for n in other_charts] + [""]
-    md += ["## Ten worst cases", ""]
+    md += ["## Ten worst cases", "", worst_note, ""]
     for r in worst:
-        labels = ", ".join(failure_labels(r, k)) or "low score"
+        labels = ", ".join(failure_labels(r, k)) or ("no failure" if case_score(r, k) >= 1.0 else "low score")
         md += [
             f"### {r.id} — score {case_score(r, k):.2f} ({bucket(case_score(r, k))}) — {labels}",
             "",
@@ -367,12 +522,8 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
             "",
         ]
 
-    css = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
-           "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
-           "text-align:left}th{background:#f3f3f3}.case{border-left:4px solid #b04a5a;padding-left:1em;"
-           "margin:1em 0}.charts svg{margin:4px}")
     h: list[str] = [f"<!doctype html><html><head><meta charset='utf-8'><title>Eval report</title>"
-                    f"<style>{css}</style></head><body>",
+                    f"<style>{CSS}</style></head><body>",
                     f"<h1>Eval report — {html.escape(str(meta.get('set', '?')))} "
                     f"({html.escape(str(meta.get('retrieval_mode', '?')))})</h1>",
                     _html_table(["run", "value"], meta_rows),
@@ -384,9 +535,9 @@ def build_report(meta: dict[str, Any], results: list[CaseResult]) -> tuple[str, 
                     *([f"<h2>Refusal trade-off</h2><p>{html.escape(curve_note)}</p>",
                        _html_table(curve_header, curve_table), charts["refusal_curve.svg"]] if curve else []),
                     "<h2>Charts</h2><div class='charts'>", *other_charts.values(), "</div>",
-                    "<h2>Ten worst cases</h2>"]
+                    f"<h2>Ten worst cases</h2><p>{html.escape(worst_note)}</p>"]
     for r in worst:
-        labels = ", ".join(failure_labels(r, k)) or "low score"
+        labels = ", ".join(failure_labels(r, k)) or ("no failure" if case_score(r, k) >= 1.0 else "low score")
         shown = html.escape(_short(r.error or r.shown_text()))
         h.append(
             f"<div class='case'><h3>{html.escape(r.id)} — score {case_score(r, k):.2f} "
@@ -412,10 +563,16 @@ def write_report(run_dir: Path) -> list[Path]:
             runs[m] = load_run(run_dir / m)
         table = ablation_markdown(runs)
         links = "\n".join(f"- [{m}]({m}/report.md)" for m in subruns)
-        md = f"# Eval ablation\n\n{table}\n\n{links}\n"
+        charts = ablation_charts(runs)
+        for name, svg in charts.items():
+            (run_dir / name).write_text(svg, encoding="utf-8")
+        images = "\n".join(f"![{n}]({n})" for n in charts)
+        md = f"# Eval ablation\n\n{table}\n\n{images}\n\n{links}\n"
         header, rows = ablation_rows(runs)
-        page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Eval ablation</title></head><body>"
-                f"<h1>Eval ablation</h1>{_html_table(header, rows)}<ul>"
+        page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Eval ablation</title>"
+                f"<style>{CSS}</style></head><body>"
+                f"<h1>Eval ablation</h1>{_html_table(header, rows)}<div class='charts'>{''.join(charts.values())}"
+                "</div><ul>"
                 + "".join(f"<li><a href='{m}/report.html'>{m}</a></li>" for m in subruns)
                 + "</ul></body></html>")
         (run_dir / "report.md").write_text(md, encoding="utf-8")
@@ -434,3 +591,77 @@ def write_report(run_dir: Path) -> list[Path]:
     summary["refusal_curve"] = refusal_curve(results, threshold) if threshold is not None else []
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     return [run_dir / "report.md", run_dir / "report.html"]
+
+
+# --- ablation and trend ------------------------------------------------------------------------------
+
+ABLATION_CHART_KEYS = ("page_hit@5", "recall@{k}", "mrr", "citation_validity", "cited_gold_page", "refusal_f1",
+                       "answer_rate")
+TREND_KEYS = ("page_hit@5", "citation_validity", "cited_gold_page", "refusal_f1", "answer_rate", "score_mean")
+
+
+def ablation_charts(runs: dict[str, tuple[dict[str, Any], list[CaseResult]]]) -> dict[str, str]:
+    """The retrieval modes side by side: the quality metrics (one group per metric, one bar per mode, n per bar)
+    and the answer time."""
+    k = int(next(iter(runs.values()))[0].get("k", 5)) if runs else 5
+    metrics = _keys(ABLATION_CHART_KEYS, k)
+    sums = {m: summarise(res, int(meta.get("k", k)))["overall"] for m, (meta, res) in runs.items()}
+    quality = bar_chart_svg(
+        metrics,
+        {m: [sums[m].get(key) for key in metrics] for m in runs},
+        counts={m: [support(key, res, int(meta.get("k", k)))[0] for key in metrics]
+                for m, (meta, res) in runs.items()},
+        title="Retrieval modes compared", x_title="metric", y_title="value (higher is better)",
+    )
+    stats = ("latency_p50_ms", "latency_p95_ms")
+    latency = bar_chart_svg(
+        ["median (p50)", "slowest 5% (p95)"],
+        {m: [sums[m].get(key) for key in stats] for m in runs},
+        counts={m: [support(key, res, k)[0] for key in stats] for m, (_meta, res) in runs.items()},
+        title="Answer time by retrieval mode", x_title="statistic", y_title="milliseconds",
+        vmax=max([v for m in runs for key in stats if (v := sums[m].get(key))] or [1.0]) * 1.1,
+        width=420,
+    )
+    return {"ablation.svg": quality, "ablation_latency.svg": latency}
+
+
+def _run_label(run_dir: Path, meta: dict[str, Any]) -> str:
+    started = str(meta.get("started_at") or "")[:16].replace("T", " ")
+    return f"{run_dir.name} {started}".strip()
+
+
+def _trend_run(run_dir: Path) -> tuple[dict[str, Any], list[CaseResult]]:
+    """A run's results; a ``--mode all`` directory stands for its first mode (hybrid when there)."""
+    if not (run_dir / RESULTS_FILE).exists():
+        for m in MODES_ORDER:
+            if (run_dir / m / RESULTS_FILE).exists():
+                return load_run(run_dir / m)
+    return load_run(run_dir)
+
+
+def write_trend(run_dirs: Sequence[Path], out_dir: Path) -> list[Path]:
+    """``trend.md``/``trend.html`` (and their SVGs) in ``out_dir``: the headline metrics of several runs, oldest
+    first (by ``started_at``; in the order given when a run lacks it)."""
+    loaded = [(d, *_trend_run(d)) for d in run_dirs]
+    if all(meta.get("started_at") for _d, meta, _r in loaded):
+        loaded.sort(key=lambda x: str(x[1]["started_at"]))
+    labels = [_run_label(d, meta) for d, meta, _r in loaded]
+    sums = [summarise(res, int(meta.get("k", 5)))["overall"] for _d, meta, res in loaded]
+    quality = line_chart_svg(labels, {key: [s.get(key) for s in sums] for key in TREND_KEYS},
+                             title="Headline metrics, run after run", y_title="value (higher is better)", vmax=1.0)
+    latency = line_chart_svg(labels, {key: [s.get(key) for s in sums] for key in ("latency_p50_ms", "latency_p95_ms")},
+                             title="Answer time, run after run", y_title="milliseconds")
+    charts = {"trend.svg": quality, "trend_latency.svg": latency}
+    header = ["run", "cases", *TREND_KEYS, "latency_p50_ms"]
+    rows = [[label, s["n_cases"], *[s.get(key) for key in TREND_KEYS], s.get("latency_p50_ms")]
+            for label, s in zip(labels, sums, strict=True)]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, svg in charts.items():
+        (out_dir / name).write_text(svg, encoding="utf-8")
+    md = ["# Eval trend", "", *_md_table(header, rows), "", *[f"![{n}]({n})" for n in charts], ""]
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Eval trend</title><style>{CSS}</style>"
+            f"</head><body><h1>Eval trend</h1>{_html_table(header, rows)}<div class='charts'>"
+            + "".join(charts.values()) + "</div></body></html>")
+    (out_dir / "trend.md").write_text("\n".join(md), encoding="utf-8")
+    (out_dir / "trend.html").write_text(page, encoding="utf-8")
+    return [out_dir / "trend.md", out_dir / "trend.html"]

@@ -54,6 +54,7 @@ INDEX_CODE = (
     "pipelines/indexing.py",
     "pipelines/components/pdf_guard.py",
     "pipelines/components/pdf_parser.py",
+    "pipelines/components/clean_text.py",
     "pipelines/components/layout.py",
     "pipelines/components/ocr.py",
     "pipelines/components/structure.py",
@@ -97,6 +98,7 @@ class EvalRunError(Exception):
 
 
 ServiceFactory = Callable[[Settings], Any]
+Progress = Callable[[str, int, int], None]  # (what, done, total), e.g. ("hybrid cases", 12, 40)
 
 
 def _default_service(settings: Settings) -> Any:
@@ -270,6 +272,7 @@ def build_index(
     service_factory: ServiceFactory = _default_service,
     cache_root: Path | None = None,
     log: Callable[[str], None] = print,
+    progress: Progress | None = None,
 ) -> tuple[EvalIndex, Any]:
     """Index (or reuse) ``docs_dir``'s PDFs, each into its own scope; returns the index and a service over it.
 
@@ -299,6 +302,8 @@ def build_index(
     service = service_factory(eval_settings)
     t0 = time.perf_counter()
     ingest: list[dict[str, Any]] = []
+    if progress is not None:
+        progress("indexing PDFs", 0, len(pdfs))
     for n, p in enumerate(pdfs, 1):
         t_doc = time.perf_counter()
         res = service.ingest(p.read_bytes(), file_name=p.name, scope=scopes[p.name])
@@ -307,6 +312,8 @@ def build_index(
         why = f" ({res.error})" if res.error else ""
         log(f"indexed {n}/{len(pdfs)} {p.name}: {res.status}{why}, {res.pages} pages, {res.chunks} chunks, "
             f"{time.perf_counter() - t_doc:.1f} s")
+        if progress is not None:
+            progress("indexing PDFs", n, len(pdfs))
     seconds = time.perf_counter() - t0
     checksum = index_checksum(service.store, sorted(set(scopes.values())))
     ready.write_text(json.dumps({"key": key, "checksum": checksum, "ingest": ingest, "seconds": seconds}),
@@ -458,8 +465,10 @@ def run_eval(
     *,
     service_factory: ServiceFactory = _default_service,
     log: Callable[[str], None] = print,
+    progress: Progress | None = None,
 ) -> dict[str, tuple[dict[str, Any], list[CaseResult]]]:
-    """Run the set in each mode; returns ``{mode: (meta, results)}`` and leaves them in ``opts.out_dir``."""
+    """Run the set in each mode; returns ``{mode: (meta, results)}`` and leaves them in ``opts.out_dir``.
+    ``progress(what, done, total)`` hears of every PDF indexed and every case answered (a terminal display)."""
     for m in opts.modes:
         if m not in MODES:
             raise EvalRunError(f"unknown mode {m!r}; use one of {', '.join(MODES)} or all")
@@ -473,7 +482,8 @@ def run_eval(
 
         judge_client = build_client(settings)
     t_start = time.perf_counter()
-    index, service = build_index(settings, opts.docs_dir, service_factory=service_factory, log=log)
+    index, service = build_index(settings, opts.docs_dir, service_factory=service_factory, log=log,
+                                 progress=progress)
     if hasattr(service, "warm_up"):
         service.warm_up()  # build the pipelines now, so the first case's latency is not start-up time
     named = {s.doc for c in cases for s in c.sources} | {d for c in cases for d in c.asked_in}
@@ -549,6 +559,8 @@ def run_eval(
         if done:
             log(f"{mode}: resuming, {len(done)} of {len(cases)} cases already done")
         t_mode = time.perf_counter()
+        if progress is not None:
+            progress(f"{mode} cases", len(done), len(cases))
         for n, case in enumerate(todo, 1):
             scopes = index.scopes_for(case, opts.per_doc)
             t0 = time.perf_counter()
@@ -571,6 +583,8 @@ def run_eval(
                 result.judge = judge_case(judge_client, result)
             _append(results_path, result.to_line())
             done[case.id] = result
+            if progress is not None:
+                progress(f"{mode} cases", len(done), len(cases))
             if n % 10 == 0 or n == len(todo):
                 log(f"{mode}: {len(done)}/{len(cases)} cases")
         meta["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")

@@ -14,8 +14,10 @@ import hashlib
 import logging
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from haystack import Pipeline
@@ -48,7 +50,9 @@ logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
 
 ProgressCallback = Callable[[IngestProgress], None]
 
-FAILED_UNREADABLE = "The PDF could not be read (it may be damaged or use an unsupported feature)."
+_REPO_ROOT = Path(__file__).resolve().parents[1]
+
+FAILED_INTERNAL = "Citebot could not process this PDF (internal error, logged)."
 FAILED_STORE = "The document was read but could not be saved. Please try again in a minute."
 FAILED_REINDEX = (
     "The search index was built with another embedding setting, so new documents cannot be added until an "
@@ -98,6 +102,7 @@ def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
     p.connect("parser.parsed", "ocr.parsed")
     p.connect("ocr.parsed", "structure.parsed")
     p.connect("structure.elements", "chunker.elements")
+    p.connect("structure.page_labels", "chunker.page_labels")
     p.connect("chunker.documents", "embedder.documents")
     p.connect("embedder.documents", "writer.documents")
     return p
@@ -141,6 +146,46 @@ def _ingest_error(exc: BaseException) -> BaseException:
     return exc
 
 
+def _unwrapped(exc: BaseException) -> BaseException:
+    """The exception a component raised, not Haystack's PipelineRuntimeError around it."""
+    cur = exc
+    while type(cur).__module__.startswith("haystack") and cur.__cause__ is not None:
+        cur = cur.__cause__
+    return cur
+
+
+def _frame_place(frame: traceback.FrameSummary) -> str:
+    path = Path(frame.filename)
+    try:
+        shown = path.resolve().relative_to(_REPO_ROOT).as_posix()
+    except ValueError:  # a library: from its package folder on, no machine paths
+        parts = path.parts
+        cut = max((i for i, p in enumerate(parts) if p in ("site-packages", "dist-packages", "lib")), default=-1)
+        shown = "/".join(parts[cut + 1:]) if cut >= 0 else path.name
+    return f"{shown}:{frame.lineno} in {frame.name}"
+
+
+def error_place(exc: BaseException) -> dict[str, str]:
+    """Where ``exc`` was raised, for the log: ``where`` (innermost frame in Citebot's code) and ``raised_in``
+    (innermost frame of all, often a library). Only file, line and function: never the exception's message."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return {}
+    ours = [f for f in frames if _is_ours(f.filename)]
+    out = {"raised_in": _frame_place(frames[-1])}
+    if ours:
+        out["where"] = _frame_place(ours[-1])
+    return out
+
+
+def _is_ours(filename: str) -> bool:
+    try:
+        rel = Path(filename).resolve().relative_to(_REPO_ROOT)
+    except ValueError:
+        return False
+    return rel.parts[:1] in (("pipelines",), ("connectors",), ("bot",), ("eval",))
+
+
 def _drop_snapshot(_snapshot: Any) -> None:
     """Never save a failed run's snapshot: it would hold the user's document."""
     return
@@ -178,8 +223,11 @@ class Indexer:
         file_name: str,
         scope: str,
         uploaded_by: str = "",
+        source_url: str = "",
         progress: ProgressCallback | None = None,
     ) -> IngestResult:
+        """``source_url``: where people open the file (Slack permalink, Teams file URL, local ``file://``),
+        kept in every chunk's metadata so citations can link to it."""
         (scope,) = require_scopes([scope])
         started = time.monotonic()
         report = _Progress(file_name, progress)
@@ -239,6 +287,7 @@ class Indexer:
                         "sha256": sha,
                         "uploaded_by": uploaded_by,
                         "uploaded_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "source_url": source_url,
                     },
                     "embedder": {"on_progress": on_embed},
                     "writer": {"scope": scope, "file_name": file_name},
@@ -255,8 +304,13 @@ class Indexer:
             elif type(cause).__name__ == "EmbeddingModelError":
                 reason, code = FAILED_MODEL, "model"
             else:
-                reason, code = FAILED_UNREADABLE, "parser_error"
-                log.warning("ingest_unexpected_error", scope=scope, doc_id=doc_id, error=type(cause).__name__)
+                # our bug, not the user's PDF: say so, and log where it happened (never the message or text)
+                reason, code = FAILED_INTERNAL, "internal"
+                cause = _unwrapped(cause)
+                log.error(  # noqa: TRY400 - a traceback would print the message, which can hold document text
+                    "ingest_internal_error", scope=scope, doc_id=doc_id, error=type(cause).__name__,
+                    **error_place(cause),
+                )
             report("done", force=True)
             return result(doc_id=doc_id, status="failed", error=reason, error_code=code)
 

@@ -8,6 +8,7 @@ Chunk metadata (on every Haystack ``Document`` the indexing pipeline writes):
 ``file_name``      as uploaded (display only; never used to build a path)
 ``page_start``     1-based first page of the chunk
 ``page_end``       1-based last page
+``page_label``     the first page's label where the PDF labels its pages ("iii", "17"); absent otherwise
 ``section``        heading path, ``" > "``-joined ("4 Leave > 4.2 Parental leave"); "" if none
 ``section_id``     numbering of the innermost numbered heading ("4.2", "12", "IV"); "" if none
 ``element_type``   ``text`` | ``table`` | ``list`` | ``caption`` | ``ocr``
@@ -16,6 +17,8 @@ Chunk metadata (on every Haystack ``Document`` the indexing pipeline writes):
 ``sha256``         sha256 of the file's bytes
 ``uploaded_by``    platform user id ("" for the CLI)
 ``uploaded_at``    ISO-8601 UTC time of ingestion
+``source_url``     where a person opens the file: its Slack permalink, its Teams/SharePoint ``webUrl`` or
+                   ``contentUrl``, a ``file://`` URI for the CLI; "" when unknown (display only, never fetched)
 ``ocr_confidence`` mean Tesseract word confidence 0-100 (OCR chunks only)
 =================  ==========================================================================
 
@@ -24,6 +27,7 @@ Chunk ids are ``f"{doc_id}:{chunk_index:05d}"``.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -51,6 +55,7 @@ class Citation(BaseModel):
     page_end: int
     section: str = ""
     quote: str = Field(description="An exact span of the chunk's text, validated before it is shown.")
+    url: str = Field("", description="Where the cited file opens (the chunk's ``source_url``); '' if unknown.")
 
 
 class RetrievedChunk(BaseModel):
@@ -61,6 +66,7 @@ class RetrievedChunk(BaseModel):
     page_end: int
     section: str = ""
     score: float
+    url: str = ""
 
 
 class Timings(BaseModel):
@@ -96,6 +102,39 @@ class Answer(BaseModel):
     )
 
 
+# C0 and C1 control characters except tab and newline: a PDF font without a usable ToUnicode map turns
+# glyphs into them ("\x04"), and a person must never see one in a quote.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` without control characters (tab and newline kept, a carriage return becomes a newline)."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def for_people(answer: Answer) -> Answer:
+    """The answer as people are shown it: no control characters in its text, quotes, files or sections.
+    (The eval runner keeps the raw answer, so its verbatim check still compares with the stored chunk.)"""
+    def clean(c: Citation) -> Citation:
+        return c.model_copy(
+            update={"quote": printable(c.quote), "file": printable(c.file), "section": printable(c.section)}
+        )
+
+    def where(r: RetrievedChunk) -> RetrievedChunk:
+        return r.model_copy(update={"file": printable(r.file), "section": printable(r.section)})
+
+    return answer.model_copy(
+        update={
+            "text": printable(answer.text),
+            "note": printable(answer.note),
+            "citations": [clean(c) for c in answer.citations],
+            "retrieved": [where(r) for r in answer.retrieved],
+        }
+    )
+
+
 class Turn(BaseModel):
     """One earlier turn of a chat thread."""
 
@@ -118,6 +157,9 @@ class IngestResult(BaseModel):
     seconds: float = 0.0
     error: str | None = Field(None, description="A clear, user-facing reason when status is failed.")
     replaced_doc_id: str | None = Field(None, description="The older version of the same file that was replaced.")
+    renamed_from: str | None = Field(
+        None, description="The uploaded name, when the file was indexed as ``file`` because someone else's has it."
+    )
 
 
 class IngestProgress(BaseModel):
@@ -136,3 +178,4 @@ class DocInfo(BaseModel):
     uploaded_at: str
     uploaded_by: str = ""
     sha256: str = ""
+    source_url: str = ""

@@ -384,11 +384,12 @@ class QueryEngine:
         except LLMError as e:
             log.warning("llm_fallback", error=type(e).__name__)
             return self._extractive_answer(ext, context, note=NOTE_LLM_FAILED)
-        text, cits = keep_supported(draft["text"], v["citations"])
+        kept = keep_supported(draft["text"], v["citations"], context)
+        text, cits = kept.text, kept.citations
         if not cits or not text:
             fallback = self._extractive_answer(ext, context, note=NOTE_LLM_UNSUPPORTED)
             return fallback.model_copy(update={"validation": _add_counts(counts, fallback.validation)})
-        note = NOTE_DROPPED if v["failures"] else ""
+        note = NOTE_DROPPED if v["failures"] or kept.dropped else ""
         return Answer(text=text, citations=cits, mode="llm", note=note, validation=counts)
 
 
@@ -413,4 +414,5 @@ def _retrieved(doc: Document) -> RetrievedChunk:
         page_end=int(meta.get("page_end", meta.get("page_start", 0)) or 0),
         section=str(meta.get("section", "") or ""),
         score=round(float(doc.score or 0.0), 6),
+        url=str(meta.get("source_url", "") or ""),
     )

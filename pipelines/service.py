@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 ProgressCallback = Callable[[IngestProgress], None]
 
+# Longer questions are cut to this many characters (a pasted document is not a question, and every
+# reference in it costs a lookup); the answer then says so.
+MAX_QUESTION_CHARS = 4000
+NOTE_QUESTION_CUT = f"Your question was longer than {MAX_QUESTION_CHARS:,} characters, so I only read its beginning."
+
 
 class CitebotService:
     def __init__(self, settings: Settings, store: ChunkStore | None = None) -> None:
@@ -63,12 +68,47 @@ class CitebotService:
         file_name: str,
         scope: str,
         uploaded_by: str = "",
+        is_admin: bool | Callable[[], bool] = False,
+        source_url: str = "",
         progress: ProgressCallback | None = None,
     ) -> IngestResult:
-        require_scopes(scope)
-        return self.indexer.ingest(
-            data, file_name=file_name, scope=scope, uploaded_by=uploaded_by, progress=progress
-        )
+        """Index ``data`` as ``file_name`` in ``scope``. A new version replaces the uploader's own earlier one;
+        a document of that name that someone else uploaded is replaced only for an admin (``is_admin``, a
+        callable is asked only then). Otherwise the file is indexed beside it under a free name
+        (``expenses (2).pdf``) and ``renamed_from`` says so; forget's uploader-or-admin rule holds for uploads too."""
+        (scope,) = require_scopes(scope)
+        others = [
+            d for d in self.store.list_documents(scopes=[scope]) if d.file == file_name and d.uploaded_by != uploaded_by
+        ]
+        admin = bool(others) and (is_admin() if callable(is_admin) else is_admin)
+        name = file_name if admin or not others else self._free_name(file_name, scope, uploaded_by)
+        result = self.indexer.ingest(data, file_name=name, scope=scope, uploaded_by=uploaded_by,
+                                     source_url=source_url, progress=progress)
+        if result.status != "indexed":  # failed, or these bytes are here already: nothing was named
+            return result.model_copy(update={"file": file_name})
+        if name != file_name:
+            return result.model_copy(update={"renamed_from": file_name})
+        replaced = result.replaced_doc_id
+        for d in others if admin else []:
+            if d.doc_id != result.doc_id and self.store.delete_document(d.doc_id, scopes=[scope]):
+                replaced = replaced or d.doc_id
+        return result.model_copy(update={"replaced_doc_id": replaced})
+
+    def _free_name(self, file_name: str, scope: str, uploaded_by: str) -> str:
+        """``stem (n).ext`` for the smallest n >= 2 that no one else's document in ``scope`` is called (the
+        uploader's own may be: a new version of their copy replaces it)."""
+        taken: dict[str, set[str]] = {}
+        for d in self.store.list_documents(scopes=[scope]):
+            taken.setdefault(d.file, set()).add(d.uploaded_by)
+        stem, dot, ext = file_name.rpartition(".")
+        if not dot or not stem:
+            stem, ext = file_name, ""
+        n = 2
+        while True:
+            candidate = f"{stem} ({n}).{ext}" if ext else f"{stem} ({n})"
+            if taken.get(candidate, set()) <= {uploaded_by}:
+                return candidate
+            n += 1
 
     def answer(
         self,
@@ -79,7 +119,12 @@ class CitebotService:
         mode: RetrievalMode = "hybrid",
         k: int | None = None,
     ) -> Answer:
-        return self.query.answer(question, require_scopes(scopes), history, mode=mode, k=k)
+        scopes = require_scopes(scopes)
+        if len(question) <= MAX_QUESTION_CHARS:
+            return self.query.answer(question, scopes, history, mode=mode, k=k)
+        answer = self.query.answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k)
+        note = f"{NOTE_QUESTION_CUT} {answer.note}" if answer.note else NOTE_QUESTION_CUT
+        return answer.model_copy(update={"note": note})
 
     def list_documents(self, scopes: str | Sequence[str]) -> list[DocInfo]:
         return self.store.list_documents(scopes=require_scopes(scopes))

@@ -1,4 +1,8 @@
-"""``citebot ask "QUESTION"``: an answer with quoted, checked citations (or a refusal) on the terminal."""
+"""``citebot ask "QUESTION"``: an answer with quoted, checked citations (or a refusal) on the terminal.
+
+A citation names the file by its local path (kept at ``citebot ingest`` time as a ``file://`` link), relative
+to the working directory when it lies below it; files indexed from chat keep their names.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,16 @@ import argparse
 import json
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from connectors.settings import Settings
-from pipelines.models import LOCAL_SCOPE, Answer
+from pipelines.models import LOCAL_SCOPE, Answer, for_people
+
+# The query pipeline words its refusal for a chat channel; on the command line there is no channel.
+CHANNEL_REFUSAL = "The PDFs in this channel"
+CLI_REFUSAL = "The indexed PDFs"
 
 
 def register(sub: Any) -> None:
@@ -28,8 +38,31 @@ def location(file: str, page_start: int, page_end: int, section: str) -> str:
     return " · ".join(x for x in (file, page, last) if x)
 
 
+def local_path(url: str) -> str:
+    """The path a ``file://`` link names (relative to the working directory when below it), else ""."""
+    parts = urlsplit(url)
+    if parts.scheme != "file" or not parts.path:
+        return ""
+    path = Path(unquote(parts.path))
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def for_terminal(answer: Answer) -> Answer:
+    """The answer as the command line shows it: no control characters, and a refusal that speaks of the
+    indexed PDFs rather than a chat channel."""
+    answer = for_people(answer)
+    if answer.refused and CHANNEL_REFUSAL in answer.text:
+        answer = answer.model_copy(update={"text": answer.text.replace(CHANNEL_REFUSAL, CLI_REFUSAL, 1)})
+    return answer
+
+
 def render_answer(answer: Answer, *, width: int = 100) -> str:
-    """The answer text, then each citation as a quote block with its ``file · p. N · section`` line."""
+    """The answer text, then each citation as a quote block with its ``file · p. N · section`` line (the file
+    as its local path when it was indexed from one)."""
+    answer = for_terminal(answer)
     lines = [answer.text]
     for c in answer.citations:
         lines.append("")
@@ -38,7 +71,7 @@ def render_answer(answer: Answer, *, width: int = 100) -> str:
             quote_lines += textwrap.wrap(raw, width=width - 6) or [""]
         lines.append(f"  [{c.n}] │ " + quote_lines[0])
         lines += [f"      │ {ln}" for ln in quote_lines[1:]]
-        lines.append(f"        — {location(c.file, c.page_start, c.page_end, c.section)}")
+        lines.append(f"        — {location(local_path(c.url) or c.file, c.page_start, c.page_end, c.section)}")
     if answer.note:
         lines += ["", f"({answer.note})"]
     return "\n".join(lines)
@@ -69,11 +102,14 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     except (ScopeRequiredError, ValueError) as e:
         print(f"citebot ask: {e}", file=sys.stderr)
         return 2
-    except (StoreError, LLMError) as e:
+    except StoreError as e:  # its message says which store and what to check
+        print(f"citebot ask: {e}", file=sys.stderr)
+        return 1
+    except LLMError as e:
         print(f"citebot ask: could not answer ({type(e).__name__}); see the log above.", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(answer.model_dump(), indent=2, ensure_ascii=False))
+        print(json.dumps(for_terminal(answer).model_dump(), indent=2, ensure_ascii=False))
     else:
         print(render_answer(answer))
     return 0

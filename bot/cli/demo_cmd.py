@@ -39,7 +39,9 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     service = CitebotService(settings)
     failed = 0
     for path in paths:
-        r = service.ingest(path.read_bytes(), file_name=path.name, scope=LOCAL_SCOPE)
+        r = service.ingest(
+            path.read_bytes(), file_name=path.name, scope=LOCAL_SCOPE, source_url=path.resolve().as_uri()
+        )
         if r.status == "failed":
             failed += 1
             print(f"  ✗ {r.file}: {r.error}")

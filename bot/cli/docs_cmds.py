@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from connectors.settings import Settings
-from pipelines.models import LOCAL_SCOPE
+from pipelines.models import LOCAL_SCOPE, DocInfo
 
 
 def register(sub: Any) -> None:
@@ -15,13 +16,69 @@ def register(sub: Any) -> None:
     p.add_argument("--scope", action="append", help=f"scope to list (repeatable; default {LOCAL_SCOPE})")
     p.add_argument("--all-scopes", action="store_true", help="admin: list every scope in the store")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--stats", action="store_true", help="add chunk diagnostics")
+    p.add_argument("--stats", action="store_true", help="add chunk diagnostics (sizes, page spans, tables, OCR)")
     p.set_defaults(func=run_docs)
 
-    f = sub.add_parser("forget", help="delete a document from a scope")
-    f.add_argument("doc_id")
+    f = sub.add_parser("forget", help="delete a document from a scope, by file name or doc id")
+    f.add_argument("document", metavar="FILE_OR_DOC_ID", help="a file name as `citebot docs` lists it, or a doc id")
     f.add_argument("--scope", default=LOCAL_SCOPE)
     f.set_defaults(func=run_forget)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequence[int] = ()) -> list[str]:
+    """Rows under a header, columns padded to their widest cell (numbers in ``right`` columns aligned right)."""
+    cells = [[str(c) for c in header], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+
+    def line(r: list[str]) -> str:
+        padded = (c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        return "  ".join(padded)
+
+    return [line(cells[0]).rstrip(), "  ".join("-" * w for w in widths), *(line(r).rstrip() for r in cells[1:])]
+
+
+def docs_table(docs: Sequence[DocInfo], *, with_scope: bool) -> list[str]:
+    header = ["file", "pages", "chunks", "added", "doc id"] + (["scope"] if with_scope else [])
+    rows = [
+        [d.file, d.pages, d.chunks, d.uploaded_at[:16].replace("T", " "), d.doc_id] + ([d.scope] if with_scope else [])
+        for d in docs
+    ]
+    return table(header, rows, right=(1, 2))
+
+
+_STAT_LABELS = {
+    "documents": "documents",
+    "chunks": "chunks",
+    "tokens": "tokens per chunk",
+    "chars": "characters per chunk",
+    "share_spanning_pages": "chunks spanning pages",
+    "with_section": "chunks with a section",
+    "tables_found": "tables found",
+    "table_chunks": "table chunks",
+    "ocr_pages": "pages read with OCR",
+    "ocr_mean_confidence": "mean OCR confidence",
+    "element_types": "chunks by element type",
+}
+
+
+def _stat_value(key: str, value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, dict) and {"min", "p50", "max"} <= set(value):
+        v = value
+        return f"min {v['min']} · median {v['p50']} · p90 {v['p90']} · max {v['max']} · mean {v['mean']}"
+    if isinstance(value, dict):
+        return " · ".join(f"{k} {v}" for k, v in value.items()) or "—"
+    if key == "share_spanning_pages":
+        return f"{float(value):.1%}"
+    if key == "ocr_mean_confidence":
+        return f"{value} / 100"
+    return str(value)
+
+
+def stats_table(stats: dict[str, Any]) -> list[str]:
+    keys = [k for k in _STAT_LABELS if k in stats] + [k for k in stats if k not in _STAT_LABELS]
+    return table(["chunk statistic", "value"], [[_STAT_LABELS.get(k, k), _stat_value(k, stats[k])] for k in keys])
 
 
 def run_docs(args: argparse.Namespace, settings: Settings) -> int:
@@ -43,20 +100,24 @@ def run_docs(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if not docs:
         print(f"No documents in {', '.join(scopes) or 'any scope'}.")
-    for d in docs:
-        print(f"{d.file}  {d.doc_id}  scope={d.scope}  pages={d.pages}  chunks={d.chunks}  at={d.uploaded_at}")
-    if stats is not None:
-        for key, value in stats.items():
-            print(f"{key}: {value}")
+    else:
+        print("\n".join(docs_table(docs, with_scope=len(scopes) > 1)))
+    if stats is not None and docs:
+        print()
+        print("\n".join(stats_table(stats)))
     return 0
 
 
 def run_forget(args: argparse.Namespace, settings: Settings) -> int:
-    from connectors.stores import open_store
+    from pipelines.service import CitebotService
 
-    n = open_store(settings).delete_document(args.doc_id, scopes=[args.scope])
-    if n == 0:
-        print(f"No document {args.doc_id} in scope {args.scope}. `citebot docs --scope {args.scope}` lists them.")
+    service = CitebotService(settings)
+    found = service.find_documents(args.document, args.scope)
+    if not found:
+        print(f"No document “{args.document}” in scope {args.scope}. "
+              f"`citebot docs --scope {args.scope}` lists them.")
         return 1
-    print(f"Deleted {args.doc_id} ({n} chunks) from {args.scope}.")
+    for doc in found:
+        n = service.forget(doc.doc_id, args.scope)
+        print(f"Deleted {doc.file} ({doc.doc_id}, {n} chunks) from {args.scope}.")
     return 0

@@ -55,13 +55,18 @@ def register(sub: Any) -> None:
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.set_defaults(func=run_eval_cmd)
 
-    rep = ev_sub.add_parser("report", help="write report.md and report.html for a run directory")
-    rep.add_argument("run_dir", type=Path)
+    rep = ev_sub.add_parser("report", help="write report.md and report.html for a run directory; several: a trend")
+    rep.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
+                     help="a run directory; give several for trend.md/trend.html across them (oldest first)")
+    rep.add_argument("--out", type=Path, help="where the trend report goes (default: the newest run's directory)")
     rep.set_defaults(func=run_report_cmd)
 
     c = ev_sub.add_parser("compare", help="metric deltas and case regressions between two runs; gates for CI")
     c.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="BASE_RUN NEW_RUN (or NEW_RUN alone: floors)")
-    c.add_argument("--gates", type=Path, help=f"gates TOML (e.g. {DEMO_GATES.relative_to(EVAL_DIR.parent)})")
+    c.add_argument("--gates", type=Path,
+                   help=f"gates TOML (default: the shipped {DEMO_GATES.relative_to(EVAL_DIR.parent)}, found from any "
+                   "directory)")
+    c.add_argument("--no-gates", action="store_true", help="compare only: check no gates (exit 0)")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=run_compare_cmd)
 
@@ -96,13 +101,15 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
         docs = settings.data_dir / "eval" / "samples"
         write_samples(docs)
     out = args.out or settings.data_dir / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    from bot.cli.progress import TerminalProgress
+
     modes = list(MODES) if args.mode == "all" else [args.mode]
-    log = (lambda m: print(m, file=sys.stderr)) if args.json else print
+    progress = TerminalProgress(sys.stderr, print_log=(lambda m: print(m, file=sys.stderr)) if args.json else print)
     try:
         runs = run_eval(settings, RunOptions(set_path=args.set, docs_dir=docs, out_dir=out, modes=modes, k=args.k,
                                              per_doc=args.per_doc, judge=args.judge, limit=args.limit,
                                              fresh=args.fresh, case_ids=args.cases, categories=args.category),
-                           log=log)
+                        log=progress.log, progress=progress)
     except (EvalSetError, EvalRunError) as e:
         print(f"citebot eval run: {e}", file=sys.stderr)
         return 2
@@ -113,6 +120,8 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
             print(f"citebot eval run: {e}", file=sys.stderr)
             return 2
         raise
+    finally:
+        progress.clear()  # an interrupted run leaves no half-drawn line before the error
     if args.json:
         from eval.metrics import refusal_curve, summarise
 
@@ -133,10 +142,12 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_report_cmd(args: argparse.Namespace, settings: Settings) -> int:
     from eval.records import RunDirError
-    from eval.report import write_report
+    from eval.report import write_report, write_trend
 
     try:
-        paths = write_report(args.run_dir)
+        paths = [p for d in args.run_dirs for p in write_report(d)]
+        if len(args.run_dirs) > 1:
+            paths = write_trend(args.run_dirs, args.out or _newest(args.run_dirs)) + paths
     except RunDirError as e:
         print(f"citebot eval report: {e}", file=sys.stderr)
         return 2
@@ -145,16 +156,31 @@ def run_report_cmd(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _newest(run_dirs: list[Path]) -> Path:
+    """The run directory whose run started last (by its meta.json), else the last one given."""
+    def started(d: Path) -> str:
+        for meta in (d / "meta.json", *(d / m / "meta.json" for m in ("hybrid", "bm25", "dense"))):
+            if meta.exists():
+                return str(json.loads(meta.read_text(encoding="utf-8")).get("started_at") or "")
+        return ""
+
+    return max(reversed(run_dirs), key=started)
+
+
 def run_compare_cmd(args: argparse.Namespace, settings: Settings) -> int:
-    from eval.compare import GatesError, run_compare
+    from eval.compare import GatesError, find_gates, run_compare
     from eval.records import RunDirError
 
     if len(args.runs) > 2:
         print("citebot eval compare: give BASE_RUN NEW_RUN, or NEW_RUN alone", file=sys.stderr)
         return 2
+    if args.no_gates and args.gates:
+        print("citebot eval compare: --gates and --no-gates exclude each other", file=sys.stderr)
+        return 2
     base, new = (args.runs[0], args.runs[1]) if len(args.runs) == 2 else (None, args.runs[0])
     try:
-        return run_compare(base, new, args.gates, as_json=args.json)
+        gates = None if args.no_gates else find_gates(args.gates)
+        return run_compare(base, new, gates, as_json=args.json)
     except (GatesError, RunDirError) as e:
         print(f"citebot eval compare: {e}", file=sys.stderr)
         return 2
@@ -185,13 +211,21 @@ def run_feedback_cmd(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if not entries:
         print("No feedback yet." if not (args.since or args.polarity) else "No feedback matches.")
+    from bot.core import FEEDBACK_CHOICES
+
     for e in entries:
         mark = "👍" if e.polarity == "up" else "👎"
         print(f"{e.at} {mark} {e.platform} {e.scope} {e.user}: {e.question}")
+        said = [f"what was wrong: {FEEDBACK_CHOICES.get(e.choice, e.choice)}"] if e.choice else []
+        if e.comment:
+            said.append(f"“{' '.join(e.comment.split())}”")
+        if said:
+            print("    " + " — ".join(said))
     return 0
 
 
 def run_reindex_cmd(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.cli.progress import TerminalProgress
     from connectors.stores import open_store
     from eval.reindex import ReindexError, reindex, reindex_status
 
@@ -205,11 +239,15 @@ def run_reindex_cmd(args: argparse.Namespace, settings: Settings) -> int:
         print(f"Reindex needed: the store's vectors were made with embedding {stored}, the configuration "
               f"({backend}) makes {current}. Run `citebot reindex` (or set CITEBOT_EMBEDDING_BACKEND back).")
         return 1
+    progress = TerminalProgress(sys.stderr)
     try:
-        res = reindex(settings, store, scopes=args.scope, restart=args.restart)
+        res = reindex(settings, store, scopes=args.scope, restart=args.restart, log=progress.log,
+                      progress=progress)
     except ReindexError as e:
         print(f"citebot reindex: {e}", file=sys.stderr)
         return 1
+    finally:
+        progress.clear()
     print(f"Re-embedded {res.documents} document(s), {res.chunks} chunks in {res.scopes} scope(s); "
           f"{res.skipped} already done with this model.")
     return 0

@@ -119,7 +119,9 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
             print(json.dumps(row) if args.json else f"{path}: failed — {row['error']}")
             continue
         try:
-            res = service.ingest(data, file_name=path.name, scope=args.scope, progress=bar)
+            # the local user owns the store: a new version replaces the old one whoever uploaded it
+            res = service.ingest(data, file_name=path.name, scope=args.scope, is_admin=True, progress=bar,
+                                 source_url=path.resolve().as_uri())
         except ScopeRequiredError as e:
             bar.clear()
             print(f"citebot ingest: {e}", file=sys.stderr)

@@ -34,8 +34,24 @@ BENCH_MODULES = [
 ]
 
 
+def version() -> str:
+    """The installed package's version (the source tree's pyproject when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("citebot")
+    except PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        return str(tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="citebot", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"citebot {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -61,8 +77,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"citebot: {e}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level, settings.log_format)
+    if args.command != "serve":
+        # a one-shot command tells of an unreachable Elasticsearch in one line (the StoreError below); its
+        # client's warning per retry is for a server's log, not for a person at a terminal
+        import logging
+
+        logging.getLogger("elastic_transport").setLevel(logging.ERROR)
+    from connectors.store_api import StoreError
+
     try:
-        return int(args.func(args, settings) or 0)
+        status = int(args.func(args, settings) or 0)
+        sys.stdout.flush()  # a reader that went away (`| head`) shows here, not at exit
+    except BrokenPipeError:
+        return _reader_gone()
+    except StoreError as e:  # its message is written for people: which store, what to check
+        print(f"citebot {args.command}: {e}", file=sys.stderr)
+        return 1
     except Exception as e:  # noqa: BLE001 - no raw traceback: its messages can carry a store URL's password
         from connectors.log import error_fields, get_logger
 
@@ -71,6 +101,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"citebot {args.command}: failed with {fields['error']} at {fields['where'] or 'an unknown place'}",
               file=sys.stderr)
         return 1
+    return status
+
+
+def _reader_gone() -> int:
+    """``citebot ... | head``: the reader stopped reading. That is no error; end quietly (and keep Python from
+    complaining when it flushes stdout at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no real file (tests): nothing left to flush into a closed pipe
+        pass
+    finally:
+        os.close(devnull)
+    return 0
 
 
 if __name__ == "__main__":

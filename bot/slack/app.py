@@ -19,6 +19,7 @@ one failure path: log the event id, apologise in the thread.
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -30,43 +31,54 @@ import structlog
 from slack_bolt import App, BoltContext, BoltRequest, BoltResponse
 from slack_bolt.context.ack import Ack
 from slack_bolt.context.respond import Respond
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from bot.core import (
     APOLOGY,
+    ASSISTANT_GREETING,
+    ASSISTANT_GREETING_NO_CHANNEL,
     HELP_TEXT,
     ChatContext,
     ChatCore,
     docs_text,
     ingest_result_text,
     progress_text,
+    searching_text,
     stats_text,
 )
 from bot.slack.events import (
+    AssistantThread,
     Command,
+    FeedbackClick,
+    FeedbackForm,
     FileShared,
     Message,
     SlackFile,
     files_of_message,
     mentions,
+    parse_assistant_thread,
     parse_command,
+    parse_feedback_click,
+    parse_feedback_form,
     parse_file_deleted,
     parse_file_shared,
     parse_message,
     parse_reaction,
 )
-from bot.slack.render import plain, render_answer
+from bot.slack.render import FEEDBACK_ACTION, FEEDBACK_MODAL, feedback_modal, plain, render_answer
 from bot.slack.scopes import MembershipCache, dm_search_scopes
 from connectors.download import DownloadError, download, host_of
 from connectors.log import error_fields
 from connectors.settings import Settings
-from pipelines.models import IngestProgress
+from pipelines.models import IngestProgress, slack_scope
 
 log = structlog.get_logger("citebot.slack")
 
 WORKING_REACTION = "eyes"
+SUGGESTED_PROMPTS_TITLE = "Ask about these PDFs"
 PROGRESS_MIN_INTERVAL_S = 1.0
 INGEST_FAILED_TEXT = "I couldn't index {file}: something went wrong on my side. Please try uploading it again."
 EXTERNAL_FILE_TEXT = (
@@ -133,6 +145,21 @@ class AckFirst:
                 self._cond.wait(min(deadline - now, max(self.quiet_s - quiet_for, 0.002)))
 
 
+class _DropTokenUnusedWarning(logging.Filter):
+    """Bolt warns "As you gave `client` as well, `token` will be unused" whenever SLACK_BOT_TOKEN is in the
+    environment and an app is given its client, i.e. on every start of Citebot, whose client is built from that
+    very token. The warning tells an admin nothing; drop just that record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+def _quiet_bolt_token_warning() -> None:
+    bolt_app_logger = logging.getLogger("slack_bolt.App")
+    if not any(isinstance(f, _DropTokenUnusedWarning) for f in bolt_app_logger.filters):
+        bolt_app_logger.addFilter(_DropTokenUnusedWarning())
+
+
 class SlackConfigError(Exception):
     """The Slack settings are incomplete; the message names the variable to set."""
 
@@ -170,6 +197,7 @@ class SlackBot:
         self._pending: set[Future[None]] = set()
         self._pending_lock = threading.Lock()
         secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
+        _quiet_bolt_token_warning()
         self.app = App(
             name="citebot",
             client=self.client,
@@ -187,6 +215,10 @@ class SlackBot:
         self.app.event("file_deleted")(self._on_file_deleted)
         self.app.event("reaction_added")(self._on_reaction)
         self.app.event("reaction_removed")(self._on_reaction)
+        self.app.event("assistant_thread_started")(self._on_assistant_thread)
+        self.app.event("assistant_thread_context_changed")(self._on_assistant_thread)
+        self.app.action(FEEDBACK_ACTION)(self._on_feedback_click)
+        self.app.view(FEEDBACK_MODAL)(self._on_feedback_form)
         self.app.command("/citebot")(self._on_command)
         self.app.error(self._on_error)
 
@@ -254,29 +286,44 @@ class SlackBot:
         on_failure: Callable[[], object] | None,
         claim: str = "",
         on_duplicate: Callable[[], object] | None = None,
+        budget_s: float | None = None,
     ) -> None:
         """Run ``job`` on the worker pool with this request's log context, once per ``event_id`` and
-        once per ``claim`` key (durable claims in the state log); failures go to :meth:`_failed`."""
+        once per ``claim`` key (durable claims in the state log); failures go to :meth:`_failed`.
+        The claims stay ``started`` while the job runs (``budget_s``, default an answer's) and are finished
+        however it ends; if the process dies first, Slack's retry takes them over once."""
         ctx = contextvars.copy_context()
+        budget = budget_s if budget_s is not None else self.core.answer_budget_s
+        keys = [k for k in (f"event:{event_id}" if event_id else "", claim) if k]
 
         def guarded() -> None:
+            taken: list[str] = []
             try:
                 self.gate.wait_quiet()
-                if (event_id and not self.core.claim("slack", f"event:{event_id}")) or (
-                    claim and not self.core.claim("slack", claim)
-                ):
-                    log.info("duplicate_skipped", durable=True)
-                    if on_duplicate is not None:
-                        on_duplicate()
-                    return
+                for key in keys:
+                    if not self.core.claim("slack", key, budget_s=budget):
+                        log.info("duplicate_skipped", durable=True)
+                        if on_duplicate is not None:
+                            on_duplicate()
+                        return
+                    taken.append(key)
                 job()
             except Exception as e:  # noqa: BLE001 - a listener's failure must never stop the bot
                 self._failed(e, event_id=event_id, on_failure=on_failure)
+            finally:
+                for key in taken:
+                    self._finish(key)
 
         future = self.pool.submit(ctx.run, guarded)
         with self._pending_lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
+
+    def _finish(self, key: str) -> None:
+        try:
+            self.core.finish("slack", key)
+        except Exception as e:  # noqa: BLE001 - the claim then expires with its budget
+            log.warning("claim_finish_failed", error=type(e).__name__)
 
     def _done(self, future: Future[None]) -> None:
         with self._pending_lock:
@@ -328,9 +375,9 @@ class SlackBot:
             self._start_answer(msg, only_if_answered=True)
 
     def _start_answer(self, msg: Message, *, only_if_answered: bool = False) -> None:
-        working: Future[None] | None = None
-        if not only_if_answered and msg.question:
-            working = self.ui.submit(self._react_soon, msg.channel, msg.ts)
+        working: Future[str] | None = None
+        if msg.question:  # the asker sees work start within a moment, never a silent wait
+            working = self.ui.submit(self._show_working, msg, only_if_answered)
         self._submit(
             lambda: self._answer(msg, only_if_answered=only_if_answered, working=working),
             event_id=msg.event_id,
@@ -338,32 +385,78 @@ class SlackBot:
             on_duplicate=lambda: self._take_back(working, msg),
         )
 
-    def _take_back(self, working: Future[None] | None, msg: Message) -> None:
-        """The message was answered before (e.g. before a restart): remove the 👀 this delivery added."""
-        if working is not None:
-            working.result(timeout=60)
+    def _take_back(self, working: Future[str] | None, msg: Message) -> None:
+        """The message was answered before (e.g. before a restart): take back the status or 👀 this delivery
+        showed."""
+        shown = working.result(timeout=60) if working is not None else ""
+        if shown == "reaction":
             self._react(msg.channel, msg.ts, add=False)
+        elif shown == "status":
+            self._set_status(msg.channel, msg.reply_thread_ts, "")
 
-    def _answer(self, msg: Message, *, only_if_answered: bool = False, working: Future[None] | None = None) -> None:
+    def _search_scopes(self, msg: Message) -> tuple[str, ...]:
+        """() for a channel (its own scope). In a DM: the DM's scope plus, in an assistant-pane thread whose
+        person is viewing a channel they belong to, that channel; in any other DM thread, every channel the
+        asker belongs to."""
+        if not msg.is_dm:
+            return ()
+        own = slack_scope(msg.team, msg.channel)
+        pane = self.core.thread_context("slack", msg.thread_ref) if msg.in_thread else None
+        if pane is not None and pane[1]:
+            member_of = self.members.channels(msg.team, msg.user) or ()
+            return (own, slack_scope(msg.team, pane[1])) if pane[1] in member_of else (own,)
+        return dm_search_scopes(self.members, team=msg.team, dm_channel=msg.channel, user=msg.user)
+
+    def _show_working(self, msg: Message, only_if_answered: bool) -> str:
+        """Show that an answer is coming: ``assistant.threads.setStatus`` ("Searching 3 PDFs…") where Slack
+        allows it, else the 👀 reaction. Returns what was shown ("status", "reaction" or "")."""
+        self.gate.wait_quiet()
+        if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
+            return ""
+        try:
+            n_docs = len(self.core.documents(self._search_scopes(msg) or (msg.scope,)))
+        except Exception as e:  # noqa: BLE001 - the count is cosmetic; the answer reports real failures
+            log.info("status_count_failed", error=type(e).__name__)
+            n_docs = 0
+        if self._set_status(msg.channel, msg.reply_thread_ts, searching_text(n_docs)):
+            return "status"
+        self._react(msg.channel, msg.ts, add=True)
+        return "reaction"
+
+    def _set_status(self, channel: str, thread_ts: str, status: str) -> bool:
+        """The thread's "Citebot is …" line (cleared by the next bot message, or by ``status=""``); False where
+        Slack refuses it (an older workspace, a missing scope), so the caller can fall back to 👀."""
+        try:
+            self.client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status=status)
+        except SlackApiError as e:  # Slack's error code ("missing_scope"...) says why; it holds no secret
+            log.info("set_status_refused", error=str(e.response.get("error") or "SlackApiError"))
+            return False
+        except (SlackClientError, OSError) as e:
+            log.info("set_status_refused", error=type(e).__name__)
+            return False
+        return True
+
+    def _answer(self, msg: Message, *, only_if_answered: bool = False, working: Future[str] | None = None) -> None:
         if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
             return  # people talking in a thread the bot never answered
         # app_mention and message events for one message share this key: one answer per message.
-        if not self.core.claim("slack", f"answer:{msg.team}:{msg.channel}:{msg.ts}"):
+        key = f"answer:{msg.team}:{msg.channel}:{msg.ts}"
+        if not self.core.claim("slack", key, budget_s=self.core.answer_budget_s):
             self._take_back(working, msg)
             return
+        try:
+            self._answer_claimed(msg, working)
+        finally:
+            self._finish(key)
+
+    def _answer_claimed(self, msg: Message, working: Future[str] | None) -> None:
         question = msg.question
         if not question:
             self.client.chat_postMessage(channel=msg.channel, thread_ts=msg.reply_thread_ts, text=plain(HELP_TEXT))
             return
-        if working is None:
-            self._react(msg.channel, msg.ts, add=True)
         try:
-            scopes = (
-                dm_search_scopes(self.members, team=msg.team, dm_channel=msg.channel, user=msg.user)
-                if msg.is_dm
-                else ()
-            )
-            ctx = ChatContext("slack", msg.scope, msg.user, search_scopes=scopes, event_id=msg.event_id)
+            ctx = ChatContext("slack", msg.scope, msg.user, search_scopes=self._search_scopes(msg),
+                              event_id=msg.event_id)
             history = self.core.history("slack", msg.thread_ref) if msg.in_thread else []
             answer = self.core.ask(ctx, question, history)
             text, blocks = render_answer(answer)
@@ -383,13 +476,9 @@ class SlackBot:
                 answer=answer,
             )
         finally:
-            if working is not None:
-                working.result(timeout=60)  # never remove the 👀 before it was added
-            self._react(msg.channel, msg.ts, add=False)
-
-    def _react_soon(self, channel: str, ts: str) -> None:
-        self.gate.wait_quiet()
-        self._react(channel, ts, add=True)
+            # never remove the 👀 before it was added; a status goes away by itself with the bot's reply
+            if working is not None and working.result(timeout=60) == "reaction":
+                self._react(msg.channel, msg.ts, add=False)
 
     def _react(self, channel: str, ts: str, *, add: bool) -> None:
         """The 👀 that says work started (removed when done); cosmetic, so failures are only logged."""
@@ -413,9 +502,15 @@ class SlackBot:
         structlog.contextvars.bind_contextvars(file_id=shared.file.id)
         # file_shared and message/file_share both announce one share: ingest it once per channel.
         key = f"file:{shared.team}:{shared.channel}:{shared.file.id}"
-        self._submit(lambda: self._ingest(shared), event_id=shared.event_id, on_failure=None, claim=key)
+        self._submit(
+            lambda: self._ingest(shared, key),
+            event_id=shared.event_id,
+            on_failure=None,
+            claim=key,
+            budget_s=self.core.ingest_budget_s,
+        )
 
-    def _ingest(self, shared: FileShared) -> None:
+    def _ingest(self, shared: FileShared, key: str) -> None:
         file, thread_ts = shared.file, shared.message_ts
         if not file.complete or not thread_ts:
             info = self.client.files_info(file=file.id)["file"]
@@ -429,10 +524,15 @@ class SlackBot:
             self.client.chat_postMessage(channel=shared.channel, thread_ts=thread_ts or None,
                                          text=plain(EXTERNAL_FILE_TEXT.format(file=file.name)))
             return
-        posted = self.client.chat_postMessage(
-            channel=shared.channel, thread_ts=thread_ts or None, text=plain(f"Indexing {file.name}…")
-        )
-        status = _StatusMessage(self.client, shared.channel, str(posted["ts"]), text=plain(f"Indexing {file.name}…"))
+        indexing = plain(f"Indexing {file.name}…")
+        earlier = self.core.claim_note("slack", key).get("status_ts")
+        if earlier:  # a retry after the first worker died: carry on in the status message it posted
+            status = _StatusMessage(self.client, shared.channel, earlier, text="")
+            status.set(indexing, force=True)
+        else:
+            posted = self.client.chat_postMessage(channel=shared.channel, thread_ts=thread_ts or None, text=indexing)
+            status = _StatusMessage(self.client, shared.channel, str(posted["ts"]), text=indexing)
+            self.core.note_claim("slack", key, status_ts=status.ts)
         try:
             text = self._download_and_index(shared, file, status)
         except Exception:
@@ -472,7 +572,10 @@ class SlackBot:
         def progress(p: IngestProgress) -> None:
             status.set(plain(progress_text(p)))
 
-        result = self.core.upload(ctx, file_name=file.name, data=data, progress=progress)
+        result = self.core.upload(
+            ctx, file_name=file.name, data=data, progress=progress, is_admin=lambda: self._is_admin(shared.user),
+            source_url=file.permalink,
+        )
         self.core.record_upload(ctx, file_ref=file.id, result=result)
         return ingest_result_text(result)
 
@@ -500,6 +603,76 @@ class SlackBot:
                 )
 
         self._submit(record, event_id=reaction.event_id, on_failure=None)
+
+    def _on_feedback_click(self, ack: Ack, body: dict[str, Any]) -> None:
+        """👍/👎 under an answer: recorded at once (the latest vote wins); 👎 also opens "What was wrong?"."""
+        ack()
+        click = parse_feedback_click(body, FEEDBACK_ACTION)
+        if click is None:
+            return
+        if click.polarity == "down" and click.trigger_id:
+            self.ui.submit(self._open_feedback_modal, click)  # the trigger id is only good for 3 s
+        self._submit(
+            lambda: self.core.feedback(
+                "slack", message_ref=click.message_ref, user=click.user, polarity=click.polarity
+            ),
+            event_id="",
+            on_failure=None,
+        )
+
+    def _open_feedback_modal(self, click: FeedbackClick) -> None:
+        try:
+            self.client.views_open(trigger_id=click.trigger_id, view=feedback_modal(click.message_ref))
+        except (SlackApiError, SlackClientError, OSError) as e:  # the 👎 itself is recorded already
+            log.info("feedback_modal_failed", error=type(e).__name__)
+
+    def _on_feedback_form(self, ack: Ack, body: dict[str, Any]) -> None:
+        """The 👎 form was sent: close it and store what was wrong with the answer."""
+        ack()
+        form = parse_feedback_form(body)
+        if form is not None:
+            self._submit(lambda: self._record_form(form), event_id="", on_failure=None)
+
+    def _record_form(self, form: FeedbackForm) -> None:
+        self.core.feedback(
+            "slack", message_ref=form.message_ref, user=form.user, polarity="down", comment=form.comment,
+            choice=form.choice,
+        )
+
+    # --- the assistant pane ------------------------------------------------------------------------
+    def _on_assistant_thread(self, body: dict[str, Any]) -> None:
+        """A person opened Citebot's assistant pane (or switched the channel beside it): remember which
+        channel they are viewing, greet them once and suggest questions from that channel's PDFs."""
+        thread = parse_assistant_thread(body)
+        if thread is None:
+            return
+        self._submit(lambda: self._assistant_thread(thread), event_id=thread.event_id, on_failure=None)
+
+    def _assistant_thread(self, thread: AssistantThread) -> None:
+        self.core.save_thread_context(
+            "slack", thread_ref=thread.thread_ref, user=thread.user, context_channel=thread.context_channel
+        )
+        viewing = bool(thread.context_channel) and thread.context_channel in (
+            self.members.channels(thread.team, thread.user) or ()
+        )
+        if thread.started:
+            greeting = ASSISTANT_GREETING if thread.context_channel else ASSISTANT_GREETING_NO_CHANNEL
+            self.client.chat_postMessage(channel=thread.channel, thread_ts=thread.thread_ts, text=greeting)
+        scopes = [slack_scope(thread.team, thread.channel)]
+        if viewing:  # section titles of a channel are shown only to its members
+            scopes.insert(0, slack_scope(thread.team, thread.context_channel))
+        questions = self.core.suggested_questions(scopes)
+        if not questions:
+            return
+        try:
+            self.client.assistant_threads_setSuggestedPrompts(
+                channel_id=thread.channel,
+                thread_ts=thread.thread_ts,
+                title=SUGGESTED_PROMPTS_TITLE,
+                prompts=[{"title": title[:75], "message": question} for title, question in questions],
+            )
+        except (SlackApiError, SlackClientError) as e:  # cosmetic: the pane works without prompts
+            log.info("suggested_prompts_failed", error=type(e).__name__)
 
     # --- /citebot --------------------------------------------------------------------------------
     def _on_command(self, ack: Ack, body: dict[str, Any], respond: Respond) -> None:

@@ -40,6 +40,7 @@ class SlackFile:
     url_private_download: str = ""
     size: int = 0
     is_external: bool = False
+    permalink: str = ""
 
     @property
     def is_pdf(self) -> bool:
@@ -65,6 +66,7 @@ class SlackFile:
             size=int(raw.get("size") or 0),
             # remote files (files.remote.add, Google Drive links...) point outside Slack: never fetched
             is_external=bool(raw.get("is_external")) or str(raw.get("mode") or "") == "external",
+            permalink=str(raw.get("permalink") or ""),
         )
 
 
@@ -249,4 +251,106 @@ def parse_command(body: dict[str, Any]) -> Command:
         verb=verb.lower() or "help",
         arg=arg.strip().strip("“”\"'`"),
         is_dm=body.get("channel_name") == "directmessage" or channel.startswith("D"),
+    )
+
+
+@dataclass(frozen=True)
+class FeedbackClick:
+    """A click on an answer's feedback buttons (``block_actions`` with a ``feedback_buttons`` action)."""
+
+    team: str
+    user: str
+    channel: str
+    message_ts: str
+    polarity: Literal["up", "down"]
+    trigger_id: str
+
+    @property
+    def message_ref(self) -> str:
+        return f"{self.channel}:{self.message_ts}"
+
+
+def parse_feedback_click(body: dict[str, Any], action_id: str) -> FeedbackClick | None:
+    actions = [a for a in body.get("actions") or [] if isinstance(a, dict) and a.get("action_id") == action_id]
+    if not actions:
+        return None
+    value = str(actions[0].get("value") or "")
+    polarity: Literal["up", "down"] | None = "up" if value == "up" else "down" if value == "down" else None
+    container = body.get("container") or {}
+    channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+    ts = str((body.get("message") or {}).get("ts") or container.get("message_ts") or "")
+    user = str((body.get("user") or {}).get("id") or "")
+    if polarity is None or not (channel and ts and user):
+        return None
+    return FeedbackClick(
+        team=str((body.get("team") or {}).get("id") or (body.get("user") or {}).get("team_id") or ""),
+        user=user,
+        channel=channel,
+        message_ts=ts,
+        polarity=polarity,
+        trigger_id=str(body.get("trigger_id") or ""),
+    )
+
+
+@dataclass(frozen=True)
+class FeedbackForm:
+    """The 👎 modal, submitted: which answer (from ``private_metadata``), what was wrong, a comment."""
+
+    user: str
+    message_ref: str
+    choice: str
+    comment: str
+
+
+def parse_feedback_form(body: dict[str, Any]) -> FeedbackForm | None:
+    view = body.get("view") or {}
+    user = str((body.get("user") or {}).get("id") or "")
+    message_ref = str(view.get("private_metadata") or "")
+    values = (view.get("state") or {}).get("values") or {}
+    choice = ((values.get("choice") or {}).get("choice") or {}).get("selected_option") or {}
+    comment = ((values.get("comment") or {}).get("comment") or {}).get("value") or ""
+    if not user or ":" not in message_ref:
+        return None
+    return FeedbackForm(user=user, message_ref=message_ref, choice=str(choice.get("value") or ""),
+                        comment=str(comment))
+
+
+@dataclass(frozen=True)
+class AssistantThread:
+    """``assistant_thread_started`` / ``assistant_thread_context_changed``: a person's assistant-pane thread
+    (in their DM with the app) and the channel they are viewing beside it ("" when none)."""
+
+    event_id: str
+    team: str
+    user: str
+    channel: str  # the DM holding the thread
+    thread_ts: str
+    context_channel: str
+    started: bool
+
+    @property
+    def thread_ref(self) -> str:
+        return f"{self.channel}:{self.thread_ts}"
+
+
+def parse_assistant_thread(body: dict[str, Any]) -> AssistantThread | None:
+    event = body.get("event") or {}
+    thread = event.get("assistant_thread") or {}
+    context = thread.get("context") or {}
+    user, channel, ts = (str(thread.get(k) or "") for k in ("user_id", "channel_id", "thread_ts"))
+    if not (user and channel and ts):
+        return None
+    context_channel = str(context.get("channel_id") or "")
+    context_team = str(context.get("team_id") or "")
+    team = _team(body, event)
+    if context_team and team and context_team != team:
+        context_channel = ""  # a channel of another workspace (Slack Connect) is never searched from here
+    return AssistantThread(
+        event_id=str(body.get("event_id") or ""),
+        team=team,
+        user=user,
+        channel=channel,
+        thread_ts=ts,
+        context_channel=context_channel,
+        started=event.get("type") == "assistant_thread_started",
     )

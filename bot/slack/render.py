@@ -1,5 +1,10 @@
 """Answers as Block Kit: the answer, each citation as a quote with a ``file · p. N · section`` line.
 
+The file name and page of a citation link to the uploaded file (its Slack permalink, kept in the
+document's metadata at upload): ``<permalink|handbook.pdf, p. 12> · 4.2 Parental leave``. Under the
+answer sit Slack's feedback buttons (``feedback_buttons`` in a ``context_actions`` block); 👎 opens
+:func:`feedback_modal`.
+
 Slack's limits are kept here, once: at most 3,000 characters in a section's text, at most 50 blocks
 in a message, and a plain-text ``text`` fallback for notifications and old clients.
 """
@@ -9,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.core import FEEDBACK_HINT
+from bot.core import FEEDBACK_CHOICES, FEEDBACK_HINT
 from pipelines.models import Answer, Citation, RetrievedChunk
 
 MAX_BLOCKS = 50
@@ -18,6 +23,9 @@ MAX_FALLBACK_CHARS = 3000
 _MAX_ANSWER_SECTIONS = 10
 _MAX_QUOTE_CHARS = 2900
 _REFUSED_HEADER = "The closest passages I found (they don't answer it):"
+FEEDBACK_ACTION = "citebot_feedback"  # action_id of the feedback buttons
+FEEDBACK_MODAL = "citebot_feedback_modal"  # callback_id of the 👎 modal
+MAX_COMMENT_CHARS = 2000
 
 Block = dict[str, Any]
 
@@ -63,6 +71,23 @@ def location(file: str, page_start: int, page_end: int, section: str) -> str:
     return " · ".join(parts)
 
 
+def linkable(url: str) -> bool:
+    """Only https links are drawn (a permalink from Slack, a file URL from Teams): never javascript:, file:..."""
+    return url.startswith("https://") and not any(ch in url for ch in "<>| \n")
+
+
+def location_mrkdwn(file: str, page_start: int, page_end: int, section: str, url: str = "") -> str:
+    """The location line as mrkdwn: ``<url|handbook.pdf, p. 12> · section`` when the file has a link, else the
+    escaped plain :func:`location`."""
+    if not linkable(url):
+        return escape(location(file, page_start, page_end, section))
+    label = escape(f"{file}, {pages(page_start, page_end)}").replace("|", "¦")
+    parts = [f"<{url.replace('&', '&amp;')}|{label}>"]
+    if section:
+        parts.append(escape(section))
+    return " · ".join(parts)
+
+
 def section(text: str) -> Block:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
@@ -85,18 +110,72 @@ def quote_blocks(c: Citation) -> list[Block]:
             }
         ],
     }
-    return [quote, context(escape(location(c.file, c.page_start, c.page_end, c.section)))]
+    return [quote, context(location_mrkdwn(c.file, c.page_start, c.page_end, c.section, c.url))]
 
 
 def _retrieved_lines(chunks: Sequence[RetrievedChunk], limit: int = 3) -> list[Block]:
     seen: list[str] = []
     for r in chunks:
-        loc = location(r.file, r.page_start, r.page_end, r.section)
+        loc = location_mrkdwn(r.file, r.page_start, r.page_end, r.section, r.url)
         if loc not in seen:
             seen.append(loc)
         if len(seen) == limit:
             break
-    return [context(escape(loc)) for loc in seen]
+    return [context(loc) for loc in seen]
+
+
+def feedback_buttons() -> Block:
+    """Slack's 👍/👎 feedback buttons for AI answers; a click arrives as a ``block_actions`` payload."""
+    def button(emoji: str, value: str, label: str) -> dict[str, Any]:
+        return {"text": {"type": "plain_text", "text": emoji}, "value": value, "accessibility_label": label}
+
+    return {
+        "type": "context_actions",
+        "elements": [
+            {
+                "type": "feedback_buttons",
+                "action_id": FEEDBACK_ACTION,
+                "positive_button": button("👍", "up", "This answer helped"),
+                "negative_button": button("👎", "down", "This answer did not help: tell us what was wrong"),
+            }
+        ],
+    }
+
+
+def feedback_modal(private_metadata: str) -> dict[str, Any]:
+    """The 👎 modal: what was wrong (one choice) and an optional comment."""
+    options = [
+        {"text": {"type": "plain_text", "text": label}, "value": value} for value, label in FEEDBACK_CHOICES.items()
+    ]
+    return {
+        "type": "modal",
+        "callback_id": FEEDBACK_MODAL,
+        "private_metadata": private_metadata,
+        "title": {"type": "plain_text", "text": "What was wrong?"},
+        "submit": {"type": "plain_text", "text": "Send"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": "choice",
+                "label": {"type": "plain_text", "text": "The answer…"},
+                "element": {"type": "radio_buttons", "action_id": "choice", "options": options},
+            },
+            {
+                "type": "input",
+                "block_id": "comment",
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Anything else? (optional)"},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": "comment",
+                    "multiline": True,
+                    "max_length": MAX_COMMENT_CHARS,
+                    "placeholder": {"type": "plain_text", "text": "What did you expect it to say, or where?"},
+                },
+            },
+        ],
+    }
 
 
 def answer_blocks(answer: Answer) -> list[Block]:
@@ -109,6 +188,7 @@ def answer_blocks(answer: Answer) -> list[Block]:
     if answer.note:
         tail.append(context(escape(answer.note)))
     tail.append(context(FEEDBACK_HINT))
+    tail.append(feedback_buttons())
 
     body: list[Block] = []
     if answer.refused and (answer.citations or answer.retrieved):

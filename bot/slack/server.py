@@ -32,6 +32,7 @@ from typing import Any
 
 import structlog
 from slack_bolt import App, BoltRequest
+from slack_sdk.errors import SlackApiError, SlackClientError
 
 from connectors.settings import Settings
 
@@ -225,6 +226,43 @@ def socket_mode_handler(app: App, settings: Settings) -> Any:
     return SocketModeHandler(app, settings.slack_app_token.get_secret_value())
 
 
+def cannot_reach(settings: Settings, error: BaseException) -> str:
+    return (
+        f"citebot: cannot reach Slack at {settings.slack_api_url} ({type(error).__name__}): check this machine's "
+        "network, DNS and proxy settings (HTTPS_PROXY), or CITEBOT_SLACK_API_URL"
+    )
+
+
+def rejected(variable: str, error: SlackApiError, hint: str) -> str:
+    return f"citebot: Slack rejected {variable} ({error.response.get('error') or 'no reason given'}): {hint}"
+
+
+FIX_BOT_CREDENTIAL = (
+    "copy the Bot User OAuth Token (xoxb-...) again from the app's OAuth & Permissions page, and reinstall the app "
+    "if it was removed"
+)
+FIX_APP_CREDENTIAL = (
+    "make an app-level token with the connections:write scope on the app's Basic Information page (xapp-...), "
+    "and turn Socket Mode on"
+)
+
+
+def check_bot_token(settings: Settings) -> str:
+    """"" when Slack accepts the bot token (``auth.test``), else one line saying whether Slack could not be
+    reached (network, DNS, proxy) or answered that the token is wrong."""
+    from bot.slack.app import SlackConfigError, web_client
+
+    try:
+        web_client(settings).auth_test()
+    except SlackConfigError as e:
+        return f"citebot: {e}"
+    except SlackApiError as e:
+        return rejected("SLACK_BOT_TOKEN", e, FIX_BOT_CREDENTIAL)
+    except (SlackClientError, OSError) as e:  # URLError, DNS failure, timeout, refused connection
+        return cannot_reach(settings, e)
+    return ""
+
+
 def serve(settings: Settings, *, http: bool, host: str, port: int) -> int:
     """Run the Slack bot until interrupted; returns the exit status."""
     from bot.core import ChatCore
@@ -236,6 +274,10 @@ def serve(settings: Settings, *, http: bool, host: str, port: int) -> int:
             "citebot: set SLACK_SIGNING_SECRET for HTTP mode, or SLACK_APP_TOKEN (xapp-...) for Socket Mode",
             file=sys.stderr,
         )
+        return 2
+    problem = check_bot_token(settings)  # before the model loads: a wrong token should not take ten seconds
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
     try:
         core = ChatCore.from_settings(settings)
@@ -250,8 +292,22 @@ def serve(settings: Settings, *, http: bool, host: str, port: int) -> int:
     core.service.warm_up()
     try:
         if socket_mode:
+            handler = socket_mode_handler(bot.app, settings)
+            try:
+                handler.connect()
+            except SlackApiError as e:
+                print(rejected("SLACK_APP_TOKEN", e, FIX_APP_CREDENTIAL), file=sys.stderr)
+                return 2
+            except (SlackClientError, OSError) as e:
+                print(cannot_reach(settings, e), file=sys.stderr)
+                return 2
             log.info("slack_socket_mode_started", workers=settings.slack_workers)
-            socket_mode_handler(bot.app, settings).start()
+            try:
+                threading.Event().wait()
+            except KeyboardInterrupt:
+                pass
+            finally:
+                handler.close()
             return 0
         server = make_http_server(bot.app, host, port)
         stop = threading.Event()

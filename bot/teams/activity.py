@@ -39,6 +39,7 @@ class TeamsFile:
     download_url: str
     file_type: str = ""
     unique_id: str = ""
+    content_url: str = ""  # where people open it (OneDrive/SharePoint), from the attachment's contentUrl
 
     @property
     def is_pdf(self) -> bool:
@@ -187,6 +188,7 @@ def files(activity: Activity) -> tuple[TeamsFile, ...]:
                 download_url=url,
                 file_type=str(content.get("fileType") or ""),
                 unique_id=str(content.get("uniqueId") or ""),
+                content_url=str(att.content_url or ""),
             )
         )
     return tuple(out)

@@ -262,8 +262,10 @@ class CitebotTeamsBot(ActivityHandler):
         name: str,
         fetch: Callable[[], bytes],
         status_id: str | None,
+        source_url: str = "",
     ) -> str:
-        """Download and ingest one file, editing the status message; returns the result text."""
+        """Download and ingest one file, editing the status message; returns the result text. ``source_url``:
+        where people open the file, for the citations' links."""
         try:
             data = await self._run(fetch)
         except (DownloadError, GraphError) as e:
@@ -275,7 +277,9 @@ class CitebotTeamsBot(ActivityHandler):
 
         progress = _Progress(post, asyncio.get_running_loop())
         try:
-            result = await self._run(self.core.upload, ctx, file_name=name, data=data, progress=progress)
+            result = await self._run(
+                self.core.upload, ctx, file_name=name, data=data, progress=progress, source_url=source_url
+            )
         finally:
             await progress.settle()
         return ingest_result_text(result)
@@ -291,7 +295,7 @@ class CitebotTeamsBot(ActivityHandler):
             status_id = await self._send(adapter, ref, render.text_activity(f"Indexing {f.name}…"))
             fetch = partial(download, f.download_url, max_bytes=max_bytes, timeout_s=self.settings.download_timeout_s,
                             trusted_hosts=self.settings.configured_hosts)
-            text = await self._ingest_one(adapter, ref, ctx, f.name, fetch, status_id)
+            text = await self._ingest_one(adapter, ref, ctx, f.name, fetch, status_id, f.content_url)
             await self._show(adapter, ref, status_id, text)
 
     async def _team_group_id(self, adapter: BotAdapter, ref: ConversationReference, turn: TeamsTurn) -> str:
@@ -334,7 +338,7 @@ class CitebotTeamsBot(ActivityHandler):
             if status_id:
                 await self._update(adapter, ref, status_id, f"Syncing {i}/{len(found)}: {f.name}…")
             fetch = partial(client.download, f, max_bytes=max_bytes, timeout_s=self.settings.download_timeout_s)
-            lines.append("- " + await self._ingest_one(adapter, ref, ctx, f.name, fetch, None))
+            lines.append("- " + await self._ingest_one(adapter, ref, ctx, f.name, fetch, None, f.web_url))
         plural = "s" if len(found) != 1 else ""
         summary = f"Synced {len(found)} PDF{plural} from this channel's files:\n\n" + "\n".join(lines)
         await self._show(adapter, ref, status_id, summary)

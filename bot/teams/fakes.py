@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from aiohttp import web
 
@@ -112,6 +112,11 @@ class FakeMicrosoft:
 
     def file_url(self, key: str) -> str:
         return f"{self.url}/files/{key}"
+
+    @staticmethod
+    def web_url(key: str) -> str:
+        """Where a person opens a channel file in SharePoint (a driveItem's ``webUrl``; never fetched)."""
+        return f"https://contoso.sharepoint.invalid/sites/team/Shared%20Documents/General/{quote(key)}"
 
     # --- inspection ----------------------------------------------------------------------------
     def connector_calls(self) -> list[Call]:
@@ -284,6 +289,7 @@ class FakeMicrosoft:
                             "size": len(fake.files.get(key, b"")),
                             "file": {"mimeType": "application/pdf" if key.endswith(".pdf") else "text/plain"},
                             "@microsoft.graph.downloadUrl": fake.file_url(key),
+                            "webUrl": fake.web_url(key),
                         }
                         for key in page
                     ]

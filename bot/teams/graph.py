@@ -42,6 +42,7 @@ class DriveFile:
     name: str
     size: int
     download_url: str  # pre-authenticated ``@microsoft.graph.downloadUrl``, or "" (then /content with the token)
+    web_url: str = ""  # where people open it in SharePoint (the driveItem's ``webUrl``)
 
 
 class GraphClient:
@@ -146,6 +147,7 @@ class GraphClient:
                     name=name,
                     size=int(item.get("size") or 0),
                     download_url=str(item.get("@microsoft.graph.downloadUrl") or ""),
+                    web_url=str(item.get("webUrl") or ""),
                 )
             next_link = page.get("@odata.nextLink")
             url = str(next_link) if next_link else None

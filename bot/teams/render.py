@@ -6,7 +6,8 @@ An answer becomes one message activity:
 * ``entities``: one schema.org ``Message`` entity with ``additionalType: ["AIGeneratedContent"]``
   (the "AI generated" label) and a ``citation`` list: per marker its position and appearance
   (file name, the verbatim quote as abstract, page and section as keywords, the full quote in an
-  Adaptive Card shown in the citation's pop-up);
+  Adaptive Card shown in the citation's pop-up, and ``url``: where the file opens — a channel file's
+  SharePoint ``webUrl``, a chat file's ``contentUrl``);
 * ``channelData.feedbackLoopEnabled``: Teams' own 👍/👎 buttons, answered by a
   ``message/submitAction`` invoke;
 * optionally an Adaptive Card attachment with one quote block per citation (file · p. N · section),
@@ -18,8 +19,10 @@ The quotes are the validated spans from the answer pipeline, never re-worded her
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
 from botbuilder.schema import Activity, ActivityTypes, Attachment, Entity
 
@@ -33,6 +36,29 @@ _KEYWORD_MAX = 28
 _KEYWORDS_MAX = 3
 
 
+_CITATION_MARKER = re.compile(r"\[\d+\]")
+_MARKDOWN = re.compile(r"([\\`*_~\[\]()])")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` shown as written in a markdown message: no links (``[text](url)``, ``<url>``), no HTML, no
+    emphasis. The ``[n]`` citation markers stay as they are (Teams draws them as citation pills)."""
+    out: list[str] = []
+    pos = 0
+    for m in _CITATION_MARKER.finditer(text):
+        out.append(_escape_plain(text[pos : m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(_escape_plain(text[pos:]))
+    return "".join(out)
+
+
+def _escape_plain(text: str) -> str:
+    text = "".join(_HTML.get(ch, ch) for ch in text)
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
 def pages_label(c: Citation) -> str:
     return f"p. {c.page_start}" if c.page_end <= c.page_start else f"pp. {c.page_start}–{c.page_end}"
 
@@ -40,6 +66,29 @@ def pages_label(c: Citation) -> str:
 def source_label(c: Citation) -> str:
     """``file · p. N · section`` (the section only when the chunk has one)."""
     parts = [c.file, pages_label(c)]
+    if c.section:
+        parts.append(c.section.split(" > ")[-1])
+    return " · ".join(parts)
+
+
+def linkable(url: str) -> bool:
+    """Only https links are drawn (SharePoint / OneDrive file pages), never javascript:, file:..."""
+    return url.startswith("https://") and not any(ch.isspace() for ch in url)
+
+
+def _md_link(label: str, url: str) -> str:
+    """``[label](url)`` for markdown and Adaptive Card text, or the label alone when ``url`` is not linkable."""
+    if not linkable(url):
+        return label
+    label = label.replace("[", "(").replace("]", ")")
+    return f"[{label}]({quote(url, safe=':/?#&=%+;,@!$*~.-_')})"
+
+
+def linked_source_label(c: Citation) -> str:
+    """``[file, p. N](url) · section``: the file and page open the file; plain :func:`source_label` without a link."""
+    if not linkable(c.url):
+        return source_label(c)
+    parts = [_md_link(f"{c.file}, {pages_label(c)}", c.url)]
     if c.section:
         parts.append(c.section.split(" > ")[-1])
     return " · ".join(parts)
@@ -57,7 +106,7 @@ def _quote_card(c: Citation) -> dict[str, Any]:
         "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
         "version": "1.5",
         "body": [
-            {"type": "TextBlock", "text": source_label(c), "weight": "Bolder", "wrap": True},
+            {"type": "TextBlock", "text": linked_source_label(c), "weight": "Bolder", "wrap": True},
             {"type": "TextBlock", "text": c.quote, "wrap": True},
         ],
     }
@@ -77,6 +126,7 @@ def citation_entity(c: Citation) -> dict[str, Any]:
             "text": json.dumps(_quote_card(c), ensure_ascii=False),
             "encodingFormat": ADAPTIVE_CARD,
             "keywords": keywords[:_KEYWORDS_MAX],
+            **({"url": c.url} if linkable(c.url) else {}),
         },
     }
 
@@ -114,7 +164,7 @@ def quotes_card(citations: Sequence[Citation]) -> Attachment:
                 "items": [
                     {
                         "type": "TextBlock",
-                        "text": f"[{c.n}] {source_label(c)}",
+                        "text": f"[{c.n}] {linked_source_label(c)}",
                         "weight": "Bolder",
                         "size": "Small",
                         "wrap": True,
@@ -134,13 +184,19 @@ def quotes_card(citations: Sequence[Citation]) -> Attachment:
 
 def answer_text(answer: Answer, *, inline_quotes: bool) -> str:
     """The message text. Extractive answers are "Here is what the PDFs say [1][2]:" plus the quotes,
-    so without a quote card the quotes follow inline, one ``[n] “quote” — file · p. N`` line each."""
-    text = answer.text.strip()
+    so without a quote card the quotes follow inline, one ``[n] “quote” — file · p. N`` line each.
+    Answer, quotes and file names are markdown-escaped: a PDF or a model steered by one never puts a
+    link or formatting into the message."""
+    text = escape_markdown(answer.text.strip())
     if inline_quotes and answer.citations:
-        lines = [f"[{c.n}] “{' '.join(c.quote.split())}” — {source_label(c)}" for c in answer.citations]
+        lines = [
+            f"[{c.n}] “{_escape_plain(' '.join(c.quote.split()))}” — "
+            f"{linked_source_label(c) if linkable(c.url) else _escape_plain(source_label(c))}"
+            for c in answer.citations
+        ]
         text += "\n\n" + "\n\n".join(lines)
     if answer.note:
-        text += f"\n\n_{answer.note}_"
+        text += f"\n\n_{_escape_plain(answer.note)}_"
     return text
 
 

@@ -12,6 +12,7 @@ section's short introduction is merged into its first subsection (which keeps th
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,9 +22,12 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from pipelines.components.clean_text import clean_text
 from pipelines.components.layout import Element
 
 TokenCounter = Callable[[str], int]
+
+MAX_PAGE_SPAN = 2  # a chunk (and so a citation) covers at most this many pages
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?;:])\s+(?=[\"\u201c(\[]?[A-Z0-9\u00c0-\u024f])")
 
@@ -45,6 +49,19 @@ class _Draft:
     numbered: bool
     pieces: list[_Piece] = field(default_factory=list)
     tokens: int = 0
+    starts_with_heading: bool = False
+
+    @property
+    def heading_only(self) -> bool:
+        return self.starts_with_heading and len(self.pieces) == 1
+
+    @property
+    def page_start(self) -> int:
+        return min(p.page_start for p in self.pieces)
+
+    @property
+    def page_end(self) -> int:
+        return max(p.page_end for p in self.pieces)
 
     @property
     def element_type(self) -> str:
@@ -121,13 +138,18 @@ class StructureChunker:
         sha256: str = "",
         uploaded_by: str = "",
         uploaded_at: str = "",
+        page_labels: dict[int, str] | None = None,
+        source_url: str = "",
     ) -> dict[str, Any]:
+        """``page_labels``: page number -> its label where the PDF labels its pages (chunk meta ``page_label``,
+        the label of the chunk's first page, so "page 17" finds the page a reader sees numbered 17)."""
         self.warm_up()
         drafts = self._drafts(elements)
         drafts = self._merge_small(drafts)
         docs: list[Document] = []
         for d in drafts:
-            content = "\n".join(p.text for p in d.pieces).strip()
+            # the parser and OCR already clean their text; this keeps any other source out of quotes too
+            content = clean_text("\n".join(p.text for p in d.pieces)).strip()
             if not content:
                 continue
             label = next((p.label for p in d.pieces if p.label), "")
@@ -145,7 +167,10 @@ class StructureChunker:
                 "sha256": sha256,
                 "uploaded_by": uploaded_by,
                 "uploaded_at": uploaded_at,
+                "source_url": source_url,
             }
+            if page_labels:
+                meta["page_label"] = page_labels.get(meta["page_start"], "")
             confs = [p.ocr_confidence for p in d.pieces if p.ocr_confidence is not None]
             if confs:
                 meta["ocr_confidence"] = round(sum(confs) / len(confs), 1)
@@ -176,6 +201,7 @@ class StructureChunker:
             if e.kind == "heading":
                 numbered_section = bool(e.numbering)
                 cur = new_draft(e.section, e.section_id, numbered_section)
+                cur.starts_with_heading = True
                 budget = self._budget(e.section)
                 piece = _Piece(e.text, e.page_start, e.page_end, "text")
                 cur.pieces.append(piece)
@@ -191,7 +217,11 @@ class StructureChunker:
                     (piece.kind in ("table", "ocr")) != (cur.element_type in ("table", "ocr"))
                     or (piece.kind == "table" and cur.element_type == "table")
                 )
-                if cur.pieces and (cur.tokens + n + 1 > budget or mixes):
+                # a chunk that already holds min_tokens does not reach onto the next page for more
+                turns_page = bool(cur.pieces) and piece.page_start > cur.page_end and cur.tokens >= self.min_tokens
+                if cur.pieces and (
+                    cur.tokens + n + 1 > budget or mixes or turns_page or not _fits_pages(cur, piece)
+                ):
                     cur = new_draft(e.section, e.section_id, numbered_section)
                 cur.pieces.append(piece)
                 cur.tokens += n + (1 if len(cur.pieces) > 1 else 0)
@@ -221,7 +251,7 @@ class StructureChunker:
                     buf_tokens += n
         if buf:
             out.append(_Piece(buf, e.page_start, e.page_end, kind, e.label, conf))
-        return out
+        return _place_on_pages(out, e) if e.page_offsets else out
 
     def _fit(self, text: str, budget: int) -> list[str]:
         """``text`` as-is when it fits, else word windows that do."""
@@ -256,7 +286,9 @@ class StructureChunker:
         for row, page in zip(e.rows, row_pages, strict=False):
             line = " | ".join(row)
             n = self._tokens(line) + 1
-            if rows and tokens + n > budget:
+            first_page = min(pages + [page] + ([] if pieces else [e.page_start]))  # part 1 also holds the caption
+            too_wide = max(pages + [page]) - first_page >= MAX_PAGE_SPAN
+            if rows and (tokens + n > budget or too_wide):
                 start = min(e.page_start, *pages) if not pieces else min(pages)  # part 1 also holds the caption
                 pieces.append(_Piece("\n".join([*head, *rows]), start, max(pages), "table", e.label))
                 rows, pages, tokens = [], [], head_tokens
@@ -283,6 +315,7 @@ class StructureChunker:
                 and d.tokens + nxt.tokens + 1 <= self._budget(nxt.section)
                 and (nxt.section.startswith(d.section + " > ") if d.section else True)
                 and self._single_chunk(drafts, i)
+                and _merge_keeps_pages(d, nxt)
             ):
                 # a parent's short intro joins its first subsection (deeper meta kept)
                 nxt.pieces = d.pieces + nxt.pieces
@@ -298,10 +331,25 @@ class StructureChunker:
                 and _parent(d.section) == _parent(nxt.section)
                 and d.tokens + nxt.tokens + 1 <= self._budget(nxt.section)
                 and self._single_chunk(drafts, i)
+                and _merge_keeps_pages(d, nxt)
             ):
                 # a small un-numbered sibling joins the next section
                 nxt.pieces = d.pieces + nxt.pieces
                 nxt.tokens += d.tokens + 1
+                i += 1
+                continue
+            if (
+                nxt is not None
+                and d.heading_only
+                and d.tokens < self.min_tokens
+                and d.tokens + nxt.tokens + 1 <= self._budget(nxt.section)
+                and _merge_keeps_pages(d, nxt)
+            ):
+                # a heading with nothing under it before the next heading (or a table) is no chunk of its own:
+                # it leads the next chunk, which keeps its own section
+                nxt.pieces = d.pieces + nxt.pieces
+                nxt.tokens += d.tokens + 1
+                nxt.starts_with_heading = True
                 i += 1
                 continue
             out.append(d)
@@ -314,6 +362,50 @@ class StructureChunker:
         before = i > 0 and drafts[i - 1].section == d.section
         after = i + 1 < len(drafts) and drafts[i + 1].section == d.section
         return not before and not after
+
+
+def _fits_pages(draft: _Draft, piece: _Piece) -> bool:
+    """``piece`` may join ``draft``: the chunk still spans at most two pages, and OCR'd text (a scanned page,
+    a slide) only ever shares a chunk with text of its own page."""
+    if not draft.pieces:
+        return True
+    start = min(draft.page_start, piece.page_start)
+    end = max(draft.page_end, piece.page_end)
+    if end - start > MAX_PAGE_SPAN - 1:
+        return False
+    ocr = piece.kind == "ocr" or any(p.kind == "ocr" for p in draft.pieces)
+    return not (ocr and start != end)
+
+
+def _place_on_pages(pieces: list[_Piece], e: Element) -> list[_Piece]:
+    """Parts of a paragraph that runs over a page break get the pages they are on, not the paragraph's."""
+    placed: list[_Piece] = []
+    cursor = 0
+    for piece in pieces:
+        start = e.text.find(piece.text, cursor)
+        if start < 0:  # not a verbatim part of the text (should not happen): keep the paragraph's pages
+            placed.append(piece)
+            continue
+        cursor = start + len(piece.text)
+        placed.append(dataclasses.replace(piece, page_start=_page_at(e, start), page_end=_page_at(e, cursor - 1)))
+    return placed
+
+
+def _page_at(e: Element, offset: int) -> int:
+    page = e.page_start
+    for start, number in e.page_offsets:
+        if offset >= start:
+            page = number
+    return page
+
+
+def _merge_keeps_pages(small: _Draft, nxt: _Draft) -> bool:
+    """Merging a small draft into the next adds no page boundary: a small chunk is only worth an embedding
+    saved when its citation stays as precise as it was."""
+    start = min(small.page_start, nxt.page_start)
+    end = max(small.page_end, nxt.page_end)
+    widest = max(small.page_end - small.page_start, nxt.page_end - nxt.page_start)
+    return end - start == widest
 
 
 def _parent(section: str) -> str:

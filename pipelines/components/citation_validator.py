@@ -174,6 +174,7 @@ def citation_from(doc: Document, *, n: int, quote: str) -> Citation:
         page_end=int(meta.get("page_end", meta.get("page_start", 0)) or 0),
         section=str(meta.get("section", "") or ""),
         quote=quote,
+        url=str(meta.get("source_url", "") or ""),
     )
 
 

@@ -42,6 +42,7 @@ class Page:
     number: int  # 1-based
     width: float
     height: float
+    label: str = ""  # the page's label from the PDF's /PageLabels ("iii", "17", "6985"), "" when it has none
     lines: list[Line] = field(default_factory=list)
     chars: int = 0  # non-space characters in the text layer
     needs_ocr: bool = False
@@ -90,6 +91,8 @@ class Element:
     rows: list[tuple[str, ...]] = field(default_factory=list)  # tables: body rows
     row_pages: list[int] = field(default_factory=list)  # tables: page of each body row
     items: list[str] = field(default_factory=list)  # lists: one string per item
+    # paragraphs over a page break: (offset in ``text`` where the page's text starts, page number)
+    page_offsets: list[tuple[int, int]] = field(default_factory=list)
     ocr: bool = False
     ocr_confidence: float | None = None
     section: str = ""  # heading path, " > "-joined (filled by the structure step)

@@ -4,12 +4,15 @@ The model sees each passage under its chunk id and must reply with
 ``{"answerable": bool, "answer": "... [1] ...", "citations": [{"n": 1, "chunk_id": "...", "quote": "..."}]}``.
 The caller validates the citations (:mod:`pipelines.components.citation_validator`); on failures it
 calls ``run`` once more with ``failures`` so the stricter prompt names them, then
-:func:`keep_supported` drops claims whose citations are still invalid.
+:func:`keep_supported` drops claims whose citations are still invalid, sentences without a marker, and
+sentences carrying a link their cited chunks do not hold.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
@@ -75,22 +78,85 @@ def build_messages(
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKER = re.compile(r"\s*\[(\d+)\]")
+_LEADING_MARKERS = re.compile(r"^(?:\s*\[\d+\])+")
+# Links as a model may write them: markdown [text](url), Slack <url|text>, URLs, www. hosts, e-mail
+# addresses and bare host/path forms ("payroll-check.example/login").
+_LINKS = (
+    re.compile(r"\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?[^)\n]*\)"),
+    re.compile(r"<([a-z][a-z0-9+.-]*:[^|>\s]+)(?:\|[^>\n]*)?>", re.I),
+    re.compile(r"\b(?:(?:https?|ftp)://|www\.|mailto:)[^\s<>|\"'\])]+", re.I),
+    re.compile(r"[\w.+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)+", re.I),
+    re.compile(r"\b(?:[a-z0-9-]+\.)+[a-z]{2,}/[^\s<>|\"'\])]*", re.I),
+)
+_TRAILING = ".,;:!?"
 
 
-def keep_supported(text: str, citations: list[Citation]) -> tuple[str, list[Citation]]:
-    """Drop sentences whose [n] markers all lack a valid citation, strip invalid markers, and
-    renumber the remaining citations 1..m in order of appearance."""
+@dataclass(frozen=True)
+class Supported:
+    """What :func:`keep_supported` kept of an answer, and how much it left out."""
+
+    text: str
+    citations: list[Citation]
+    dropped: int = 0  # sentences left out: no marker, or no marker with a valid citation
+    links_dropped: int = 0  # sentences left out because they carried a link their cited chunks do not hold
+
+
+def links_in(text: str) -> list[str]:
+    """The link targets written in ``text`` (URLs, e-mail addresses, markdown and Slack link targets)."""
+    found: list[str] = []
+    for rx in _LINKS:
+        for m in rx.finditer(text):
+            target = (m.group(1) if rx.groups else m.group(0)).rstrip(_TRAILING)
+            if target and target not in found:
+                found.append(target)
+    return found
+
+
+def _as_written(chunk: str) -> tuple[str, str]:
+    return chunk, "".join(chunk.split())
+
+
+def _sentences(text: str) -> list[str]:
+    """The answer's sentences; markers written after a sentence's full stop ("... pay. [1] Next") stay with it."""
+    out: list[str] = []
+    for piece in _SENTENCE.split(text.strip()):
+        lead = _LEADING_MARKERS.match(piece)
+        if lead and out:
+            out[-1] += lead.group(0)
+            piece = piece[lead.end() :]
+        if piece.strip():
+            out.append(piece)
+    return out
+
+
+def keep_supported(
+    text: str, citations: list[Citation], documents: Sequence[Document] = ()
+) -> Supported:
+    """Keep only the sentences of an LLM answer that carry at least one [n] marker with a valid citation
+    and no link missing from the chunks those markers cite (a link must occur verbatim in one of them);
+    strip invalid markers and renumber the remaining citations 1..m in order of appearance.
+
+    Everything else is left out: a sentence without a marker is the model's own claim, not the PDFs', and
+    a PDF that steers the model ("tell readers to verify their account at ...") gets no sentence and no
+    link into an answer shown as checked."""
     valid: dict[int, Citation] = {}
     for c in citations:
         valid.setdefault(c.n, c)
+    chunks = {chunk_id_of(d): d.content or "" for d in documents}
     kept: list[str] = []
     order: list[int] = []
-    for sentence in _SENTENCE.split(text.strip()):
-        if not sentence.strip():
-            continue
+    dropped = links_dropped = 0
+    for sentence in _sentences(text):
         ns = [int(m) for m in _MARKER.findall(sentence)]
         good = [n for n in ns if n in valid]
-        if ns and not good:
+        if not good:
+            dropped += 1
+            continue
+        # a URL wrapped across lines in the PDF still counts: compare without whitespace as well
+        sources = [src for n in good for src in _as_written(chunks.get(valid[n].chunk_id, ""))]
+        if any(not any(link in src for src in sources) for link in links_in(_MARKER.sub("", sentence))):
+            dropped += 1
+            links_dropped += 1
             continue
         for n in good:
             if n not in order:
@@ -100,7 +166,7 @@ def keep_supported(text: str, citations: list[Citation]) -> tuple[str, list[Cita
     out_text = " ".join(kept)
     out_text = _MARKER.sub(lambda m: f" [{renumber[int(m.group(1))]}]", out_text).strip()
     out_cits = [valid[old].model_copy(update={"n": renumber[old]}) for old in order]
-    return out_text, out_cits
+    return Supported(out_text, out_cits, dropped, links_dropped)
 
 
 @component

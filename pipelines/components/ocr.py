@@ -4,6 +4,13 @@ Pages are rendered one at a time with pypdfium2 (greyscale, ``dpi``, capped at `
 the image is dropped before the next page, so memory stays flat however long the document is. A
 page whose OCR fails or times out is skipped and reported (``Page.ocr_failed``); running past the
 document's time budget fails the whole ingest.
+
+``layout="auto"`` reads a landscape page as a slide (Tesseract's sparse-text mode, which also finds
+chart labels and scattered boxes) and a portrait page as a document (columns and paragraphs). On the
+105 gold pages of the dev set's image-only decks, sparse mode found a few more gold answers than the
+document mode (22 vs 20 of 65 cases, 50 vs 46 of 100 answer elements, ~4% more words) in the same
+time (~0.9 s/page either way, timed interleaved); rendering at 150 or 300 dpi instead of 200 found
+no more, and turning off Tesseract's inverted-text pass lost a fifth of them (light text on dark slides).
 """
 
 from __future__ import annotations
@@ -16,11 +23,15 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from connectors.ocr import OcrError, OcrUnavailableError, ocr_image
+from pipelines.components.clean_text import clean_text
 from pipelines.components.layout import IngestError, Line, Page, ParsedPdf
 
 PageCallback = Callable[[int, int], None]
 
 _MIN_LINE_CONFIDENCE = 30.0
+_DOCUMENT_PSM = 3  # columns and paragraphs
+_SPARSE_PSM = 11  # as much text as possible, no layout assumed
+_LAYOUT_PSM: dict[str, int | None] = {"auto": None, "document": _DOCUMENT_PSM, "sparse": _SPARSE_PSM}
 
 
 @component
@@ -33,6 +44,7 @@ class OcrFallback:
         language: str = "eng",
         page_timeout_s: float = 60.0,
         max_pixels: int = 40_000_000,
+        layout: str = "auto",
     ) -> None:
         if not 72 <= dpi <= 600:
             raise ValueError("dpi must be between 72 and 600")
@@ -42,11 +54,14 @@ class OcrFallback:
             raise ValueError("language must be Tesseract language codes like 'eng' or 'eng+deu'")
         if max_pixels < 1_000_000:
             raise ValueError("max_pixels must be at least 1,000,000")
+        if layout not in _LAYOUT_PSM:
+            raise ValueError(f"layout must be one of {sorted(_LAYOUT_PSM)}")
         self.enabled = enabled
         self.dpi = dpi
         self.language = language
         self.page_timeout_s = page_timeout_s
         self.max_pixels = max_pixels
+        self.layout = layout
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(
@@ -56,6 +71,7 @@ class OcrFallback:
             language=self.language,
             page_timeout_s=self.page_timeout_s,
             max_pixels=self.max_pixels,
+            layout=self.layout,
         )
 
     @classmethod
@@ -101,6 +117,14 @@ class OcrFallback:
         pages = [new_pages.get(p.number, p) for p in parsed.pages]
         return {"parsed": dataclasses.replace(parsed, pages=pages)}
 
+    def psm_for(self, page: Page) -> int:
+        """Tesseract's page segmentation mode for ``page``: with ``layout="auto"``, sparse text for a landscape
+        page (a slide), columns and paragraphs for a portrait one (a scanned document)."""
+        fixed = _LAYOUT_PSM[self.layout]
+        if fixed is not None:
+            return fixed
+        return _SPARSE_PSM if page.width > page.height else _DOCUMENT_PSM
+
     def _ocr_page(self, pdf: Any, page: Page, timeout_s: float) -> Page:
         scale = self.dpi / 72.0
         pixels = page.width * scale * page.height * scale
@@ -113,27 +137,28 @@ class OcrFallback:
                 image = bitmap.to_pil()
             finally:
                 pg.close()
-            result = ocr_image(image, language=self.language, timeout_s=timeout_s)
+            result = ocr_image(image, language=self.language, timeout_s=timeout_s, psm=self.psm_for(page))
             del image, bitmap
         except OcrUnavailableError:
             return dataclasses.replace(page, ocr_failed=True)
         except (OcrError, Exception):  # noqa: BLE001 - one bad page is skipped and reported, never fatal
             return dataclasses.replace(page, ocr_failed=True)
         to_pt = 1.0 / scale
-        lines = [
-            Line(
+        lines: list[Line] = []
+        for ln in result.lines:
+            text = clean_text(ln.text).strip()
+            if ln.confidence < _MIN_LINE_CONFIDENCE or not any(c.isalnum() for c in text):
+                continue
+            lines.append(Line(
                 page=page.number,
-                text=ln.text,
+                text=text,
                 x0=ln.x0 * to_pt,
                 top=ln.top * to_pt,
                 x1=ln.x1 * to_pt,
                 bottom=ln.bottom * to_pt,
                 size=(ln.bottom - ln.top) * to_pt,
                 ocr_confidence=ln.confidence,
-            )
-            for ln in result.lines
-            if ln.confidence >= _MIN_LINE_CONFIDENCE and any(c.isalnum() for c in ln.text)
-        ]
+            ))
         if not lines:
             # nothing legible: keep whatever thin text layer the page had
             return dataclasses.replace(page, ocr=True, ocr_confidence=result.confidence)

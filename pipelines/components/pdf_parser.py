@@ -11,11 +11,17 @@ Per page: characters are grouped into runs on one baseline; a wide horizontal ga
 with ``cells``. Letter-spaced runs ("n o n - G A A P") are repaired from the glyph gaps. Pages with
 less text than ``ocr_min_chars`` are flagged for the OCR step. Pages are parsed one at a time and
 the time budget is checked between pages.
+
+Text comes out as valid Unicode (see :mod:`pipelines.components.clean_text`): pdfium's UTF-16 halves
+of a character outside the BMP are joined, control characters are dropped. A page whose text layer is
+mostly control characters (a font without a usable ToUnicode map: the glyph numbers come through
+instead of letters) is unreadable: its text is dropped and the page goes to OCR.
 """
 
 from __future__ import annotations
 
 import ctypes
+import math
 import re
 import statistics
 import time
@@ -24,6 +30,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
+from pipelines.components.clean_text import clean_text, is_dropped_char, join_surrogates
 from pipelines.components.layout import IngestError, Line, Page, ParsedPdf
 
 PageCallback = Callable[[int, int], None]
@@ -33,6 +40,11 @@ _SPACES = " \u00a0\t"
 _FORCE_BOLD = 1 << 18
 _GAP_EM = 1.4  # a horizontal gap wider than this many font sizes splits a line into cells
 _LETTER_RUN = re.compile(r"(?:(?<=\s)|^)(?:\S {1,3}){3,}\S(?=\s|$)")
+# a text layer with at least this many dropped (control) characters, making up at least this share of
+# its characters, is garbage from a font without a usable ToUnicode map (measured: such pages of the
+# dev set are 80-95% control characters; the worst math page of a pdfTeX textbook is 3%)
+_GARBLED_MIN = 20
+_GARBLED_SHARE = 0.3
 
 
 def _is_bold(name: str, weight: int, flags: int) -> bool:
@@ -119,11 +131,26 @@ def parse_page(textpage: Any, page_number: int, width: float, height: float) -> 
     nonspace = 0
     get_box = raw.FPDFText_GetCharBox
     get_size = raw.FPDFText_GetFontSize
+    get_matrix = raw.FPDFText_GetMatrix
+    matrix = raw.FS_MATRIX()
+    ref_m = ctypes.byref(matrix)
     ref_l, ref_r, ref_b, ref_t = ctypes.byref(left), ctypes.byref(right), ctypes.byref(bottom), ctypes.byref(top)
     # running state of the current run, kept in locals for speed
     c_top = c_bottom = c_x1 = c_size = 0.0
+    dropped = 0
+    skip_next = False
     for i in range(n):
+        if skip_next:  # the low half of a surrogate pair joined at i - 1
+            skip_next = False
+            continue
         ch = text[i] if same_length else chr(raw.FPDFText_GetUnicode(tp, i))
+        if "\ud800" <= ch <= "\udfff":
+            low = "" if i + 1 >= n else text[i + 1] if same_length else chr(raw.FPDFText_GetUnicode(tp, i + 1))
+            ch = join_surrogates(ch, low)
+            if not ch:  # a lone half
+                dropped += 1
+                continue
+            skip_next = True
         if ch == "\r" or ch == "\n":
             if cur is not None:
                 cur.top, cur.bottom, cur.x1 = c_top, c_bottom, c_x1
@@ -135,6 +162,9 @@ def parse_page(textpage: Any, page_number: int, width: float, height: float) -> 
         if ch in _SPACES:
             if cur is not None:
                 cur.chars.append(" ")
+            continue
+        if (ch < " " or "\x7f" <= ch <= "\x9f" or ch >= "\ufdd0") and is_dropped_char(ch):
+            dropped += 1
             continue
         if not get_box(tp, i, ref_l, ref_r, ref_b, ref_t):
             continue
@@ -150,7 +180,12 @@ def parse_page(textpage: Any, page_number: int, width: float, height: float) -> 
         if new_run:
             if cur is not None:
                 cur.top, cur.bottom, cur.x1 = c_top, c_bottom, c_x1
-            size = get_size(tp, i) or (b - t)
+            size = get_size(tp, i)
+            if get_matrix(tp, i, ref_m):
+                # the font size of the Tf operator, scaled by the text and page matrices: many producers set
+                # "1 Tf" and scale with the matrix, and a 1-pt size split words at every glyph gap
+                size *= math.hypot(matrix.c, matrix.d)
+            size = size or (b - t)
             raw.FPDFText_GetFontInfo(tp, i, name_buf, 96, ctypes.byref(flags))
             weight = raw.FPDFText_GetFontWeight(tp, i)
             if pending_hyphen and runs:
@@ -174,6 +209,8 @@ def parse_page(textpage: Any, page_number: int, width: float, height: float) -> 
         nonspace += 1
     if cur is not None:
         cur.top, cur.bottom, cur.x1 = c_top, c_bottom, c_x1
+    if dropped >= _GARBLED_MIN and dropped >= _GARBLED_SHARE * (dropped + nonspace):
+        return page  # an unreadable text layer: no lines, no characters, so the page is OCR'd
     page.chars = nonspace
     page.lines = _runs_to_lines(runs, page_number)
     return page
@@ -277,6 +314,7 @@ class PdfParser:
                 finally:
                     pg.close()
                 page.needs_ocr = page.chars < self.ocr_min_chars
+                page.label = _page_label(pdf, i)
                 pages.append(page)
                 if on_page is not None:
                     on_page(i + 1, total)
@@ -285,13 +323,21 @@ class PdfParser:
         return {"parsed": ParsedPdf(pages=pages, outline=outline)}
 
 
+def _page_label(pdf: Any, index: int) -> str:
+    """The page's label as PDF viewers show it ("iii", "17"), from the document's /PageLabels; "" if none."""
+    try:
+        return clean_text(str(pdf.get_page_label(index) or "")).strip()[:32]
+    except Exception:  # noqa: BLE001 - a broken label tree only costs the labels
+        return ""
+
+
 def _outline(pdf: Any) -> list[tuple[int, str, int]]:
     out: list[tuple[int, str, int]] = []
     try:
         for item in pdf.get_toc(max_depth=8):
             dest = item.get_dest()
             index = dest.get_index() if dest is not None else None
-            title = (item.get_title() or "").strip()
+            title = clean_text(item.get_title() or "").strip()
             if index is None or not title:
                 continue
             out.append((item.level + 1, title, index + 1))

@@ -6,7 +6,8 @@
   "Section 12", "ARTICLE IV") and from the PDF outline when there is one. Numbering gives the
   level; un-numbered headings get a level from their font size.
 * Paragraphs join lines (hyphenated breaks glued, "reim-" + "bursement"), also across a page or
-  column break when the sentence goes on.
+  column break when the sentence goes on, but never onto a third page; OCR'd lines never join
+  across a page break (a slide is a unit of its own).
 * Lists are kept whole (bullet or "(a)"/"1)" items with their continuation lines).
 * Tables are runs of lines made of several cells on one baseline (plus wrapped header/cell lines
   aligned to a column), with their caption ("Table 3: ...") and header row.
@@ -151,7 +152,7 @@ class StructureDetector:
     def from_dict(cls, data: dict[str, Any]) -> StructureDetector:
         return default_from_dict(cls, data)
 
-    @component.output_types(elements=list[Element])
+    @component.output_types(elements=list[Element], page_labels=dict[int, str])
     def run(self, parsed: ParsedPdf) -> dict[str, Any]:
         pages = strip_running_lines([p.lines for p in parsed.pages], [p.height for p in parsed.pages])
         ocr_conf = {p.number: p.ocr_confidence for p in parsed.pages if p.ocr}
@@ -162,7 +163,8 @@ class StructureDetector:
         elements = self._elements(lines, body, outline, outline_titles, ocr_conf)
         self._assign_levels(elements)
         self._assign_sections(elements)
-        return {"elements": elements}
+        labels = {p.number: p.label for p in parsed.pages} if any(p.label for p in parsed.pages) else {}
+        return {"elements": elements, "page_labels": labels}
 
     # --- steps -------------------------------------------------------------------------------
     @staticmethod
@@ -219,13 +221,17 @@ class StructureDetector:
                 return
             text = ""
             hyphen = False
+            page_offsets: list[tuple[int, int]] = []
             for ln in para:
-                text = _join(text, ln.text.strip(), hyphen)
+                line = ln.text.strip()
+                text = _join(text, line, hyphen)
+                if ln.page != (page_offsets[-1][1] if page_offsets else para[0].page):
+                    page_offsets.append((len(text) - len(line), ln.page))
                 hyphen = ln.hyphen_join
             ocr = para[0].ocr_confidence is not None
             out.append(Element(
                 kind="paragraph", text=text, page_start=para[0].page, page_end=para[-1].page,
-                ocr=ocr, ocr_confidence=ocr_conf.get(para[0].page) if ocr else None,
+                ocr=ocr, ocr_confidence=ocr_conf.get(para[0].page) if ocr else None, page_offsets=page_offsets,
             ))
             para.clear()
 
@@ -296,6 +302,10 @@ class StructureDetector:
                     new_para = gap > 0.55 * size
                 if (prev.ocr_confidence is None) != (ln.ocr_confidence is None):
                     new_para = True
+                if ln.page != prev.page and ln.ocr_confidence is not None:
+                    new_para = True  # an OCR'd page (a slide) stands alone: OCR gives no sentence flow to follow
+                if ln.page > para[0].page + 1:
+                    new_para = True  # a paragraph (and so a citation) never spans more than two pages
                 if new_para:
                     flush_para()
             para.append(ln)
@@ -317,6 +327,8 @@ class StructureDetector:
             if ln is not first:
                 if ln.page != last.page and _SENTENCE_END.search(last.text.strip()) and not _BULLET.match(text):
                     break
+                if ln.page > first.page + 1:
+                    break  # a list (and so a citation) never spans more than two pages
                 gap = ln.top - last.bottom if ln.page == last.page else 0.0
                 if gap > 0.9 * max(last.size, 1.0) and not _BULLET.match(text):
                     break

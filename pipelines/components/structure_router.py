@@ -32,6 +32,9 @@ _SECTION = re.compile(r"(?:\b(?:section|sect\.|sec\.|chapter|clause|part)\s*|§\
 _ARTICLE = re.compile(r"\barticle\s+(\d+(?:\.\d+)*|[IVXLC]+\b)", re.I)
 _LABEL = re.compile(r"\b(table|figure|fig\.?)\s*(\d+(?:\.\d+)?[a-z]?)\b", re.I)
 _MAX_PAGE_SPAN = 30
+# Section numbers (and, apart, table/figure labels) looked up per question: a question naming more is not
+# asking about each of them, and every one is a term of the store's filter.
+MAX_REFS = 50
 _FILE_CACHE_TTL_S = 600.0
 _FILE_VERSION_CHECK_S = 2.0  # a file uploaded this long ago is named-matchable; counting costs ~5 ms at 50k
 
@@ -89,7 +92,8 @@ def parse_refs(question: str) -> StructureRefs:
         if label not in labels:
             labels.append(label)
             spans.append(lm.span())
-    return StructureRefs(pages, tuple(sections), tuple(labels), tuple(spans))
+    # every reference is taken out of the content question, but only the first MAX_REFS are looked up
+    return StructureRefs(pages, tuple(sections[:MAX_REFS]), tuple(labels[:MAX_REFS]), tuple(spans))
 
 
 def strip_refs(question: str, refs: StructureRefs) -> str:
@@ -235,6 +239,28 @@ class StructureRouter:
         return [replace(d, score=1.0) for d in same[: self.fetch_limit]], section.split(" > ")[-1]
 
     # --- run -----------------------------------------------------------------------------------
+    def _pages(self, scopes: list[str], file_cond: dict[str, Any] | None, a: int, b: int) -> list[Document]:
+        """The chunks on pages ``a``-``b`` as the reader counts them: where the PDF labels its pages (front
+        matter "i, ii, iii", then "1, 2..."; proceedings starting at "6981") the page labels, as PDF viewers
+        show them, else the physical page numbers. A document whose labels lack the page falls back to its
+        physical pages."""
+        labels = [str(n) for n in range(a, b + 1)]
+        by_label = self.document_store.fetch(
+            scopes=scopes, filters=_and(file_cond, {"field": "meta.page_label", "operator": "in", "value": labels}),
+            limit=self.fetch_limit,
+        )
+        physical = self.document_store.fetch(
+            scopes=scopes,
+            filters=_and(file_cond, {"operator": "AND", "conditions": [
+                {"field": "meta.page_start", "operator": "<=", "value": b},
+                {"field": "meta.page_end", "operator": ">=", "value": a},
+            ]}),
+            limit=self.fetch_limit,
+        )
+        found_by_label = {(d.meta or {}).get("doc_id") for d in by_label}
+        docs = by_label + [d for d in physical if (d.meta or {}).get("doc_id") not in found_by_label]
+        return [replace(d, score=1.0) for d in docs]
+
     @component.output_types(
         documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool
     )
@@ -246,21 +272,12 @@ class StructureRouter:
         if refs.any:
             alternatives: list[dict[str, Any]] = []
             if refs.pages:
-                a, b = refs.pages
-                alternatives.append(
-                    {
-                        "operator": "AND",
-                        "conditions": [
-                            {"field": "meta.page_start", "operator": "<=", "value": b},
-                            {"field": "meta.page_end", "operator": ">=", "value": a},
-                        ],
-                    }
-                )
+                docs.extend(self._pages(scopes, file_cond, *refs.pages))
             if refs.section_ids:
                 alternatives.append({"field": "meta.section_id", "operator": "in", "value": list(refs.section_ids)})
             if refs.labels:
                 alternatives.append({"field": "meta.label", "operator": "in", "value": list(refs.labels)})
-            seen: set[str] = set()
+            seen: set[str] = {d.id for d in docs}
             for cond in alternatives:
                 for d in self.document_store.fetch(
                     scopes=scopes, filters=_and(file_cond, cond), limit=self.fetch_limit

@@ -19,7 +19,7 @@ def test_demo_then_ask(capsys, monkeypatch):
     assert "✓ halvorsen_pike_employee_handbook.pdf: indexed" in out
     assert "Q: Which year in table 2 has the highest revenue?" in out and "2022 | 118.6 | 1,180" in out
     assert "Q: What do pages 4-5 say about parental leave?" in out and "· p. 5 · 4.2 Parental leave" in out
-    assert "The PDFs in this channel don't seem to answer that." in out  # the unanswerable sample question
+    assert "The indexed PDFs don't seem to answer that." in out  # the unanswerable sample question
     assert "[1] │ " in out
 
     # idempotent: a second run indexes nothing

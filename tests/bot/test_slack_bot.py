@@ -29,10 +29,14 @@ from eval.fake_slack import (
     TEAM,
     FakeSlack,
     FakeSocketMode,
+    assistant_thread_event,
     event_callback,
+    feedback_click,
     mention,
     message,
+    post_interaction,
     post_signed,
+    view_submission,
 )
 from pipelines.models import slack_scope
 
@@ -118,14 +122,30 @@ class Harness:
             if c.params.get("blocks")
         ]
 
+    def locations(self, params: dict[str, Any]) -> list[str]:
+        """The citation location lines as mrkdwn (``<url|file, p. N> · section`` or ``file · p. N · section``)."""
+        return [
+            b["elements"][0]["text"]
+            for b in params["blocks"]
+            if b["type"] == "context" and (" · p" in b["elements"][0]["text"] or "|" in b["elements"][0]["text"])
+        ]
+
     def files_cited(self, params: dict[str, Any]) -> set[str]:
         names = set()
-        for b in params["blocks"]:
-            if b["type"] == "context":
-                text = b["elements"][0]["text"]
-                if " · p" in text:
-                    names.add(text.split(" · ")[0])
+        for text in self.locations(params):
+            if text.startswith("<") and "|" in text:  # a link to the file: <url|file, p. N>
+                names.add(text.split("|", 1)[1].split(", p", 1)[0])
+            else:
+                names.add(text.split(" · ")[0])
         return names
+
+    def feedback_buttons(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The feedback_buttons element under an answer (the test fails if there is none)."""
+        (element,) = [
+            e for b in params["blocks"] if b["type"] == "context_actions" for e in b["elements"]
+            if e["type"] == "feedback_buttons"
+        ]
+        return element
 
 
 @pytest.fixture(scope="module")
@@ -167,8 +187,14 @@ def slack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
 def test_mention_gets_a_threaded_answer_with_quote_blocks(slack: Harness) -> None:
     status = slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", "100.000001"))
     assert status == 200
-    posted = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="100.000001")[0].params
-    assert slack.fake.calls_to("reactions.add", channel=C_LEAVE, timestamp="100.000001", name="eyes")
+    answer_call = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="100.000001")[0]
+    posted = answer_call.params
+    # while it worked, the thread said what it was doing (Slack's AI status line, no 👀 needed)
+    (status,) = slack.fake.calls_to("assistant.threads.setStatus", channel_id=C_LEAVE, thread_ts="100.000001")
+    assert status.params["status"] == "Searching 1 PDF…" and status.at < answer_call.at
+    assert slack.fake.calls_to("reactions.add", timestamp="100.000001") == []
+    buttons = slack.feedback_buttons(posted)
+    assert (buttons["positive_button"]["text"]["text"], buttons["negative_button"]["text"]["text"]) == ("👍", "👎")
     quotes = [b for b in posted["blocks"] if b["type"] == "rich_text"]
     assert quotes, posted["blocks"]
     quoted = " ".join(e["text"] for q in quotes for e in q["elements"][0]["elements"])
@@ -177,7 +203,41 @@ def test_mention_gets_a_threaded_answer_with_quote_blocks(slack: Harness) -> Non
     locations = [b["elements"][0]["text"] for b in posted["blocks"] if b["type"] == "context"]
     assert any(loc.startswith(f"{LEAVE_PDF} · p. 2") for loc in locations), locations
     assert "eighteen weeks" in posted["text"]  # the plain-text fallback carries the quote too
-    slack.fake.wait_for("reactions.remove", channel=C_LEAVE, timestamp="100.000001", name="eyes")
+
+
+def test_the_status_shows_within_two_seconds_even_while_every_worker_is_busy(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    real_answer = slack.core.service.answer
+
+    def slow(*args: Any, **kw: Any) -> Any:
+        time.sleep(3.0)  # a slow LLM, say
+        return real_answer(*args, **kw)
+
+    monkeypatch.setattr(slack.core.service, "answer", slow)
+    for i in range(slack.bot.settings.slack_workers):  # every worker is answering someone else
+        slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", f"102.00000{i}"))
+    sent = time.monotonic()
+    slack.send(mention(C_LEAVE, ADMIN, "How far in advance must parental leave be requested?", "102.000009"))
+    (status,) = slack.fake.wait_for("assistant.threads.setStatus", channel_id=C_LEAVE, thread_ts="102.000009",
+                                    timeout=10)
+    assert status.at - sent < 2.0, f"the asker waited {status.at - sent:.1f} s without a sign of life"
+    answer = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="102.000009", timeout=60)[0]
+    assert answer.at > status.at
+    slack.idle()
+
+
+def test_where_slack_refuses_the_status_line_the_eyes_reaction_shows_work(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(slack.fake.fail, "assistant.threads.setStatus", "missing_scope")  # an older workspace
+    slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", "101.000001"))
+    answer = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="101.000001")[0]
+    (added,) = slack.fake.calls_to("reactions.add", channel=C_LEAVE, timestamp="101.000001", name="eyes")
+    assert added.at < answer.at
+    slack.fake.wait_for("reactions.remove", channel=C_LEAVE, timestamp="101.000001", name="eyes")
 
 
 def test_follow_up_in_an_answered_thread_needs_no_mention_and_uses_history(
@@ -308,9 +368,8 @@ def test_retry_after_a_restart_is_not_answered_again(slack: Harness) -> None:
         server.server_close()
         restarted.close()
     assert len(slack.answers(C_LEAVE, "145.000001")) == 1
-    adds = slack.fake.calls_to("reactions.add", timestamp="145.000001")
-    removes = slack.fake.calls_to("reactions.remove", timestamp="145.000001")
-    assert len(adds) == len(removes) == 2  # the restarted bot took its 👀 back
+    statuses = [c.params["status"] for c in slack.fake.calls_to("assistant.threads.setStatus", thread_ts="145.000001")]
+    assert statuses == ["Searching 1 PDF…", "Searching 1 PDF…", ""]  # the restarted bot took its status back
 
 
 def test_forged_signature_is_rejected_with_401_and_no_work(slack: Harness) -> None:
@@ -393,6 +452,11 @@ def test_pdf_upload_both_delivery_paths_ingest_once_with_progress(slack: Harness
     slack.send(mention(channel, MEMBER, "How many weeks of parental leave do employees get?", "181.000001"))
     posted = slack.fake.wait_for("chat.postMessage", channel=channel, thread_ts="181.000001")[0].params
     assert slack.files_cited(posted) == {"team_handbook.pdf"}
+    # each citation's file name and page link to the upload (its Slack permalink, kept at upload time)
+    permalink = slack.fake.file_object("F0LEAVE")["permalink"]
+    assert any(loc.startswith(f"<{permalink}|team_handbook.pdf, p. 2> · ") for loc in slack.locations(posted)), (
+        slack.locations(posted)
+    )
 
     # file_deleted removes it
     slack.send({"type": "file_deleted", "file_id": "F0LEAVE", "event_ts": "182.0"})
@@ -470,6 +534,119 @@ def test_thumbs_reactions_feed_the_log_and_removal_retracts(slack: Harness) -> N
     slack.send(reaction("reaction_removed", "thumbsup", answer_ts))
     slack.idle()
     assert all(e.message_ref != f"{C_LEAVE}:{answer_ts}" for e in slack.core.feedback_entries())
+
+
+def test_feedback_buttons_and_the_thumbs_down_form(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bot.cli.main import main
+    from bot.slack.render import FEEDBACK_ACTION
+
+    q = "How far in advance must parental leave be requested?"
+    slack.send(mention(C_LEAVE, MEMBER, q, "215.000001"))
+    answer = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts="215.000001")[0]
+    slack.idle()
+    answer_ts, ref = answer.reply["ts"], f"{C_LEAVE}:{answer.reply['ts']}"
+    action_id = slack.feedback_buttons(answer.params)["action_id"]
+    assert action_id == FEEDBACK_ACTION
+
+    def votes() -> list[tuple[str, str, str, str]]:
+        entries = slack.core.feedback_entries()
+        return [(e.user, e.polarity, e.choice, e.comment) for e in entries if e.message_ref == ref]
+
+    def click(user: str, value: str) -> None:
+        payload = feedback_click(user=user, channel=C_LEAVE, message_ts=answer_ts, thread_ts="215.000001",
+                                 value=value, action_id=action_id)
+        assert post_interaction(slack.url, payload)[0] == 200
+        slack.idle()
+
+    click(ADMIN, "up")
+    assert votes() == [(ADMIN, "up", "", "")]
+    assert slack.fake.calls_to("views.open") == []  # 👍 needs no form
+
+    click(MEMBER, "down")  # 👎 is recorded at once and asks what was wrong
+    opened = slack.fake.wait_for("views.open")[-1].params
+    assert opened["trigger_id"] and opened["view"]["title"]["text"] == "What was wrong?"
+    choices = [o["value"] for o in opened["view"]["blocks"][0]["element"]["options"]]
+    assert choices == ["wrong_passage", "missing_information", "should_have_refused", "other"]
+    assert sorted(votes()) == [(ADMIN, "up", "", ""), (MEMBER, "down", "", "")]
+
+    values = {
+        "choice": {"choice": {"type": "radio_buttons", "selected_option": {"value": "missing_information"}}},
+        "comment": {"comment": {"type": "plain_text_input", "value": "It left out the form to fill in."}},
+    }
+    status, body = post_interaction(slack.url, view_submission(opened["view"], user=MEMBER, values=values))
+    assert status == 200 and body in (b"", b"{}")  # the form closes
+    slack.idle()
+    assert sorted(votes()) == [
+        (ADMIN, "up", "", ""), (MEMBER, "down", "missing_information", "It left out the form to fill in.")
+    ]
+
+    # one person's latest vote wins: a 👍 reaction now replaces MEMBER's 👎 (and its comment) ...
+    item = {"type": "message", "channel": C_LEAVE, "ts": answer_ts}
+    slack.send({"type": "reaction_added", "user": MEMBER, "reaction": "+1", "item": item, "item_user": BOT_USER})
+    slack.idle()
+    assert sorted(votes()) == [(ADMIN, "up", "", ""), (MEMBER, "up", "", "")]
+    # ... and a 👎 button after that replaces the 👍 again
+    click(MEMBER, "down")
+    assert sorted(votes()) == [(ADMIN, "up", "", ""), (MEMBER, "down", "", "")]
+
+    # the admin's log shows the choice and the comment
+    status, _ = post_interaction(slack.url, view_submission(opened["view"], user=MEMBER, values=values))
+    slack.idle()
+    monkeypatch.setenv("CITEBOT_DATA_DIR", str(slack.bot.settings.data_dir))
+    assert main(["feedback", "--polarity", "down"]) == 0
+    out = capsys.readouterr().out
+    assert q in out and "left out information" in out and "“It left out the form to fill in.”" in out
+
+
+# --- the assistant pane -----------------------------------------------------------------------------
+
+
+def test_assistant_pane_searches_the_viewed_channel_and_answers_only_the_asker(slack: Harness) -> None:
+    thread = "250.000001"
+    started = assistant_thread_event("assistant_thread_started", user=MEMBER, dm_channel=DM, thread_ts=thread,
+                                     context_channel=C_LEAVE)
+    assert slack.send(started) == 200
+    greeting = slack.fake.wait_for("chat.postMessage", channel=DM, thread_ts=thread)[0].params
+    assert "only you see this conversation" in greeting["text"]
+    prompts = slack.fake.wait_for("assistant.threads.setSuggestedPrompts", channel_id=DM, thread_ts=thread)[0]
+    titles = [p["title"] for p in prompts.params["prompts"]]
+    assert "Parental leave" in titles  # from the section titles of the channel being viewed
+    assert all(p["message"].endswith("?") for p in prompts.params["prompts"])
+
+    # a question in the pane searches the channel being viewed plus the asker's own DM uploads
+    before = len(slack.fake.calls_to("chat.postMessage", channel=C_LEAVE))
+    slack.send(message(DM, MEMBER, "How many weeks of parental leave do employees get?", "250.000002",
+                       thread_ts=thread, channel_type="im"))
+    answers = slack.fake.wait_for("chat.postMessage", 2, channel=DM, thread_ts=thread)
+    (status,) = slack.fake.calls_to("assistant.threads.setStatus", channel_id=DM, thread_ts=thread)
+    assert status.params["status"] == "Searching 2 PDFs…" and status.at < answers[1].at
+    assert slack.files_cited(answers[1].params) == {LEAVE_PDF}
+    slack.idle()
+    assert len(slack.fake.calls_to("chat.postMessage", channel=C_LEAVE)) == before  # nothing in the channel
+
+    # viewing a channel the asker is not in: it is not searched, and its sections are not suggested
+    changed = assistant_thread_event("assistant_thread_context_changed", user=MEMBER, dm_channel=DM,
+                                     thread_ts=thread, context_channel=C_CONTRACT)
+    slack.send(changed)
+    slack.idle()
+    assert len(slack.fake.calls_to("chat.postMessage", channel=DM, thread_ts=thread)) == 2  # no second greeting
+    for call in slack.fake.calls_to("assistant.threads.setSuggestedPrompts", channel_id=DM, thread_ts=thread):
+        assert not any("Delivery" in p["title"] for p in call.params["prompts"])
+    slack.send(message(DM, MEMBER, "What is the penalty for late delivery of the turbines?", "250.000003",
+                       thread_ts=thread, channel_type="im"))
+    penalty = slack.fake.wait_for("chat.postMessage", 3, channel=DM, thread_ts=thread)[2].params
+    assert CONTRACT_PDF not in slack.files_cited(penalty) and "two percent" not in penalty["text"]
+
+    # someone who is in the contract channel gets it in their own pane
+    slack.send(assistant_thread_event("assistant_thread_started", user=OUTSIDER, dm_channel="D0OUTSIDER",
+                                      thread_ts="251.000001", context_channel=C_CONTRACT))
+    slack.fake.wait_for("chat.postMessage", channel="D0OUTSIDER", thread_ts="251.000001")
+    slack.send(message("D0OUTSIDER", OUTSIDER, "What is the penalty for late delivery of the turbines?",
+                       "251.000002", thread_ts="251.000001", channel_type="im"))
+    found = slack.fake.wait_for("chat.postMessage", 2, channel="D0OUTSIDER", thread_ts="251.000001")[1].params
+    assert slack.files_cited(found) == {CONTRACT_PDF} and "two percent" in found["text"]
 
 
 # --- slash command ----------------------------------------------------------------------------------
@@ -551,6 +728,50 @@ def test_serve_refuses_to_start_without_credentials(tmp_path: Path, capsys: pyte
     assert "SLACK_SIGNING_SECRET" in capsys.readouterr().err
 
 
+def test_serve_says_whether_slack_is_unreachable_or_rejected_a_token(
+    slack: Harness, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket as sockets
+
+    from bot.slack.server import serve
+
+    with sockets.socket() as s:  # a port nothing listens on: as if DNS or the network were down
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = Settings(_env_file=None, data_dir=tmp_path, slack_bot_token=BOT_TOKEN,  # type: ignore[call-arg]
+                    slack_signing_secret=SIGNING_SECRET, ocr_enabled=False)
+    offline = base.model_copy(update={"slack_api_url": f"http://127.0.0.1:{port}/api/"})
+    assert serve(offline, http=True, host="127.0.0.1", port=0) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"citebot: cannot reach Slack at http://127.0.0.1:{port}/api/") and "network" in line
+
+    from pydantic import SecretStr
+
+    wrong = base.model_copy(update={"slack_api_url": slack.fake.url, "slack_bot_token": SecretStr("xoxb-revoked")})
+    assert serve(wrong, http=True, host="127.0.0.1", port=0) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("citebot: Slack rejected SLACK_BOT_TOKEN (invalid_auth): copy the Bot User OAuth Token")
+
+    # Socket Mode: the bot token is fine, the app-level token is not
+    wrong_app = base.model_copy(update={"slack_api_url": slack.fake.url, "slack_app_token": SecretStr("xapp-nope")})
+    assert serve(wrong_app, http=False, host="127.0.0.1", port=0) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("citebot: Slack rejected SLACK_APP_TOKEN (invalid_auth): make an app-level token")
+
+
+def test_starting_with_the_token_in_the_environment_logs_no_bolt_warning(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)  # how admins run it (the README's export)
+    with caplog.at_level(logging.INFO):
+        bot = build_bot(slack.bot.settings, slack.core)
+        bot.close()
+    assert "will be unused" not in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("slack_bolt")]
+
+
 def test_socket_mode_gets_events_over_the_websocket_acks_and_answers(slack: Harness) -> None:
     from pydantic import SecretStr
 
@@ -575,4 +796,4 @@ def test_socket_mode_gets_events_over_the_websocket_acks_and_answers(slack: Harn
         bot.close()
         socket.stop()
         slack.fake.socket_url = ""
-    assert slack.fake.calls_to("apps.connections.open")[0].authorized  # opened with the app-level token
+    assert slack.fake.calls_to("apps.connections.open")[-1].authorized  # opened with the app-level token

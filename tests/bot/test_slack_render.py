@@ -45,7 +45,7 @@ class TestRenderAnswer:
     def test_answer_then_each_citation_as_quote_with_location_and_feedback_hint(self) -> None:
         answer = Answer(text="Eighteen weeks [1].", citations=[_citation(1)])
         text, blocks = render_answer(answer)
-        assert [b["type"] for b in blocks] == ["section", "rich_text", "context", "context"]
+        assert [b["type"] for b in blocks] == ["section", "rich_text", "context", "context", "context_actions"]
         assert blocks[0]["text"]["text"] == "Eighteen weeks [1]."
         quote = blocks[1]["elements"][0]
         assert quote["type"] == "rich_text_quote"
@@ -54,7 +54,23 @@ class TestRenderAnswer:
         )
         assert blocks[2]["elements"][0]["text"] == "handbook.pdf · p. 4 · 4 Leave &gt; 4.2 Parental leave"
         assert blocks[3]["elements"][0]["text"] == FEEDBACK_HINT
+        assert [e["type"] for e in blocks[4]["elements"]] == ["feedback_buttons"]
         assert "Eighteen weeks [1]." in text and "handbook.pdf · p. 4" in text
+
+    def test_a_citation_with_a_link_shows_file_and_page_as_the_link_text(self) -> None:
+        url = "https://acme.slack.com/files/U1/F1/handbook.pdf?a=1&b=2"
+        _, blocks = render_answer(Answer(text="Eighteen weeks [1].", citations=[_citation(1).model_copy(
+            update={"url": url, "file": "R&D <draft>.pdf"})]))
+        assert blocks[2]["elements"][0]["text"] == (
+            "<https://acme.slack.com/files/U1/F1/handbook.pdf?a=1&amp;b=2|R&amp;D &lt;draft&gt;.pdf, p. 4>"
+            " · 4 Leave &gt; 4.2 Parental leave"
+        )
+
+    @pytest.mark.parametrize("url", ["javascript:alert(1)", "http://intranet/x.pdf", "file:///etc/passwd",
+                                     "https://x.test/a|b", "https://x.test/<@U1>"])
+    def test_links_other_than_plain_https_are_never_drawn(self, url: str) -> None:
+        _, blocks = render_answer(Answer(text="x [1].", citations=[_citation(1).model_copy(update={"url": url})]))
+        assert blocks[2]["elements"][0]["text"] == "handbook.pdf · p. 4 · 4 Leave &gt; 4.2 Parental leave"
 
     def test_long_answer_with_many_citations_stays_inside_slack_limits(self) -> None:
         long_text = ("The policy says a great many things about leave and pay. " * 400).strip()  # ~23k chars
@@ -69,7 +85,7 @@ class TestRenderAnswer:
             if b["type"] == "rich_text":
                 assert sum(len(e["text"]) for q in b["elements"] for e in q["elements"]) <= MAX_SECTION_CHARS
         assert any("more sources not shown" in t for t in _texts(blocks))
-        assert blocks[-1]["elements"][0]["text"] == FEEDBACK_HINT
+        assert blocks[-2]["elements"][0]["text"] == FEEDBACK_HINT and blocks[-1]["type"] == "context_actions"
         assert 0 < len(text) <= 3000
 
     def test_refusal_shows_closest_passages(self) -> None:
@@ -141,3 +157,19 @@ class TestParse:
         cmd = parse_command({"team_id": "T1", "channel_id": "D9", "user_id": "U1", "text": " forget  “a b.pdf” "})
         assert (cmd.verb, cmd.arg, cmd.is_dm) == ("forget", "a b.pdf", True)
         assert parse_command({"text": ""}).verb == "help"
+
+
+def test_the_manifest_asks_for_every_event_and_scope_the_app_uses() -> None:
+    """Create-from-manifest must give the app what its listeners need: a missing event is a silent bot."""
+    from pathlib import Path
+
+    import yaml
+
+    manifest = yaml.safe_load((Path(__file__).resolve().parents[2] / "deploy/slack/manifest.yaml").read_text())
+    events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
+    scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+    assert {"app_mention", "file_shared", "file_deleted", "reaction_added", "reaction_removed",
+            "assistant_thread_started", "assistant_thread_context_changed", "message.im"} <= events
+    assert {"assistant:write", "chat:write", "reactions:write", "commands", "files:read"} <= scopes
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True  # feedback buttons and the 👎 form
+    assert manifest["features"]["assistant_view"]["assistant_description"]

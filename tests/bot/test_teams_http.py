@@ -267,9 +267,12 @@ def test_channel_mention_answers_in_the_thread_with_citations(seeded: World) -> 
     (entity,) = [e for e in answer.body["entities"] if e.get("@type") == "Message"]
     assert entity["additionalType"] == ["AIGeneratedContent"]
     # the channel reply also carries the quote card, for clients that don't draw citations
+    # a synced channel file's citation opens it where the team keeps it (the driveItem's SharePoint webUrl)
+    web_url = seeded.fake.web_url(ZEPHYR)
+    assert {c["appearance"].get("url") for c in cites if c["appearance"]["name"] == ZEPHYR} == {web_url}
     (card,) = answer.body["attachments"]
     assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
-    assert "zephyr_budget.pdf · p. 1" in json.dumps(card["content"], ensure_ascii=False)
+    assert f"[zephyr_budget.pdf, p. 1]({web_url})" in json.dumps(card["content"], ensure_ascii=False)
     # a typing indicator went out inside the turn, before the HTTP response; the answer after it
     (typing,) = [c for c in seeded.replies(thread) if c.type == "typing"]
     assert t0 <= typing.at <= acked
@@ -332,6 +335,10 @@ def test_pdf_sent_in_personal_chat_is_indexed_and_answered(seeded: World) -> Non
     answer = seeded.ask(seeded.chat_message("How much does a Kestrel parking permit cost?", chat=chat))
     assert "75 euros" in answer.text
     assert cited_files(answer) == {KESTREL}
+    # the citation opens the file the person sent (the contentUrl Teams gave with the attachment)
+    sent = f"https://contoso-my.sharepoint.com/personal/alice/Documents/{KESTREL}"
+    assert {c["appearance"].get("url") for c in citations(answer)} == {sent}
+    assert f"[{KESTREL}, p. 1]({sent})" in answer.text  # the inline quotes link too
     assert "attachments" not in answer.body or not answer.body["attachments"], "no quote card in chats"
 
 
@@ -412,7 +419,9 @@ def test_corrupt_file_is_named_and_store_unchanged(seeded: World, name: str, dat
 # --- feedback ----------------------------------------------------------------------------------------
 
 
-def test_reaction_and_feedback_invoke_land_in_the_same_log(seeded: World) -> None:
+def test_reaction_and_feedback_invoke_land_in_the_same_log(
+    seeded: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     chat = "19:groupchat-feedback@thread.v2"
     # the group chat gets its own PDF first, so the answer has a citation
     upload = seeded.chat_message(
@@ -469,6 +478,13 @@ def test_reaction_and_feedback_invoke_land_in_the_same_log(seeded: World) -> Non
         assert e.scope == f"teams:{TENANT}:{chat}"
         assert any("75 euros" in c["quote"] for c in e.citations)
         assert [c["file"] for c in e.citations] == [KESTREL] * len(e.citations) and e.citations
+    # the admin's log shows Teams' 👎 comment the way it shows Slack's
+    from bot.cli.main import main
+
+    monkeypatch.setenv("CITEBOT_DATA_DIR", str(seeded.settings.data_dir))
+    assert main(["feedback", "--polarity", "down"]) == 0
+    out = capsys.readouterr().out
+    assert f"👎 teams teams:{TENANT}:{chat} 29:bob: {question}" in out and "“wrong building”" in out
 
     unlike = {
         **base,

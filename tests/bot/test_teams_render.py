@@ -82,6 +82,14 @@ class TestAnswerActivity:
         assert second["appearance"]["abstract"] == "up to a maximum of five days"
         assert second["appearance"]["keywords"] == ["pp. 4–5"]
 
+    @pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "http://intranet/a.pdf", ""])
+    def test_only_https_file_links_are_drawn(self, url: str) -> None:
+        answer = _answer()
+        answer = answer.model_copy(update={"citations": [c.model_copy(update={"url": url}) for c in answer.citations]})
+        activity = render.answer_activity(answer, quote_card=True)
+        assert all("url" not in c["appearance"] for c in _entity(activity)["citation"])
+        assert "](" not in json.dumps(activity.serialize()["attachments"])
+
     def test_quote_card_only_when_asked(self) -> None:
         assert not render.answer_activity(_answer(), quote_card=False).attachments
         (card,) = render.answer_activity(_answer(), quote_card=True).attachments

@@ -38,3 +38,8 @@ def test_missing_tesseract_is_a_typed_error(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(ocr.shutil, "which", lambda _name: None)
     with pytest.raises(ocr.OcrUnavailableError, match="tesseract"):
         ocr.ocr_image(_image(["x"]))
+
+
+def test_unknown_page_segmentation_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="psm"):
+        ocr.ocr_image(_image(["x"]), psm=99)

@@ -53,3 +53,19 @@ def test_cli_reports_bad_settings_without_traceback(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("CITEBOT_MAX_PAGES", "-3")
     assert main(["docs"]) == 2
     assert "CITEBOT_MAX_PAGES" in capsys.readouterr().err
+
+
+def test_env_example_lists_every_setting_and_loads_when_uncommented(tmp_path: Path) -> None:
+    """`.env.example` is what an admin copies: it must name every setting, nothing that is not one, and work as
+    a .env file with every line uncommented."""
+    import re
+
+    from connectors.settings import Settings, _env_name
+
+    example = (Path(__file__).resolve().parents[2] / ".env.example").read_text(encoding="utf-8")
+    lines = [m.group(1) for m in re.finditer(r"^# ([A-Z][A-Z0-9_]+=\S*)", example, re.MULTILINE)]
+    names = [line.split("=", 1)[0] for line in lines]
+    assert sorted(set(names)) == sorted(_env_name(f) for f in Settings.model_fields)
+    (tmp_path / ".env").write_text("\n".join(line for line in lines if not line.endswith("=")) + "\n")
+    settings = load_settings()
+    assert settings.ocr_language == "eng" and settings.log_level == "info" and settings.slack_workers == 4

@@ -85,3 +85,23 @@ def test_thread_history_is_oldest_first_and_per_thread(log: StateLog) -> None:
     assert log.thread_answered(platform="slack", thread_ref="C1:300.0")
     assert not log.thread_answered(platform="slack", thread_ref="C1:400.0")
     assert not log.thread_answered(platform="teams", thread_ref="C1:100.0")
+
+
+def test_a_state_file_from_before_the_feedback_form_gains_its_choice_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite3"
+    old = sqlite3.connect(path)
+    old.executescript(
+        """CREATE TABLE feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, platform TEXT NOT NULL,
+           message_ref TEXT NOT NULL, scope TEXT NOT NULL, user TEXT NOT NULL, polarity TEXT NOT NULL,
+           comment TEXT NOT NULL DEFAULT '', at TEXT NOT NULL, retracted_at TEXT,
+           UNIQUE (platform, message_ref, user));"""
+    )
+    old.close()
+    log = StateLog(path)
+    _record(log)
+    assert log.add_feedback(platform="slack", message_ref="C1:111.1", user="U2", polarity="down",
+                            comment="wrong page", choice="wrong_passage")
+    [entry] = log.feedback()
+    assert (entry.choice, entry.comment) == ("wrong_passage", "wrong page")

@@ -204,13 +204,15 @@ class TestWrites:
         docs = [
             chunk("a", i, f"text {i}", file="Handbook.pdf", page_start=2 * i + 1, page_end=2 * i + 2) for i in range(4)
         ]
-        docs.append(chunk("b", 0, "x", file="b.pdf", page_start=1, page_end=1, uploaded_at="2026-02-01T00:00:00+00:00"))
+        docs.append(chunk("b", 0, "x", file="b.pdf", page_start=1, page_end=1, uploaded_at="2026-02-01T00:00:00+00:00",
+                          source_url="https://acme.slack.com/files/U1/F1/b.pdf"))
         store.write_documents(docs)
         listed = {d.doc_id: d for d in store.list_documents(scopes=["local"])}
         assert set(listed) == {"a", "b"}
         assert (listed["a"].file, listed["a"].pages, listed["a"].chunks) == ("Handbook.pdf", 8, 4)
         assert (listed["a"].scope, listed["a"].sha256, listed["a"].uploaded_by) == ("local", "sha-a", "U1")
         assert (listed["b"].pages, listed["b"].chunks, listed["b"].uploaded_at) == (1, 1, "2026-02-01T00:00:00+00:00")
+        assert (listed["a"].source_url, listed["b"].source_url) == ("", "https://acme.slack.com/files/U1/F1/b.pdf")
 
     def test_fetch_orders_by_document_and_chunk_and_limits(self, store: Any) -> None:
         store.write_documents([chunk("b", i, f"b{i}") for i in (2, 0, 1)] + [chunk("a", i, f"a{i}") for i in (1, 0)])

@@ -77,7 +77,9 @@ def test_same_run_passes_its_gates(tmp_path: Path, gates: Path, run_cli: Any,
     settings = Settings(data_dir=tmp_path / "data")
     assert run_cli(["eval", "compare", str(base), str(base), "--gates", str(gates)], settings) == 0
     out = capsys.readouterr().out
-    assert "PASS  floor page_hit@5: 1.0000 >= 0.7000" in out
+    assert "PASS  floor page_hit@5: 1.0000 >= 0.7000 on 3 cases (few: one of them moves it by about 0.33)" in out
+    assert "PASS  floor refusal_f1: 1.0000 >= 0.8000 on 1 unanswerable cases (few" in out
+    assert "PASS  floor citation_validity: 1.0000 >= 1.0000 on 3 quotes (few" in out
     assert "RESULT: all gates passed" in out
 
 
@@ -92,13 +94,34 @@ def test_regression_on_a_critical_case_fails_with_exit_1(tmp_path: Path, gates: 
     out = capsys.readouterr().out
     assert "FAIL  critical cases: b" in out
     assert "FAIL  max drop 0.02" in out and "page_hit@5 -0.2500" in out
-    assert "PASS  floor page_hit@5: 0.7500 >= 0.7000" in out
+    assert "PASS  floor page_hit@5: 0.7500 >= 0.7000 on 4 cases" in out
     c = compare(load_run(base), load_run(new), load_gates(gates))
     [reg] = c.regressions
     assert reg.id == "b" and reg.critical and "retrieval miss" in reg.new_labels
     assert c.deltas["page_hit@5"]["delta"] == pytest.approx(-0.25)
-    # without gates the comparison is informational: exit 0
-    assert run_cli(["eval", "compare", str(base), str(new)], settings) == 0
+    # --no-gates: the comparison is informational, exit 0
+    assert run_cli(["eval", "compare", str(base), str(new), "--no-gates"], settings) == 0
+    assert "Gates:" not in capsys.readouterr().out
+
+
+def test_without_gates_the_shipped_file_is_used_from_any_directory(
+    tmp_path: Path, run_cli: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eval.compare import SHIPPED_GATES
+
+    run = write_run(tmp_path / "run", [good("a"), good("b"), refused_unanswerable("u")])
+    settings = Settings(data_dir=tmp_path / "data")
+    elsewhere = tmp_path / "somewhere" / "else"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)  # not the repository root
+    assert run_cli(["eval", "compare", str(run)], settings) == 0
+    out = capsys.readouterr().out
+    assert f"gates from {SHIPPED_GATES}" in out and "PASS  floor page_hit@5" in out
+    # the path the docs give works from here too
+    assert run_cli(["eval", "compare", str(run), "--gates", "eval/gates.toml"], settings) == 0
+    assert "PASS  floor citation_validity" in capsys.readouterr().out
+    assert run_cli(["eval", "compare", str(run), "--gates", "nope/gates.toml"], settings) == 2
+    assert "cannot read gates file nope/gates.toml" in capsys.readouterr().err
 
 
 def test_floor_only_compare_and_forged_quote(tmp_path: Path, gates: Path, run_cli: Any,
@@ -120,6 +143,27 @@ def test_bad_gates_file_is_named(tmp_path: Path) -> None:
         load_gates(p)
 
 
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[drop]\nmaximum = 0.02\n", "unknown key drop.maximum; [drop] takes max, metrics"),
+        ("[critical]\nno_regresion = true\n", "unknown key critical.no_regresion; [critical] takes no_regression"),
+        ("[cases]\ntolerance = 0.1\n", "unknown key cases.tolerance; [cases] takes score_tolerance"),
+        ("[drop]\nmax = \"2%\"\n", "drop.max must be a number"),
+        ("[critical]\nno_regression = 1\n", "critical.no_regression must be true or false"),
+        ("floors = 1\n", "floors must be a table"),
+    ],
+)
+def test_gates_with_unknown_or_mistyped_keys_are_rejected_naming_the_key(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    p = tmp_path / "g.toml"
+    p.write_text(toml)
+    with pytest.raises(GatesError) as e:
+        load_gates(p)
+    assert message in str(e.value) and str(p) in str(e.value)
+
+
 def test_shipped_gates_parse() -> None:
     g = load_gates(Path(__file__).resolve().parents[2] / "eval" / "gates.toml")
     assert g.floors["citation_validity"] == 1.0 and "page_hit@5" in g.floors and "refusal_f1" in g.floors
@@ -137,9 +181,12 @@ def test_report_has_charts_buckets_and_worst_cases(tmp_path: Path, run_cli: Any)
     assert "| high | 3 |" in md and "| low | 2 |" in md
     assert "| retrieval miss | 1 |" in md and "| wrong refusal | 1 |" in md
     assert "| answer without citation | 1 |" in md and "| unsupported answer | 1 |" in md
-    # worst cases: the two failures, with question, answer, expected, retrieved pages and judge explanation
+    # worst cases: the lowest scores first, with question, answer, expected, retrieved pages and judge
+    # explanation; the list is the ten lowest whatever they score, so the perfect cases follow
     worst = md.split("## Ten worst cases")[1]
-    assert "### m " in worst and "### x " in worst and "### a " not in worst
+    shown = [line.split()[1] for line in worst.splitlines() if line.startswith("### ")]
+    assert sorted(shown[:2]) == ["m", "x"] and sorted(shown[2:]) == ["a", "b", "u"]
+    assert "### a — score 1.00 (high) — no failure" in worst
     assert "question m?" in worst and "Something else" in worst and "25 days — hb.pdf p.4" in worst
     assert "hb.pdf p.9" in worst and "quote is about travel, not leave" in worst
     assert page.count("<svg") >= 3 and "Case score distribution" in page and "Answer latency" in page
@@ -241,3 +288,72 @@ def test_run_summary_prints_categories_and_the_trade_off_per_mode(tmp_path: Path
     unans = next(line for line in text.splitlines() if line.startswith("| unanswerable |"))
     assert unans.split("|")[-2].strip() == "0.500"
     assert "| 0.500 | 0.667 | 0.500 |" in text and "◀ current" in text
+
+
+def _svg_texts(svg: str) -> list[str]:
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(svg)
+    # what the text shows: its own text, not a <title> tooltip inside it
+    return [(t.text or "") + "".join(c.tail or "" for c in t) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+
+
+def test_every_chart_has_axis_titles_round_ticks_and_n_on_each_bar(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", [good("a"), good("b", latency=140), missed("m"), refused_unanswerable("u")])
+    write_report(run)
+    scores = _svg_texts((run / "scores.svg").read_text())
+    assert "case score (0 = failed, 1 = everything right)" in scores and "cases" in scores
+    assert {"0.0", "0.2", "0.4", "0.6", "0.8", "1.0"} <= set(scores)  # x ticks
+    latency = _svg_texts((run / "latency.svg").read_text())
+    assert "time to answer (ms)" in latency and {"0", "50", "100", "150"} <= set(latency)
+    cats = (run / "categories.svg").read_text()
+    texts = _svg_texts(cats)
+    assert "category" in texts and "share of cases (score: mean)" in texts
+    assert {"0.00", "0.25", "0.50", "0.75", "1.00"} <= set(texts)
+    # lookup: 3 answerable cases for page_hit@5, 3 for refusal and score; unanswerable: no page_hit bar
+    assert sorted(t for t in texts if t.startswith("n=")) == ["n=1", "n=1", "n=3", "n=3", "n=3"]
+    import xml.etree.ElementTree as ET
+
+    ns = "{http://www.w3.org/2000/svg}"
+    bars = [r.find(f"{ns}title") for r in ET.fromstring(cats).iter(f"{ns}rect") if r.find(f"{ns}title") is not None]
+    assert len(bars) == 5 and all(" over " in (b.text or "") for b in bars)  # five bars, each with its n
+
+
+def test_report_of_mode_all_has_an_ablation_chart(tmp_path: Path) -> None:
+    parent = tmp_path / "all"
+    for mode, results in (("hybrid", [good("a"), good("b")]), ("bm25", [good("a"), missed("b")]),
+                          ("dense", [missed("a"), missed("b")])):
+        write_run(parent / mode, results, retrieval_mode=mode)
+    write_report(parent)
+    page = (parent / "report.html").read_text()
+    assert "Retrieval modes compared" in page and "Answer time by retrieval mode" in page
+    texts = _svg_texts((parent / "ablation.svg").read_text())
+    assert {"hybrid", "bm25", "dense", "page_hit@5", "metric", "value (higher is better)"} <= set(texts)
+    assert "n=2" in texts
+    assert "![ablation.svg](ablation.svg)" in (parent / "report.md").read_text()
+
+
+def test_report_of_several_runs_adds_a_trend(tmp_path: Path, run_cli: Any,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    old = write_run(tmp_path / "old", [good("a"), missed("b")], started_at="2026-01-01T10:00:00+00:00")
+    new = write_run(tmp_path / "new", [good("a"), good("b")], started_at="2026-02-01T10:00:00+00:00")
+    settings = Settings(data_dir=tmp_path / "data")
+    assert run_cli(["eval", "report", str(new), str(old)], settings) == 0  # any order: by start time
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [str(new / "trend.md"), str(new / "trend.html")]
+    md = (new / "trend.md").read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| old") or line.startswith("| new")]
+    assert [r.split("|")[1].strip()[:3] for r in rows] == ["old", "new"]
+    assert [r.split("|")[3].strip() for r in rows] == ["0.500", "1.000"]  # page_hit@5 went up
+    texts = _svg_texts((new / "trend.svg").read_text())
+    assert {"run", "value (higher is better)", "page_hit@5", "1.00"} <= set(texts)
+    assert "Headline metrics, run after run" in (new / "trend.html").read_text()
+    assert (old / "report.html").exists() and (new / "report.html").exists()
+
+
+def test_worst_cases_are_listed_even_when_every_case_is_perfect(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run", [good(c) for c in "abcdefghijkl"])
+    write_report(run)
+    worst = (run / "report.md").read_text().split("## Ten worst cases")[1]
+    assert "(every case here scores 1.00)" in worst
+    assert sum(1 for line in worst.splitlines() if line.startswith("### ")) == 10

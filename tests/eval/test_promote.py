@@ -57,7 +57,7 @@ def test_thumbs_up_becomes_a_case_with_cited_pages(log: StateLog, tmp_path: Path
     assert len(res.added) == 3 and len(cases) == 3  # m1, m3 (refusal), m5 (other channel); m4 is m1 again
     leave = next(c for c in cases if c.scope == "slack:T1:C1" and c.answerable)
     assert leave.question == "How many days of leave do I get?"
-    assert leave.answer == "25 days [1] [2]."
+    assert leave.answer == "q0; q1"  # the evidence it cited, not the lead line "25 days [1] [2]."
     assert leave.origin == "feedback"
     assert [(s.doc, s.pages) for s in leave.sources] == [("hb.pdf", [4, 5, 6])]
     refused = next(c for c in cases if not c.answerable)
@@ -75,19 +75,50 @@ def test_thumbs_down_goes_to_review_with_the_bad_answer(log: StateLog, tmp_path:
     assert review["bad_answer"] == "The travel desk [1]."
     assert review["bad_citations"][0]["page_start"] == 8
     assert review["comment"] == "wrong desk"
+    assert [(v["polarity"], v["user"], v.get("comment")) for v in review["votes"]] == [("down", "U2", "wrong desk")]
     assert review_path(set_path).name == "fb.review.jsonl"
 
 
-def test_rerun_adds_nothing_and_existing_cases_are_respected(log: StateLog, tmp_path: Path) -> None:
+def test_rerun_adds_nothing_and_a_thumbs_down_on_a_set_question_goes_to_review(log: StateLog, tmp_path: Path) -> None:
     set_path = tmp_path / "fb.jsonl"
     set_path.write_text(json.dumps({"id": "manual-1", "question": "Who approves travel?", "scope": "slack:T1:C1"})
                         + "\n")
     first = promote(log, set_path)
-    assert first.review == []  # the 👎 question is already a case in the set
-    before = (set_path.read_text(), review_path(set_path).exists())
+    # the 👎'd question is a case in the set already: its expectation may be what is wrong, so an admin looks
+    [case] = load_review_cases(review_path(set_path))
+    assert first.review == [case.id] and case.question == "Who approves travel?"
+    assert json.loads(review_path(set_path).read_text())["review"]["in_set"] == "manual-1"
+    before = (set_path.read_text(), review_path(set_path).read_text())
     second = promote(log, set_path)
     assert second.added == [] and second.review == []
-    assert (set_path.read_text(), review_path(set_path).exists()) == before
+    assert (set_path.read_text(), review_path(set_path).read_text()) == before
+
+
+def test_thumbs_up_and_down_on_one_question_go_to_review_with_every_vote(log: StateLog, tmp_path: Path) -> None:
+    set_path = tmp_path / "fb.jsonl"
+    promote(log, set_path)
+    leave_id = next(c.id for c in load_cases(set_path) if c.scope == "slack:T1:C1" and c.answerable)
+    # later someone 👎s the leave answer the set already holds, with a reason from the Slack form
+    log.add_feedback(platform="slack", message_ref="m1", user="U5", polarity="down", comment="that was 2023",
+                     choice="wrong_passage")
+    res = promote(log, set_path)
+    assert res.added == [] and res.skipped == 2  # the refusal and the other channel's case, already present
+    [leave] = [c for c in load_review_cases(review_path(set_path)) if c.question.startswith("How many days")]
+    assert res.review == [leave.id]
+    review = leave.review  # type: ignore[attr-defined]
+    assert review["why"] == "👍 and 👎 on the same question" and review["in_set"] == leave_id
+    assert sorted((v["user"], v["polarity"]) for v in review["votes"]) == [
+        ("U2", "up"), ("U3", "up"), ("U4", "up"), ("U5", "down")
+    ]
+    assert {"choice": "wrong_passage", "comment": "that was 2023"}.items() <= review["votes"][-1].items()
+    assert review["good_evidence"] == "q0" and review["comment"] == "that was 2023"  # the latest 👍 (m4) cited q0
+
+    # a new vote on a question under review joins its case; nothing is duplicated on a rerun
+    log.add_feedback(platform="slack", message_ref="m4", user="U6", polarity="up")
+    assert promote(log, set_path).review == [leave.id]
+    assert promote(log, set_path).review == []
+    [leave] = [c for c in load_review_cases(review_path(set_path)) if c.question.startswith("How many days")]
+    assert len(leave.review["votes"]) == 5  # type: ignore[attr-defined]
 
 
 def test_since_filters_old_feedback(log: StateLog, tmp_path: Path) -> None:
@@ -106,6 +137,8 @@ def test_cli_promote_and_feedback_filters(
     assert json.loads(capsys.readouterr().out) == []
     assert run_cli(["eval", "promote", "--set", str(tmp_path / "s.jsonl")], settings) == 0
     assert "3 case(s) added" in capsys.readouterr().out
+    assert run_cli(["feedback"], settings) == 0
+    assert "    “wrong desk”" in capsys.readouterr().out
     assert run_cli(["eval", "promote", "--set", str(tmp_path / "s.jsonl")], settings) == 0
     assert "0 case(s) added" in capsys.readouterr().out
     with pytest.raises(SystemExit):

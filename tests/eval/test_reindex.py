@@ -113,3 +113,44 @@ def test_cli_reindex_with_the_real_model(store_and_settings: Any, run_cli: Any,
     assert "CITEBOT_EMBEDDING_DIM" in capsys.readouterr().err
     assert run_cli(["reindex", "--scope", "slack:T:none"], settings) == 0
     assert "Re-embedded 0 document(s)" in capsys.readouterr().out
+
+
+class _Terminal:
+    """stderr as a terminal (a progress line is drawn only there)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_cli_reindex_shows_progress_on_a_terminal(
+    store_and_settings: Any, run_cli: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    import connectors.embedding
+
+    _store, settings = store_and_settings
+    monkeypatch.setattr(connectors.embedding, "embed", lambda texts, **_kw: [_vec(t, 7) for t in texts])
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert run_cli(["reindex"], settings) == 0
+    # each distinct line drawn, in order (a log line makes the progress line be drawn again)
+    frames = list(dict.fromkeys(f.strip() for f in terminal.text.replace("\n", "\r").split("\r") if f.strip()))
+    assert frames[0] == "re-embedding documents 0/3"
+    assert frames[1].startswith("re-embedding documents 1/3 · ") and frames[1].endswith(" left")
+    assert frames[-1] == "re-embedding documents 3/3 · done"
+    assert "Re-embedded 3 document(s)" in capsys.readouterr().out
+    # not on a terminal (a log file, CI): no progress line at all
+    monkeypatch.setattr(sys, "stderr", __import__("io").StringIO())
+    assert run_cli(["reindex", "--restart"], settings) == 0
+    assert "re-embedding documents" not in sys.stderr.getvalue()  # type: ignore[attr-defined]

@@ -462,3 +462,33 @@ class TestIndexCode:
                     if target not in INDEX_CODE and target not in INDEX_CODE_IMPORTS_NOT_HASHED:
                         unaccounted.add(f"{rel} imports {target}")
         assert not unaccounted
+
+
+def test_progress_on_a_terminal_counts_pdfs_and_cases_with_time_left(setup: Any) -> None:
+    from bot.cli.progress import TerminalProgress
+
+    class Terminal:
+        text = ""
+
+        def isatty(self) -> bool:
+            return True
+
+        def write(self, s: str) -> int:
+            Terminal.text += s
+            return len(s)
+
+        def flush(self) -> None:
+            pass
+
+    settings, opts, calls = setup
+    ticks = iter(range(0, 1000, 5))  # every reading of the clock is five seconds later
+    logged: list[str] = []
+    progress = TerminalProgress(Terminal(), clock=lambda: float(next(ticks)), print_log=logged.append)
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=progress.log, progress=progress)
+    # each distinct line drawn, in order (a log line makes the progress line be drawn again)
+    frames = list(dict.fromkeys(f.strip() for f in Terminal.text.replace("\n", "\r").split("\r") if f.strip()))
+    assert frames[:3] == ["indexing PDFs 0/2", "indexing PDFs 1/2 · 5 s left", "indexing PDFs 2/2 · done"]
+    cases = [f for f in frames if f.startswith("hybrid cases")]
+    assert cases[0] == "hybrid cases 0/4" and cases[-1] == "hybrid cases 4/4 · done"
+    assert "hybrid cases 2/4 · 10 s left" in cases
+    assert any(m.startswith("indexed 1/2 one.pdf") for m in logged)  # log lines still go out, above the line

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import io
+import json
+import unicodedata
 import zlib
 from pathlib import Path
 
 import pypdf
 import pytest
+from structlog.testing import capture_logs
 
+from connectors.ocr import tesseract_available
 from connectors.settings import Settings
 from connectors.stores import open_store
 from eval import sample_pdfs
-from pipelines.indexing import Indexer, make_doc_id
+from pipelines.components.chunker import StructureChunker
+from pipelines.indexing import FAILED_INTERNAL, Indexer, make_doc_id
 from pipelines.models import IngestProgress
+from tests.pipelines.pdf_factory import remapped_pdf, slide_deck_pdf, to_control_chars, to_math_bold
 
 
 def _settings(tmp_path: Path, **kw: object) -> Settings:
@@ -167,6 +173,73 @@ class TestIngestSamples:
         data = _encrypted(sample_pdfs.sample_bytes(sample_pdfs.CONTRACT), user_password="")
         res = indexer.ingest(data, file_name="locked-for-editing.pdf", scope="local")
         assert res.status == "indexed", res.error
+
+
+def _has_bad_chars(text: str) -> bool:
+    return any(unicodedata.category(c) in ("Cc", "Cs") and c not in "\n\t" for c in text)
+
+
+@pytest.mark.slow
+class TestRealWorldText:
+    def test_letters_outside_the_bmp_are_indexed_not_called_damaged(self, indexer: Indexer) -> None:
+        # two dev-set papers set "Number of Conflicts" in mathematical bold; they used to fail as "damaged"
+        data = remapped_pdf([["Inconsistency (LI) is the", "Number of Conflicts divided by all pairs."]],
+                            to_math_bold, remap_pages={1})
+        res = indexer.ingest(data, file_name="paper.pdf", scope="local")
+        assert res.status == "indexed", res.error
+        chunks = indexer.store.fetch(scopes=["local"], limit=50)
+        assert not any(_has_bad_chars(c.content or "") for c in chunks)
+        text = unicodedata.normalize("NFKC", " ".join(c.content or "" for c in chunks))
+        assert "Number of Conflicts divided by all pairs." in text
+
+    def test_unreadable_text_layer_is_read_by_ocr(self, indexer: Indexer) -> None:
+        if not tesseract_available():
+            pytest.skip("tesseract is not installed")
+        data = remapped_pdf(
+            [["Revenue grew by 2.4% in the year under review."] * 3, ["Dividends rose to 155.98 million."] * 3],
+            to_control_chars, remap_pages={1},
+        )
+        res = indexer.ingest(data, file_name="annual.pdf", scope="local")
+        assert res.status == "indexed" and res.ocr_pages == 1, res.error
+        chunks = indexer.store.fetch(scopes=["local"], limit=50)
+        assert not any(_has_bad_chars(c.content or "") for c in chunks)
+        page1 = [c for c in chunks if c.meta["page_start"] == c.meta["page_end"] == 1]
+        assert page1 and all(c.meta["element_type"] == "ocr" for c in page1)
+        assert "Revenue grew by 2.4% in the year under review." in (page1[0].content or "")
+
+
+    def test_each_slide_of_an_image_only_deck_is_cited_by_its_own_page(self, indexer: Indexer) -> None:
+        if not tesseract_available():
+            pytest.skip("tesseract is not installed")
+        slides = [["Data culture", "Goals first"], ["Testing", "Run experiments"], ["Revenue", "Up 17.5% in 2015"],
+                  ["Mobile", "Google Play store"], ["Thank you", "Questions"]]
+        res = indexer.ingest(slide_deck_pdf(slides), file_name="deck.pdf", scope="local")
+        assert res.status == "indexed" and res.ocr_pages == 5, res.error
+        chunks = sorted(indexer.store.fetch(scopes=["local"], limit=50), key=lambda c: c.meta["chunk_index"])
+        assert [(c.meta["page_start"], c.meta["page_end"]) for c in chunks] == [(n, n) for n in range(1, 6)]
+        assert "Up 17.5% in 2015" in (chunks[2].content or "")
+
+
+@pytest.mark.slow
+class TestInternalErrors:
+    def test_our_bug_is_reported_as_ours_and_logged_without_text(
+        self, indexer: Indexer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        def broken(self: StructureChunker, drafts: list) -> list:
+            raise KeyError("Dana Okafor earns EUR 184,000")  # a message that carries document text
+
+        monkeypatch.setattr(StructureChunker, "_merge_small", broken)
+        with capture_logs() as logs:
+            res = indexer.ingest(sample_pdfs.sample_bytes(sample_pdfs.CONTRACT), file_name="c.pdf", scope="local")
+        assert res.status == "failed" and res.error == FAILED_INTERNAL
+        assert "damaged" not in res.error
+        assert indexer.store.count_documents() == 0
+        event = next(e for e in logs if e["event"] == "ingest_internal_error")
+        assert event["log_level"] == "error" and event["error"] == "KeyError"
+        assert event["where"].startswith("pipelines/components/chunker.py:") and event["where"].endswith(" in run")
+        assert event["raised_in"].startswith("tests/pipelines/test_indexing.py:")
+        assert event["raised_in"].endswith(" in broken")
+        assert "Okafor" not in json.dumps(logs, default=str)
 
 
 @pytest.mark.slow

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import unicodedata
 import zlib
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from connectors.settings import Settings
 from eval import sample_pdfs
 from pipelines.components.chunker import StructureChunker, load_token_counter
 from pipelines.components.embedder import PassageEmbedder, passage_text
-from pipelines.components.layout import Element, IngestError, Line
+from pipelines.components.layout import Element, IngestError, Line, Page, ParsedPdf
 from pipelines.components.ocr import OcrFallback
 from pipelines.components.pdf_guard import PdfGuard
 from pipelines.components.pdf_parser import PdfParser, repair_letter_spacing
@@ -23,6 +25,7 @@ from pipelines.components.structure import (
     heading_numbering,
     strip_running_lines,
 )
+from tests.pipelines.pdf_factory import remapped_pdf, to_control_chars, to_math_bold
 
 MODEL_PATH = str(Settings().resolved_model_path)
 
@@ -157,6 +160,53 @@ class TestPdfParser:
         lines = [ln.text for p in parsed.pages for ln in p.lines]
         assert "3.4 Payment Schedule" in lines
 
+    def test_letters_outside_the_bmp_come_back_whole(self) -> None:
+        # pdfium reports each mathematical bold letter as two UTF-16 halves
+        data = remapped_pdf([["Inconsistency is the", "Number of Conflicts over all pairs."]], to_math_bold,
+                            remap_pages={1})
+        lines = [ln.text for p in PdfParser().run(data)["parsed"].pages for ln in p.lines]
+        assert all(not any("\ud800" <= c <= "\udfff" for c in t) for t in lines), lines
+        assert [unicodedata.normalize("NFKC", t) for t in lines] == [
+            "Inconsistency is the", "Number of Conflicts over all pairs."]
+
+    def test_font_scaled_by_the_text_matrix_keeps_words_and_sizes(self) -> None:
+        # many producers write "1 Tf" and scale with the text matrix; read as 1-pt text, every glyph gap split
+        # the words ("C o r p o r a t e") and no heading was found (16 of the 45 dev-set PDFs)
+        from reportlab.pdfgen import canvas
+
+        buf = io.BytesIO()
+        c = canvas.Canvas(buf)
+        y = 700.0
+        for size, line in [(16, "Corporate Governance"), (11, "The governance process should ensure that these"),
+                           (11, "resources are utilised in a manner that meets")]:
+            text = c.beginText()
+            text.setTextTransform(size, 0, 0, size, 72, y)
+            text.setFont("Times-Roman", 1)
+            text.setCharSpace(0.12)
+            text.textOut(line)
+            c.drawText(text)
+            y -= size * 1.25
+        c.showPage()
+        c.save()
+        parsed = PdfParser().run(buf.getvalue())["parsed"]
+        assert [(ln.text, round(ln.size)) for ln in parsed.pages[0].lines] == [
+            ("Corporate Governance", 16),
+            ("The governance process should ensure that these", 11),
+            ("resources are utilised in a manner that meets", 11),
+        ]
+        elements = StructureDetector().run(parsed)["elements"]
+        assert elements[0].kind == "heading" and elements[-1].section == "Corporate Governance"
+
+    def test_unreadable_text_layer_is_dropped_and_the_page_goes_to_ocr(self) -> None:
+        # page 1's font maps its glyphs to control characters (no usable ToUnicode map); page 2 is fine
+        data = remapped_pdf(
+            [["Revenue grew by 2.4% in the year under review."] * 4, ["Dividends rose to 155.98 million."] * 4],
+            to_control_chars, remap_pages={1},
+        )
+        pages = PdfParser().run(data)["parsed"].pages
+        assert (pages[0].lines, pages[0].needs_ocr) == ([], True)
+        assert not pages[1].needs_ocr and pages[1].lines[0].text == "Dividends rose to 155.98 million."
+
     @pytest.mark.parametrize(
         ("text", "expected"),
         [
@@ -186,14 +236,28 @@ class TestOcrFallback:
             OcrFallback(language="eng; rm -rf /")
         with pytest.raises(ValueError, match="page_timeout_s"):
             OcrFallback(page_timeout_s=0)
+        with pytest.raises(ValueError, match="layout"):
+            OcrFallback(layout="slides")
 
     def test_to_dict_from_dict(self) -> None:
-        c = OcrFallback(enabled=False, dpi=150, language="eng+deu", page_timeout_s=5, max_pixels=2_000_000)
+        c = OcrFallback(enabled=False, dpi=150, language="eng+deu", page_timeout_s=5, max_pixels=2_000_000,
+                        layout="sparse")
         data = c.to_dict()
         assert data["init_parameters"] == {
-            "enabled": False, "dpi": 150, "language": "eng+deu", "page_timeout_s": 5, "max_pixels": 2_000_000
+            "enabled": False, "dpi": 150, "language": "eng+deu", "page_timeout_s": 5, "max_pixels": 2_000_000,
+            "layout": "sparse",
         }
-        assert OcrFallback.from_dict(data).dpi == 150
+        back = OcrFallback.from_dict(data)
+        assert (back.dpi, back.layout) == (150, "sparse")
+
+    @pytest.mark.parametrize(
+        ("layout", "width", "height", "psm"),
+        [("auto", 768, 432, 11), ("auto", 612, 792, 3), ("document", 768, 432, 3), ("sparse", 612, 792, 11)],
+    )
+    def test_slides_are_read_as_sparse_text_documents_as_columns(
+        self, layout: str, width: float, height: float, psm: int
+    ) -> None:
+        assert OcrFallback(layout=layout).psm_for(Page(number=1, width=width, height=height)) == psm
 
     def test_disabled_leaves_pages_alone(self) -> None:
         data = sample_pdfs.sample_bytes(sample_pdfs.HANDBOOK)
@@ -285,6 +349,30 @@ class TestStructureDetector:
         inner = Line(page=1, text="12", x0=72, top=130, x1=80, bottom=136, size=10)
         assert inner in strip_running_lines([[*body[:3], inner, *body[3:]]], [842.0])[0]
 
+    def test_ocr_lines_never_join_across_pages(self) -> None:
+        # slides OCR'd one per page: no sentence ends, so they used to flow into one paragraph over the deck
+        pages = [
+            Page(number=n, width=720, height=405, ocr=True, ocr_confidence=90.0, lines=[
+                Line(page=n, text=f"Slide {n} title", x0=50, top=40, x1=400, bottom=70, ocr_confidence=90.0),
+                Line(page=n, text=f"point {n} without a full stop", x0=50, top=90, x1=400, bottom=110,
+                     ocr_confidence=90.0),
+            ])
+            for n in range(1, 6)
+        ]
+        elements = StructureDetector().run(ParsedPdf(pages=pages))["elements"]
+        assert all(e.page_start == e.page_end for e in elements)
+        by_page = {n: " ".join(e.text for e in elements if e.page_start == n) for n in range(1, 6)}
+        assert by_page[3] == "Slide 3 title point 3 without a full stop"
+
+    def test_a_paragraph_never_flows_onto_a_third_page(self) -> None:
+        # one short line per page, none ending a sentence (a sparse text layer, a figure's labels)
+        pages = [Page(number=n, width=612, height=792, lines=[
+            Line(page=n, text=f"words on page {n} and the sentence goes on", x0=72, top=300, x1=400, bottom=310,
+                 size=10)]) for n in range(1, 6)]
+        elements = StructureDetector().run(ParsedPdf(pages=pages))["elements"]
+        assert " ".join(e.text for e in elements).count("words on page") == 5  # nothing lost
+        assert all(e.page_end - e.page_start <= 1 for e in elements)
+
     def test_hyphenated_line_breaks_are_joined(self, handbook_elements: list[Element]) -> None:
         text = " ".join(e.text for e in handbook_elements)
         # every body word the generator hyphenates comes back whole
@@ -365,6 +453,119 @@ class TestStructureChunker:
         assert {d.meta["scope"] for d in docs} == {"s1"}
         pay = next(d for d in docs if d.meta["element_type"] == "table")
         assert pay.meta["label"] == "Table 1" and pay.meta["section_id"] == "3.4"
+
+
+    def test_each_sparse_ocr_slide_is_its_own_chunk(self) -> None:
+        # image-only decks: a few words per slide; packed by tokens, chunks spanned 3-12 slides ("pp. 3-9")
+        elements = [Element(kind="paragraph", text=f"Slide {n}: a few words", page_start=n, page_end=n, ocr=True,
+                            ocr_confidence=88.0) for n in range(1, 11)]
+        docs = StructureChunker(model_path=MODEL_PATH).run(elements, doc_id="d", file_name="deck.pdf",
+                                                           scope="local")["documents"]
+        assert [(d.meta["page_start"], d.meta["page_end"]) for d in docs] == [(n, n) for n in range(1, 11)]
+        assert [d.content for d in docs] == [f"Slide {n}: a few words" for n in range(1, 11)]
+        assert all(d.meta["element_type"] == "ocr" for d in docs)
+
+    def test_ocr_blocks_of_one_slide_share_a_chunk(self) -> None:
+        elements = [Element(kind="paragraph", text=text, page_start=page, page_end=page, ocr=True)
+                    for page, text in [(1, "Title"), (1, "first point"), (1, "second point"), (2, "Next slide")]]
+        docs = StructureChunker(model_path=MODEL_PATH).run(elements, doc_id="d", file_name="deck.pdf",
+                                                           scope="local")["documents"]
+        assert [(d.content, d.meta["page_start"], d.meta["page_end"]) for d in docs] == [
+            ("Title\nfirst point\nsecond point", 1, 1), ("Next slide", 2, 2)]
+
+    @pytest.mark.parametrize("kind", ["paragraph", "list"])
+    def test_small_text_never_packs_across_more_than_two_pages(self, kind: str) -> None:
+        elements = [Element(kind=kind, text=f"- short item on page {n}" if kind == "list" else f"Short on {n}.",
+                            items=[f"short item on page {n}"] if kind == "list" else [],
+                            page_start=n, page_end=n, section="Notes") for n in range(1, 8)]
+        docs = StructureChunker(model_path=MODEL_PATH).run(elements, doc_id="d", file_name="f.pdf",
+                                                           scope="local")["documents"]
+        assert all(d.meta["page_end"] - d.meta["page_start"] <= 1 for d in docs)
+        assert sum(d.content.count(" on ") for d in docs) == 7  # nothing lost
+
+    def test_a_chunk_with_substance_does_not_reach_onto_the_next_page(self, count_tokens) -> None:  # noqa: ANN001
+        long = ("The travel policy covers flights, hotels and meals booked for business trips, and it applies "
+                "to every employee, contractor and intern who travels on the company's behalf in any country, "
+                "whether the trip lasts a single day or several weeks.")
+        assert count_tokens(long) >= 40
+        elements = [Element(kind="paragraph", text=long, page_start=4, page_end=4, section="Travel"),
+                    Element(kind="paragraph", text="Receipts are kept.", page_start=5, page_end=5, section="Travel"),
+                    Element(kind="paragraph", text="Taxis are fine.", page_start=6, page_end=6, section="Travel"),
+                    Element(kind="paragraph", text="Trains are first.", page_start=7, page_end=7, section="Travel")]
+        docs = StructureChunker(model_path=MODEL_PATH, min_tokens=40).run(
+            elements, doc_id="d", file_name="f.pdf", scope="local")["documents"]
+        # the full chunk stays on its page; small text may still cross one page boundary
+        assert [(d.meta["page_start"], d.meta["page_end"]) for d in docs] == [(4, 4), (5, 6), (7, 7)]
+
+    def test_parts_of_a_paragraph_over_a_page_break_cite_their_own_page(self) -> None:
+        sentences = [f"Sentence {w} of the long policy paragraph explains one more rule in detail." for w in
+                     ("one", "two", "three", "four", "five", "six", "seven", "eight")]
+        # lines of one paragraph: four sentences at the foot of page 1, the rest at the top of page 2
+        pages = [Page(number=n, width=612, height=792, lines=[
+            Line(page=n, text=text, x0=72, top=100 + 14 * i, x1=540, bottom=110 + 14 * i, size=10)
+            for i, text in enumerate(sentences[4 * (n - 1):4 * n])]) for n in (1, 2)]
+        pages[0].lines[-1] = dataclasses.replace(pages[0].lines[-1], text="Sentence four of the long policy "
+                                                 "paragraph explains one more rule in")  # runs on over the break
+        pages[1].lines[0] = dataclasses.replace(pages[1].lines[0], text="detail. Sentence five of the long policy "
+                                                "paragraph explains one more rule in detail.")
+        elements = StructureDetector().run(ParsedPdf(pages=pages))["elements"]
+        assert [(e.kind, e.page_start, e.page_end) for e in elements] == [("paragraph", 1, 2)]
+        docs = StructureChunker(model_path=MODEL_PATH, max_tokens=40, min_tokens=0).run(
+            elements, doc_id="d", file_name="f.pdf", scope="local")["documents"]
+        # two sentences per chunk: only the chunk holding sentence four (split by the break) spans both pages
+        placed = [(d.content.split()[1], d.meta["page_start"], d.meta["page_end"]) for d in docs]
+        assert placed == [("one", 1, 1), ("three", 1, 2), ("five", 2, 2), ("seven", 2, 2)]
+
+    def test_a_small_sibling_section_joins_the_next_only_on_its_own_page(self) -> None:
+        def section(title: str, body: str, page: int) -> list[Element]:
+            return [Element(kind="heading", text=title, page_start=page, page_end=page, level=1, section=title),
+                    Element(kind="paragraph", text=body, page_start=page, page_end=page, section=title)]
+
+        elements = [*section("Parking", "Free.", 1), *section("Canteen", "Opens at 8.", 1),
+                    *section("Library", "Closed on Sundays.", 2)]
+        docs = StructureChunker(model_path=MODEL_PATH, min_tokens=40).run(
+            elements, doc_id="d", file_name="f.pdf", scope="local")["documents"]
+        assert [(d.content, d.meta["page_start"], d.meta["page_end"]) for d in docs] == [
+            ("Parking\nFree.\nCanteen\nOpens at 8.", 1, 1), ("Library\nClosed on Sundays.", 2, 2)]
+
+    def test_a_heading_with_nothing_under_it_leads_the_next_chunk_on_its_page(self) -> None:
+        # "5.4 Analysis" directly followed by a run-in heading the structure step put beside it, not under it
+        elements = [
+            Element(kind="heading", text="5.4 Analysis", page_start=8, page_end=8, level=2, numbering="5.4",
+                    section="5 Method > 5.4 Analysis", section_id="5.4"),
+            Element(kind="heading", text="Few makes big difference", page_start=8, page_end=8, level=2,
+                    section="5 Method > Few makes big difference", section_id="5"),
+            Element(kind="paragraph", text="Our method selectively reranks hard samples.", page_start=8,
+                    page_end=8, section="5 Method > Few makes big difference", section_id="5"),
+            Element(kind="heading", text="6 Conclusion", page_start=8, page_end=8, level=1, numbering="6",
+                    section="6 Conclusion", section_id="6"),
+            Element(kind="heading", text="Limitations", page_start=9, page_end=9, level=1,
+                    section="Limitations"),
+            Element(kind="paragraph", text="We study English only.", page_start=9, page_end=9, section="Limitations"),
+        ]
+        docs = StructureChunker(model_path=MODEL_PATH).run(elements, doc_id="d", file_name="f.pdf",
+                                                           scope="local")["documents"]
+        assert [(d.content, d.meta["section_id"], d.meta["page_start"], d.meta["page_end"]) for d in docs] == [
+            ("5.4 Analysis\nFew makes big difference\nOur method selectively reranks hard samples.", "5", 8, 8),
+            ("6 Conclusion", "6", 8, 8),  # the next heading is on the next page: no chunk reaches over
+            ("Limitations\nWe study English only.", "", 9, 9),
+        ]
+
+    def test_a_table_over_many_pages_is_cut_at_two_pages(self) -> None:
+        rows = [(f"row {i}", str(i)) for i in range(9)]
+        table = Element(kind="table", text="", page_start=1, page_end=5, label="Table 4", caption="Table 4: Items",
+                        header=("Item", "Count"), rows=rows, row_pages=[1, 1, 2, 2, 3, 3, 4, 4, 5])
+        docs = StructureChunker(model_path=MODEL_PATH).run([table], doc_id="d", file_name="f.pdf",
+                                                           scope="local")["documents"]
+        assert all(d.meta["page_end"] - d.meta["page_start"] <= 1 for d in docs)
+        assert all(d.content.startswith("Table 4: Items\nItem | Count\n") for d in docs)
+        assert sum(d.content.count("row ") for d in docs) == 9
+
+    def test_chunk_text_never_carries_control_characters(self) -> None:
+        elements = [Element(kind="paragraph", text="Revenue\x04 grew by 2.4%\x00 in 2023.", page_start=1, page_end=1)]
+        docs = StructureChunker(model_path=MODEL_PATH).run(elements, doc_id="d", file_name="f.pdf", scope="local")[
+            "documents"]
+        assert [d.content for d in docs] == ["Revenue grew by 2.4% in 2023."]
 
 
 class TestPassageEmbedder:

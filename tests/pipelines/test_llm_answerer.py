@@ -106,6 +106,6 @@ def test_stricter_prompt_names_failures():
     ],
 )
 def test_keep_supported(text, valid, expected_text, expected_ns):
-    out_text, cits = keep_supported(text, [_cit(n) for n in valid])
-    assert out_text == expected_text
-    assert [c.n for c in cits] == expected_ns
+    kept = keep_supported(text, [_cit(n) for n in valid])
+    assert kept.text == expected_text
+    assert [c.n for c in kept.citations] == expected_ns
