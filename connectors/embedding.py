@@ -499,31 +499,29 @@ class BatchingEncoder:
             crowded = bool(self._pending) or self._busy or (last_thread != me and now - last_at < 0.05)
             self._last = (me, now)
             self._pending.append(req)
-            while not req.done:
-                if not self._busy:
-                    self._busy = True
-                    break
-                self._cv.wait()
-        if req.done:
-            return self._result(req)
-        try:  # this caller leads the next batch
-            if crowded and self.window_s:
-                time.sleep(self.window_s)
+        while True:
             with self._cv:
-                batch: list[_Request] = []
-                n = 0
-                while self._pending and (not batch or n + len(self._pending[0].texts) <= self.max_texts):
-                    r = self._pending.pop(0)
-                    batch.append(r)
-                    n += len(r.texts)
-            self._run(batch)
-        finally:
-            with self._cv:
-                self._busy = False
-                self._cv.notify_all()
-        if not req.done:  # more than max_texts were waiting ahead of this caller
-            return self.encode(texts, batch_size)
-        return self._result(req)
+                while not req.done and self._busy:
+                    self._cv.wait()
+                if req.done:
+                    return self._result(req)
+                self._busy = True  # this caller leads the next batch
+            try:
+                if crowded and self.window_s:
+                    time.sleep(self.window_s)
+                with self._cv:
+                    batch: list[_Request] = []
+                    n = 0
+                    while self._pending and (not batch or n + len(self._pending[0].texts) <= self.max_texts):
+                        r = self._pending.pop(0)
+                        batch.append(r)
+                        n += len(r.texts)
+                self._run(batch)
+            finally:
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
+            # more than max_texts were waiting ahead of this caller: its request is still pending; lead again
 
     def _run(self, batch: list[_Request]) -> None:
         texts = [t for r in batch for t in r.texts]

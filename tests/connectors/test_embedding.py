@@ -158,6 +158,27 @@ class TestBatchingEncoder:
         assert len(fake.calls) < n / 2  # batched: far fewer model calls than questions
         assert b.requests == n
 
+    def test_more_waiting_than_one_batch_holds_encodes_each_text_once(self):
+        fake = _Fake(delay=0.03)
+        b = E.BatchingEncoder(fake, window_s=0.01, max_texts=4)
+        n = 12
+        barrier = threading.Barrier(n)
+        results: dict[int, list[list[float]]] = {}
+
+        def ask(i: int) -> None:
+            barrier.wait()
+            results[i] = b.encode(["y" * (i + 1), "z"]).tolist()
+
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert all(results[i] == [[float(i + 1), 1.0], [1.0, 1.0]] for i in range(n))
+        assert all(len(call) <= 4 for call in fake.calls)
+        assert sum(len(call) for call in fake.calls) == 2 * n  # no request encoded twice
+        assert b.requests == n
+
     def test_a_failure_reaches_every_caller_of_the_batch(self):
         b = E.BatchingEncoder(_Fake(delay=0.02, fail=True), window_s=0.01)
         errors: list[BaseException] = []
