@@ -2,7 +2,8 @@
 
 HTTP mode is a small threaded ``http.server`` in front of ``App.dispatch`` (Bolt's own development
 server is single-threaded and has no health route): ``POST /slack/events`` for events, slash
-commands and interactivity; ``GET /healthz`` for load balancers. Listeners only acknowledge and hand
+commands and interactivity; ``GET /healthz`` (and ``/readyz``: the server listens only once warmed up)
+for load balancers. Listeners only acknowledge and hand
 work to the bot's pool, so acks stay fast under load.
 
 The server faces the internet, so every request is bounded before Bolt checks its signature:
@@ -39,6 +40,8 @@ log = structlog.get_logger("citebot.slack.server")
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
+# The server listens only once the model is loaded and the pipelines are built, so ready is healthy here.
+READY_PATH = "/readyz"
 MAX_BODY_BYTES = 1_000_000  # Slack payloads are a few kB; refuse anything absurd before reading it
 MAX_CONNECTIONS = 64  # connections served at once; Slack's bursts are acked in milliseconds each
 REQUEST_TIMEOUT_S = 10.0  # Slack gives up after 3 s; a request still arriving after 10 s is not Slack
@@ -101,7 +104,7 @@ def make_http_server(
             return
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            if self.path.partition("?")[0] == HEALTH_PATH:
+            if self.path.partition("?")[0] in (HEALTH_PATH, READY_PATH):
                 self._send(200, b'{"ok":true}', {"Content-Type": "application/json"})
             else:
                 self._send(404, b"", {})

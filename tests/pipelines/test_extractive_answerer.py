@@ -68,11 +68,15 @@ class TestExtractiveAnswerer:
             ExtractiveAnswerer(model_path="m", keep_ratio=0)
 
     def test_to_dict(self):
-        assert ExtractiveAnswerer(model_path="/m", max_quotes=2).to_dict() == {
+        a = ExtractiveAnswerer(model_path="/m", max_quotes=2, backend="onnx", models_dir="/d", batch_window_ms=3.0)
+        assert a.to_dict() == {
             "type": "pipelines.components.extractive_answerer.ExtractiveAnswerer",
             "init_parameters": {
                 "model_path": "/m",
                 "threads": 1,
+                "backend": "onnx",
+                "models_dir": "/d",
+                "batch_window_ms": 3.0,
                 "max_quotes": 2,
                 "max_candidates": 5,
                 "overlap_weight": 0.35,
