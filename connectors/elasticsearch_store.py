@@ -398,6 +398,11 @@ class CitebotElasticsearchStore:
             if not page["buckets"] or after is None:
                 return buckets
 
+    def count_in_scopes(self, scopes: Sequence[str]) -> int | None:
+        """Not counted: a count right after a write may not see it yet (refresh), so callers keep to their TTL."""
+        require_scopes(scopes)
+        return None
+
     def fetch(
         self,
         *,
