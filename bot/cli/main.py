@@ -26,11 +26,11 @@ COMMAND_MODULES = [
 ]
 # Modules that register `citebot bench <name>` benchmarks (they live under eval/).
 BENCH_MODULES = [
-    "eval.bench_ingest",
-    "eval.bench_query",
-    "eval.bench_retrieval",
-    "eval.bench_slack",
-    "eval.bench_teams",
+    "eval.bench.ingest",
+    "eval.bench.query",
+    "eval.bench.retrieval",
+    "eval.bench.slack",
+    "eval.bench.teams",
 ]
 
 

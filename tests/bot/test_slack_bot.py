@@ -20,7 +20,7 @@ from bot.core import APOLOGY, HELP_TEXT, ChatContext, ChatCore
 from bot.slack.app import SlackBot, build_bot
 from bot.slack.server import make_http_server, socket_mode_handler
 from connectors.settings import Settings
-from eval.fake_slack import (
+from eval.fakes.slack_api import (
     APP_TOKEN,
     BOT_ID,
     BOT_TOKEN,

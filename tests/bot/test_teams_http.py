@@ -20,9 +20,9 @@ import structlog
 
 from bot.core import APOLOGY, ChatCore
 from bot.teams.activity import FILE_DOWNLOAD_INFO
-from bot.teams.fakes import AppThread, Call, ChannelFolder, FakeMicrosoft
 from bot.teams.server import anonymous_authentication, build_app
 from connectors.settings import Settings
+from eval.fakes.microsoft import AppThread, Call, ChannelFolder, FakeMicrosoft
 
 pytestmark = pytest.mark.slow
 
