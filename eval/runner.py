@@ -83,6 +83,7 @@ INDEX_CODE_IMPORTS_NOT_HASHED = {
     "connectors/log.py": "logging only",
     "connectors/store_api.py": "the store protocol and scope checks",
     "connectors/scoped_retrievers.py": "query side",
+    "connectors/stores.py": "picks the store class and rebuilds a saved one; the store's own code is hashed",
     "pipelines/models.py": "result and progress models; chunk metadata is written by the chunker",
     "pipelines/components/query_embedder.py": "the shared encoder factory the embedder uses; the vectors are "
     "decided by connectors/embedding.py and the embedding fingerprint, both hashed",
