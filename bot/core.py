@@ -16,7 +16,7 @@ from typing import Literal
 import structlog
 
 from connectors.settings import Settings
-from connectors.state_log import FeedbackEntry, Polarity, StateLog
+from connectors.state_log import Polarity, StateLog
 from connectors.store_api import DocInfo
 from pipelines.models import Answer, IngestProgress, IngestResult, Turn, for_people, printable
 from pipelines.service import CitebotService, ProgressCallback
@@ -156,9 +156,6 @@ class ChatCore:
             platform=platform, message_ref=message_ref, user=user, polarity=polarity
         )
 
-    def feedback_entries(self) -> list[FeedbackEntry]:
-        return self.state.feedback()
-
     # --- files -----------------------------------------------------------------------------------
     def upload(
         self,
@@ -207,9 +204,6 @@ class ChatCore:
             self.service.forget(doc.doc_id, ctx.scope)
         log.info("forgot", platform=ctx.platform, scope=ctx.scope, user=ctx.user, n_docs=len(allowed))
         return ForgetOutcome("deleted", f"Removed “{allowed[0].file}”; I will no longer quote it here.")
-
-    def forget_by_id(self, scope: str, doc_id: str) -> int:
-        return self.service.forget(doc_id, scope)
 
     def record_upload(self, ctx: ChatContext, *, file_ref: str, result: IngestResult) -> None:
         """Link the platform's file id to the document it became, for :meth:`forget_file`."""

@@ -48,12 +48,13 @@ CREATE TABLE IF NOT EXISTS store_info (
 _SCOPE_TAG_SQL = "'s' || lower(hex({}))"
 # No triggers: an FTS5 insert from a trigger runs inside a statement savepoint, which makes FTS5 flush its
 # pending terms for every row (measured 1.7x slower writes). The store keeps the index in sync itself, in the
-# same transaction (``_insert`` and ``_delete_chunks``).
+# same transaction (``_insert`` and ``_delete_chunks`` in :mod:`.rows`).
 _FTS = """
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     content, scope_tag, content='', tokenize='unicode61 remove_diacritics 2'
 );
 """
+# Older files kept the index in sync with triggers; migrating drops them along with the old index.
 _DROP_FTS = """
 DROP TRIGGER IF EXISTS chunks_ai;
 DROP TRIGGER IF EXISTS chunks_ad;
@@ -123,7 +124,7 @@ def _add_routing_columns(conn: sqlite3.Connection) -> None:
 
 
 def _split_sql(script: str) -> list[str]:
-    """Statements of a schema script (triggers keep their inner ``;``)."""
+    """Statements of a schema script, split where SQLite sees a complete statement."""
     out: list[str] = []
     buf = ""
     for line in script.strip().splitlines():
