@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     elasticsearch_username: str | None = None
     elasticsearch_password: SecretStr | None = None
     elasticsearch_index: str = "citebot-chunks"
+    elasticsearch_state_prefix: str = Field(
+        "citebot-state", description="Chat state indices ({prefix}-claims, -answers...) when Elasticsearch is used."
+    )
 
     # --- embedding model -------------------------------------------------------------------
     model_path: Path | None = Field(
@@ -135,7 +138,7 @@ class Settings(BaseSettings):
 
     @property
     def state_path(self) -> Path:
-        """Feedback log, answered-message records and chat event dedup."""
+        """Feedback log, answered-message records and chat event dedup (embedded; see ``stores.open_state``)."""
         return self.data_dir / "state.sqlite3"
 
 
