@@ -399,20 +399,37 @@ class ElasticsearchState:
         comment: str = "",
         choice: str = "",
     ) -> bool:
-        """Record ``user``'s vote on a posted answer, replacing their earlier one. False when the message is not
-        a bot answer."""
+        """Record ``user``'s vote on a posted answer, replacing their earlier one; a bare repeat of the standing vote
+        keeps its comment and choice (as :meth:`StateLog.add_feedback`). False when the message is not a bot
+        answer."""
         found = self.find_answer(platform=platform, message_ref=message_ref)
         if found is None:
             return False
+        from elasticsearch import ConflictError
+
         doc = {
             "platform": platform, "message_ref": message_ref, "scope": found[0], "user": user,
             "polarity": polarity, "comment": comment, "choice": choice, "at": _now(), "seq": time.time_ns(),
             "retracted": False, "retracted_at": None,
         }
-        with self._guard():
-            self.es.index(index=self.index("feedback"), id=_id(platform, message_ref, user), document=doc,
-                          refresh="wait_for")
-        return True
+        id_ = _id(platform, message_ref, user)
+        for _ in range(_CAS_ATTEMPTS):
+            got = self._get("feedback", id_)
+            if got is None:
+                try:
+                    with self._guard(ConflictError):
+                        self.es.create(index=self.index("feedback"), id=id_, document=doc, refresh="wait_for")
+                except ConflictError:
+                    continue  # a vote of this person arrived at the same moment: read it and decide again
+                return True
+            standing = got["_source"]
+            bare_repeat = not comment and not choice and standing.get("polarity") == polarity and not standing.get(
+                "retracted")
+            new = {**doc, "comment": standing.get("comment", ""), "choice": standing.get("choice", "")} if (
+                bare_repeat) else doc
+            if self._put_if("feedback", id_, new, got, refresh="wait_for"):
+                return True
+        return False
 
     def retract_feedback(self, *, platform: str, message_ref: str, user: str, polarity: Polarity) -> bool:
         id_ = _id(platform, message_ref, user)

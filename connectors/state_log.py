@@ -110,6 +110,11 @@ _CLAIM_COLUMNS = {
     "note": "TEXT",
 }
 _PRUNE_EVERY_S = PRUNE_EVERY_S
+# In an upsert of a vote: the new vote is bare and repeats the standing, unretracted one.
+_SAME_BARE_VOTE = (
+    "excluded.comment = '' AND excluded.choice = '' AND feedback.polarity = excluded.polarity "
+    "AND feedback.retracted_at IS NULL"
+)
 
 
 def _now() -> str:
@@ -330,19 +335,22 @@ class StateLog:
         comment: str = "",
         choice: str = "",
     ) -> bool:
-        """Record ``user``'s 👍/👎 on a posted answer, replacing their earlier vote (the latest wins). False when
-        the message is not a bot answer."""
+        """Record ``user``'s 👍/👎 on a posted answer, replacing their earlier vote (the latest wins). A bare vote (no
+        comment, no choice) equal to the standing one keeps that one's comment and choice: the 👎 button's record
+        may land after the 👎 form it opened (another replica, a busy pool). False when the message is not a bot
+        answer."""
         found = self.find_answer(platform=platform, message_ref=message_ref)
         if found is None:
             return False
         scope = found[0]
         with self._tx() as db:
             db.execute(
-                """INSERT INTO feedback (platform, message_ref, scope, user, polarity, comment, choice, at)
+                f"""INSERT INTO feedback (platform, message_ref, scope, user, polarity, comment, choice, at)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (platform, message_ref, user) DO UPDATE SET
-                     polarity = excluded.polarity, comment = excluded.comment, choice = excluded.choice,
-                     at = excluded.at, retracted_at = NULL""",
+                     comment = CASE WHEN {_SAME_BARE_VOTE} THEN feedback.comment ELSE excluded.comment END,
+                     choice = CASE WHEN {_SAME_BARE_VOTE} THEN feedback.choice ELSE excluded.choice END,
+                     polarity = excluded.polarity, at = excluded.at, retracted_at = NULL""",
                 (platform, message_ref, scope, user, polarity, comment, choice, _now()),
             )
         return True

@@ -136,7 +136,10 @@ def test_one_winner_among_racing_threads(make_state: Factory) -> None:
         wins: list[bool] = []
         lock = threading.Lock()
 
-        def claim(i: int, key: str = key, barrier: threading.Barrier = barrier) -> None:
+        def claim(
+            i: int, key: str = key, barrier: threading.Barrier = barrier, wins: list[bool] = wins,
+            lock: threading.Lock = lock,
+        ) -> None:
             barrier.wait(10)
             won = replicas[i % 2].claim_event(key, budget_s=None if i % 3 else 120)
             with lock:
@@ -338,6 +341,16 @@ def test_feedback_round_trip_with_comments_across_replicas(make_state: Factory) 
     assert not a.retract_feedback(platform="slack", message_ref="C1:111.1", user="U9", polarity="down")
     assert ("C1:111.1", "U3") not in {(e.message_ref, e.user) for e in fresh.feedback()}
     assert len(fresh.feedback(include_retracted=True)) == 3
+    # the 👎 button's own record landing after the form it opened (another replica) keeps the form's words
+    assert b.add_feedback(platform="slack", message_ref="C1:222.2", user="U4", polarity="down",
+                          comment="Cites the wrong policy", choice="wrong_passage")
+    assert a.add_feedback(platform="slack", message_ref="C1:222.2", user="U4", polarity="down")
+    [u4] = [e for e in fresh.feedback() if e.user == "U4"]
+    assert (u4.polarity, u4.choice, u4.comment) == ("down", "wrong_passage", "Cites the wrong policy")
+    assert a.add_feedback(platform="slack", message_ref="C1:222.2", user="U4", polarity="up")  # a change of mind
+    assert [(e.polarity, e.comment) for e in fresh.feedback() if e.user == "U4"] == [("up", "")]
+    assert a.add_feedback(platform="slack", message_ref="C1:222.2", user="U4", polarity="down")
+    assert [(e.polarity, e.comment) for e in fresh.feedback() if e.user == "U4"] == [("down", "")]
     # voting again after a retraction counts again
     assert a.add_feedback(platform="slack", message_ref="C1:111.1", user="U3", polarity="up")
     assert [(e.user, e.polarity) for e in fresh.feedback() if e.message_ref == "C1:111.1"].count(("U3", "up")) == 1
