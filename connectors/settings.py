@@ -26,6 +26,9 @@ class Settings(BaseSettings):
         env_file_encoding="utf-8",
         extra="ignore",
         populate_by_name=True,
+        # `SLACK_APP_TOKEN=` (a blank line of an env file, compose passing an unset variable) means unset, not "":
+        # an empty token must not switch on Socket Mode, nor an empty OPENAI_BASE_URL the LLM.
+        env_ignore_empty=True,
     )
 
     # --- storage ---------------------------------------------------------------------------
