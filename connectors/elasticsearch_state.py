@@ -191,7 +191,7 @@ class ElasticsearchState:
                 try:
                     self._es.indices.create(index=self.index(name), mappings=mapping)
                 except BadRequestError as e:  # another replica created it first
-                    if e.error != "resource_already_exists_exception":
+                    if "resource_already_exists_exception" not in str(e):
                         raise
 
     def drop(self) -> None:
