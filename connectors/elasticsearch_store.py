@@ -429,6 +429,18 @@ class CitebotElasticsearchStore:
             after = hits[-1]["sort"]
         return docs
 
+    def embedding_fingerprint(self) -> str | None:
+        """The fingerprint of the model and backend the stored vectors were made with, kept in the index
+        mapping's ``_meta`` (None: not recorded)."""
+        mapping = self._guard(self.client.indices.get_mapping, index=self.index)
+        body = dict(mapping).get(self.index, {}) if mapping is not None else {}
+        value = (body.get("mappings", {}).get("_meta") or {}).get("citebot_embedding_fingerprint")
+        return str(value) if value else None
+
+    def set_embedding_fingerprint(self, fingerprint: str) -> None:
+        self._guard(self.client.indices.put_mapping, index=self.index,
+                    meta={"citebot_embedding_fingerprint": fingerprint})
+
     def all_scopes(self) -> list[str]:
         buckets = self._composite({"match_all": {}}, [{"scope": {"terms": {"field": "scope"}}}])
         return sorted(b["key"]["scope"] for b in buckets if b["key"]["scope"])

@@ -46,9 +46,23 @@ class Settings(BaseSettings):
     model_path: Path | None = Field(
         None, description="A sentence-transformers model folder; default: the packaged all-MiniLM-L6-v2."
     )
+    models_dir: Path | None = Field(
+        None, description="Where the model's ONNX exports are kept (one folder per model); default DATA_DIR/models."
+    )
     embedding_dim: int = Field(384, ge=8, le=4096)
     embedding_batch_size: int = Field(32, ge=1, le=1024)
-    torch_threads: int = Field(1, ge=1, le=64, description="1 measured fastest on these 2-vCPU machines.")
+    torch_threads: int = Field(
+        1, ge=1, le=64, description="Threads of the embedding model (torch or ONNX Runtime); 1 measured fastest here."
+    )
+    embedding_backend: Literal["onnx", "onnx-int8", "torch"] = Field(
+        "onnx",
+        description="onnx: the model exported once into DATA_DIR/models and run by ONNX Runtime (same vectors as "
+        "torch); onnx-int8: quantised, faster, its own vectors (re-index to switch); torch: sentence-transformers.",
+    )
+    embedding_batch_window_ms: float = Field(
+        4.0, ge=0.0, le=100.0, description="Concurrent questions arriving this close together are embedded as one "
+        "batch; 0 turns batching off."
+    )
 
     # --- ingestion -------------------------------------------------------------------------
     chunk_max_tokens: int = Field(200, ge=32, le=256, description="Tokens per chunk incl. heading prefix.")
@@ -134,6 +148,30 @@ class Settings(BaseSettings):
 
         urls = (self.slack_api_url, self.teams_graph_url, self.teams_token_url.replace("{tenant}", "t"))
         return frozenset(h for h in ((urlsplit(u).hostname or "").lower() for u in urls) if h)
+
+    @property
+    def resolved_models_dir(self) -> Path:
+        """Where ONNX exports of the embedding model are kept, one folder per model fingerprint."""
+        return self.models_dir if self.models_dir is not None else self.data_dir / "models"
+
+    def embedding_args(self, *, batched: bool = False) -> dict[str, object]:
+        """The keyword arguments every embedding component takes (the query side's are ``batched``)."""
+        args: dict[str, object] = {
+            "model_path": str(self.resolved_model_path),
+            "threads": self.torch_threads,
+            "backend": self.embedding_backend,
+            "models_dir": str(self.resolved_models_dir),
+        }
+        if batched:
+            args["batch_window_ms"] = self.embedding_batch_window_ms
+        return args
+
+    @property
+    def embedding_fingerprint(self) -> str:
+        """What the configured model and backend's vectors are comparable by; stores record it."""
+        from connectors.embedding import embedding_fingerprint
+
+        return embedding_fingerprint(self.resolved_model_path, self.embedding_dim, self.embedding_backend)
 
     @property
     def sqlite_path(self) -> Path:

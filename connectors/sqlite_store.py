@@ -602,6 +602,17 @@ class SQLiteDocumentStore:
         rows = self._conn().execute("SELECT DISTINCT scope FROM chunks WHERE scope != '' ORDER BY scope").fetchall()
         return [r[0] for r in rows]
 
+    def embedding_fingerprint(self) -> str | None:
+        """The fingerprint of the model and backend the stored vectors were made with (None: not recorded)."""
+        row = self._conn().execute("SELECT value FROM store_info WHERE key='embedding_fingerprint'").fetchone()
+        return str(row[0]) if row else None
+
+    def set_embedding_fingerprint(self, fingerprint: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO store_info(key, value) VALUES ('embedding_fingerprint', ?)", (fingerprint,)
+            )
+
     def count_in_scopes(self, scopes: Sequence[str]) -> int:
         """How many chunks the scopes hold."""
         scopes = require_scopes(scopes)

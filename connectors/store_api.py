@@ -89,3 +89,31 @@ class ChunkStore(Protocol):
     def all_scopes(self) -> list[str]:
         """Every scope holding chunks (admin CLI only: reindex, docs --all-scopes)."""
         ...
+
+    def embedding_fingerprint(self) -> str | None:
+        """What the stored vectors were made with (:func:`connectors.embedding.embedding_fingerprint`)."""
+        ...
+
+    def set_embedding_fingerprint(self, fingerprint: str) -> None: ...
+
+
+class EmbeddingMismatchError(StoreError):
+    """The store's vectors were made with another model or backend than the one configured."""
+
+    def __init__(self, stored: str, current: str) -> None:
+        super().__init__(
+            f"the store's vectors were made with embedding {stored} but this process makes {current} "
+            "(CITEBOT_EMBEDDING_BACKEND or CITEBOT_MODEL_PATH changed): run `citebot reindex`, or switch back"
+        )
+        self.stored = stored
+        self.current = current
+
+
+def check_embeddings(store: ChunkStore, current: str, *, legacy: str) -> str | None:
+    """``None`` when the store's vectors are comparable with ``current`` (recording it in a new store), else the
+    fingerprint the store holds. A store from before fingerprints were recorded was made by torch: ``legacy``."""
+    stored = store.embedding_fingerprint()
+    if stored is None:
+        stored = legacy if store.count_documents() else current
+        store.set_embedding_fingerprint(stored)
+    return None if stored == current else stored

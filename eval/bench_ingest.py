@@ -2,19 +2,23 @@
 
 Per run, over the given PDFs (files or folders):
 
-* parse+structure+chunk pages/s (guard, pdfium parser, structure, chunker; no OCR, no embedding),
+* parse+structure+chunk pages/s (guard, pdfium parser, structure, chunker; no OCR, no embedding), and
+  chunks per page for each input (every chunk costs an embedding),
 * OCR s/page on the pages that need it (when the inputs have none, the sample handbook's scanned
   page is OCR'd so the number is always there; the report says which),
-* embedding chunks/s of our chunks (section path + text, the configured threads/batch size),
-* end-to-end pages/s of ``Indexer.ingest`` into a fresh temporary store,
+* for each compared embedding backend (``--backends``; default torch and the configured one), in the
+  same run: embedding chunks/s of our chunks, and end-to-end pages/s of ``Indexer.ingest`` into a fresh
+  temporary store, so the ratio holds on a noisy machine,
 * peak RSS of the process after our pipeline (``ru_maxrss``), before the baseline runs,
 * the naive baseline in the same run: Haystack ``PyPDFToDocument`` + ``DocumentSplitter`` cutting
-  800-character windows with 150 characters of overlap + the same embedder.
+  800-character windows with 150 characters of overlap + the configured embedder.
 
 Wall-clock and CPU seconds are both reported: these machines are shared, and CPU time is the
-steadier number when other work runs. ``--synthetic-pages N`` adds a generated N-page text PDF
-(e.g. 500 for the memory target). Targets (issue 3): parse+chunk >= 30 pages/s on text PDFs;
-end-to-end >= 5 pages/s on a 100-page text PDF; OCR <= 2 s/page; peak RSS <= 1.5 GB at 500 pages.
+steadier number when other work runs. ``--synthetic-pages N`` adds a generated N-page text report
+(e.g. 500 for the memory target); ``--filing-pages N`` a generated N-page annual-report-like filing (items,
+dense financial tables, numbered notes; 160 for issue 11). Targets (issue 11): end-to-end >= 6 pages/s on
+the 117-page shared PDF and >= 5 pages/s on a 160-page text filing; parse+chunk >= 30 pages/s; OCR <= 2
+s/page; peak RSS <= 1.5 GB.
 """
 
 from __future__ import annotations
@@ -32,11 +36,16 @@ from connectors.settings import Settings
 
 
 def register(sub: Any) -> None:
+    from eval.bench_common import add_backends_arg
+
     p = sub.add_parser("ingest", help="indexing speed and peak memory vs a naive Haystack baseline")
     p.add_argument("paths", nargs="*", metavar="PATH", help="PDF files or folders (default: the sample PDFs)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--synthetic-pages", type=int, default=0, help="also generate and index an N-page text PDF")
+    p.add_argument("--filing-pages", type=int, default=0,
+                   help="also generate and index an N-page annual-report-like filing (tables, numbered notes)")
     p.add_argument("--no-baseline", action="store_true", help="skip the naive baseline")
+    add_backends_arg(p)
     p.set_defaults(func=run_bench)
 
 
@@ -79,7 +88,91 @@ def synthetic_pdf(pages: int) -> bytes:
     return buf.getvalue()
 
 
-def _collect(paths: list[str], synthetic_pages: int) -> list[tuple[str, bytes]]:
+_ITEMS = (
+    "Item 1. Business", "Item 1A. Risk Factors", "Item 2. Properties", "Item 5. Market for Registrant's Equity",
+    "Item 7. Management's Discussion and Analysis", "Item 7A. Quantitative and Qualitative Disclosures",
+    "Item 8. Financial Statements and Supplementary Data", "Item 9A. Controls and Procedures",
+)
+_NOTES = (
+    "Revenue Recognition", "Income Taxes", "Goodwill and Intangible Assets", "Long-Term Debt", "Leases",
+    "Pension and Postretirement Benefits", "Stock-Based Compensation", "Commitments and Contingencies",
+    "Segment Information", "Derivatives and Hedging", "Inventories", "Property, Plant and Equipment",
+)
+_LINES = (
+    "Net sales", "Cost of sales", "Gross profit", "Selling, general and administrative", "Research and development",
+    "Operating income", "Interest expense, net", "Other income", "Income before income taxes",
+    "Provision for income taxes", "Net income", "Depreciation and amortization", "Capital expenditures",
+    "Free cash flow", "Total assets", "Total liabilities", "Long-term debt", "Shareholders' equity",
+    "Accounts receivable", "Inventories", "Accrued liabilities", "Deferred revenue",
+)
+_PHRASES = (
+    "The Company recognizes revenue when control of the promised goods or services transfers to the customer",
+    "in an amount that reflects the consideration expected to be received in exchange for those goods",
+    "Management evaluates the recoverability of goodwill annually in the fourth quarter",
+    "or more frequently if events or changes in circumstances indicate that the carrying amount may not be",
+    "recoverable", "The effective tax rate was {p}% compared with {q}% in the prior year",
+    "primarily due to the mix of earnings across jurisdictions and discrete items",
+    "As of December 31, {y}, the Company had ${n} million of unrecognized tax benefits",
+    "Borrowings under the revolving credit facility bear interest at a floating rate",
+    "The Company was in compliance with all covenants as of the balance sheet date",
+    "See Note {k} for further information about the fair value hierarchy",
+    "Operating lease cost was ${n} million and variable lease cost was ${m} million",
+    "Foreign currency fluctuations reduced net sales by {p}% in the period",
+)
+
+
+def filing_pdf(pages: int, seed: int = 11) -> bytes:
+    """An annual-report-like text filing (deterministic): item headings, numbered notes, paragraphs of
+    disclosure prose with figures, and a dense financial table on every page; one page per note part."""
+    import io
+    import random
+
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import LETTER
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+
+    rng = random.Random(seed)
+    styles = getSampleStyleSheet()
+
+    def prose(sentences: int) -> str:
+        out = []
+        for _ in range(sentences):
+            parts = rng.sample(_PHRASES, 2)
+            out.append(", ".join(parts).format(
+                p=f"{rng.uniform(5, 35):.1f}", q=f"{rng.uniform(5, 35):.1f}", y=rng.randint(2019, 2024),
+                n=f"{rng.randint(10, 9000):,}", m=f"{rng.randint(1, 900):,}", k=rng.randint(1, 24)) + ".")
+        return " ".join(out)
+
+    def footer(c: Any, doc: Any) -> None:
+        c.setFont("Helvetica", 8)
+        c.drawString(72, 30, f"Example Industries Inc. | {doc.page}")
+
+    story: list[Any] = []
+    note = 0
+    for page in range(1, pages + 1):
+        if page % 20 == 1:
+            story.append(Paragraph(_ITEMS[(page // 20) % len(_ITEMS)], styles["Heading1"]))
+        if page % 2 == 1:
+            note += 1
+            story.append(Paragraph(f"Note {note}. {_NOTES[note % len(_NOTES)]}", styles["Heading2"]))
+        story.append(Paragraph(prose(4), styles["BodyText"]))
+        rows = [["(in millions, except per share)", "2024", "2023", "2022", "Change", "%"]]
+        for line in rng.sample(_LINES, 16):
+            a, b, c = (rng.randint(50, 60_000) for _ in range(3))
+            rows.append([line, f"{a:,}", f"{b:,}", f"{c:,}", f"{a - b:,}", f"{(a - b) / b * 100:.1f}%"])
+        table = Table(rows, repeatRows=1)
+        table.setStyle(TableStyle([("FONTSIZE", (0, 0), (-1, -1), 8), ("ALIGN", (1, 0), (-1, -1), "RIGHT"),
+                                   ("LINEBELOW", (0, 0), (-1, 0), 0.5, colors.black),
+                                   ("BOTTOMPADDING", (0, 0), (-1, -1), 1), ("TOPPADDING", (0, 0), (-1, -1), 1)]))
+        story += [Spacer(1, 6), table, Spacer(1, 6), Paragraph(prose(3), styles["BodyText"]), PageBreak()]
+    buf = io.BytesIO()
+    SimpleDocTemplate(buf, pagesize=LETTER, invariant=1, title="Annual report").build(
+        story, onFirstPage=footer, onLaterPages=footer)
+    return buf.getvalue()
+
+
+def _collect(paths: list[str], synthetic_pages: int, filing_pages: int = 0) -> list[tuple[str, bytes]]:
     from eval import sample_pdfs
 
     out: list[tuple[str, bytes]] = []
@@ -91,6 +184,8 @@ def _collect(paths: list[str], synthetic_pages: int) -> list[tuple[str, bytes]]:
         out.extend((name, sample_pdfs.sample_bytes(name)) for name in sample_pdfs.SAMPLE_FILES)
     if synthetic_pages:
         out.append((f"synthetic-{synthetic_pages}-pages.pdf", synthetic_pdf(synthetic_pages)))
+    if filing_pages:
+        out.append((f"filing-{filing_pages}-pages.pdf", filing_pdf(filing_pages)))
     return out
 
 
@@ -113,18 +208,20 @@ def _peak_rss_mb() -> float:
 
 
 def run_bench(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 - one linear report
+    from eval.bench_common import compared_backends, load_average, with_backend
     from pipelines.components.chunker import StructureChunker
-    from pipelines.components.embedder import PassageEmbedder
     from pipelines.components.layout import IngestError
     from pipelines.components.ocr import OcrFallback
     from pipelines.components.pdf_guard import PdfGuard
     from pipelines.components.pdf_parser import PdfParser
     from pipelines.components.structure import StructureDetector
 
-    inputs = _collect(args.paths, args.synthetic_pages)
+    backends = compared_backends(settings, args.backends)
+    inputs = _collect(args.paths, args.synthetic_pages, args.filing_pages)
     if not inputs:
         print("citebot bench ingest: no PDFs found", file=sys.stderr)
         return 2
+    load_start = load_average()
     model_path = str(settings.resolved_model_path)
     guard = PdfGuard(max_file_mb=settings.max_file_mb, max_pages=settings.max_pages)
     parser = PdfParser(ocr_min_chars=settings.ocr_min_chars)
@@ -133,13 +230,10 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR
         model_path=model_path, max_tokens=settings.chunk_max_tokens, min_tokens=settings.chunk_min_tokens
     )
     chunker.warm_up()
-    embedder = PassageEmbedder(
-        model_path=model_path, threads=settings.torch_threads, batch_size=settings.embedding_batch_size
-    )
-    embedder.warm_up()
 
-    # 1. parse + structure + chunk (text layer only)
+    # 1. parse + structure + chunk (text layer only), the same for every backend
     parse_pages, chunks_all, ocr_todo, refused = 0, [], [], []
+    per_file: dict[str, dict[str, Any]] = {}
     with _Clock() as parse_clock:
         for name, data in inputs:
             try:
@@ -150,8 +244,13 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR
                 continue
             parse_pages += parsed.page_count
             ocr_todo.append((data, parsed))
-            elements = structure.run(parsed)["elements"]
-            chunks_all += chunker.run(elements, doc_id="bench", file_name=name, scope="bench")["documents"]
+            out = structure.run(parsed)
+            docs = chunker.run(out["elements"], doc_id="bench", file_name=name, scope="bench",
+                               page_labels=out.get("page_labels"))["documents"]
+            chunks_all += docs
+            per_file[name] = {"pages": parsed.page_count, "chunks": len(docs),
+                              "chunks_per_page": round(len(docs) / max(parsed.page_count, 1), 2),
+                              "pages_per_s": {}}
 
     # 2. OCR on the pages that need it (or the sample scan)
     ocr = OcrFallback(enabled=True, dpi=settings.ocr_dpi, language=settings.ocr_language,
@@ -168,52 +267,71 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR
         for data, parsed in ocr_todo:
             ocr.run(data, parsed)
 
-    # 3. embedding of our chunks
-    with _Clock() as embed_clock:
-        embedder.run(chunks_all)
-
-    # 4. end to end into a fresh store
-    from connectors.stores import open_store
-    from pipelines.indexing import Indexer
-
-    e2e_pages = 0
-    e2e_chunks = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        e2e_settings = settings.model_copy(update={"data_dir": Path(tmp)})
-        indexer = Indexer(e2e_settings, open_store(e2e_settings))
-        indexer.warm_up()
-        with _Clock() as e2e_clock:
-            for name, data in inputs:
-                res = indexer.ingest(data, file_name=name, scope="bench")
-                if res.status == "indexed":
-                    e2e_pages += res.pages
-                    e2e_chunks += res.chunks
+    # 3 and 4, per backend in turn: embedding of our chunks, then end to end into a fresh store
+    per_backend: dict[str, dict[str, Any]] = {}
+    for backend in backends:
+        per_backend[backend] = _measure_backend(with_backend(settings, backend), inputs, chunks_all, per_file)
     rss_ours = _peak_rss_mb()
 
     results: dict[str, Any] = {
         "inputs": [{"file": n, "bytes": len(d)} for n, d in inputs],
         "refused": refused,
+        "backends": backends,
+        "load_avg_1m": [load_start, load_average()],
         "settings": {"torch_threads": settings.torch_threads, "batch_size": settings.embedding_batch_size,
                      "chunk_max_tokens": settings.chunk_max_tokens, "ocr_dpi": settings.ocr_dpi},
         "parse_structure_chunk": {"pages": parse_pages, "chunks": len(chunks_all),
                                   "wall_s": round(parse_clock.wall, 2), "cpu_s": round(parse_clock.cpu, 2),
                                   "pages_per_s": _rate(parse_pages, parse_clock.wall),
                                   "pages_per_cpu_s": _rate(parse_pages, parse_clock.cpu)},
+        "per_file": per_file,
         "ocr": {"pages": ocr_pages, "source": ocr_source,
                 "s_per_page": round(ocr_clock.wall / ocr_pages, 2) if ocr_pages else None},
-        "embedding": {"chunks": len(chunks_all), "wall_s": round(embed_clock.wall, 2),
-                      "cpu_s": round(embed_clock.cpu, 2),
-                      "chunks_per_s": _rate(len(chunks_all), embed_clock.wall),
-                      "chunks_per_cpu_s": _rate(len(chunks_all), embed_clock.cpu)},
-        "end_to_end": {"pages": e2e_pages, "chunks": e2e_chunks, "wall_s": round(e2e_clock.wall, 2),
-                       "cpu_s": round(e2e_clock.cpu, 2), "pages_per_s": _rate(e2e_pages, e2e_clock.wall),
-                       "pages_per_cpu_s": _rate(e2e_pages, e2e_clock.cpu)},
+        "per_backend": per_backend,
         "peak_rss_mb": rss_ours,
     }
     if not args.no_baseline:
-        results["baseline"] = _baseline(inputs, settings, pages=parse_pages)
+        results["baseline"] = _baseline(inputs, with_backend(settings, backends[-1]), pages=parse_pages)
     _print(results, as_json=args.json)
     return 0
+
+
+def _measure_backend(settings: Settings, inputs: list[tuple[str, bytes]], chunks: list[Any],
+                     per_file: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Embedding chunks/s and end-to-end pages/s (per file too) with ``settings``' backend."""
+    from connectors.stores import open_store
+    from pipelines.components.embedder import PassageEmbedder
+    from pipelines.indexing import Indexer
+
+    embedder = PassageEmbedder(**settings.embedding_args(), batch_size=settings.embedding_batch_size)  # type: ignore[arg-type]
+    with _Clock() as load_clock:
+        embedder.warm_up()
+    with _Clock() as embed_clock:
+        embedder.run(chunks)
+    e2e_pages = e2e_chunks = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        e2e_settings = settings.model_copy(update={"data_dir": Path(tmp)})
+        indexer = Indexer(e2e_settings, open_store(e2e_settings))
+        indexer.warm_up()
+        with _Clock() as e2e_clock:
+            for name, data in inputs:
+                with _Clock() as one:
+                    res = indexer.ingest(data, file_name=name, scope="bench")
+                if res.status == "indexed":
+                    e2e_pages += res.pages
+                    e2e_chunks += res.chunks
+                    if name in per_file:
+                        per_file[name]["pages_per_s"][settings.embedding_backend] = _rate(res.pages, one.wall)
+    return {
+        "running": str(embedder._encoder.backend),  # noqa: SLF001 - torch after a fallback
+        "model_load_s": round(load_clock.wall, 2),
+        "embedding": {"chunks": len(chunks), "wall_s": round(embed_clock.wall, 2), "cpu_s": round(embed_clock.cpu, 2),
+                      "chunks_per_s": _rate(len(chunks), embed_clock.wall),
+                      "chunks_per_cpu_s": _rate(len(chunks), embed_clock.cpu)},
+        "end_to_end": {"pages": e2e_pages, "chunks": e2e_chunks, "wall_s": round(e2e_clock.wall, 2),
+                       "cpu_s": round(e2e_clock.cpu, 2), "pages_per_s": _rate(e2e_pages, e2e_clock.wall),
+                       "pages_per_cpu_s": _rate(e2e_pages, e2e_clock.cpu)},
+    }
 
 
 def _baseline(inputs: list[tuple[str, bytes]], settings: Settings, *, pages: int) -> dict[str, Any]:
@@ -245,7 +363,8 @@ def _baseline(inputs: list[tuple[str, bytes]], settings: Settings, *, pages: int
             chunks += splitter.run(documents=out["documents"])["documents"]
     with _Clock() as emb:
         embed([c.content or "" for c in chunks], path=settings.resolved_model_path, threads=settings.torch_threads,
-              batch_size=settings.embedding_batch_size)
+              batch_size=settings.embedding_batch_size, backend=settings.embedding_backend,
+              models_dir=settings.resolved_models_dir)
     total = conv.wall + emb.wall
     return {
         "convert_split_cpu_s": round(conv.cpu, 2),
@@ -263,22 +382,41 @@ def _baseline(inputs: list[tuple[str, bytes]], settings: Settings, *, pages: int
 
 
 def _print(results: dict[str, Any], *, as_json: bool) -> None:
+    from eval.bench_common import ratio
+
     if as_json:
         print(json.dumps(results, indent=2))
         return
-    p, o, e, x = results["parse_structure_chunk"], results["ocr"], results["embedding"], results["end_to_end"]
-    print(f"inputs: {len(results['inputs'])} PDFs, refused: {len(results['refused'])}")
+    p, o = results["parse_structure_chunk"], results["ocr"]
+    backends, res = results["backends"], results["per_backend"]
+    base = backends[0]
+    print(f"inputs: {len(results['inputs'])} PDFs, refused: {len(results['refused'])}; backends "
+          f"{', '.join(backends)} in turn in this run; load average (1 min) at start / end: "
+          f"{results['load_avg_1m'][0]} / {results['load_avg_1m'][1]} (2 vCPUs)")
     print(f"parse+structure+chunk: {p['pages']} pages -> {p['chunks']} chunks in {p['wall_s']} s "
           f"= {p['pages_per_s']} pages/s ({p['pages_per_cpu_s']} pages per CPU-s)   target >= 30")
     print(f"OCR: {o['pages']} pages, {o['s_per_page']} s/page ({o['source']})   target <= 2")
-    print(f"embedding: {e['chunks']} chunks in {e['wall_s']} s = {e['chunks_per_s']} chunks/s "
-          f"({e['chunks_per_cpu_s']} per CPU-s)")
-    print(f"end to end: {x['pages']} pages, {x['chunks']} chunks in {x['wall_s']} s = {x['pages_per_s']} pages/s "
-          f"({x['pages_per_cpu_s']} per CPU-s)   target >= 5 on a 100-page text PDF")
-    print(f"peak RSS after our pipeline: {results['peak_rss_mb']} MB   target <= 1536 at 500 pages")
+    print(f"  {'':34s}" + "".join(f"{b:>12s}" for b in backends) + "    ratio")
+    rows = [("model load s", lambda r: r["model_load_s"], False),
+            ("embedding chunks/s", lambda r: r["embedding"]["chunks_per_s"], True),
+            ("embedding chunks per CPU-s", lambda r: r["embedding"]["chunks_per_cpu_s"], True),
+            ("end to end pages/s", lambda r: r["end_to_end"]["pages_per_s"], True),
+            ("end to end pages per CPU-s", lambda r: r["end_to_end"]["pages_per_cpu_s"], True)]
+    for label, get, higher_better in rows:
+        vals = [get(res[b]) for b in backends]
+        ratios = ", ".join(ratio(get(res[b]), get(res[base])) if higher_better else ratio(get(res[base]), get(res[b]))
+                           for b in backends[1:])
+        print(f"  {label:34s}" + "".join(f"{v if v is not None else '-':>12}" for v in vals) + f"    {ratios}")
+    print("  per file (pages, chunks/page, end-to-end pages/s per backend):")
+    for name, f in results["per_file"].items():
+        rates = "  ".join(f"{b} {f['pages_per_s'].get(b, '-')}" for b in backends)
+        print(f"    {name[:48]:48s} {f['pages']:5d} p  {f['chunks_per_page']:5.2f} c/p  {rates}")
+    print("  targets (issue 11): >= 6 pages/s on the 117-page shared PDF, >= 5 on a 160-page text filing")
+    print(f"peak RSS after our pipeline: {results['peak_rss_mb']} MB (every compared backend loaded in this one "
+          "process)   target <= 1536")
     b = results.get("baseline")
     if b:
-        print(f"baseline (PyPDFToDocument + 800/150 char splitter + same embedder): {b['pages']} pages -> "
+        print(f"baseline (PyPDFToDocument + 800/150 char splitter + {backends[-1]} embedder): {b['pages']} pages -> "
               f"{b['chunks']} chunks; convert+split {b['convert_split_pages_per_s']} pages/s, embedding "
               f"{b['embedding_chunks_per_s']} chunks/s, end to end {b['end_to_end_pages_per_s']} pages/s "
               f"({b['end_to_end_pages_per_cpu_s']} per CPU-s)")

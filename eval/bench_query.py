@@ -9,18 +9,19 @@ Three parts, each on its own temporary data dir (the user's store is never touch
    threshold is *calibrated* on a separate dev set (the sample PDFs' fact questions plus the
    unanswerable questions in :data:`DEV_UNANSWERABLE`), reported as ``calibration``.
 2. **Latency** — a store of ``--chunks`` synthetic chunks in ONE scope (the worst case: every chunk is
-   searched) plus the sample PDFs' real chunks. Synthetic chunks are real-ish English sentences with
-   RANDOM unit vectors (sentence frames with Zipf-distributed content words from a 30,000-word
-   vocabulary, as in ``bench retrieval``): embedding 50,000 chunks with the model would take about an hour here, and the
-   vectors only need the right shape and count for a kNN timing. The query path is real: the question is
-   embedded by the model, BM25 and dense search run, RRF fuses, and the extractive answerer embeds the
-   candidate sentences (its sentence cache is cleared before every timed answer, so no repeat is free).
-3. **Cold start** — a new Python process that opens the latency store, loads the model and answers one
-   question, timed from spawn to exit, with the child's own breakdown (imports, model, first answer).
+   searched) plus the sample PDFs' real chunks; the synthetic corpus is :mod:`eval.bench_common`'s (real-ish
+   sentences, RANDOM unit vectors: only a kNN timing needs them). The query path is real: the question is
+   embedded by the model, BM25 and dense search run, the fusion ranks, and the extractive answerer embeds
+   the candidate sentences (its sentence cache is cleared before every timed answer, so no repeat is free).
+3. **Cold start** — ``citebot ask`` in a new Python process on the latency store, timed from spawn to exit
+   (the answer printed), and whether the process imported torch or transformers.
 
-Targets at 50,000 chunks (issue 4): retrieval p95 <= 50 ms, extractive answer p95 <= 150 ms, cold start
-<= 5 s; 100% of shown quotes verbatim; hybrid page-hit@5 >= BM25 and >= dense; unanswerable refused
->= 90% while answerable answered >= 90%.
+Every part runs for each compared backend (``--backends``; default torch and the configured one) in the
+same run, questions alternating between them, so the ratio holds on a noisy shared machine.
+
+Targets at 50,000 chunks (issue 11): retrieval p95 <= 40 ms including the query embedding, extractive
+answer p95 <= 120 ms, cold start (``citebot ask``) <= 3 s; 100% of shown quotes verbatim; hybrid
+page-hit@5 >= BM25 and >= dense; unanswerable refused >= 90% while answerable answered >= 90%.
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
+from eval.bench_common import add_backends_arg
 
 TARGETS = {
-    "retrieval_p95_ms": 50.0,
-    "answer_p95_ms": 150.0,
-    "cold_start_s": 5.0,
+    "retrieval_p95_ms": 40.0,
+    "answer_p95_ms": 120.0,
+    "cold_start_s": 3.0,
     "verbatim": 1.0,
     "answered_rate": 0.9,
     "refused_rate": 0.9,
@@ -66,61 +68,6 @@ DEV_UNANSWERABLE = (
     "How tall is the Aberdeen office building?",
 )
 
-_SUBJECTS = (
-    "Employees",
-    "The contractor",
-    "Each supplier",
-    "The line manager",
-    "The finance team",
-    "New starters",
-    "The provider",
-    "Visitors",
-    "The project lead",
-    "Members of the board",
-    "Site engineers",
-    "The client",
-)
-_VERBS = (
-    "must submit",
-    "may request",
-    "shall provide",
-    "are entitled to",
-    "should review",
-    "will receive",
-    "must approve",
-    "can claim",
-    "shall maintain",
-    "are required to keep",
-    "may not transfer",
-    "must report",
-)
-_OBJECTS = (
-    "a written summary of the inspection",
-    "the quarterly safety report",
-    "travel expenses for rail journeys",
-    "a copy of the signed purchase order",
-    "additional training days",
-    "the maintenance schedule",
-    "an updated risk assessment",
-    "all invoices in euros",
-    "the design drawings for approval",
-    "confidential records for seven years",
-    "overtime hours in the portal",
-    "security incidents to the desk",
-)
-_TAILS = (
-    "within {n} days of the request",
-    "before the end of each quarter",
-    "unless the director agrees otherwise",
-    "at least {n} weeks in advance",
-    "for every project above {n} thousand pounds",
-    "in line with section {s}",
-    "during the first {n} months of service",
-    "after the annual review in {y}",
-    "as described in clause {s}",
-)
-
-
 def register(sub: Any) -> None:
     p = sub.add_parser("query", help="answer latency at N chunks, cold start, and answer quality on the samples")
     p.add_argument("--chunks", type=int, default=50_000, help="synthetic chunks in the latency store (default 50000)")
@@ -130,27 +77,19 @@ def register(sub: Any) -> None:
     p.add_argument("--skip-cold", action="store_true")
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_backends_arg(p)
     p.set_defaults(func=run)
 
 
 # --------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------
-def _percentiles(ms: list[float]) -> dict[str, float]:
-    import numpy as np
-
-    arr = np.asarray(ms)
-    return {
-        "n": len(ms),
-        "p50_ms": round(float(np.percentile(arr, 50)), 1),
-        "p95_ms": round(float(np.percentile(arr, 95)), 1),
-    }
-
-
-def _settings(base: Settings, data_dir: Path, **over: Any) -> Settings:
+def _settings(base: Settings, data_dir: Path, backend: str | None = None, **over: Any) -> Settings:
     return Settings(
         data_dir=data_dir,
         model_path=base.model_path,
+        models_dir=base.resolved_models_dir,  # the user's exports: made once, reused by every run
+        embedding_backend=backend or base.embedding_backend,  # type: ignore[arg-type]
         torch_threads=base.torch_threads,
         refusal_threshold=base.refusal_threshold,
         **over,
@@ -209,11 +148,11 @@ def calibrate(relevances: list[tuple[float, bool]]) -> dict[str, Any]:
     }
 
 
-def bench_quality(base: Settings, tmp: Path) -> dict[str, Any]:
+def bench_quality(base: Settings, tmp: Path, backend: str | None = None) -> dict[str, Any]:
     from eval.cases import load_cases
     from eval.sample_pdfs import facts
 
-    settings = _settings(base, tmp / "quality")
+    settings = _settings(base, tmp / f"quality-{backend or base.embedding_backend}", backend)
     service = _ingest_samples(settings, SCOPE)
     engine = service.query
     engine.warm_up()
@@ -272,127 +211,77 @@ def bench_quality(base: Settings, tmp: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 # 2. latency at N chunks
 # --------------------------------------------------------------------------------------------------
-def _sentences(rng: Any, n: int, vocab: Any, cdf: Any) -> list[str]:
-    """English sentence frames filled with Zipf-distributed content words from a 30,000-word vocabulary
-    (as in ``bench retrieval``), so BM25 sees realistic term statistics rather than a few hundred words."""
-    import numpy as np
-
-    out = []
-    for _ in range(n):
-        w = vocab[np.searchsorted(cdf, rng.random(4))]
-        tail = _TAILS[int(rng.integers(len(_TAILS)))].format(
-            n=int(rng.integers(2, 90)),
-            s=f"{int(rng.integers(1, 15))}.{int(rng.integers(1, 9))}",
-            y=int(rng.integers(2015, 2026)),
-        )
-        out.append(
-            f"{_SUBJECTS[int(rng.integers(len(_SUBJECTS)))]} {_VERBS[int(rng.integers(len(_VERBS)))]} "
-            f"the {w[0]} {w[1]} of the {w[2]} {_OBJECTS[int(rng.integers(len(_OBJECTS)))].split()[-1]} "
-            f"and {w[3]} {tail}."
-        )
-    return out
-
-
 def build_latency_store(settings: Settings, n: int, seed: int, real_chunks: list[Any]) -> dict[str, Any]:
-    import numpy as np
-    from haystack import Document
-
     from connectors.stores import open_store
-    from eval.bench_retrieval import FUNCTION_WORDS, _vocabulary
+    from eval.bench_common import sentence_chunks, write_in_batches
 
-    rng = np.random.default_rng(seed)
-    vocab = np.array(_vocabulary(rng, 30_000)[len(FUNCTION_WORDS) :])
-    ranks = np.arange(1, len(vocab) + 1, dtype=np.float64)
-    cdf = np.cumsum(1.0 / ranks**1.07)
-    cdf /= cdf[-1]
     store = open_store(settings)
-    dim = settings.embedding_dim
     t0 = time.perf_counter()
-    batch: list[Document] = []
-    per_doc = 100
-    for i in range(n):
-        doc_i, ci = divmod(i, per_doc)
-        doc_id = f"synthetic{doc_i:05d}"
-        vec = rng.standard_normal(dim).astype(np.float32)
-        vec /= np.linalg.norm(vec)
-        text = " ".join(_sentences(rng, int(rng.integers(4, 9)), vocab, cdf))
-        batch.append(
-            Document(
-                id=f"{doc_id}:{ci:05d}",
-                content=f"{ci // 10 + 1} Section {ci // 10 + 1}\n{text}",
-                embedding=vec.tolist(),
-                meta={
-                    "scope": SCOPE,
-                    "doc_id": doc_id,
-                    "file_name": f"{doc_id}.pdf",
-                    "page_start": ci // 3 + 1,
-                    "page_end": ci // 3 + 1,
-                    "section": f"{ci // 10 + 1} Section {ci // 10 + 1}",
-                    "section_id": str(ci // 10 + 1),
-                    "element_type": "text",
-                    "label": "",
-                    "chunk_index": ci,
-                    "sha256": doc_id,
-                    "uploaded_by": "",
-                    "uploaded_at": "2026-01-01T00:00:00+00:00",
-                },
-            )
-        )
-        if len(batch) >= 2000:
-            store.write_documents(batch)
-            batch = []
-    store.write_documents(batch + real_chunks)
+    write_in_batches(store, sentence_chunks(n, SCOPE, settings.embedding_dim, seed))
+    store.write_documents(real_chunks)
     return {"store": store, "build_s": round(time.perf_counter() - t0, 1)}
 
 
-def bench_latency(base: Settings, tmp: Path, n: int, queries: int, seed: int) -> dict[str, Any]:
+def bench_latency(base: Settings, tmp: Path, n: int, queries: int, seed: int, backends: list[str]) -> dict[str, Any]:
+    """Every question is timed on each backend in turn (same store, same moment), so the ratios hold."""
     from dataclasses import replace
 
+    from eval.bench_common import percentiles
     from eval.cases import load_cases
     from eval.sample_pdfs import facts
     from pipelines.query import QueryEngine
 
     # the sample PDFs' real chunks (with their real embeddings) join the synthetic ones
-    src = _settings(base, tmp / "samples-src")
+    src = _settings(base, tmp / "samples-src", backends[-1])
     service = _ingest_samples(src, "local")
     real = [
         replace(d, meta={**d.meta, "scope": SCOPE})
         for d in service.store.fetch(scopes=["local"], limit=10_000, return_embedding=True)
     ]  # type: ignore[call-arg]
-    settings = _settings(base, tmp / "latency")
+    settings = _settings(base, tmp / "latency", backends[-1])
     built = build_latency_store(settings, n, seed, real)
     store = built["store"]
-    engine = QueryEngine(settings, store)
-    t0 = time.perf_counter()
-    engine.warm_up()
-    warm_s = time.perf_counter() - t0
+    engines, warm_s = {}, {}
+    for b in backends:
+        engines[b] = QueryEngine(_settings(base, tmp / "latency", b), store)
+        t0 = time.perf_counter()
+        engines[b].warm_up()
+        warm_s[b] = round(time.perf_counter() - t0, 2)
 
     questions = [c.question for c in load_cases(Path(__file__).parent / "sets" / "demo.jsonl")]
     questions += [f.question for f in facts()]
     questions = (questions * (queries // len(questions) + 1))[:queries]
     for q in questions[:5]:  # warm caches that a running bot has warm (SQLite pages, matrices)
-        engine.retrieve(q, [SCOPE])
-    retrieval_ms, embed_ms, answer_ms = [], [], []
+        for engine in engines.values():
+            engine.retrieve(q, [SCOPE])
+    times: dict[str, dict[str, list[float]]] = {b: {"embed": [], "retrieve": [], "answer": []} for b in backends}
     for q in questions:
-        t = time.perf_counter()
-        engine.embedder.run(text=q)
-        embed_ms.append((time.perf_counter() - t) * 1000)
-        t = time.perf_counter()
-        engine.retrieve(q, [SCOPE])
-        retrieval_ms.append((time.perf_counter() - t) * 1000)
-        engine.extractive._cache.clear()
-        t = time.perf_counter()
-        engine.answer(q, [SCOPE])
-        answer_ms.append((time.perf_counter() - t) * 1000)
+        for b, engine in engines.items():
+            t = time.perf_counter()
+            engine.embedder.run(text=q)
+            times[b]["embed"].append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            engine.retrieve(q, [SCOPE])
+            times[b]["retrieve"].append((time.perf_counter() - t) * 1000)
+            engine.extractive._cache.clear()
+            t = time.perf_counter()
+            engine.answer(q, [SCOPE])
+            times[b]["answer"].append((time.perf_counter() - t) * 1000)
     return {
         "chunks": n + len(real),
         "synthetic": n,
         "real_sample_chunks": len(real),
         "store_build_s": built["build_s"],
-        "warm_up_s": round(warm_s, 2),
-        "query_embedding": _percentiles(embed_ms),
-        "retrieval": _percentiles(retrieval_ms),
-        "extractive_answer": _percentiles(answer_ms),
+        "backends": {
+            b: {
+                "running": engines[b].embedder.fingerprint and engines[b].embedder._encoder.backend,
+                "warm_up_s": warm_s[b],
+                "query_embedding": percentiles(times[b]["embed"]),
+                "retrieval": percentiles(times[b]["retrieve"]),
+                "extractive_answer": percentiles(times[b]["answer"]),
+            }
+            for b in backends
+        },
         "data_dir": str(settings.data_dir),
     }
 
@@ -400,63 +289,53 @@ def bench_latency(base: Settings, tmp: Path, n: int, queries: int, seed: int) ->
 # --------------------------------------------------------------------------------------------------
 # 3. cold start
 # --------------------------------------------------------------------------------------------------
-_COLD = r"""
-import json, sys, time
-t0 = time.perf_counter()
-import os
-os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
-from connectors.settings import Settings
-from pipelines.service import CitebotService
-t_import = time.perf_counter()
-s = Settings(data_dir=sys.argv[1], model_path=sys.argv[3] or None)
-svc = CitebotService(s)
-svc.query.warm_up()
-t_model = time.perf_counter()
-a = svc.answer(sys.argv[2], ["bench:query"])
-t_answer = time.perf_counter()
-print(json.dumps({"imports_s": t_import - t0, "store_and_model_s": t_model - t_import,
-                  "first_answer_s": t_answer - t_model, "refused": a.refused}))
-"""
-
-
-def bench_cold(base: Settings, data_dir: Path) -> dict[str, Any]:
-    env = {**os.environ, "CITEBOT_LOG_LEVEL": "warning", "HAYSTACK_TELEMETRY_ENABLED": "False"}
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", _COLD, str(data_dir), "What are the core working hours?", str(base.model_path or "")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    total = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"cold-start child failed: {proc.stderr[-2000:]}")
-    inner = json.loads(proc.stdout.strip().splitlines()[-1])
-    python_s = total - inner["imports_s"] - inner["store_and_model_s"] - inner["first_answer_s"]
-    return {
-        "total_s": round(total, 2),
-        "interpreter_start_s": round(python_s, 2),
-        "imports_s": round(inner["imports_s"], 2),
-        "store_and_model_s": round(inner["store_and_model_s"], 2),
-        "first_answer_s": round(inner["first_answer_s"], 2),
-    }
+def bench_cold(base: Settings, data_dir: Path, backends: list[str], runs: int = 2) -> dict[str, Any]:
+    """``citebot ask`` in a fresh process on the latency store, spawn to exit (the answer printed), per backend,
+    the backends alternating; ``imports_torch`` says whether the process loaded torch or transformers."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEBOT_")}
+    env.update({"CITEBOT_LOG_LEVEL": "warning", "HAYSTACK_TELEMETRY_ENABLED": "False",
+                "CITEBOT_DATA_DIR": str(data_dir), "CITEBOT_MODELS_DIR": str(base.resolved_models_dir),
+                "CITEBOT_TORCH_THREADS": str(base.torch_threads)})
+    if base.model_path is not None:
+        env["CITEBOT_MODEL_PATH"] = str(base.model_path)
+    code = ("import sys; from bot.cli.main import main; rc = main(sys.argv[1:]); "
+            "from connectors.embedding import heavy_modules_loaded as h; print('HEAVY', ','.join(h())); sys.exit(rc)")
+    out: dict[str, Any] = {b: {"runs_s": []} for b in backends}
+    for _ in range(runs):
+        for b in backends:
+            t0 = time.perf_counter()
+            proc = subprocess.run(
+                [sys.executable, "-c", code, "ask", "What are the core working hours?", "--scope", SCOPE],
+                capture_output=True, text=True, env={**env, "CITEBOT_EMBEDDING_BACKEND": b}, timeout=300,
+                check=False, cwd=Path(__file__).resolve().parents[1],
+            )
+            took = time.perf_counter() - t0
+            if proc.returncode != 0:
+                raise RuntimeError(f"cold-start child ({b}) failed: {proc.stderr[-2000:]}")
+            out[b]["runs_s"].append(round(took, 2))
+            heavy = proc.stdout.rsplit("HEAVY", 1)[-1].strip()
+            out[b]["imports_torch"] = bool(heavy)
+    for b in backends:
+        out[b]["best_s"] = min(out[b]["runs_s"])
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    out: dict[str, Any] = {"targets": TARGETS, "load_avg_1m": round(os.getloadavg()[0], 2)}
+    from eval.bench_common import compared_backends, load_average
+
+    backends = compared_backends(settings, args.backends)
+    out: dict[str, Any] = {"targets": TARGETS, "backends": backends, "load_avg_1m": load_average()}
     with tempfile.TemporaryDirectory(prefix="citebot-bench-query-") as tmp_s:
         tmp = Path(tmp_s)
         if not args.skip_quality:
-            out["quality"] = bench_quality(settings, tmp)
+            out["quality"] = {b: bench_quality(settings, tmp, b) for b in backends}
         if not args.skip_latency:
-            lat = bench_latency(settings, tmp, args.chunks, args.queries, args.seed)
+            lat = bench_latency(settings, tmp, args.chunks, args.queries, args.seed, backends)
             out["latency"] = {k: v for k, v in lat.items() if k != "data_dir"}
             if not args.skip_cold:
-                out["cold_start"] = bench_cold(settings, Path(lat["data_dir"]))
-    out["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
+                out["cold_start"] = bench_cold(settings, Path(lat["data_dir"]), backends)
+    out["load_avg_1m_end"] = load_average()
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -465,11 +344,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print(out: dict[str, Any]) -> None:
-    print(f"load average at start {out['load_avg_1m']}, at end {out['load_avg_1m_end']} (2 vCPUs)")
-    q = out.get("quality")
-    if q:
+    from eval.bench_common import ratio
+
+    backends = out["backends"]
+    base = backends[0]
+    print(f"load average at start {out['load_avg_1m']}, at end {out['load_avg_1m_end']} (2 vCPUs); "
+          f"backends {', '.join(backends)} (ratios: {base} / other, >1 = faster)")
+    for b, q in (out.get("quality") or {}).items():
         c = q["calibration"]
-        print(f"quality on {q['eval_set']} ({q['cases']} cases), refusal_threshold={q['refusal_threshold_used']}")
+        print(f"quality [{b}] on {q['eval_set']} ({q['cases']} cases), refusal_threshold={q['refusal_threshold_used']}")
         print("  page-hit@5: " + ", ".join(f"{m} {v:.3f}" for m, v in q["page_hit_at_5"].items()))
         print(f"  quotes shown {q['quotes_shown']}, verbatim {q['verbatim']}")
         print(f"  answerable answered {q['answered_rate']}, unanswerable refused {q['refused_rate']}")
@@ -484,14 +367,23 @@ def _print(out: dict[str, Any]) -> None:
     if lat:
         print(
             f"latency at {lat['chunks']} chunks ({lat['synthetic']} synthetic with random vectors, "
-            f"{lat['real_sample_chunks']} real), store built in {lat['store_build_s']} s"
+            f"{lat['real_sample_chunks']} real), store built in {lat['store_build_s']} s; each question on every "
+            "backend in turn"
         )
+        per = lat["backends"]
+        head = "".join(f"{b + ' p50':>16}{b + ' p95':>16}" for b in backends)
+        print(f"  {'':18s}{head}   p95 ratio")
         for key in ("query_embedding", "retrieval", "extractive_answer"):
-            v = lat[key]
-            print(f"  {key:18s} p50 {v['p50_ms']:7.1f} ms   p95 {v['p95_ms']:7.1f} ms   (n={v['n']})")
+            cells = "".join(f"{per[b][key]['p50_ms']:13.1f} ms{per[b][key]['p95_ms']:13.1f} ms" for b in backends)
+            ratios = ", ".join(ratio(per[base][key]["p95_ms"], per[b][key]["p95_ms"]) for b in backends[1:])
+            print(f"  {key:18s}{cells}   {ratios}")
+        print(f"  targets at 50k chunks: retrieval p95 <= {TARGETS['retrieval_p95_ms']:.0f} ms, extractive answer "
+              f"p95 <= {TARGETS['answer_p95_ms']:.0f} ms")
     cold = out.get("cold_start")
     if cold:
-        print(
-            f"cold start {cold['total_s']} s = interpreter {cold['interpreter_start_s']} + imports {cold['imports_s']} "
-            f"+ store/model {cold['store_and_model_s']} + first answer {cold['first_answer_s']}"
-        )
+        print("cold start, `citebot ask` in a fresh process to the printed answer (best of runs):")
+        for b in backends:
+            c = cold[b]
+            print(f"  {b:10s} {c['best_s']:6.2f} s  runs {c['runs_s']}  torch/transformers imported: "
+                  f"{'yes' if c['imports_torch'] else 'no'}   {ratio(cold[base]['best_s'], c['best_s'])}")
+        print(f"  target <= {TARGETS['cold_start_s']:.0f} s")

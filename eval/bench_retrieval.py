@@ -1,8 +1,8 @@
 """``citebot bench retrieval``: the embedded SQLite store against Haystack's InMemoryDocumentStore.
 
-Builds N synthetic chunks (English function words plus a Zipf-distributed content vocabulary, 90-170
-words each, random unit vectors of the model's dimension) in 20 scopes, one of them holding 5% of the
-chunks, and runs the same hybrid queries (BM25 top 20 + dense top 20 fused by Haystack's
+Builds N synthetic chunks (:mod:`eval.bench_common`: English function words plus a Zipf-distributed
+content vocabulary, 90-170 words each, random unit vectors of the model's dimension) in 20 scopes, one of
+them holding 5% of the chunks, and runs the same hybrid queries (BM25 top 20 + dense top 20 fused by Haystack's
 ``DocumentJoiner(join_mode="reciprocal_rank_fusion")``, components called directly) on both stores,
 unfiltered (every scope) and restricted to the 5% scope. Prints p50/p95 (wall and CPU) per store and
 setting, the speed-up, the write throughput of ``replace_document`` (vectors given, no embedding model),
@@ -23,136 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
-
-FUNCTION_WORDS = [
-    "the",
-    "of",
-    "and",
-    "to",
-    "a",
-    "in",
-    "is",
-    "that",
-    "for",
-    "it",
-    "as",
-    "was",
-    "with",
-    "be",
-    "by",
-    "on",
-    "not",
-    "he",
-    "this",
-    "are",
-    "or",
-    "his",
-    "from",
-    "at",
-    "which",
-    "but",
-    "have",
-    "an",
-    "they",
-    "you",
-    "were",
-    "their",
-    "one",
-    "all",
-    "we",
-    "can",
-    "her",
-    "has",
-    "there",
-    "been",
-    "if",
-    "more",
-    "when",
-    "will",
-    "would",
-    "who",
-    "so",
-    "no",
-    "shall",
-    "may",
-    "must",
-    "each",
-    "any",
-    "other",
-    "such",
-    "under",
-    "within",
-    "after",
-    "before",
-    "than",
-    "these",
-    "those",
-    "its",
-    "into",
-    "only",
-    "also",
-    "between",
-    "per",
-]
-QUESTION_STARTS = ["what is the", "how many", "when does the", "who must", "which", "is there a", "can an", "how long"]
-SYLLABLES = [
-    "ka",
-    "to",
-    "ri",
-    "se",
-    "mu",
-    "la",
-    "ne",
-    "vo",
-    "di",
-    "pa",
-    "gra",
-    "ben",
-    "tor",
-    "mel",
-    "sin",
-    "qua",
-    "rop",
-    "lex",
-    "dun",
-    "fi",
-    "ga",
-    "ho",
-    "ju",
-    "ki",
-    "lo",
-    "ma",
-    "nu",
-    "pe",
-    "ru",
-    "sa",
-    "te",
-    "vi",
-    "wo",
-    "xa",
-    "yo",
-    "ze",
-    "bar",
-    "con",
-    "dis",
-    "ent",
-    "ex",
-    "for",
-    "gen",
-    "hab",
-    "in",
-    "ject",
-    "lat",
-    "mis",
-    "nov",
-    "ob",
-    "port",
-    "quir",
-    "rect",
-    "spec",
-    "tract",
-    "vers",
-]
+from eval.bench_common import FUNCTION_WORDS, QUESTION_STARTS, percentiles, vocabulary, zipf_cdf
 
 TARGETS = {"p95_unfiltered_ms": 30.0, "speedup": 40.0, "writes_per_s": 5000.0, "reopen_s": 2.0}
 
@@ -177,24 +48,14 @@ def register(sub: Any) -> None:
 # --------------------------------------------------------------------------------------------------
 # synthetic corpus
 # --------------------------------------------------------------------------------------------------
-def _vocabulary(rng: Any, size: int) -> list[str]:
-    words: dict[str, None] = dict.fromkeys(FUNCTION_WORDS)
-    while len(words) < size:
-        n = int(rng.integers(2, 5))
-        words.setdefault("".join(rng.choice(SYLLABLES, size=n)), None)
-    return list(words)
-
-
 def build_corpus(n: int, n_scopes: int, dim: int, seed: int) -> tuple[list[Any], list[str], list[str]]:
     """Documents of 100 chunks each, their scopes, and the scope holding 5% of the chunks first."""
     import numpy as np
     from haystack import Document
 
     rng = np.random.default_rng(seed)
-    vocab = np.array(_vocabulary(rng, 30_000))
-    ranks = np.arange(1, len(vocab) + 1, dtype=np.float64)
-    cdf = np.cumsum(1.0 / ranks**1.07)
-    cdf /= cdf[-1]
+    vocab = np.array(vocabulary(rng, 30_000))
+    cdf = zipf_cdf(len(vocab))
     lengths = rng.integers(90, 171, size=n)
     words = vocab[np.searchsorted(cdf, rng.random(int(lengths.sum())))]
     vecs = rng.standard_normal((n, dim)).astype(np.float32)
@@ -294,18 +155,6 @@ def _hybrid_pipeline(bm25: Any, dense: Any) -> Any:
     return pipe
 
 
-def _percentiles(ms: list[float], cpu_ms: list[float]) -> dict[str, float]:
-    import numpy as np
-
-    return {
-        "n": len(ms),
-        "p50_ms": round(float(np.percentile(ms, 50)), 2),
-        "p95_ms": round(float(np.percentile(ms, 95)), 2),
-        "cpu_p50_ms": round(float(np.percentile(cpu_ms, 50)), 2),
-        "cpu_p95_ms": round(float(np.percentile(cpu_ms, 95)), 2),
-    }
-
-
 def _time_queries(pipe: Any, queries: list[tuple[str, list[float]]], make_inputs: Any) -> dict[str, float]:
     """Wall-clock latency, and the CPU time of the querying thread (what the query costs when the machine's
     other tenants are busy and wall time mostly measures waiting for a core)."""
@@ -317,7 +166,7 @@ def _time_queries(pipe: Any, queries: list[tuple[str, list[float]]], make_inputs
         times.append((time.perf_counter() - t0) * 1000)
         if not out["joiner"]["documents"]:
             raise RuntimeError("a benchmark query returned nothing; the corpus or the store is broken")
-    return _percentiles(times, cpu)
+    return percentiles(times, cpu, digits=2)
 
 
 def _sqlite_inputs(scopes: list[str]) -> Any:

@@ -7,7 +7,11 @@ PDFs (ingested for real, so answers are real) plus synthetic chunks with random 
 of the signed delivery) and mention-to-answer-posted (delivery sent -> ``chat.postMessage`` with the
 answer seen by the fake). Every mention must be answered exactly once.
 
-Targets: ack p95 <= 100 ms, answer posted p95 <= 1.5 s (extractive mode).
+Each compared backend (``--backends``; default torch and the configured one) gets its own bot process on
+the same store, one after the other, and the table shows them side by side with the time from spawn to
+``/readyz``.
+
+Targets: ack p95 <= 100 ms, answer posted p95 <= 1.5 s (extractive mode), ready <= 4 s.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -28,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
+from eval.bench_common import add_backends_arg
 
 TARGET_ACK_P95_MS = 100.0
 TARGET_ANSWER_P95_MS = 1500.0
+TARGET_READY_S = 4.0
 CHANNEL = "C0BENCH"
 USER = "U0BENCHER"
 
@@ -41,20 +46,18 @@ def register(sub: Any) -> None:
     p.add_argument("--chunks", type=int, default=10_000, help="total chunks in the channel's store")
     p.add_argument("--workers", type=int, default=None, help="CITEBOT_SLACK_WORKERS for the bot (default: setting)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_backends_arg(p)
     p.set_defaults(func=run)
 
 
 def _pct(values: list[float], q: float) -> float:
-    import numpy as np
+    from eval.bench_common import percentiles
 
-    return float(np.percentile(values, q)) if values else float("nan")
+    return percentiles(values)[f"p{q}_ms"]
 
 
 def _build_store(settings: Settings, total_chunks: int, scope: str) -> dict[str, int]:
     """Ingest the sample PDFs, then pad the scope with synthetic chunks up to ``total_chunks``."""
-    import numpy as np
-    from haystack import Document
-
     from eval.sample_pdfs import SAMPLE_FILES, sample_bytes
     from pipelines.service import CitebotService
 
@@ -65,52 +68,10 @@ def _build_store(settings: Settings, total_chunks: int, scope: str) -> dict[str,
         if result.status == "failed":
             raise RuntimeError(f"could not ingest {name}: {result.error}")
         real += result.chunks
-    rng = np.random.default_rng(7)
-    words = [f"term{i}" for i in range(5000)] + [
-        "policy",
-        "leave",
-        "contract",
-        "payment",
-        "notice",
-        "supplier",
-        "employee",
-    ]
+    from eval.bench_common import sentence_chunks, write_in_batches
+
     synthetic = max(0, total_chunks - real)
-    per_doc = 50
-    batch: list[Document] = []
-    for i in range(synthetic):
-        doc_n, idx = divmod(i, per_doc)
-        vec = rng.standard_normal(settings.embedding_dim).astype("float32")
-        vec /= np.linalg.norm(vec)
-        doc_id = f"synthetic{doc_n:05d}"
-        text = " ".join(random.Random(i).choices(words, k=120))  # noqa: S311
-        batch.append(
-            Document(
-                id=f"{doc_id}:{idx:05d}",
-                content=text,
-                embedding=vec.tolist(),
-                meta={
-                    "scope": scope,
-                    "doc_id": doc_id,
-                    "file_name": f"synthetic_{doc_n:05d}.pdf",
-                    "page_start": idx // 3 + 1,
-                    "page_end": idx // 3 + 1,
-                    "section": "",
-                    "section_id": "",
-                    "element_type": "text",
-                    "label": "",
-                    "chunk_index": idx,
-                    "sha256": doc_id,
-                    "uploaded_by": USER,
-                    "uploaded_at": "2026-01-01T00:00:00+00:00",
-                },
-            )
-        )
-        if len(batch) == 1000:
-            service.store.write_documents(batch)
-            batch = []
-    if batch:
-        service.store.write_documents(batch)
+    write_in_batches(service.store, sentence_chunks(synthetic, scope, settings.embedding_dim, seed=7, per_doc=50))
     return {"real_chunks": real, "synthetic_chunks": synthetic, "total_chunks": real + synthetic}
 
 
@@ -135,120 +96,132 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 18
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from eval.fake_slack import (
-        BOT_TOKEN,
-        SIGNING_SECRET,
-        TEAM,
-        FakeSlack,
-        event_callback,
-        mention,
-        message,
-        post_signed,
-    )
-    from eval.sample_pdfs import facts
+    from eval.bench_common import compared_backends, load_average, with_backend
+    from eval.fake_slack import TEAM, FakeSlack
     from pipelines.models import slack_scope
 
+    backends = compared_backends(settings, args.backends)
     workers = args.workers or settings.slack_workers
     scope = slack_scope(TEAM, CHANNEL)
+    results: dict[str, dict[str, Any]] = {}
+    load_start = load_average()
     with tempfile.TemporaryDirectory(prefix="citebot-bench-slack-") as tmp, FakeSlack() as fake:
         data_dir = Path(tmp) / "data"
-        bench_settings = settings.model_copy(
-            update={"data_dir": data_dir, "openai_api_key": None, "openai_base_url": None, "elasticsearch_url": None}
-        )
+        bench_settings = with_backend(settings, backends[-1], data_dir=data_dir, openai_api_key=None,
+                                      openai_base_url=None, elasticsearch_url=None)
         t0 = time.perf_counter()
         store_info = _build_store(bench_settings, args.chunks, scope)
         build_s = time.perf_counter() - t0
+        for backend in backends:  # the same store, one bot after the other
+            results[backend] = _measure(bench_settings, backend, fake, Path(tmp), args.mentions, workers)
+    out = {"mentions": args.mentions, "workers": workers, "backends": backends, **store_info,
+           "store_build_s": round(build_s, 1), "load_avg_1m": [load_start, load_average()], "results": results,
+           "target_ack_p95_ms": TARGET_ACK_P95_MS, "target_answer_p95_ms": TARGET_ANSWER_P95_MS,
+           "target_ready_s": TARGET_READY_S}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        _print(out)
+    return 0 if all(r["all_answered_once"] for r in results.values()) else 1
 
-        port = _free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CITEBOT_", "SLACK_", "OPENAI_", "TEAMS_"))}
-        env.update(
-            {
-                "CITEBOT_DATA_DIR": str(data_dir),
-                "SLACK_BOT_TOKEN": BOT_TOKEN,
-                "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-                "CITEBOT_SLACK_API_URL": fake.url,
-                "CITEBOT_SLACK_WORKERS": str(workers),
-                "CITEBOT_TORCH_THREADS": str(settings.torch_threads),
-                "CITEBOT_LOG_LEVEL": "warning",
-                "HAYSTACK_TELEMETRY_ENABLED": "False",
-            }
+
+def _measure(settings: Settings, backend: str, fake: Any, tmp: Path, n: int, workers: int) -> dict[str, Any]:
+    """Start ``citebot serve slack --http`` on ``backend``, time it to ready, deliver the bursts, stop it."""
+    from eval.fake_slack import BOT_TOKEN, SIGNING_SECRET, event_callback, mention, message, post_signed
+    from eval.sample_pdfs import facts
+
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CITEBOT_", "SLACK_", "OPENAI_", "TEAMS_"))}
+    env.update(
+        {
+            "CITEBOT_DATA_DIR": str(settings.data_dir),
+            "CITEBOT_MODELS_DIR": str(settings.resolved_models_dir),
+            "CITEBOT_EMBEDDING_BACKEND": backend,
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "CITEBOT_SLACK_API_URL": fake.url,
+            "CITEBOT_SLACK_WORKERS": str(workers),
+            "CITEBOT_TORCH_THREADS": str(settings.torch_threads),
+            "CITEBOT_EMBEDDING_BATCH_WINDOW_MS": str(settings.embedding_batch_window_ms),
+            "CITEBOT_LOG_LEVEL": "warning",
+            "HAYSTACK_TELEMETRY_ENABLED": "False",
+        }
+    )
+    if settings.model_path is not None:
+        env["CITEBOT_MODEL_PATH"] = str(settings.model_path)
+    cmd = [sys.executable, "-m", "bot.cli.main", "serve", "slack", "--http", "--port", str(port)]
+    events_url = f"http://127.0.0.1:{port}/slack/events"
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=Path(__file__).resolve().parents[1],  # noqa: S603
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_healthy(f"http://127.0.0.1:{port}/readyz", proc)
+        ready_s = time.perf_counter() - started
+        questions = [f.question for f in facts()]
+        tag = f"{len(fake.calls_to('chat.postMessage')) + 1:04d}"
+
+        def answers_in(ts: str) -> int:
+            return sum(1 for c in fake.calls_to("chat.postMessage", thread_ts=ts) if c.params.get("blocks"))
+
+        # one warm-up question (first query builds the scope's dense matrix)
+        post_signed(events_url, event_callback(mention(CHANNEL, USER, questions[0], f"1{tag}.000001")))
+        fake.wait_until(lambda: answers_in(f"1{tag}.000001") >= 1, timeout=120)
+
+        def burst(make: Any, prefix: str) -> tuple[dict[str, float], list[float], list[int]]:
+            """Deliver ``n`` signed events at once; (ts -> send time, ack ms, HTTP statuses)."""
+            barrier = threading.Barrier(n)
+            sent: dict[str, float] = {}
+            acks: list[float] = []
+            statuses: list[int] = []
+            lock = threading.Lock()
+
+            def deliver(i: int) -> None:
+                ts = f"{prefix}.{i:06d}"
+                payload = event_callback(make(i, ts))
+                barrier.wait()
+                start = time.monotonic()
+                status, _ = post_signed(events_url, payload, timeout=30)
+                took = time.monotonic() - start
+                with lock:
+                    sent[ts] = start
+                    acks.append(took * 1000)
+                    statuses.append(status)
+
+            threads = [threading.Thread(target=deliver, args=(i,)) for i in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return sent, acks, statuses
+
+        sent, acks, statuses = burst(lambda i, ts: mention(CHANNEL, USER, questions[i % len(questions)], ts),
+                                     f"2{tag}")
+        fake.wait_until(lambda: all(answers_in(ts) >= 1 for ts in sent), timeout=300)
+        time.sleep(1.0)  # let any duplicate answer show itself before counting
+        # for comparison: a burst of channel chatter the bot only acknowledges (no work queued)
+        _, idle_acks, _ = burst(lambda i, ts: message(CHANNEL, USER, "chatter", ts), f"3{tag}")
+        posts = [c for c in fake.calls_to("chat.postMessage") if c.params.get("blocks")]
+        per_thread = Counter(str(c.params.get("thread_ts")) for c in posts if c.params.get("thread_ts") in sent)
+        first_post = {}
+        for c in posts:
+            ts = str(c.params.get("thread_ts"))
+            if ts in sent and ts not in first_post:
+                first_post[ts] = c.at
+        answer_ms = [(first_post[ts] - sent[ts]) * 1000 for ts in sent if ts in first_post]
+        span_s = max(first_post.values()) - min(sent.values()) if first_post else float("nan")
+        refused = sum(
+            1
+            for c in posts
+            if c.params.get("thread_ts") in sent and not any(b["type"] == "rich_text" for b in c.params["blocks"])
         )
-        cmd = [sys.executable, "-m", "bot.cli.main", "serve", "slack", "--http", "--port", str(port)]
-        proc = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # noqa: S603
-        events_url = f"http://127.0.0.1:{port}/slack/events"
+    finally:
+        proc.terminate()
         try:
-            _wait_healthy(f"http://127.0.0.1:{port}/healthz", proc)
-            questions = [f.question for f in facts()]
-
-            def answers_in(ts: str) -> int:
-                return sum(1 for c in fake.calls_to("chat.postMessage", thread_ts=ts) if c.params.get("blocks"))
-
-            # one warm-up question (first query builds the scope's dense matrix)
-            post_signed(events_url, event_callback(mention(CHANNEL, USER, questions[0], "1.000001")))
-            fake.wait_until(lambda: answers_in("1.000001") >= 1, timeout=120)
-
-            n = args.mentions
-
-            def burst(make: Any, tag: str) -> tuple[dict[str, float], list[float], list[int]]:
-                """Deliver ``n`` signed events at once; (ts -> send time, ack ms, HTTP statuses)."""
-                barrier = threading.Barrier(n)
-                sent: dict[str, float] = {}
-                acks: list[float] = []
-                statuses: list[int] = []
-                lock = threading.Lock()
-
-                def deliver(i: int) -> None:
-                    ts = f"{tag}.{i:06d}"
-                    payload = event_callback(make(i, ts))
-                    barrier.wait()
-                    start = time.monotonic()
-                    status, _ = post_signed(events_url, payload, timeout=30)
-                    took = time.monotonic() - start
-                    with lock:
-                        sent[ts] = start
-                        acks.append(took * 1000)
-                        statuses.append(status)
-
-                threads = [threading.Thread(target=deliver, args=(i,)) for i in range(n)]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
-                return sent, acks, statuses
-
-            sent, acks, statuses = burst(
-                lambda i, ts: mention(CHANNEL, USER, questions[i % len(questions)], ts), "2000"
-            )
-            fake.wait_until(lambda: all(answers_in(ts) >= 1 for ts in sent), timeout=300)
-            time.sleep(1.0)  # let any duplicate answer show itself before counting
-            # for comparison: a burst of channel chatter the bot only acknowledges (no work queued)
-            _, idle_acks, _ = burst(lambda i, ts: message(CHANNEL, USER, "chatter", ts), "1500")
-            posts = [c for c in fake.calls_to("chat.postMessage") if c.params.get("blocks")]
-            per_thread = Counter(str(c.params.get("thread_ts")) for c in posts if c.params.get("thread_ts") in sent)
-            first_post = {}
-            for c in posts:
-                ts = str(c.params.get("thread_ts"))
-                if ts in sent and ts not in first_post:
-                    first_post[ts] = c.at
-            answer_ms = [(first_post[ts] - sent[ts]) * 1000 for ts in sent if ts in first_post]
-            span_s = max(first_post.values()) - min(sent.values()) if first_post else float("nan")
-            refused = sum(
-                1
-                for c in posts
-                if c.params.get("thread_ts") in sent and not any(b["type"] == "rich_text" for b in c.params["blocks"])
-            )
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
     result = {
-        "mentions": n,
-        "workers": workers,
-        **store_info,
-        "store_build_s": round(build_s, 1),
+        "ready_s": round(ready_s, 2),
         "acks_200": sum(1 for s in statuses if s == 200),
         "ack_ms_p50_no_work": round(_pct(idle_acks, 50), 1),
         "ack_ms_p95_no_work": round(_pct(idle_acks, 95), 1),
@@ -260,31 +233,41 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         "answers_per_s": round(len(first_post) / span_s, 2),
         "answered_exactly_once": sum(1 for ts in sent if per_thread.get(ts) == 1),
         "answers_without_quotes": refused,
-        "target_ack_p95_ms": TARGET_ACK_P95_MS,
-        "target_answer_p95_ms": TARGET_ANSWER_P95_MS,
     }
     result["ack_target_met"] = result["ack_ms_p95"] <= TARGET_ACK_P95_MS
     result["answer_target_met"] = result["answer_posted_ms_p95"] <= TARGET_ANSWER_P95_MS
+    result["ready_target_met"] = result["ready_s"] <= TARGET_READY_S
     result["all_answered_once"] = result["answered_exactly_once"] == n
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(f"Slack bench: {n} signed mentions at once, {result['total_chunks']} chunks, {workers} workers")
-        print(
-            f"  ack, no work   p50 {result['ack_ms_p50_no_work']:8.1f} ms   p95 {result['ack_ms_p95_no_work']:8.1f} ms"
-            "   (50 channel messages at once, nothing to do: for comparison)"
-        )
-        print(
-            f"  ack            p50 {result['ack_ms_p50']:8.1f} ms   p95 {result['ack_ms_p95']:8.1f} ms"
-            f"   (target p95 <= {TARGET_ACK_P95_MS:.0f} ms: {'met' if result['ack_target_met'] else 'MISSED'})"
-        )
-        print(
-            f"  answer posted  p50 {result['answer_posted_ms_p50']:8.1f} ms   p95 {result['answer_posted_ms_p95']:8.1f}"
-            f" ms   (target p95 <= {TARGET_ANSWER_P95_MS:.0f} ms: "
-            f"{'met' if result['answer_target_met'] else 'MISSED'})"
-        )
-        print(
-            f"  answered exactly once: {result['answered_exactly_once']}/{n}   ({result['answers_per_s']} answers/s,"
-            f" {refused} without quotes)"
-        )
-    return 0 if result["all_answered_once"] else 1
+    return result
+
+
+def _print(out: dict[str, Any]) -> None:
+    from eval.bench_common import ratio
+
+    backends, res = out["backends"], out["results"]
+    base = backends[0]
+    print(f"Slack bench: {out['mentions']} signed mentions at once, {out['total_chunks']} chunks, {out['workers']} "
+          f"workers; backends {', '.join(backends)} on the same store, one bot after the other")
+    print(f"  load average (1 min) at start / end: {out['load_avg_1m'][0]} / {out['load_avg_1m'][1]} (2 vCPUs)")
+    rows = [
+        ("ready (spawn to /readyz)", "ready_s", "s", TARGET_READY_S),
+        ("ack, no work p95", "ack_ms_p95_no_work", "ms", None),
+        ("ack p95", "ack_ms_p95", "ms", TARGET_ACK_P95_MS),
+        ("answer posted p50", "answer_posted_ms_p50", "ms", None),
+        ("answer posted p95", "answer_posted_ms_p95", "ms", TARGET_ANSWER_P95_MS),
+        ("answers/s", "answers_per_s", "", None),
+    ]
+    print(f"  {'':26s}" + "".join(f"{b:>14s}" for b in backends) + "   ratio   target")
+    for label, key, unit, target in rows:
+        cells = "".join(f"{res[b][key]:>11.1f} {unit:2s}" for b in backends)
+        if key == "answers_per_s":
+            ratios = ", ".join(ratio(res[b][key], res[base][key]) for b in backends[1:])
+        else:
+            ratios = ", ".join(ratio(res[base][key], res[b][key]) for b in backends[1:])
+        met = ", ".join(("met" if res[b][key] <= target else "MISSED") for b in backends) if target else ""
+        tgt = f"<= {target:g} {unit} ({met})" if target else ""
+        print(f"  {label:26s}{cells}   {ratios:6s}  {tgt}")
+    for b in backends:
+        r = res[b]
+        print(f"  [{b}] answered exactly once: {r['answered_exactly_once']}/{out['mentions']}, "
+              f"{r['answers_without_quotes']} without quotes")

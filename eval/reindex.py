@@ -14,7 +14,6 @@ interrupted reindex resumes where it stopped and a second run with the same mode
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,17 +32,20 @@ class ReindexError(Exception):
 
 
 def model_fingerprint(settings: Settings) -> str:
-    """Changes when the model folder's config or weights' size change, or the configured dimension does."""
-    path = settings.resolved_model_path
-    h = hashlib.sha256(str(settings.embedding_dim).encode())
-    h.update(path.name.encode())
-    for name in ("config.json", "modules.json", "config_sentence_transformers.json"):
-        f = path / name
-        if f.exists():
-            h.update(f.read_bytes())
-    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
-        h.update(f"{f.name}:{f.stat().st_size}".encode())
-    return h.hexdigest()[:16]
+    """The configured model and backend's embedding fingerprint (:func:`connectors.embedding.embedding_fingerprint`):
+    changes with the model folder's config or weights, the dimension, or a switch to or from int8."""
+    return settings.embedding_fingerprint
+
+
+def reindex_status(settings: Settings, store: Any) -> tuple[str | None, str]:
+    """(the store's recorded fingerprint, this configuration's): a reindex is needed when they differ."""
+    from connectors.embedding import embedding_fingerprint
+    from connectors.store_api import check_embeddings
+
+    current = settings.embedding_fingerprint
+    legacy = embedding_fingerprint(settings.resolved_model_path, settings.embedding_dim, "torch")
+    stored = check_embeddings(store, current, legacy=legacy)
+    return stored or current, current
 
 
 def embedding_text(doc: Any) -> str:
@@ -98,7 +100,8 @@ def reindex(
         from connectors.embedding import embed
 
         return embed(texts, path=settings.resolved_model_path, threads=settings.torch_threads,
-                     batch_size=batch_size or settings.embedding_batch_size)
+                     batch_size=batch_size or settings.embedding_batch_size, backend=settings.embedding_backend,
+                     models_dir=settings.resolved_models_dir)
 
     embed_fn = embedder or default_embedder
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -106,7 +109,8 @@ def reindex(
     state_path = settings.data_dir / STATE_FILE
     done = {} if restart else _load_state(state_path, fingerprint)
     result = ReindexResult()
-    wanted = list(scopes) if scopes else store.all_scopes()
+    all_scopes = store.all_scopes()
+    wanted = list(scopes) if scopes else all_scopes
     listed = [(scope, store.list_documents(scopes=[scope])) for scope in wanted]
     total = sum(1 for scope, infos in listed for i in infos if i.doc_id not in set(done.get(scope, [])))
     if progress is not None:
@@ -139,4 +143,6 @@ def reindex(
             log(f"{scope}: re-embedded {info.file} ({len(chunks)} chunks)")
             if progress is not None:
                 progress("re-embedding documents", result.documents, total)
+    if set(all_scopes) <= set(done) and embedder is None:  # every vector is now this configuration's
+        store.set_embedding_fingerprint(fingerprint)
     return result

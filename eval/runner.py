@@ -84,6 +84,8 @@ INDEX_CODE_IMPORTS_NOT_HASHED = {
     "connectors/store_api.py": "the store protocol and scope checks",
     "connectors/scoped_retrievers.py": "query side",
     "pipelines/models.py": "result and progress models; chunk metadata is written by the chunker",
+    "pipelines/components/query_embedder.py": "the shared encoder factory the embedder uses; the vectors are "
+    "decided by connectors/embedding.py and the embedding fingerprint, both hashed",
 }
 # Settings that must match for a resumed run to continue an earlier one.
 KEEP_INDEXES = 4
@@ -233,12 +235,15 @@ def list_pdfs(docs_dir: Path) -> list[Path]:
 
 def index_key(pdfs: Sequence[Path], settings: Settings) -> str:
     """What the index holds: the PDFs (names and bytes) and the scope each goes into, the indexing settings,
-    the embedding model and the indexing code. Nothing about how questions are asked (per-doc or not)."""
+    the embedding model and backend (its fingerprint) and the indexing code. Nothing about how questions are
+    asked (per-doc or not)."""
     h = hashlib.sha256()
     for p in pdfs:
         h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest() + _scope_of(p.name).encode())
     h.update(json.dumps({k: getattr(settings, k) for k in INDEX_SETTINGS}, sort_keys=True).encode())
     h.update(str(settings.resolved_model_path).encode())
+    # the vectors' fingerprint: an onnx-int8 index is not an fp32 one (torch and fp32 ONNX share theirs)
+    h.update(settings.embedding_fingerprint.encode())
     h.update(_code_fingerprint().encode())
     return h.hexdigest()
 

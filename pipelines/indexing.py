@@ -22,9 +22,16 @@ from typing import Any
 
 from haystack import Pipeline
 
+from connectors.embedding import embedding_fingerprint
 from connectors.log import get_logger
 from connectors.settings import Settings
-from connectors.store_api import ChunkStore, StoreError, require_scopes
+from connectors.store_api import (
+    ChunkStore,
+    EmbeddingMismatchError,
+    StoreError,
+    check_embeddings,
+    require_scopes,
+)
 from pipelines.components.chunker import StructureChunker
 from pipelines.components.embedder import PassageEmbedder
 from pipelines.components.layout import IngestError, ParsedPdf
@@ -47,6 +54,10 @@ _REPO_ROOT = Path(__file__).resolve().parents[1]
 
 FAILED_INTERNAL = "Citebot could not process this PDF (internal error, logged)."
 FAILED_STORE = "The document was read but could not be saved. Please try again in a minute."
+FAILED_REINDEX = (
+    "The search index was built with another embedding setting, so new documents cannot be added until an "
+    "administrator runs `citebot reindex` (or switches the setting back)."
+)
 FAILED_MODEL = "The search model is not available on the server, so the document could not be indexed."
 
 
@@ -61,6 +72,7 @@ def make_doc_id(scope: str, sha256: str) -> str:
 
 def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
     model_path = str(settings.resolved_model_path)
+    embedding = settings.embedding_args()
     p = Pipeline()
     p.add_component("guard", PdfGuard(max_file_mb=settings.max_file_mb, max_pages=settings.max_pages))
     p.add_component("parser", PdfParser(ocr_min_chars=settings.ocr_min_chars))
@@ -82,9 +94,7 @@ def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
     )
     p.add_component(
         "embedder",
-        PassageEmbedder(
-            model_path=model_path, threads=settings.torch_threads, batch_size=settings.embedding_batch_size
-        ),
+        PassageEmbedder(**embedding, batch_size=settings.embedding_batch_size),  # type: ignore[arg-type]
     )
     p.add_component("writer", ChunkWriter(store=store))
     p.connect("guard.data", "parser.data")
@@ -197,6 +207,15 @@ class Indexer:
                 self.pipeline.warm_up()
                 self._warm = True
 
+    def check_embeddings(self) -> None:
+        """Raise :class:`EmbeddingMismatchError` when the store's vectors were made with another model or backend
+        (new vectors would be mixed with them); a new store records this embedder's fingerprint."""
+        current = str(self.pipeline.get_component("embedder").fingerprint)  # type: ignore[attr-defined]
+        legacy = embedding_fingerprint(self.settings.resolved_model_path, self.settings.embedding_dim, "torch")
+        stored = check_embeddings(self.store, current, legacy=legacy)
+        if stored is not None:
+            raise EmbeddingMismatchError(stored, current)
+
     def ingest(
         self,
         data: bytes,
@@ -233,6 +252,12 @@ class Indexer:
             )
 
         self.warm_up()
+        try:
+            self.check_embeddings()
+        except EmbeddingMismatchError as e:
+            log.error("embedding_mismatch", stored=e.stored, current=e.current, action="run citebot reindex")
+            report("done", force=True)
+            return result(doc_id=doc_id, status="failed", error=FAILED_REINDEX, error_code="reindex")
         deadline = started + self.settings.ingest_timeout_s
         pages_total = 0
 

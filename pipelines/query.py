@@ -32,7 +32,7 @@ from pipelines.components.extractive_answerer import ExtractiveAnswerer
 from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer, keep_supported
 from pipelines.components.query_embedder import QueryEmbedder
 from pipelines.components.query_rewriter import QueryRewriter
-from pipelines.components.question_analyzer import QuestionAnalyzer, strip_instructions
+from pipelines.components.question_analyzer import QuestionAnalyzer, strip_instructions, word_forms
 from pipelines.components.refusal import RefusalCheck, confidence
 from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
@@ -62,10 +62,7 @@ def build_query_pipeline(settings: Settings, store: ChunkStore, mode: RetrievalM
     weights = {"hybrid": [settings.dense_weight, 1.0], "dense": [1.0], "bm25": [1.0]}[mode]
     p.add_component("joiner", ScoreFusion(weights=weights, diverse_top=settings.answer_top_k))
     if mode in ("hybrid", "dense"):
-        p.add_component(
-            "embedder",
-            QueryEmbedder(model_path=str(settings.resolved_model_path), threads=settings.torch_threads),
-        )
+        p.add_component("embedder", QueryEmbedder(**settings.embedding_args(batched=True)))  # type: ignore[arg-type]
         p.add_component("dense", dense)
         p.connect("embedder.embedding", "dense.query_embedding")
         p.connect("dense.documents", "joiner.documents")
@@ -126,14 +123,13 @@ class QueryEngine:
     def __init__(self, settings: Settings, store: ChunkStore, *, llm_client: Any = None) -> None:
         self.settings = settings
         self.store = store
-        model_path = str(settings.resolved_model_path)
-        self.embedder = QueryEmbedder(model_path=model_path, threads=settings.torch_threads)
+        self.embedder = QueryEmbedder(**settings.embedding_args(batched=True))  # type: ignore[arg-type]
         self.router = StructureRouter(document_store=store, fetch_limit=40)
         self.analyzer = QuestionAnalyzer()
         from connectors.stores import make_retrievers
 
         self._term_finder = make_retrievers(store, 1)[0]  # "does the scope hold this term at all?"
-        self.extractive = ExtractiveAnswerer(model_path=model_path, threads=settings.torch_threads)
+        self.extractive = ExtractiveAnswerer(**settings.embedding_args(batched=True))  # type: ignore[arg-type]
         self.validator = CitationValidator(fuzzy_threshold=0.9)
         self.refusal = RefusalCheck(threshold=settings.refusal_threshold)
         self.llm: LLMAnswerer | None = None
@@ -149,6 +145,7 @@ class QueryEngine:
         self._pipelines: dict[str, Pipeline] = {}
         self._lock = threading.Lock()
         self._warm = False
+        self.embedding_mismatch: str | None = None  # the store's fingerprint when its vectors are not comparable
 
     # --- setup ---------------------------------------------------------------------------------
     def _pipeline(self, mode: RetrievalMode) -> Pipeline:
@@ -166,6 +163,7 @@ class QueryEngine:
         self.embedder.warm_up()
         self.extractive.warm_up()
         self._pipeline("hybrid")
+        self._check_embeddings()
         if self.llm is not None:
             if self._llm_client is None:
                 from connectors.llm import client_from_settings
@@ -174,6 +172,19 @@ class QueryEngine:
             self.llm.set_client(self._llm_client)
             self.rewriter.set_client(self._llm_client)
         self._warm = True
+
+    def _check_embeddings(self) -> None:
+        """Say (once, in the log) when the store's vectors were made with another model or backend: dense
+        retrieval still runs, but until `citebot reindex` it compares unlike vectors."""
+        from connectors.embedding import embedding_fingerprint
+        from connectors.store_api import check_embeddings
+
+        current = self.embedder.fingerprint
+        legacy = embedding_fingerprint(self.settings.resolved_model_path, self.settings.embedding_dim, "torch")
+        self.embedding_mismatch = check_embeddings(self.store, current, legacy=legacy)
+        if self.embedding_mismatch:
+            log.warning("embedding_mismatch", stored=self.embedding_mismatch, current=current,
+                        action="run citebot reindex")
 
     # --- retrieval -----------------------------------------------------------------------------
     def _retrieve(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> Retrieval:
@@ -198,14 +209,16 @@ class QueryEngine:
         )
 
     def term_support(self, terms: Sequence[str], scopes: list[str], filters: dict[str, Any] | None) -> float:
-        """Share of ``terms`` that occur anywhere in ``scopes`` (1.0 when there are none; a plural also counts
-        when the singular occurs). A specific term no passage holds is strong evidence the PDFs don't answer."""
+        """Share of ``terms`` that occur anywhere in ``scopes`` (1.0 when there are none; any form of a word counts:
+        "ending" is found by "ended", "sampled" by "sample", see :func:`word_forms`). A specific term no passage
+        holds is strong evidence the PDFs don't answer."""
         if not terms:
             return 1.0
         found = 0
         for t in terms[:MAX_TERMS]:
-            variants = {t, t[:-1]} if len(t) > 4 and t.lower().endswith("s") else {t}
-            if self._term_finder.run(query=" ".join(variants), scopes=scopes, filters=filters, top_k=1)["documents"]:
+            if self._term_finder.run(query=" ".join(word_forms(t)), scopes=scopes, filters=filters, top_k=1)[
+                "documents"
+            ]:
                 found += 1
         return found / min(len(terms), MAX_TERMS)
 

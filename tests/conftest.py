@@ -55,14 +55,21 @@ def _block_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+@pytest.fixture(scope="session")
+def shared_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ONNX export of the packaged model for the whole run (each test's data dir would make its own)."""
+    return tmp_path_factory.mktemp("models")
+
+
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shared_models_dir: Path) -> None:
     """Tests never see the developer's credentials or data dir."""
     for var in list(os.environ):
         vendor = var.startswith(("CITEBOT_", "SLACK_", "TEAMS_", "OPENAI_", "MicrosoftApp"))
         if vendor and var != "CITEBOT_TEST_ELASTICSEARCH_URL":
             monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("CITEBOT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CITEBOT_MODELS_DIR", str(shared_models_dir))
     monkeypatch.chdir(tmp_path)
 
 

@@ -96,6 +96,9 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
             )
             return 1
         answer = service.answer(args.question, scopes, mode=args.mode, k=args.k)
+        if service.query.embedding_mismatch:
+            print("citebot ask: the index was built with another embedding setting; run `citebot reindex` "
+                  "(`citebot reindex --check` says why).", file=sys.stderr)
     except (ScopeRequiredError, ValueError) as e:
         print(f"citebot ask: {e}", file=sys.stderr)
         return 2

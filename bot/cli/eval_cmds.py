@@ -84,6 +84,8 @@ def register(sub: Any) -> None:
     ri = sub.add_parser("reindex", help="re-embed every stored document with the current model (resumable)")
     ri.add_argument("--scope", action="append", help="only this scope (repeatable; default: every scope)")
     ri.add_argument("--restart", action="store_true", help="forget progress of an earlier run and redo everything")
+    ri.add_argument("--check", action="store_true",
+                    help="only say whether the store's vectors match the configured model and backend (exit 1: no)")
     ri.set_defaults(func=run_reindex_cmd)
 
 
@@ -226,11 +228,21 @@ def run_feedback_cmd(args: argparse.Namespace, settings: Settings) -> int:
 def run_reindex_cmd(args: argparse.Namespace, settings: Settings) -> int:
     from bot.cli.progress import TerminalProgress
     from connectors.stores import open_store
-    from eval.reindex import ReindexError, reindex
+    from eval.reindex import ReindexError, reindex, reindex_status
 
+    store = open_store(settings)
+    stored, current = reindex_status(settings, store)
+    backend = settings.embedding_backend
+    if args.check:
+        if stored == current:
+            print(f"The store's vectors match the configured embedding ({backend}, {current}): no reindex needed.")
+            return 0
+        print(f"Reindex needed: the store's vectors were made with embedding {stored}, the configuration "
+              f"({backend}) makes {current}. Run `citebot reindex` (or set CITEBOT_EMBEDDING_BACKEND back).")
+        return 1
     progress = TerminalProgress(sys.stderr)
     try:
-        res = reindex(settings, open_store(settings), scopes=args.scope, restart=args.restart, log=progress.log,
+        res = reindex(settings, store, scopes=args.scope, restart=args.restart, log=progress.log,
                       progress=progress)
     except ReindexError as e:
         print(f"citebot reindex: {e}", file=sys.stderr)

@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "bot.cli.ask_cmd",  # ask
     "bot.cli.demo_cmd",  # demo
     "bot.cli.teams_cmds",  # teams package
+    "bot.cli.models_cmd",  # models prepare
     "bot.cli.eval_cmds",  # eval run|report|compare|promote, feedback, reindex
 ]
 # Modules that register `citebot bench <name>` benchmarks (they live under eval/).
@@ -63,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    from connectors.embedding import defer_torch_imports
+
+    defer_torch_imports()  # torch loads only where a command needs it (most of a cold start otherwise)
     args = build_parser().parse_args(argv)
     from connectors.log import configure_logging
     from connectors.settings import SettingsError, load_settings

@@ -35,12 +35,12 @@ import structlog
 from slack_bolt import App, BoltRequest
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from bot.health import HEALTH_PATH, Health, serve_health
+from bot.health import HEALTH_PATH, READY_PATH, Health, serve_health
 from connectors.settings import Settings
 
 log = structlog.get_logger("citebot.slack.server")
 
-__all__ = ["EVENTS_PATH", "HEALTH_PATH", "make_http_server", "serve"]
+__all__ = ["EVENTS_PATH", "HEALTH_PATH", "READY_PATH", "make_http_server", "serve"]
 
 EVENTS_PATH = "/slack/events"
 MAX_BODY_BYTES = 1_000_000  # Slack payloads are a few kB; refuse anything absurd before reading it

@@ -1,20 +1,19 @@
 """PassageEmbedder: embed each chunk as "section path + newline + chunk text", in batches.
 
-Uses the packaged sentence-transformers model through :mod:`connectors.embedding` (loaded once per
-process, one torch thread: fastest measured on these machines). Returns new Documents; inputs are
-never mutated.
+Uses the shared embedding model through :mod:`connectors.embedding` (ONNX Runtime by default, torch as
+the fallback; loaded once per process, one thread: fastest measured on these machines). Returns new
+Documents; inputs are never mutated.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from connectors.embedding import embed, get_model
+from pipelines.components.query_embedder import check_backend, shared_encoder
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -27,42 +26,60 @@ def passage_text(doc: Document) -> str:
 
 @component
 class PassageEmbedder:
-    def __init__(self, *, model_path: str, threads: int = 1, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        *,
+        model_path: str,
+        threads: int = 1,
+        batch_size: int = 32,
+        backend: str = "torch",
+        models_dir: str = "",
+    ) -> None:
         if not model_path:
             raise ValueError("model_path is required")
         if threads < 1:
             raise ValueError("threads must be >= 1")
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        check_backend(backend, str(models_dir or ""))
         self.model_path = model_path
         self.threads = threads
         self.batch_size = batch_size
+        self.backend = backend
+        self.models_dir = str(models_dir or "")
+        self._encoder: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, model_path=self.model_path, threads=self.threads, batch_size=self.batch_size)
+        return default_to_dict(
+            self, model_path=self.model_path, threads=self.threads, batch_size=self.batch_size,
+            backend=self.backend, models_dir=self.models_dir,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PassageEmbedder:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        get_model(Path(self.model_path), self.threads)
+        if self._encoder is None:
+            self._encoder = shared_encoder(self.model_path, self.threads, self.backend, self.models_dir)
+
+    @property
+    def fingerprint(self) -> str:
+        """The fingerprint of the vectors this embedder makes (after a torch fallback, torch's)."""
+        self.warm_up()
+        return str(self._encoder.fingerprint)
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], on_progress: ProgressCallback | None = None) -> dict[str, Any]:
+        self.warm_up()
         out: list[Document] = []
         if on_progress is not None:
             on_progress(0, len(documents))
         step = max(self.batch_size * 2, 32)
         for start in range(0, len(documents), step):
             batch = documents[start:start + step]
-            vectors = embed(
-                [passage_text(d) for d in batch],
-                path=Path(self.model_path),
-                threads=self.threads,
-                batch_size=self.batch_size,
-            )
-            out.extend(dataclasses.replace(d, embedding=v) for d, v in zip(batch, vectors, strict=True))
+            vectors = self._encoder.encode([passage_text(d) for d in batch], self.batch_size)
+            out.extend(dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(batch, vectors, strict=True))
             if on_progress is not None:
                 on_progress(len(out), len(documents))
         return {"documents": out}

@@ -26,7 +26,6 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,12 +33,15 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from pipelines.components._text import coverage, sentence_spans, terms
 from pipelines.components.citation_validator import chunk_id_of
+from pipelines.components.query_embedder import check_backend, shared_encoder
 
 LEAD = "Here is what the PDFs say"
 _MIN_CHARS = 20
 _MAX_CHARS = 700
 _EMBED_CHARS = 300  # scoring needs the gist; long sentences cost embedding time
 _CACHE_SIZE = 4096
+# A quote from a page no other quote shows is kept down to ``keep_ratio - _OTHER_PAGE_SLACK`` of the best score.
+_OTHER_PAGE_SLACK = 0.15
 
 
 @dataclass
@@ -73,6 +75,11 @@ def _is_heading_line(text: str, doc: Document) -> bool:
         return False
     flat = " ".join(text.split())
     return flat in section or flat == section.split(" > ")[-1]
+
+
+def _page(doc: Document) -> tuple[Any, Any]:
+    meta = doc.meta or {}
+    return meta.get("doc_id"), meta.get("page_start")
 
 
 _CAPTION = re.compile(r"^(?:table|figure|fig\.)\s*\d", re.I)
@@ -121,6 +128,9 @@ class ExtractiveAnswerer:
         *,
         model_path: str,
         threads: int = 1,
+        backend: str = "torch",
+        models_dir: str = "",
+        batch_window_ms: float = 0.0,
         max_quotes: int = 3,
         max_candidates: int = 5,
         overlap_weight: float = 0.35,
@@ -132,6 +142,9 @@ class ExtractiveAnswerer:
             raise ValueError("model_path is required")
         if threads < 1:
             raise ValueError("threads must be >= 1")
+        check_backend(backend, str(models_dir or ""))
+        if not 0.0 <= batch_window_ms <= 100.0:
+            raise ValueError("batch_window_ms must be between 0 and 100")
         if not 1 <= max_quotes <= 3:
             raise ValueError("max_quotes must be 1, 2 or 3")
         if not 4 <= max_candidates <= 256:
@@ -146,6 +159,10 @@ class ExtractiveAnswerer:
             raise ValueError("cosine_weight must be between 0 and 1")
         self.model_path = str(model_path)
         self.threads = threads
+        self.backend = backend
+        self.models_dir = str(models_dir or "")
+        self.batch_window_ms = batch_window_ms
+        self._encoder: Any = None
         self.max_quotes = max_quotes
         self.max_candidates = max_candidates
         self.overlap_weight = overlap_weight
@@ -161,6 +178,9 @@ class ExtractiveAnswerer:
             self,
             model_path=self.model_path,
             threads=self.threads,
+            backend=self.backend,
+            models_dir=self.models_dir,
+            batch_window_ms=self.batch_window_ms,
             max_quotes=self.max_quotes,
             max_candidates=self.max_candidates,
             overlap_weight=self.overlap_weight,
@@ -174,22 +194,17 @@ class ExtractiveAnswerer:
         return default_from_dict(cls, data)
 
     def warm_up(self) -> None:
-        if not self._ready:
-            from connectors.embedding import get_model
-
-            get_model(Path(self.model_path), self.threads)
-            self._ready = True
+        if self._encoder is None:
+            self._encoder = shared_encoder(
+                self.model_path, self.threads, self.backend, self.models_dir, self.batch_window_ms
+            )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Embeddings of ``texts``; repeated sentences (popular passages) come from a small LRU cache."""
-        from connectors.embedding import embed
-
         self.warm_up()
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if missing:
-            vecs = embed(
-                [t[:_EMBED_CHARS] for t in missing], path=Path(self.model_path), threads=self.threads, batch_size=64
-            )
+            vecs = self._encoder.encode([t[:_EMBED_CHARS] for t in missing], 64)
             with self._cache_lock:
                 for t, v in zip(missing, vecs, strict=True):
                     self._cache[t] = np.asarray(v, "float32")
@@ -200,7 +215,7 @@ class ExtractiveAnswerer:
             for t in texts:
                 cached = self._cache.get(t)
                 if cached is None:  # evicted by a concurrent call between the two steps
-                    cached = np.asarray(embed([t[:_EMBED_CHARS]], path=Path(self.model_path), threads=self.threads)[0])
+                    cached = np.asarray(self._encoder.encode([t[:_EMBED_CHARS]], 1)[0])
                 else:
                     self._cache.move_to_end(t)
                 out.append(cached)
@@ -306,8 +321,11 @@ class ExtractiveAnswerer:
         for c in cands:
             if len(chosen) >= self.max_quotes:
                 break
-            if chosen and c.score < best * self.keep_ratio:
-                break
+            # below the bar, a passage on a page no quote shows yet may still be where the answer is: show it too
+            if chosen and c.score < best * self.keep_ratio and (
+                c.score < best * (self.keep_ratio - _OTHER_PAGE_SLACK) or _page(c.doc) in {_page(o.doc) for o in chosen}
+            ):
+                continue
             if any(o.doc.id == c.doc.id and o.start < c.end and c.start < o.end for o in chosen):
                 continue
             if any(o.text == c.text for o in chosen):

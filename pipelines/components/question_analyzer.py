@@ -52,6 +52,14 @@ _QUESTION_WORDS = frozenset(
     figure figures table tables diagram report document paper page pages this these those above below first second
     third last following answer answers exact total number numbers percent percentage ratio value values
     amount""".split()  # noqa: SIM905
+    # what a document is, and how a question asks about it: a PDF's text rarely names itself or its own parts
+    + """presentation article deck handbook booklet leaflet entire whole include included includes appear appears
+    appeared contain contains illustrate illustrated enumerate list write integer format name names date title
+    one two three four five six seven eight nine ten fourth fifth sixth seventh eighth ninth tenth""".split()  # noqa: SIM905
+    # how it looks: the text layer does not describe colours, logos or drawings, so their absence is no evidence
+    + """colour colours color colors coloured colored red green blue yellow grey gray black white orange purple
+    pink brown logo logos photo photos photograph photographs icon icons cartoon cartoons drawn drawing shape
+    shapes bar bars pie plot plots""".split()  # noqa: SIM905
 )
 
 
@@ -75,6 +83,31 @@ def content_words(text: str) -> list[str]:
         if low not in out:
             out.append(low)
     return out
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s")
+
+
+def word_forms(word: str) -> list[str]:
+    """``word`` and its likely inflections (plural, past, -ing, -ation), for asking whether a PDF mentions a
+    word in any form: "ending" -> ending, end, ends, ended...; "sampled" -> sampled, sampl(e), samples...
+    A light suffix stripper, not a stemmer: each form is a whole word a BM25 index can look up."""
+    w = word.lower()
+    if not w.isalpha():
+        return [word]  # numbers, codes and names with digits are looked up as they are
+    stem = w
+    for suffix in _SUFFIXES:
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            stem = w[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            break
+    forms = [w, stem, stem + "s", stem + "ation"]
+    if stem.endswith("y"):
+        forms += [stem[:-1] + "ies", stem[:-1] + "ied", stem + "ing", stem + "ed"]
+    elif stem.endswith("e"):
+        forms += [stem + "d", stem[:-1] + "ing", stem[:-1] + "ation"]
+    else:
+        forms += [stem + "e", stem + "es", stem + "ed", stem + "ing"]
+    return list(dict.fromkeys([w] + [f for f in forms if len(f) >= 3]))
 
 
 # "page 12", "figure 3", "table 2", "section 4.2", "slide 7": where to look, not what the passage says.

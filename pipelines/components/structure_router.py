@@ -2,7 +2,9 @@
 
 Recognised references:
 
-* pages — "page 12", "p. 12", "pp. 5-7", "pages 5 to 7", "pages 5–7", "pages 5 and 6";
+* pages — "page 12", "p. 12", "pp. 5-7", "pages 5 to 7", "pages 5–7", "pages 5 and 6", "page two";
+  and pages counted from either end — "the first page", "the cover", "the second page", "the last page",
+  "the back cover" — which are physical pages whatever the PDF prints on them;
 * sections — "section 4.2", "§ 4.2", "§4.2", "Section 12", "Article IV", "chapter 3", and a
   retrieved chunk's heading when the question contains all of the heading's words;
 * tables and figures — "table 3", "Figure 2", "fig. 2" (chunk meta ``label``);
@@ -31,6 +33,16 @@ _PAGES = re.compile(rf"\b(?:pages?|pp?\.)\s*{_NUM}(?:\s*(?:-|–|—|to|through|
 _SECTION = re.compile(r"(?:\b(?:section|sect\.|sec\.|chapter|clause|part)\s*|§\s*)(\d+(?:\.\d+)*|[IVXLC]+\b)", re.I)
 _ARTICLE = re.compile(r"\barticle\s+(\d+(?:\.\d+)*|[IVXLC]+\b)", re.I)
 _LABEL = re.compile(r"\b(table|figure|fig\.?)\s*(\d+(?:\.\d+)?[a-z]?)\b", re.I)
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+_PAGE_WORD = re.compile(rf"\bpage\s+({'|'.join(_NUMBER_WORDS)})\b", re.I)
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1, "final": -1}
+# "the cover" only after a preposition or as "front/back cover", "cover page": "what does the policy cover" is not
+# a page. -1 stands for the last page of each document.
+_ORDINAL_PAGE = re.compile(
+    rf"\b(?:the\s+)?(?:very\s+)?({'|'.join(_ORDINALS)})\s+page\b"
+    r"|\b(front|back)\s+cover\b|\bcover\s+page\b|\b(?:on|of|in|at)\s+(?:the|its)\s+cover\b",
+    re.I,
+)
 _MAX_PAGE_SPAN = 30
 # Section numbers (and, apart, table/figure labels) looked up per question: a question naming more is not
 # asking about each of them, and every one is a term of the store's filter.
@@ -44,19 +56,22 @@ class StructureRefs:
     """What a question explicitly points at."""
 
     pages: tuple[int, int] | None = None
+    nth_page: int | None = None  # a physical page counted from the start (1, 2...) or -1 for the last page
     section_ids: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
     spans: tuple[tuple[int, int], ...] = field(default=())
 
     @property
     def any(self) -> bool:
-        return bool(self.pages or self.section_ids or self.labels)
+        return bool(self.pages or self.nth_page or self.section_ids or self.labels)
 
     def describe(self) -> str:
         parts = []
         if self.pages:
             a, b = self.pages
             parts.append(f"page {a}" if a == b else f"pages {a}–{b}")
+        if self.nth_page:
+            parts.append("the last page" if self.nth_page < 0 else f"page {self.nth_page}")
         parts += [f"section {s}" for s in self.section_ids]
         parts += list(self.labels)
         return ", ".join(parts)
@@ -74,6 +89,15 @@ def parse_refs(question: str) -> StructureRefs:
         if a >= 1:
             pages = (a, min(b, a + _MAX_PAGE_SPAN - 1))
             spans.append(m.span())
+    elif wm := _PAGE_WORD.search(question):
+        n = _NUMBER_WORDS.index(wm.group(1).lower()) + 1
+        pages = (n, n)
+        spans.append(wm.span())
+    nth_page: int | None = None
+    if om := _ORDINAL_PAGE.search(question):
+        word = (om.group(1) or om.group(2) or "front").lower()
+        nth_page = -1 if word == "back" else _ORDINALS.get(word, 1)
+        spans.append(om.span())
     sections: list[str] = []
     for rx in (_SECTION, _ARTICLE):
         for sm in rx.finditer(question):
@@ -93,7 +117,7 @@ def parse_refs(question: str) -> StructureRefs:
             labels.append(label)
             spans.append(lm.span())
     # every reference is taken out of the content question, but only the first MAX_REFS are looked up
-    return StructureRefs(pages, tuple(sections[:MAX_REFS]), tuple(labels[:MAX_REFS]), tuple(spans))
+    return StructureRefs(pages, nth_page, tuple(sections[:MAX_REFS]), tuple(labels[:MAX_REFS]), tuple(spans))
 
 
 def strip_refs(question: str, refs: StructureRefs) -> str:
@@ -249,7 +273,28 @@ class StructureRouter:
             scopes=scopes, filters=_and(file_cond, {"field": "meta.page_label", "operator": "in", "value": labels}),
             limit=self.fetch_limit,
         )
-        physical = self.document_store.fetch(
+        physical = self._physical(scopes, file_cond, a, b)
+        found_by_label = {(d.meta or {}).get("doc_id") for d in by_label}
+        docs = by_label + [d for d in physical if (d.meta or {}).get("doc_id") not in found_by_label]
+        return [replace(d, score=1.0) for d in docs]
+
+    def _nth_page(self, scopes: list[str], file_cond: dict[str, Any] | None, n: int) -> list[Document]:
+        """The chunks on physical page ``n`` of each document (``-1``: its last page)."""
+        if n > 0:
+            return self._physical(scopes, file_cond, n, n)
+        names = set((file_cond or {}).get("value") or [])
+        docs: list[Document] = []
+        for info in self.document_store.list_documents(scopes=scopes):
+            if names and info.file not in names:
+                continue
+            cond = _and({"field": "meta.doc_id", "operator": "==", "value": info.doc_id},
+                        {"field": "meta.page_end", "operator": ">=", "value": info.pages})
+            docs += [replace(d, score=1.0) for d in self.document_store.fetch(scopes=scopes, filters=cond,
+                                                                             limit=self.fetch_limit)]
+        return docs[: self.fetch_limit]
+
+    def _physical(self, scopes: list[str], file_cond: dict[str, Any] | None, a: int, b: int) -> list[Document]:
+        return self.document_store.fetch(
             scopes=scopes,
             filters=_and(file_cond, {"operator": "AND", "conditions": [
                 {"field": "meta.page_start", "operator": "<=", "value": b},
@@ -257,9 +302,6 @@ class StructureRouter:
             ]}),
             limit=self.fetch_limit,
         )
-        found_by_label = {(d.meta or {}).get("doc_id") for d in by_label}
-        docs = by_label + [d for d in physical if (d.meta or {}).get("doc_id") not in found_by_label]
-        return [replace(d, score=1.0) for d in docs]
 
     @component.output_types(
         documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool
@@ -273,6 +315,9 @@ class StructureRouter:
             alternatives: list[dict[str, Any]] = []
             if refs.pages:
                 docs.extend(self._pages(scopes, file_cond, *refs.pages))
+            if refs.nth_page:
+                seen_ids = {d.id for d in docs}
+                docs.extend(d for d in self._nth_page(scopes, file_cond, refs.nth_page) if d.id not in seen_ids)
             if refs.section_ids:
                 alternatives.append({"field": "meta.section_id", "operator": "in", "value": list(refs.section_ids)})
             if refs.labels:

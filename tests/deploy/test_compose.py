@@ -133,6 +133,8 @@ def test_the_dockerfile_builds_what_compose_and_kubernetes_expect() -> None:
     assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim", text, re.MULTILINE)
     assert "--index-url https://download.pytorch.org/whl/cpu" in text  # CPU torch, never the CUDA build
     assert "tesseract-ocr" in text and "encode(['offline check'])" in text  # OCR; the model loads offline
+    assert "citebot models prepare" in text and "COPY --from=build /opt/citebot-models" in text  # ONNX export inside
+    assert re.search(r"^\s+CITEBOT_MODELS_DIR=/opt/citebot-models", text, re.MULTILINE)
     assert re.search(r"^USER 10001:10001$", text, re.MULTILINE)  # non-root (numeric: runAsNonRoot can check it)
     assert re.search(r"^HEALTHCHECK .*\n.*http://127\.0\.0\.1:8080/readyz", text, re.MULTILINE)
     assert re.search(r'^ENTRYPOINT \["citebot"\]$', text, re.MULTILINE)

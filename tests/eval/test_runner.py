@@ -492,3 +492,14 @@ def test_progress_on_a_terminal_counts_pdfs_and_cases_with_time_left(setup: Any)
     assert cases[0] == "hybrid cases 0/4" and cases[-1] == "hybrid cases 4/4 · done"
     assert "hybrid cases 2/4 · 10 s left" in cases
     assert any(m.startswith("indexed 1/2 one.pdf") for m in logged)  # log lines still go out, above the line
+
+
+def test_the_index_key_follows_the_vectors_not_the_runtime(tmp_path: Path) -> None:
+    """fp32 ONNX reproduces the torch vectors, so their indexes are one; an int8 index is another."""
+    from eval.runner import index_key
+
+    pdf = tmp_path / "a.pdf"
+    pdf.write_bytes(b"%PDF-1.4 test")
+    backends = ("torch", "onnx", "onnx-int8")
+    keys = {b: index_key([pdf], Settings(data_dir=tmp_path, embedding_backend=b)) for b in backends}
+    assert keys["torch"] == keys["onnx"] != keys["onnx-int8"]

@@ -68,11 +68,15 @@ class TestExtractiveAnswerer:
             ExtractiveAnswerer(model_path="m", keep_ratio=0)
 
     def test_to_dict(self):
-        assert ExtractiveAnswerer(model_path="/m", max_quotes=2).to_dict() == {
+        a = ExtractiveAnswerer(model_path="/m", max_quotes=2, backend="onnx", models_dir="/d", batch_window_ms=3.0)
+        assert a.to_dict() == {
             "type": "pipelines.components.extractive_answerer.ExtractiveAnswerer",
             "init_parameters": {
                 "model_path": "/m",
                 "threads": 1,
+                "backend": "onnx",
+                "models_dir": "/d",
+                "batch_window_ms": 3.0,
                 "max_quotes": 2,
                 "max_candidates": 5,
                 "overlap_weight": 0.35,
@@ -139,3 +143,16 @@ class TestExtractiveAnswerer:
     def test_run_without_passages(self, answerer):
         out = answerer.run(question="anything?", documents=[])
         assert out == {"text": "", "citations": [], "relevance": 0.0, "max_cosine": 0.0, "coverage": 0.0}
+
+
+@pytest.mark.parametrize(("other_page", "shown"), [(12, True), (5, False)])
+def test_a_weaker_passage_is_quoted_too_when_it_shows_another_page(other_page, shown):
+    """Below the bar for a second quote, a passage on a page no quote shows yet is still quoted: when the best
+    guess is the wrong page, the asker sees the other candidate; a weaker sentence beside the first is not."""
+    answerer = ExtractiveAnswerer(model_path=str(Settings().resolved_model_path), keep_ratio=0.8)
+    best = _chunk(10, "Leave policy\nThe primary carer receives 26 weeks of parental leave on full pay.", page=5)
+    other = _chunk(11, "Parental leave for carers who adopt is the same as for birth parents.", page=other_page)
+    out = answerer.run(question="How much parental leave does the primary carer get?", documents=[best, other])
+    cited = [c["chunk_id"] for c in out["citations"]]
+    assert cited[0] == "hb:00010"
+    assert ("hb:00011" in cited) is shown

@@ -573,7 +573,8 @@ class TestPassageEmbedder:
         with pytest.raises(ValueError, match="batch_size"):
             PassageEmbedder(model_path=MODEL_PATH, batch_size=0)
         data = PassageEmbedder(model_path="/m", threads=2, batch_size=8).to_dict()
-        assert data["init_parameters"] == {"model_path": "/m", "threads": 2, "batch_size": 8}
+        assert data["init_parameters"] == {"model_path": "/m", "threads": 2, "batch_size": 8, "backend": "torch",
+                                           "models_dir": ""}
         assert PassageEmbedder.from_dict(data).batch_size == 8
 
     def test_passage_text_prefixes_the_section_path(self) -> None:

@@ -11,21 +11,32 @@ from pipelines.components.query_embedder import QueryEmbedder
 
 
 class TestQueryEmbedder:
-    def test_init_validates(self):
-        with pytest.raises(ValueError, match="model_path"):
-            QueryEmbedder(model_path="")
-        with pytest.raises(ValueError, match="threads"):
-            QueryEmbedder(model_path="/m", threads=0)
+    @pytest.mark.parametrize(
+        ("kwargs", "match"),
+        [
+            ({"model_path": ""}, "model_path"),
+            ({"model_path": "/m", "threads": 0}, "threads"),
+            ({"model_path": "/m", "backend": "tensorflow"}, "backend"),
+            ({"model_path": "/m", "backend": "onnx"}, "models_dir"),
+            ({"model_path": "/m", "batch_window_ms": -1.0}, "batch_window_ms"),
+        ],
+    )
+    def test_init_validates(self, kwargs, match):
+        with pytest.raises(ValueError, match=match):
+            QueryEmbedder(**kwargs)
 
     def test_to_dict(self):
-        assert QueryEmbedder(model_path="/m", threads=2).to_dict() == {
+        e = QueryEmbedder(model_path="/m", threads=2, backend="onnx", models_dir="/d/models", batch_window_ms=4.0)
+        assert e.to_dict() == {
             "type": "pipelines.components.query_embedder.QueryEmbedder",
-            "init_parameters": {"model_path": "/m", "threads": 2},
+            "init_parameters": {"model_path": "/m", "threads": 2, "backend": "onnx", "models_dir": "/d/models",
+                                "batch_window_ms": 4.0},
         }
 
     def test_from_dict(self):
-        e = QueryEmbedder.from_dict(QueryEmbedder(model_path="/m").to_dict())
-        assert (e.model_path, e.threads) == ("/m", 1)
+        e = QueryEmbedder.from_dict(QueryEmbedder(model_path="/m", backend="onnx-int8", models_dir="/d").to_dict())
+        got = (e.model_path, e.threads, e.backend, e.models_dir, e.batch_window_ms)
+        assert got == ("/m", 1, "onnx-int8", "/d", 0.0)
 
     @pytest.mark.slow
     def test_run(self):

@@ -183,6 +183,13 @@ class TestExtractivePath:
         wrong = engine.answer("How many people did Halvorsen & Pike employ in 2031?", [A])
         assert wrong.refused and wrong.citations == []
 
+    def test_a_word_the_pdfs_use_in_another_form_counts_as_mentioned(self, engine):
+        """Refusal weighs the question's words the PDFs never use; "founding" is not missing from a PDF that
+        says "founded" (nor "changing" from "changed"), but a word only another channel's PDF uses is."""
+        assert engine.term_support(["founding", "employing", "changing", "offices"], [A], None) == 1.0
+        assert engine.term_support(["osprey", "founding"], [A], None) == 0.5
+        assert engine.term_support(["1994", "1995"], [A], None) == 0.5  # numbers are looked up as they are
+
     def test_format_instructions_do_not_steer_retrieval(self, engine):
         plain = engine.answer("What are the core hours?", [A])
         instructed = engine.answer(

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.components.question_analyzer import QuestionAnalyzer, anchors, content_words, strip_instructions
+from pipelines.components.question_analyzer import (
+    QuestionAnalyzer,
+    anchors,
+    content_words,
+    strip_instructions,
+    word_forms,
+)
 
 
 class TestQuestionAnalyzer:
@@ -51,3 +57,20 @@ class TestQuestionAnalyzer:
     def test_content_words_leave_out_question_and_document_words(self):
         assert content_words("According to the report, how many dogs are allowed in the office on page 3?") == [
             "dogs", "office"]
+        # how a question points at the document or its look is not what the text says
+        assert content_words("How many red logos appear in the entire presentation?") == []
+        assert content_words("What colour is the ITC logo on the cover, in three words?") == ["itc", "cover", "words"]
+
+    @pytest.mark.parametrize(
+        ("word", "forms"),
+        [
+            ("ending", {"ended", "ends", "end"}),
+            ("sampled", {"sample", "samples", "sampling"}),
+            ("studies", {"study", "studied"}),
+            ("recommendation", {"recommend", "recommended"}),
+            ("FY2015", {"FY2015"}),
+        ],
+    )
+    def test_word_forms_find_a_word_in_any_inflection(self, word, forms):
+        assert forms <= set(word_forms(word))
+        assert word_forms(word)[0] in (word, word.lower())

@@ -139,6 +139,28 @@ class TestStructureRouter:
         assert [d.id for d in out["documents"]] == ["hb:00004"]
         assert out["reference"] == "Table 2"
 
+    @pytest.mark.parametrize(
+        ("question", "pages"),
+        [
+            ("What type of court is noted on the cover page?", [1]),
+            ("How many people are in the images on the cover?", [1]),
+            ("What is the name of the governor on the first page?", [1]),
+            ("What are the words on page two?", []),  # "page two" is page 2, and hb has no page 2
+            ("What does the fourth page say?", [4, 4]),  # page 4 of both documents
+            ("What is on the last page of the services agreement?", [4]),
+            ("What is printed on the back cover?", [9, 4]),  # each document's own last page
+        ],
+    )
+    def test_pages_counted_from_either_end(self, store, question, pages):
+        out = StructureRouter(document_store=store).run(question=question, scopes=["local"])
+        got = [d.meta["page_start"] for d in out["documents"]]
+        assert sorted(got) == sorted(pages)
+        assert all(d.meta["scope"] == "local" for d in out["documents"])
+
+    def test_a_cover_that_is_not_a_page_routes_nowhere(self, store):
+        out = StructureRouter(document_store=store).run(question="What does the policy cover?", scopes=["local"])
+        assert out["documents"] == [] and out["explicit"] is False
+
     def test_run_file_name_restricts(self, store):
         router = StructureRouter(document_store=store)
         out = router.run(question="What is on page 4 of the services agreement?", scopes=["local"])
@@ -185,6 +207,7 @@ class TestStructureRouter:
         ("Figure 2 in Article IV", None, ("IV",), ("Figure 2",), "in"),
         ("clause 7.1 governing law", None, ("7.1",), (), "governing law"),
         ("How many pages does it have?", None, (), (), "How many pages does it have?"),
+        ("What is on page two?", (2, 2), (), (), "What is on ?"),
     ],
 )
 def test_parse_refs(question, pages, sections, labels, stripped):
