@@ -16,8 +16,9 @@ from typing import Literal
 import structlog
 
 from connectors.settings import Settings
-from connectors.state_log import Polarity, StateLog
+from connectors.state_api import ChatState, Polarity
 from connectors.store_api import DocInfo
+from connectors.stores import open_state
 from pipelines.models import Answer, IngestProgress, IngestResult, Turn, for_people, printable
 from pipelines.service import CitebotService, ProgressCallback
 
@@ -51,14 +52,14 @@ class ForgetOutcome:
 
 
 class ChatCore:
-    def __init__(self, service: CitebotService, state: StateLog, settings: Settings) -> None:
+    def __init__(self, service: CitebotService, state: ChatState, settings: Settings) -> None:
         self.service = service
         self.state = state
         self.settings = settings
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChatCore:
-        return cls(CitebotService(settings), StateLog(settings.state_path), settings)
+        return cls(CitebotService(settings), open_state(settings), settings)
 
     # --- dedup -----------------------------------------------------------------------------------
     def claim(self, platform: Platform, key: str, *, budget_s: float | None = None) -> bool:

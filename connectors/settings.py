@@ -26,6 +26,9 @@ class Settings(BaseSettings):
         env_file_encoding="utf-8",
         extra="ignore",
         populate_by_name=True,
+        # `SLACK_APP_TOKEN=` (a blank line of an env file, compose passing an unset variable) means unset, not "":
+        # an empty token must not switch on Socket Mode, nor an empty OPENAI_BASE_URL the LLM.
+        env_ignore_empty=True,
     )
 
     # --- storage ---------------------------------------------------------------------------
@@ -35,6 +38,9 @@ class Settings(BaseSettings):
     elasticsearch_username: str | None = None
     elasticsearch_password: SecretStr | None = None
     elasticsearch_index: str = "citebot-chunks"
+    elasticsearch_state_prefix: str = Field(
+        "citebot-state", description="Chat state indices ({prefix}-claims, -answers...) when Elasticsearch is used."
+    )
 
     # --- embedding model -------------------------------------------------------------------
     model_path: Path | None = Field(
@@ -173,7 +179,7 @@ class Settings(BaseSettings):
 
     @property
     def state_path(self) -> Path:
-        """Feedback log, answered-message records and chat event dedup."""
+        """Feedback log, answered-message records and chat event dedup (embedded; see ``stores.open_state``)."""
         return self.data_dir / "state.sqlite3"
 
 

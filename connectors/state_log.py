@@ -1,5 +1,9 @@
 """Durable chat state on SQLite (``CITEBOT_DATA_DIR/state.sqlite3``), shared by Slack, Teams and eval.
 
+The embedded implementation of :class:`connectors.state_api.ChatState`; several processes on one host may share
+the file (WAL, ``BEGIN IMMEDIATE`` for every claim). Replicas on several hosts use
+:mod:`connectors.elasticsearch_state` instead.
+
 * ``answers``: every answer the bot posted, keyed by (platform, message_ref), so a later 👍/👎 on
   that message can be linked to its question, answer, citations and retrieved chunks.
 * ``feedback``: one row per (platform, message_ref, user): a person's latest vote on an answer wins (a
@@ -24,17 +28,24 @@ import socket
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from connectors.state_api import (
+    CLAIM_TTL_S,
+    MAX_CLAIM_ATTEMPTS,
+    PRUNE_EVERY_S,
+    RUN,
+    FeedbackEntry,
+    Polarity,
+    claim_abandoned,
+)
 from pipelines.models import Answer, Turn
 
-Polarity = Literal["up", "down"]
+__all__ = ["CLAIM_TTL_S", "MAX_CLAIM_ATTEMPTS", "FeedbackEntry", "Polarity", "StateLog", "feedback_as_json"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -98,12 +109,12 @@ _CLAIM_COLUMNS = {
     "attempts": "INTEGER NOT NULL DEFAULT 1",
     "note": "TEXT",
 }
-CLAIM_TTL_S = 24 * 3600.0
-MAX_CLAIM_ATTEMPTS = 2  # the first delivery and one retry after a crash
-_PRUNE_EVERY_S = 600.0
-# This process's run: a claim with our pid but another run was taken by an earlier process that had our pid
-# (pid 1 in a container restarted after a crash).
-_RUN = uuid.uuid4().hex
+_PRUNE_EVERY_S = PRUNE_EVERY_S
+# In an upsert of a vote: the new vote is bare and repeats the standing, unretracted one.
+_SAME_BARE_VOTE = (
+    "excluded.comment = '' AND excluded.choice = '' AND feedback.polarity = excluded.polarity "
+    "AND feedback.retracted_at IS NULL"
+)
 
 
 def _now() -> str:
@@ -114,59 +125,16 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
-@dataclass(frozen=True)
-class FeedbackEntry:
-    platform: str
-    message_ref: str
-    scope: str
-    user: str
-    polarity: Polarity
-    comment: str
-    at: str
-    question: str
-    answer: str
-    citations: list[dict[str, Any]]
-    retrieved_chunk_ids: list[str]
-    choice: str = ""
-    refused: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "question": self.question,
-            "answer": self.answer,
-            "polarity": self.polarity,
-            "platform": self.platform,
-            "scope": self.scope,
-            "user": self.user,
-            "at": self.at,
-            "comment": self.comment,
-            "choice": self.choice,
-            "refused": self.refused,
-            "message_ref": self.message_ref,
-            "citations": self.citations,
-            "retrieved_chunk_ids": self.retrieved_chunk_ids,
-        }
-
-
 class StateLog:
     """Thread-safe; one connection per thread, WAL so the CLI can read while the bot writes."""
 
-    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time, host: str | None = None) -> None:
+        """``clock`` and ``host`` (default: this machine's name) exist for tests of claim takeover."""
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._clock = clock
-        self._host = socket.gethostname()
+        self._host = host or socket.gethostname()
         self._pruned_at = 0.0
         conn = self._conn()
         conn.executescript(_SCHEMA)
@@ -189,6 +157,13 @@ class StateLog:
             conn.row_factory = sqlite3.Row
             self._local.conn = conn
         return conn
+
+    def close(self) -> None:
+        """Close this thread's connection (others close with their threads)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -214,7 +189,7 @@ class StateLog:
             row = db.execute(
                 "SELECT state, started, budget_s, pid, host, run, attempts FROM seen_events WHERE key = ?", (key,)
             ).fetchone()
-            owner = (os.getpid(), self._host, _RUN)
+            owner = (os.getpid(), self._host, RUN)
             if row is None:
                 db.execute(
                     """INSERT INTO seen_events (key, at, state, started, budget_s, pid, host, run, attempts)
@@ -222,7 +197,11 @@ class StateLog:
                     (key, _iso(now), "done" if budget_s is None else "started", now, budget_s, *owner),
                 )
                 return True
-            if row["state"] != "started" or row["attempts"] >= MAX_CLAIM_ATTEMPTS or not self._abandoned(row, now):
+            if (
+                row["state"] != "started"
+                or row["attempts"] >= MAX_CLAIM_ATTEMPTS
+                or not claim_abandoned(dict(row), now, self._host)
+            ):
                 return False
             db.execute(
                 """UPDATE seen_events SET at = ?, started = ?, pid = ?, host = ?, run = ?, attempts = attempts + 1
@@ -230,14 +209,6 @@ class StateLog:
                 (_iso(now), now, *owner, key),
             )
             return True
-
-    def _abandoned(self, row: sqlite3.Row, now: float) -> bool:
-        """A started claim whose worker ran out of its time budget, or whose process on this host is gone."""
-        if row["budget_s"] is not None and row["started"] is not None and now - row["started"] > row["budget_s"]:
-            return True
-        if row["host"] != self._host or row["pid"] is None or row["run"] == _RUN:
-            return False  # another host's process can't be checked from here: its budget decides
-        return row["pid"] == os.getpid() or not _pid_alive(int(row["pid"]))
 
     def finish_event(self, key: str) -> None:
         """The work of a claim taken with a budget has ended (done, or failed and reported): never redo it."""
@@ -364,19 +335,22 @@ class StateLog:
         comment: str = "",
         choice: str = "",
     ) -> bool:
-        """Record ``user``'s 👍/👎 on a posted answer, replacing their earlier vote (the latest wins). False when
-        the message is not a bot answer."""
+        """Record ``user``'s 👍/👎 on a posted answer, replacing their earlier vote (the latest wins). A bare vote (no
+        comment, no choice) equal to the standing one keeps that one's comment and choice: the 👎 button's record
+        may land after the 👎 form it opened (another replica, a busy pool). False when the message is not a bot
+        answer."""
         found = self.find_answer(platform=platform, message_ref=message_ref)
         if found is None:
             return False
         scope = found[0]
         with self._tx() as db:
             db.execute(
-                """INSERT INTO feedback (platform, message_ref, scope, user, polarity, comment, choice, at)
+                f"""INSERT INTO feedback (platform, message_ref, scope, user, polarity, comment, choice, at)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (platform, message_ref, user) DO UPDATE SET
-                     polarity = excluded.polarity, comment = excluded.comment, choice = excluded.choice,
-                     at = excluded.at, retracted_at = NULL""",
+                     comment = CASE WHEN {_SAME_BARE_VOTE} THEN feedback.comment ELSE excluded.comment END,
+                     choice = CASE WHEN {_SAME_BARE_VOTE} THEN feedback.choice ELSE excluded.choice END,
+                     polarity = excluded.polarity, at = excluded.at, retracted_at = NULL""",
                 (platform, message_ref, scope, user, polarity, comment, choice, _now()),
             )
         return True
@@ -409,24 +383,7 @@ class StateLog:
         sql += " ORDER BY f.at, f.id"
         out = []
         for row in self._conn().execute(sql, args):
-            answer = Answer.model_validate_json(row["answer_json"])
-            out.append(
-                FeedbackEntry(
-                    platform=row["platform"],
-                    message_ref=row["message_ref"],
-                    scope=row["scope"],
-                    user=row["user"],
-                    polarity=row["polarity"],
-                    comment=row["comment"],
-                    at=row["at"],
-                    question=row["question"],
-                    answer=answer.text,
-                    citations=[c.model_dump() for c in answer.citations],
-                    retrieved_chunk_ids=[r.chunk_id for r in answer.retrieved],
-                    choice=row["choice"],
-                    refused=answer.refused,
-                )
-            )
+            out.append(FeedbackEntry.of(dict(row), row["question"], Answer.model_validate_json(row["answer_json"])))
         return out
 
 

@@ -1,8 +1,10 @@
-"""Pick the document store from the settings, and the matching pair of scoped retrievers.
+"""Pick the document store and the chat state from the settings, and the matching pair of scoped retrievers.
 
 ``open_store`` returns Elasticsearch when ``CITEBOT_ELASTICSEARCH_URL`` is set, else the embedded SQLite
-store in ``CITEBOT_DATA_DIR``. ``make_retrievers`` returns ``(bm25, embedding)`` Haystack components whose
-``run`` takes ``scopes`` (mandatory) and ``filters``/``top_k`` (optional); fuse their outputs with
+store in ``CITEBOT_DATA_DIR``; ``open_state`` likewise returns the chat state on Elasticsearch
+(``citebot-state-*`` indices, shared by every replica) or the SQLite state log in ``CITEBOT_DATA_DIR``.
+``make_retrievers`` returns ``(bm25, embedding)`` Haystack components whose ``run`` takes ``scopes``
+(mandatory) and ``filters``/``top_k`` (optional); fuse their outputs with
 ``DocumentJoiner(join_mode="reciprocal_rank_fusion")``.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from connectors.settings import Settings
+from connectors.state_api import ChatState
 from connectors.store_api import ChunkStore
 
 
@@ -23,6 +26,16 @@ def open_store(settings: Settings) -> ChunkStore:
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     return SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
+
+
+def open_state(settings: Settings) -> ChatState:
+    if settings.elasticsearch_url:
+        from connectors.elasticsearch_state import ElasticsearchState
+
+        return ElasticsearchState.from_settings(settings)
+    from connectors.state_log import StateLog
+
+    return StateLog(settings.state_path)
 
 
 def store_from_dict(data: dict[str, Any]) -> ChunkStore:

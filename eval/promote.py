@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from connectors.state_log import FeedbackEntry, StateLog
+from connectors.state_api import ChatState, FeedbackEntry
 from eval.cases import (
     Case,
     ReviewCase,
@@ -83,7 +83,7 @@ def _vote_key(vote: dict[str, Any]) -> tuple[str, str, str, str]:
     return (str(vote.get("platform")), str(vote.get("message_ref")), str(vote.get("user")), str(vote.get("at")))
 
 
-def promote(log: StateLog, set_path: Path, *, since: str | None = None) -> PromoteResult:
+def promote(log: ChatState, set_path: Path, *, since: str | None = None) -> PromoteResult:
     existing = load_cases(set_path) if set_path.exists() else []
     rpath = review_path(set_path)
     in_review: list[Case] = load_review_cases(rpath)

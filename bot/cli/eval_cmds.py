@@ -187,13 +187,13 @@ def run_compare_cmd(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_promote_cmd(args: argparse.Namespace, settings: Settings) -> int:
-    from connectors.state_log import StateLog
+    from connectors.stores import open_state
     from eval.cases import EvalSetError
     from eval.promote import promote, review_path
 
     set_path = args.set or settings.data_dir / "eval" / "feedback.jsonl"
     try:
-        res = promote(StateLog(settings.state_path), set_path, since=args.since)
+        res = promote(open_state(settings), set_path, since=args.since)
     except EvalSetError as e:
         print(f"citebot eval promote: {e}", file=sys.stderr)
         return 2
@@ -203,9 +203,10 @@ def run_promote_cmd(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_feedback_cmd(args: argparse.Namespace, settings: Settings) -> int:
-    from connectors.state_log import StateLog, feedback_as_json
+    from connectors.state_log import feedback_as_json
+    from connectors.stores import open_state
 
-    entries = StateLog(settings.state_path).feedback(since=args.since, polarity=args.polarity)
+    entries = open_state(settings).feedback(since=args.since, polarity=args.polarity)
     if args.json:
         print(feedback_as_json(entries))
         return 0

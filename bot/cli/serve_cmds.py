@@ -16,6 +16,8 @@ def register(sub: Any) -> None:
     slack.add_argument("--http", action="store_true", help="serve the Events API over HTTP instead of Socket Mode")
     slack.add_argument("--host", default="127.0.0.1")
     slack.add_argument("--port", type=int, default=3000)
+    slack.add_argument("--health-port", type=int, default=None,
+                       help="Socket Mode: serve GET /healthz and /readyz on this port (containers, probes)")
     slack.set_defaults(func=run_slack)
 
     teams = platforms.add_parser("teams", help="Microsoft Teams bot on /api/messages")
@@ -29,7 +31,7 @@ def register(sub: Any) -> None:
 def run_slack(args: argparse.Namespace, settings: Settings) -> int:
     from bot.slack.server import serve
 
-    return serve(settings, http=args.http, host=args.host, port=args.port)
+    return serve(settings, http=args.http, host=args.host, port=args.port, health_port=args.health_port)
 
 
 def run_teams(args: argparse.Namespace, settings: Settings) -> int:

@@ -2,9 +2,9 @@
 
 HTTP mode is a small threaded ``http.server`` in front of ``App.dispatch`` (Bolt's own development
 server is single-threaded and has no health route): ``POST /slack/events`` for events, slash
-commands and interactivity; ``GET /healthz`` (and ``/readyz``: the server listens only once warmed up)
-for load balancers. Listeners only acknowledge and hand
-work to the bot's pool, so acks stay fast under load.
+commands and interactivity; ``GET /healthz`` and ``GET /readyz`` for load balancers and probes
+(:mod:`bot.health`). The server listens while the model loads; until it is ready, events get 503 and
+Slack re-sends them. Listeners only acknowledge and hand work to the bot's pool, so acks stay fast under load.
 
 The server faces the internet, so every request is bounded before Bolt checks its signature:
 
@@ -19,6 +19,7 @@ The server faces the internet, so every request is bounded before Bolt checks it
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import signal
@@ -34,14 +35,14 @@ import structlog
 from slack_bolt import App, BoltRequest
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from bot.health import HEALTH_PATH, READY_PATH, Health, serve_health
 from connectors.settings import Settings
 
 log = structlog.get_logger("citebot.slack.server")
 
+__all__ = ["EVENTS_PATH", "HEALTH_PATH", "READY_PATH", "make_http_server", "serve"]
+
 EVENTS_PATH = "/slack/events"
-HEALTH_PATH = "/healthz"
-# The server listens only once the model is loaded and the pipelines are built, so ready is healthy here.
-READY_PATH = "/readyz"
 MAX_BODY_BYTES = 1_000_000  # Slack payloads are a few kB; refuse anything absurd before reading it
 MAX_CONNECTIONS = 64  # connections served at once; Slack's bursts are acked in milliseconds each
 REQUEST_TIMEOUT_S = 10.0  # Slack gives up after 3 s; a request still arriving after 10 s is not Slack
@@ -77,11 +78,14 @@ def make_http_server(
     *,
     max_connections: int | None = None,
     request_timeout_s: float | None = None,
+    health: Health | None = None,
 ) -> ThreadingHTTPServer:
     """A threaded HTTP server dispatching ``/slack/events`` to ``app``; ``port=0`` picks a free one.
 
-    ``max_connections`` and ``request_timeout_s`` default to ``MAX_CONNECTIONS`` and ``REQUEST_TIMEOUT_S``.
+    ``max_connections`` and ``request_timeout_s`` default to ``MAX_CONNECTIONS`` and ``REQUEST_TIMEOUT_S``;
+    ``health`` (default: ready at once) says when events may be handled.
     """
+    probe = health if health is not None else Health("slack", ready=True)
     slots = max_connections if max_connections is not None else MAX_CONNECTIONS
     timeout_s = request_timeout_s if request_timeout_s is not None else REQUEST_TIMEOUT_S
     if slots < 1 or timeout_s <= 0:
@@ -104,8 +108,9 @@ def make_http_server(
             return
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            if self.path.partition("?")[0] in (HEALTH_PATH, READY_PATH):
-                self._send(200, b'{"ok":true}', {"Content-Type": "application/json"})
+            found = probe.respond(self.path)
+            if found is not None:
+                self._send(found[0], found[1], {"Content-Type": "application/json"})
             else:
                 self._send(404, b"", {})
 
@@ -117,6 +122,9 @@ def make_http_server(
             status = self._body_length_problem()
             if status:
                 self._send(status, b"", {}, close=True)  # the body stays unread: this connection is done
+                return
+            if not probe.ready:  # still loading the model: Slack re-sends in a moment (to a ready replica)
+                self._send(503, b"", {"Retry-After": "5"}, close=True)
                 return
             length = int(self.headers["Content-Length"])
             try:
@@ -263,8 +271,9 @@ def check_bot_token(settings: Settings) -> str:
     return ""
 
 
-def serve(settings: Settings, *, http: bool, host: str, port: int) -> int:
-    """Run the Slack bot until interrupted; returns the exit status."""
+def serve(settings: Settings, *, http: bool, host: str, port: int, health_port: int | None = None) -> int:
+    """Run the Slack bot until interrupted (or SIGTERM); returns the exit status. The HTTP server (or, in Socket
+    Mode, the health server on ``health_port``) listens while the model loads, so probes see it starting."""
     from bot.core import ChatCore
     from bot.slack.app import SlackConfigError, build_bot
 
@@ -288,9 +297,24 @@ def serve(settings: Settings, *, http: bool, host: str, port: int) -> int:
     except Exception as e:  # noqa: BLE001 - Bolt raises BoltError on a rejected token at start-up
         print(f"citebot: could not start the Slack app ({type(e).__name__}); check SLACK_BOT_TOKEN", file=sys.stderr)
         return 2
-    log.info("warming_up")
-    core.service.warm_up()
+    health = Health("slack")
+    if socket_mode:
+        server = serve_health(health, host, health_port) if health_port is not None else None
+    else:
+        server = make_http_server(bot.app, host, port, health=health)
+    stop = threading.Event()
+
+    def _stop(*_: object) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stop)
+    if server is not None:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
+        log.info("warming_up")
+        core.service.warm_up()
+        health.set_ready()
         if socket_mode:
             handler = socket_mode_handler(bot.app, settings)
             try:
@@ -301,30 +325,21 @@ def serve(settings: Settings, *, http: bool, host: str, port: int) -> int:
             except (SlackClientError, OSError) as e:
                 print(cannot_reach(settings, e), file=sys.stderr)
                 return 2
-            log.info("slack_socket_mode_started", workers=settings.slack_workers)
+            log.info("slack_socket_mode_started", workers=settings.slack_workers, health_port=health_port)
             try:
-                threading.Event().wait()
+                stop.wait()
             except KeyboardInterrupt:
                 pass
             finally:
                 handler.close()
             return 0
-        server = make_http_server(bot.app, host, port)
-        stop = threading.Event()
-
-        def _stop(*_: object) -> None:
-            if not stop.is_set():
-                stop.set()
-                threading.Thread(target=server.shutdown, daemon=True).start()
-
-        signal.signal(signal.SIGTERM, _stop)
+        assert server is not None
         log.info("slack_http_started", host=host, port=server.server_address[1], workers=settings.slack_workers)
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
+        with contextlib.suppress(KeyboardInterrupt):
+            stop.wait()
         return 0
     finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
         bot.close()

@@ -44,7 +44,8 @@ T = TypeVar("T")
 HELP_TEXT = (
     "**Citebot** answers questions about your PDFs, quoting them.\n\n"
     "- In a channel, @mention me with a question; I reply in the thread.\n"
-    "- In a chat with me, just ask. Send me a PDF here and I index it for this chat.\n"
+    "- In a personal chat with me, just ask. Send me a PDF here and I index it for this chat.\n"
+    "- In a group chat, @mention me (Teams gives me only those messages, and no files there).\n"
     "- `@Citebot sync` in a channel indexes the PDFs in the channel's Files tab.\n"
     "- Use 👍/👎 under an answer to tell us whether it helped.\n"
     "- Commands: `help`, `docs` (what I have indexed here), `forget <file>` (the uploader), `stats`, `sync`."

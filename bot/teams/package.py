@@ -13,7 +13,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-MANIFEST_TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "teams" / "manifest.json"
+# package data beside this module, so `citebot teams package` works from an installed wheel too
+MANIFEST_TEMPLATE = Path(__file__).resolve().parent / "manifest.json"
 PLACEHOLDER = "{{TEAMS_APP_ID}}"
 ACCENT = (43, 87, 151)
 _GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")

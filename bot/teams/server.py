@@ -12,6 +12,7 @@ own tenant (``bot.teams.activity.refusal``).
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import sys
 from typing import Any
@@ -23,6 +24,7 @@ from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFramewo
 from botframework.connector.auth import BotFrameworkAuthentication
 
 from bot.core import APOLOGY, ChatCore
+from bot.health import HEALTH_PATH, READY_PATH, Health
 from bot.teams import render
 from bot.teams.bot import CitebotTeamsBot
 from connectors.log import error_fields
@@ -32,6 +34,7 @@ log = structlog.get_logger("citebot.teams")
 
 BOT_KEY: web.AppKey[CitebotTeamsBot] = web.AppKey("citebot_teams_bot", CitebotTeamsBot)
 ADAPTER_KEY: web.AppKey[CloudAdapter] = web.AppKey("citebot_teams_adapter", CloudAdapter)
+WARM_UP_KEY: web.AppKey[asyncio.Task[None]] = web.AppKey("citebot_warm_up", asyncio.Task)
 
 
 class _BotConfig:
@@ -102,8 +105,11 @@ def build_app(
     auth: BotFrameworkAuthentication | None = None,
     insecure_local: bool = False,
     workers: int = 4,
+    health: Health | None = None,
 ) -> web.Application:
-    """The aiohttp app (``/api/messages``, ``/healthz``).
+    """The aiohttp app (``/api/messages``, ``/healthz``, ``/readyz``).
+
+    ``health`` (default: ready at once) says when activities may be handled: until then they get 503.
 
     Authentication comes from the settings' credentials; without any, TeamsConfigError, unless
     ``insecure_local`` (the caller guarantees a loopback address) asks for the Emulator's unauthenticated mode.
@@ -137,12 +143,17 @@ def build_app(
 
     adapter.on_turn_error = on_error
 
+    probe = health if health is not None else Health("teams", ready=True)
+
     async def messages(request: web.Request) -> web.StreamResponse:
+        if not probe.ready:  # still loading the model: the Bot Connector retries
+            return web.Response(status=503, headers={"Retry-After": "5"})
         response = await adapter.process(request, bot)
         return response if response is not None else web.Response(status=201)
 
-    async def healthz(_request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "authenticated": bool(settings.teams_app_id)})
+    async def healthz(request: web.Request) -> web.Response:
+        status, body = probe.readiness() if request.path == READY_PATH else probe.live()
+        return web.json_response({**body, "authenticated": bool(settings.teams_app_id)}, status=status)
 
     async def on_cleanup(_app: web.Application) -> None:
         await bot.drain()
@@ -152,7 +163,8 @@ def build_app(
     app[BOT_KEY] = bot
     app[ADAPTER_KEY] = adapter
     app.router.add_post("/api/messages", messages)
-    app.router.add_get("/healthz", healthz)
+    app.router.add_get(HEALTH_PATH, healthz)
+    app.router.add_get(READY_PATH, healthz)
     app.on_cleanup.append(on_cleanup)
     return app
 
@@ -171,9 +183,21 @@ def serve(settings: Settings, *, host: str, port: int, insecure_local: bool = Fa
               file=sys.stderr)
         return 2
     core = ChatCore.from_settings(settings)
-    log.info("teams_warming_up")
-    core.service.warm_up()
-    app = build_app(settings, core, insecure_local=insecure_local and not authenticated)
+    health = Health("teams")
+    app = build_app(settings, core, insecure_local=insecure_local and not authenticated, health=health)
+
+    async def warm_up(_app: web.Application) -> None:
+        """Listen at once (probes see "starting"), load the model beside, then report ready."""
+
+        async def load() -> None:
+            log.info("teams_warming_up")
+            await asyncio.get_running_loop().run_in_executor(None, core.service.warm_up)
+            health.set_ready()
+            log.info("teams_ready")
+
+        _app[WARM_UP_KEY] = asyncio.get_running_loop().create_task(load())
+
+    app.on_startup.append(warm_up)
     log.info("teams_listening", host=host, port=port, path="/api/messages")
     web.run_app(app, host=host, port=port, print=None)
     return 0

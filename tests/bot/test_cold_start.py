@@ -77,7 +77,7 @@ def test_serve_slack_on_the_onnx_path_imports_no_torch(tmp_path, shared_models_d
 def test_serve_teams_on_the_onnx_path_imports_no_torch(tmp_path, shared_models_dir):
     port = _free_port()
     out = _serve_until_ready(
-        tmp_path, shared_models_dir, f"http://127.0.0.1:{port}/healthz",
+        tmp_path, shared_models_dir, f"http://127.0.0.1:{port}/readyz",
         ["serve", "teams", "--insecure-local", "--host", "127.0.0.1", "--port", str(port)],
     )
     assert "READY HEAVY []" in out

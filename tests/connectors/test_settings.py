@@ -69,3 +69,14 @@ def test_env_example_lists_every_setting_and_loads_when_uncommented(tmp_path: Pa
     (tmp_path / ".env").write_text("\n".join(line for line in lines if not line.endswith("=")) + "\n")
     settings = load_settings()
     assert settings.ocr_language == "eng" and settings.log_level == "info" and settings.slack_workers == 4
+
+
+def test_empty_variables_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compose passes `SLACK_APP_TOKEN=` from an env file as an empty variable: it must not turn on Socket Mode,
+    an LLM endpoint or a Teams password without an app id."""
+    for var in ("SLACK_APP_TOKEN", "OPENAI_BASE_URL", "OPENAI_API_KEY", "TEAMS_APP_PASSWORD", "TEAMS_APP_ID",
+                "CITEBOT_ELASTICSEARCH_URL"):
+        monkeypatch.setenv(var, "")
+    settings = load_settings()
+    assert settings.slack_app_token is None and settings.teams_app_password is None
+    assert not settings.llm_configured and settings.elasticsearch_url is None

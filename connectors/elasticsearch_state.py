@@ -1,0 +1,480 @@
+"""Chat state on Elasticsearch, for any number of bot replicas: the ``citebot-state-*`` indices.
+
+Chosen by ``connectors.stores.open_state`` when ``CITEBOT_ELASTICSEARCH_URL`` is set; the same
+:class:`~connectors.state_api.ChatState` contract as the SQLite :class:`~connectors.state_log.StateLog`.
+
+=========================  ============================================  =====================================
+index                      document id                                   holds
+=========================  ============================================  =====================================
+``{prefix}-claims``        the claim key                                 event/file/answer claims
+``{prefix}-answers``       platform + message ref                        posted answers (thread history)
+``{prefix}-feedback``      platform + message ref + user                 one vote per person and answer
+``{prefix}-uploads``       platform + file ref + scope                   which document a platform file became
+``{prefix}-threads``       platform + thread ref                         assistant-pane thread contexts
+=========================  ============================================  =====================================
+
+How a claim stays exclusive across replicas: the first claimer writes the claim with ``op_type=create`` under
+its deterministic id, which Elasticsearch accepts exactly once (the others get 409). Taking over an abandoned
+claim is a write conditioned on the ``_seq_no``/``_primary_term`` the taker read (optimistic concurrency), so
+of several replicas taking over the same claim exactly one succeeds. Both are decided on the primary shard, so
+they need no refresh. Writes that other replicas must find by search (answers for thread history, votes,
+uploads) use ``refresh=wait_for``; reads by id (``find_answer``, a claim, a thread context) are real-time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from connectors.settings import Settings
+from connectors.state_api import (
+    CLAIM_TTL_S,
+    MAX_CLAIM_ATTEMPTS,
+    PRUNE_EVERY_S,
+    RUN,
+    FeedbackEntry,
+    Polarity,
+    StateError,
+    claim_abandoned,
+)
+from pipelines.models import Answer, Turn
+
+_KW = {"type": "keyword"}
+# Only what is searched or sorted on is mapped; everything else stays in _source (dynamic: false).
+MAPPINGS: dict[str, dict[str, Any]] = {
+    "claims": {"dynamic": False, "properties": {"at": {"type": "double"}, "state": _KW}},
+    "answers": {
+        "dynamic": False,
+        "properties": {"platform": _KW, "thread_ref": _KW, "message_ref": _KW, "at": {"type": "date"},
+                       "seq": {"type": "long"}},
+    },
+    "feedback": {
+        "dynamic": False,
+        "properties": {"platform": _KW, "message_ref": _KW, "user": _KW, "polarity": _KW, "retracted": {
+            "type": "boolean"}, "at": {"type": "date"}, "seq": {"type": "long"}},
+    },
+    "uploads": {
+        "dynamic": False,
+        "properties": {"platform": _KW, "file_ref": _KW, "scope": _KW, "doc_id": _KW},
+    },
+    "threads": {"dynamic": False, "properties": {"platform": _KW, "thread_ref": _KW}},
+}
+_MAX_ID_BYTES = 200  # Elasticsearch allows 512; longer keys (Teams conversation ids) are hashed
+_CAS_ATTEMPTS = 8
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def doc_id(*parts: str) -> str:
+    """A deterministic document id for ``parts`` (readable when short, a hash when long)."""
+    raw = "|".join(parts)
+    if len(raw.encode()) <= _MAX_ID_BYTES and not any("|" in p for p in parts) and not raw.startswith("h:"):
+        return raw
+    return "h:" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+class ElasticsearchState:
+    """Thread-safe (the Elasticsearch client is); share one per process."""
+
+    def __init__(
+        self,
+        *,
+        hosts: str,
+        prefix: str = "citebot-state",
+        api_key: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        request_timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+        host: str | None = None,
+    ) -> None:
+        """``clock`` and ``host`` (default: this machine's name) exist for tests of claim takeover."""
+        if not hosts or not hosts.startswith(("http://", "https://")):
+            raise ValueError("hosts must be an http:// or https:// URL (CITEBOT_ELASTICSEARCH_URL)")
+        if not prefix or prefix != prefix.lower() or any(c in prefix for c in ' "*\\<|,>/?#:'):
+            raise ValueError("prefix must be a lowercase Elasticsearch index name (CITEBOT_ELASTICSEARCH_STATE_PREFIX)")
+        if (username is None) != (password is None):
+            raise ValueError("set both CITEBOT_ELASTICSEARCH_USERNAME and CITEBOT_ELASTICSEARCH_PASSWORD, or neither")
+        if request_timeout <= 0:
+            raise ValueError("request_timeout must be positive")
+        from elasticsearch import Elasticsearch
+
+        self.hosts = hosts
+        self.prefix = prefix
+        self._es = Elasticsearch(
+            hosts,
+            api_key=api_key,
+            basic_auth=(username, password) if username is not None and password is not None else None,
+            request_timeout=request_timeout,
+            retry_on_timeout=True,
+            max_retries=2,
+        )
+        self._clock = clock
+        self._host = host or socket.gethostname()
+        self._ready = False
+        self._ready_lock = threading.Lock()
+        self._pruned_at = 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kwargs: Any) -> ElasticsearchState:
+        if not settings.elasticsearch_url:
+            raise ValueError("CITEBOT_ELASTICSEARCH_URL is not set")
+        key, pw = settings.elasticsearch_api_key, settings.elasticsearch_password
+        return cls(
+            hosts=settings.elasticsearch_url,
+            prefix=settings.elasticsearch_state_prefix,
+            api_key=key.get_secret_value() if key is not None else None,
+            username=settings.elasticsearch_username,
+            password=pw.get_secret_value() if pw is not None else None,
+            **kwargs,
+        )
+
+    def index(self, name: str) -> str:
+        """The full name of one of the state indices (``claims``, ``answers``, ``feedback``, ``uploads``...)."""
+        return f"{self.prefix}-{name}"
+
+    # --- plumbing --------------------------------------------------------------------------------
+    @contextmanager
+    def _guard(self, *expected: type[Exception]) -> Iterator[None]:
+        """Connection and server errors become a :class:`StateError` naming the URL (without credentials);
+        the ``expected`` ones (a 409 conflict, a 404) pass through for the caller to handle."""
+        from elasticsearch import ApiError, AuthenticationException, AuthorizationException, TransportError
+        from elasticsearch import ConnectionError as EsConnectionError
+
+        from connectors.elasticsearch_store import redact_url
+
+        url = redact_url(self.hosts)
+        try:
+            yield
+        except expected:
+            raise
+        except EsConnectionError as e:
+            raise StateError(
+                f"cannot reach Elasticsearch at {url} for the chat state: check that it is running and that "
+                "CITEBOT_ELASTICSEARCH_URL is right"
+            ) from e
+        except (AuthenticationException, AuthorizationException) as e:
+            raise StateError(
+                f"Elasticsearch at {url} refused the credentials: check CITEBOT_ELASTICSEARCH_API_KEY, or "
+                "CITEBOT_ELASTICSEARCH_USERNAME and CITEBOT_ELASTICSEARCH_PASSWORD (they need the citebot-state-* "
+                "indices too)"
+            ) from e
+        except (TransportError, ApiError) as e:
+            raise StateError(f"Elasticsearch at {url} failed on the chat state ({type(e).__name__})") from e
+
+    @property
+    def es(self) -> Any:
+        """The client, once the state indices exist (created with their mappings on first use)."""
+        if not self._ready:
+            with self._ready_lock:
+                if not self._ready:
+                    self._create_indices()
+                    self._ready = True
+        return self._es
+
+    def _create_indices(self) -> None:
+        from elasticsearch import BadRequestError
+
+        with self._guard():
+            for name, mapping in MAPPINGS.items():
+                if self._es.indices.exists(index=self.index(name)):
+                    continue
+                try:
+                    self._es.indices.create(index=self.index(name), mappings=mapping)
+                except BadRequestError as e:  # another replica created it first
+                    if "resource_already_exists_exception" not in str(e):
+                        raise
+
+    def drop(self) -> None:
+        """Delete every state index (tests and admin only)."""
+        with self._guard():
+            self._es.indices.delete(index=",".join(self.index(n) for n in MAPPINGS), ignore_unavailable=True)
+        self._ready = False
+
+    def close(self) -> None:
+        self._es.close()
+
+    def _get(self, name: str, id_: str) -> Any:
+        from elasticsearch import NotFoundError
+
+        try:
+            with self._guard(NotFoundError):
+                return self.es.get(index=self.index(name), id=id_)
+        except NotFoundError:
+            return None
+
+    def _put_if(self, name: str, id_: str, doc: dict[str, Any], got: Any, **kw: Any) -> bool:
+        """Write ``doc`` only if the document is still as ``got`` read it; False when someone wrote first."""
+        from elasticsearch import ConflictError
+
+        try:
+            with self._guard(ConflictError):
+                self.es.index(
+                    index=self.index(name), id=id_, document=doc,
+                    if_seq_no=got["_seq_no"], if_primary_term=got["_primary_term"], **kw,
+                )
+        except ConflictError:
+            return False
+        return True
+
+    def _search_all(self, name: str, query: dict[str, Any]) -> list[dict[str, Any]]:
+        from elasticsearch.helpers import scan
+
+        with self._guard():
+            return [hit["_source"] for hit in scan(self.es, index=self.index(name), query={"query": query}, size=500)]
+
+    # --- claims ----------------------------------------------------------------------------------
+    def claim_event(self, key: str, *, budget_s: float | None = None) -> bool:
+        """True for exactly one caller per ``key`` (see :mod:`connectors.state_api`)."""
+        from elasticsearch import ConflictError
+
+        now = self._clock()
+        self._prune(now)
+        claim = {
+            "key": key, "at": now, "state": "done" if budget_s is None else "started", "started": now,
+            "budget_s": budget_s, "pid": os.getpid(), "host": self._host, "run": RUN, "attempts": 1,
+        }
+        id_ = doc_id(key)
+        for _ in range(_CAS_ATTEMPTS):
+            try:
+                with self._guard(ConflictError):
+                    self.es.create(index=self.index("claims"), id=id_, document=claim)
+            except ConflictError:
+                pass
+            else:
+                return True
+            got = self._get("claims", id_)
+            if got is None:
+                continue  # pruned in between: try to create it again
+            old = got["_source"]
+            if now - float(old.get("at") or 0) > CLAIM_TTL_S:  # expired, not pruned yet: a new claim
+                return self._put_if("claims", id_, claim, got)
+            if (
+                old.get("state") != "started"
+                or int(old.get("attempts") or 1) >= MAX_CLAIM_ATTEMPTS
+                or not claim_abandoned(old, now, self._host)
+            ):
+                return False
+            taken = {**old, "at": now, "started": now, "pid": os.getpid(), "host": self._host, "run": RUN,
+                     "attempts": int(old.get("attempts") or 1) + 1}
+            return self._put_if("claims", id_, taken, got)
+        return False
+
+    def _update_claim(self, key: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        id_ = doc_id(key)
+        for _ in range(_CAS_ATTEMPTS):
+            got = self._get("claims", id_)
+            if got is None or self._put_if("claims", id_, change(dict(got["_source"])), got):
+                return
+
+    def finish_event(self, key: str) -> None:
+        self._update_claim(key, lambda c: {**c, "state": "done"})
+
+    def claim_note(self, key: str) -> dict[str, str]:
+        got = self._get("claims", doc_id(key))
+        note = got["_source"].get("note") if got is not None else None
+        return {str(k): str(v) for k, v in note.items()} if isinstance(note, dict) else {}
+
+    def note_claim(self, key: str, **note: str) -> None:
+        self._update_claim(key, lambda c: {**c, "note": {**(c.get("note") or {}), **note}})
+
+    def _prune(self, now: float) -> None:
+        """Forget claims older than :data:`CLAIM_TTL_S` (at most every few minutes per process)."""
+        if now - self._pruned_at < PRUNE_EVERY_S:
+            return
+        self._pruned_at = now
+        with self._guard():
+            index = self.index("claims")
+            self.es.indices.refresh(index=index)
+            self.es.delete_by_query(
+                index=index, query={"range": {"at": {"lt": now - CLAIM_TTL_S}}}, conflicts="proceed", refresh=True
+            )
+
+    # --- uploads ---------------------------------------------------------------------------------
+    def record_upload(self, *, platform: str, file_ref: str, scope: str, doc_id: str, user: str) -> None:
+        doc = {"platform": platform, "file_ref": file_ref, "scope": scope, "doc_id": doc_id, "user": user,
+               "at": _now()}
+        with self._guard():
+            self.es.index(index=self.index("uploads"), id=_id(platform, file_ref, scope), document=doc,
+                          refresh="wait_for")
+
+    def pop_uploads(self, *, platform: str, file_ref: str) -> list[tuple[str, str, bool]]:
+        from elasticsearch import NotFoundError
+
+        rows = self._search_all("uploads", _terms(platform=platform, file_ref=file_ref))
+        for row in rows:
+            try:
+                with self._guard(NotFoundError):
+                    self.es.delete(index=self.index("uploads"), id=_id(platform, file_ref, row["scope"]),
+                                   refresh="wait_for")
+            except NotFoundError:
+                pass  # another replica popped it first
+        out = []
+        for row in rows:
+            with self._guard():
+                res = self.es.search(
+                    index=self.index("uploads"), query=_terms(platform=platform, scope=row["scope"],
+                                                              doc_id=row["doc_id"]), size=1, source=False,
+                )
+            out.append((row["scope"], row["doc_id"], bool(res["hits"]["hits"])))
+        return out
+
+    # --- assistant threads -----------------------------------------------------------------------
+    def save_thread_context(self, *, platform: str, thread_ref: str, user: str, context_channel: str) -> None:
+        doc = {"platform": platform, "thread_ref": thread_ref, "user": user, "context_channel": context_channel,
+               "at": _now()}
+        with self._guard():
+            self.es.index(index=self.index("threads"), id=_id(platform, thread_ref), document=doc)
+
+    def thread_context(self, *, platform: str, thread_ref: str) -> tuple[str, str] | None:
+        got = self._get("threads", _id(platform, thread_ref))
+        return None if got is None else (got["_source"]["user"], got["_source"]["context_channel"])
+
+    # --- answers ---------------------------------------------------------------------------------
+    def record_answer(
+        self,
+        *,
+        platform: str,
+        message_ref: str,
+        thread_ref: str,
+        scope: str,
+        user: str,
+        question: str,
+        answer: Answer,
+    ) -> None:
+        doc = {
+            "platform": platform, "message_ref": message_ref, "thread_ref": thread_ref, "scope": scope,
+            "user": user, "question": question, "answer_json": answer.model_dump_json(), "at": _now(),
+            "seq": time.time_ns(),
+        }
+        with self._guard():
+            self.es.index(index=self.index("answers"), id=_id(platform, message_ref), document=doc,
+                          refresh="wait_for")
+
+    def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[Turn]:
+        with self._guard():
+            res = self.es.search(
+                index=self.index("answers"), query=_terms(platform=platform, thread_ref=thread_ref),
+                sort=[{"seq": "desc"}], size=limit,
+            )
+        turns: list[Turn] = []
+        for hit in reversed(res["hits"]["hits"]):
+            src = hit["_source"]
+            turns.append(Turn(role="user", text=src["question"]))
+            turns.append(Turn(role="assistant", text=Answer.model_validate_json(src["answer_json"]).text))
+        return turns
+
+    def thread_answered(self, *, platform: str, thread_ref: str) -> bool:
+        with self._guard():
+            res = self.es.search(
+                index=self.index("answers"), query=_terms(platform=platform, thread_ref=thread_ref), size=1,
+                source=False,
+            )
+        return bool(res["hits"]["hits"])
+
+    def find_answer(self, *, platform: str, message_ref: str) -> tuple[str, str, Answer] | None:
+        got = self._get("answers", _id(platform, message_ref))
+        if got is None:
+            return None
+        src = got["_source"]
+        return src["scope"], src["question"], Answer.model_validate_json(src["answer_json"])
+
+    # --- feedback --------------------------------------------------------------------------------
+    def add_feedback(
+        self,
+        *,
+        platform: str,
+        message_ref: str,
+        user: str,
+        polarity: Polarity,
+        comment: str = "",
+        choice: str = "",
+    ) -> bool:
+        """Record ``user``'s vote on a posted answer, replacing their earlier one; a bare repeat of the standing vote
+        keeps its comment and choice (as :meth:`StateLog.add_feedback`). False when the message is not a bot
+        answer."""
+        found = self.find_answer(platform=platform, message_ref=message_ref)
+        if found is None:
+            return False
+        from elasticsearch import ConflictError
+
+        doc = {
+            "platform": platform, "message_ref": message_ref, "scope": found[0], "user": user,
+            "polarity": polarity, "comment": comment, "choice": choice, "at": _now(), "seq": time.time_ns(),
+            "retracted": False, "retracted_at": None,
+        }
+        id_ = _id(platform, message_ref, user)
+        for _ in range(_CAS_ATTEMPTS):
+            got = self._get("feedback", id_)
+            if got is None:
+                try:
+                    with self._guard(ConflictError):
+                        self.es.create(index=self.index("feedback"), id=id_, document=doc, refresh="wait_for")
+                except ConflictError:
+                    continue  # a vote of this person arrived at the same moment: read it and decide again
+                return True
+            standing = got["_source"]
+            bare_repeat = not comment and not choice and standing.get("polarity") == polarity and not standing.get(
+                "retracted")
+            new = {**doc, "comment": standing.get("comment", ""), "choice": standing.get("choice", "")} if (
+                bare_repeat) else doc
+            if self._put_if("feedback", id_, new, got, refresh="wait_for"):
+                return True
+        return False
+
+    def retract_feedback(self, *, platform: str, message_ref: str, user: str, polarity: Polarity) -> bool:
+        id_ = _id(platform, message_ref, user)
+        for _ in range(_CAS_ATTEMPTS):
+            got = self._get("feedback", id_)
+            if got is None:
+                return False
+            vote = got["_source"]
+            if vote.get("polarity") != polarity or vote.get("retracted"):
+                return False
+            if self._put_if("feedback", id_, {**vote, "retracted": True, "retracted_at": _now()}, got,
+                            refresh="wait_for"):
+                return True
+        return False
+
+    def feedback(
+        self, *, since: str | None = None, polarity: Polarity | None = None, include_retracted: bool = False
+    ) -> list[FeedbackEntry]:
+        """Feedback entries, oldest first, joined with the answers they rate."""
+        filters: list[dict[str, Any]] = []
+        if not include_retracted:
+            filters.append({"term": {"retracted": False}})
+        if since:
+            filters.append({"range": {"at": {"gte": since}}})
+        if polarity:
+            filters.append({"term": {"polarity": polarity}})
+        votes = self._search_all("feedback", {"bool": {"filter": filters}} if filters else {"match_all": {}})
+        votes.sort(key=lambda v: (str(v["at"]), int(v.get("seq") or 0)))
+        answers: dict[str, dict[str, Any]] = {}
+        ids = sorted({_id(v["platform"], v["message_ref"]) for v in votes})
+        for start in range(0, len(ids), 500):
+            with self._guard():
+                res = self.es.mget(index=self.index("answers"), ids=ids[start : start + 500])
+            answers.update({d["_id"]: d["_source"] for d in res["docs"] if d.get("found")})
+        out = []
+        for vote in votes:
+            src = answers.get(_id(vote["platform"], vote["message_ref"]))
+            if src is not None:  # as the SQLite log's join: a vote needs its answer
+                out.append(FeedbackEntry.of(vote, src["question"], Answer.model_validate_json(src["answer_json"])))
+        return out
+
+
+def _id(*parts: str) -> str:
+    return doc_id(*parts)
+
+
+def _terms(**fields: str) -> dict[str, Any]:
+    return {"bool": {"filter": [{"term": {k: v}} for k, v in fields.items()]}}

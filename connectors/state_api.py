@@ -1,0 +1,175 @@
+"""What Citebot's chat layer needs from its durable state, and the rules both implementations share.
+
+Two implementations: :class:`connectors.state_log.StateLog` (SQLite in ``CITEBOT_DATA_DIR``, the embedded
+default; safe for several processes on one host) and :class:`connectors.elasticsearch_state.ElasticsearchState`
+(``citebot-state-*`` indices, chosen with ``CITEBOT_ELASTICSEARCH_URL``; any number of replicas on any hosts).
+``connectors.stores.open_state`` picks one from the settings. ``tests/connectors/test_state_contract.py``
+holds both to the same contract.
+
+Claims. ``claim_event(key)`` is true for exactly one caller, however many threads, processes or replicas race
+for it. A claim taken with a time budget stays ``started`` until ``finish_event``; a re-delivery takes it
+over once (:data:`MAX_CLAIM_ATTEMPTS`) when its worker is gone: its budget has run out, or it records a
+process of this host that no longer exists. Claims are forgotten after :data:`CLAIM_TTL_S` (chat platforms
+re-send within minutes).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pipelines.models import Answer, Turn
+
+Polarity = Literal["up", "down"]
+
+CLAIM_TTL_S = 24 * 3600.0
+MAX_CLAIM_ATTEMPTS = 2  # the first delivery and one retry after a crash
+PRUNE_EVERY_S = 600.0
+# This process's run: a claim with our pid but another run was taken by an earlier process that had our pid
+# (pid 1 in a container restarted after a crash).
+RUN = uuid.uuid4().hex
+
+
+class StateError(Exception):
+    """The state store could not do what was asked (server down, refused credentials...)."""
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def claim_abandoned(claim: Mapping[str, Any], now: float, host: str) -> bool:
+    """A started claim whose worker ran out of its time budget, or whose process on ``host`` (this one) is gone.
+
+    ``claim`` has ``budget_s``, ``started`` (epoch seconds), ``pid``, ``host`` and ``run``."""
+    budget, started = claim.get("budget_s"), claim.get("started")
+    if budget is not None and started is not None and now - float(started) > float(budget):
+        return True
+    if claim.get("host") != host or claim.get("pid") is None or claim.get("run") == RUN:
+        return False  # another host's process can't be checked from here: its budget decides
+    return int(claim["pid"]) == os.getpid() or not pid_alive(int(claim["pid"]))
+
+
+@dataclass(frozen=True)
+class FeedbackEntry:
+    platform: str
+    message_ref: str
+    scope: str
+    user: str
+    polarity: Polarity
+    comment: str
+    at: str
+    question: str
+    answer: str
+    citations: list[dict[str, Any]]
+    retrieved_chunk_ids: list[str]
+    choice: str = ""
+    refused: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "polarity": self.polarity,
+            "platform": self.platform,
+            "scope": self.scope,
+            "user": self.user,
+            "at": self.at,
+            "comment": self.comment,
+            "choice": self.choice,
+            "refused": self.refused,
+            "message_ref": self.message_ref,
+            "citations": self.citations,
+            "retrieved_chunk_ids": self.retrieved_chunk_ids,
+        }
+
+    @classmethod
+    def of(cls, vote: Mapping[str, Any], question: str, answer: Answer) -> FeedbackEntry:
+        """An entry from a stored vote (platform, message_ref, scope, user, polarity, comment, choice, at)."""
+        return cls(
+            platform=vote["platform"],
+            message_ref=vote["message_ref"],
+            scope=vote["scope"],
+            user=vote["user"],
+            polarity=vote["polarity"],
+            comment=vote.get("comment") or "",
+            at=vote["at"],
+            question=question,
+            answer=answer.text,
+            citations=[c.model_dump() for c in answer.citations],
+            retrieved_chunk_ids=[r.chunk_id for r in answer.retrieved],
+            choice=vote.get("choice") or "",
+            refused=answer.refused,
+        )
+
+
+@runtime_checkable
+class ChatState(Protocol):
+    """Durable chat state: claims, posted answers and thread history, feedback, uploads, assistant threads."""
+
+    # --- claims on events and work items
+    def claim_event(self, key: str, *, budget_s: float | None = None) -> bool: ...
+
+    def finish_event(self, key: str) -> None: ...
+
+    def claim_note(self, key: str) -> dict[str, str]: ...
+
+    def note_claim(self, key: str, **note: str) -> None: ...
+
+    # --- uploads
+    def record_upload(self, *, platform: str, file_ref: str, scope: str, doc_id: str, user: str) -> None: ...
+
+    def pop_uploads(self, *, platform: str, file_ref: str) -> list[tuple[str, str, bool]]: ...
+
+    # --- assistant threads
+    def save_thread_context(self, *, platform: str, thread_ref: str, user: str, context_channel: str) -> None: ...
+
+    def thread_context(self, *, platform: str, thread_ref: str) -> tuple[str, str] | None: ...
+
+    # --- answers
+    def record_answer(
+        self,
+        *,
+        platform: str,
+        message_ref: str,
+        thread_ref: str,
+        scope: str,
+        user: str,
+        question: str,
+        answer: Answer,
+    ) -> None: ...
+
+    def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[Turn]: ...
+
+    def thread_answered(self, *, platform: str, thread_ref: str) -> bool: ...
+
+    def find_answer(self, *, platform: str, message_ref: str) -> tuple[str, str, Answer] | None: ...
+
+    # --- feedback
+    def add_feedback(
+        self,
+        *,
+        platform: str,
+        message_ref: str,
+        user: str,
+        polarity: Polarity,
+        comment: str = "",
+        choice: str = "",
+    ) -> bool: ...
+
+    def retract_feedback(self, *, platform: str, message_ref: str, user: str, polarity: Polarity) -> bool: ...
+
+    def feedback(
+        self, *, since: str | None = None, polarity: Polarity | None = None, include_retracted: bool = False
+    ) -> list[FeedbackEntry]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,98 @@
+"""Both bots answer ``GET /healthz`` and ``GET /readyz`` with one shape, and take no work before they are ready."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from bot.core import ChatCore
+from bot.health import Health, serve_health
+from bot.slack.app import build_bot
+from bot.slack.server import make_http_server
+from bot.teams.server import build_app
+from connectors.settings import Settings
+from eval.fakes.microsoft import AppThread
+from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, event_callback, mention, post_signed
+
+BASE_KEYS = {"status", "platform", "ready", "version"}
+
+
+def get(url: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback only
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_slack_http_server_is_live_at_once_and_ready_after_warm_up(tmp_path: Path) -> None:
+    with FakeSlack() as fake:
+        settings = Settings(_env_file=None, data_dir=tmp_path, slack_bot_token=BOT_TOKEN,  # type: ignore[call-arg]
+                            slack_signing_secret=SIGNING_SECRET, slack_api_url=fake.url)
+        bot = build_bot(settings, ChatCore.from_settings(settings))
+        health = Health("slack")
+        server = make_http_server(bot.app, "127.0.0.1", 0, health=health)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        root = f"http://127.0.0.1:{server.server_address[1]}"
+        try:
+            status, live = get(f"{root}/healthz")
+            assert status == 200 and live["status"] == "ok" and live["platform"] == "slack" and not live["ready"]
+            assert set(live) == BASE_KEYS
+            assert get(f"{root}/readyz") == (503, {**live, "status": "starting"})
+            # an event before the model is loaded: 503, so Slack re-sends it (to this or a ready replica)
+            delivery = event_callback(mention("C1", "U1", "How many days of leave?", "1.000001"))
+            assert post_signed(f"{root}/slack/events", delivery)[0] == 503
+            assert fake.calls_to("chat.postMessage") == []
+
+            health.set_ready()
+            status, ready = get(f"{root}/readyz")
+            assert (status, ready["status"], ready["ready"]) == (200, "ready", True)
+            assert get(f"{root}/healthz")[1]["ready"] is True
+        finally:
+            server.shutdown()
+            server.server_close()
+            bot.close()
+
+
+def test_teams_app_answers_the_same_shape_and_refuses_activities_until_ready(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    health = Health("teams")
+    with AppThread(build_app(settings, ChatCore.from_settings(settings), insecure_local=True, health=health)) as app:
+        status, live = get(f"{app.url}/healthz")
+        assert status == 200 and live["status"] == "ok" and live["platform"] == "teams" and not live["ready"]
+        assert set(live) == BASE_KEYS | {"authenticated"}
+        assert get(f"{app.url}/readyz")[0] == 503
+        req = urllib.request.Request(f"{app.url}/api/messages", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(req, timeout=10)  # noqa: S310
+            raise AssertionError("expected 503")
+        except urllib.error.HTTPError as e:
+            assert e.code == 503
+        health.set_ready()
+        status, ready = get(f"{app.url}/readyz")
+        assert (status, ready["status"], ready["platform"]) == (200, "ready", "teams")
+
+
+def test_socket_mode_health_server_serves_only_the_two_paths() -> None:
+    health = Health("slack")
+    server = serve_health(health, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    root = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert get(f"{root}/readyz")[0] == 503
+        health.set_ready()
+        assert get(f"{root}/readyz")[1]["status"] == "ready"
+        assert get(f"{root}/healthz?probe=1")[1]["status"] == "ok"
+        try:
+            urllib.request.urlopen(f"{root}/slack/events", timeout=10)  # noqa: S310
+            raise AssertionError("expected 404")
+        except urllib.error.HTTPError as e:
+            assert e.code == 404
+    finally:
+        server.shutdown()
+        server.server_close()

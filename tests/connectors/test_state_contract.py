@@ -1,0 +1,433 @@
+"""One contract for both chat states: the SQLite state log always, Elasticsearch (``citebot-state-*`` indices) when
+``CITEBOT_TEST_ELASTICSEARCH_URL`` points at a running Elasticsearch 8 (``deploy/README.md``).
+
+Several state objects on one backing store stand for several replicas (each with its own host name where the
+test needs it); subprocesses stand for replicas in other processes. Claims: one winner among threads and among
+processes racing for a key, takeover once after a crash or after the time budget (by one replica only), done
+claims never redone, expiry after a day. Answers and feedback: the round trip with comments and choices across
+replicas, a person's latest vote winning, retraction, filters. Uploads and assistant threads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.settings import Settings
+from connectors.state_api import CLAIM_TTL_S, ChatState, StateError
+from connectors.state_log import StateLog, feedback_as_json
+from connectors.stores import open_state
+from pipelines.models import Answer, Citation, RetrievedChunk
+
+REPO = Path(__file__).resolve().parents[2]
+ES_URL = os.environ.get("CITEBOT_TEST_ELASTICSEARCH_URL")
+ES_SKIP_REASON = (
+    "set CITEBOT_TEST_ELASTICSEARCH_URL to a running Elasticsearch 8 (deploy/README.md) to run the chat state "
+    "contract against it"
+)
+STATE_KINDS = [
+    "sqlite",
+    pytest.param(
+        "elasticsearch", marks=[pytest.mark.integration, pytest.mark.skipif(not ES_URL, reason=ES_SKIP_REASON)]
+    ),
+]
+
+Factory = Callable[..., ChatState]
+
+
+def state_settings(kind: str, tmp_path: Path) -> dict[str, Any]:
+    """Settings (as plain values) that open a ``kind`` state; every call in one test shares the backing store."""
+    if kind == "sqlite":
+        return {"data_dir": str(tmp_path / "data")}
+    return {
+        "data_dir": str(tmp_path / "data"),
+        "elasticsearch_url": ES_URL,
+        "elasticsearch_state_prefix": f"citebot-test-state-{tmp_path.name.lower()[-20:]}-{uuid.uuid4().hex[:8]}",
+    }
+
+
+@pytest.fixture(params=STATE_KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def cfg(kind: str, tmp_path: Path) -> dict[str, Any]:
+    return state_settings(kind, tmp_path)
+
+
+@pytest.fixture
+def make_state(kind: str, cfg: dict[str, Any]) -> Iterator[Factory]:
+    """``make_state(clock=..., host=...)``: one more replica's view of the same state."""
+    opened: list[Any] = []
+
+    def make(**kw: Any) -> ChatState:
+        settings = Settings(_env_file=None, **cfg)  # type: ignore[call-arg]
+        if kind == "sqlite":
+            state: Any = StateLog(settings.state_path, **kw)
+        else:
+            from connectors.elasticsearch_state import ElasticsearchState
+
+            state = ElasticsearchState.from_settings(settings, **kw)
+        opened.append(state)
+        return state
+
+    yield make
+    if kind == "elasticsearch" and opened:
+        opened[0].drop()
+    for state in opened:
+        state.close()
+
+
+def stored_claims(state: Any) -> int:
+    """How many claims the backing store holds (the test peeks below the protocol)."""
+    if isinstance(state, StateLog):
+        with sqlite3.connect(state.path) as db:
+            return int(db.execute("SELECT count(*) FROM seen_events").fetchone()[0])
+    index = state.index("claims")
+    state.es.indices.refresh(index=index)
+    return int(state.es.count(index=index)["count"])
+
+
+def _answer(text: str = "Employees get 25 days [1].") -> Answer:
+    return Answer(
+        text=text,
+        citations=[
+            Citation(n=1, chunk_id="d1:00003", doc_id="d1", file="handbook.pdf", page_start=4, page_end=4,
+                     section="4 Leave", quote="Employees get 25 days of annual leave.")
+        ],
+        retrieved=[RetrievedChunk(chunk_id="d1:00003", doc_id="d1", file="handbook.pdf", page_start=4, page_end=4,
+                                  score=0.8)],
+    )
+
+
+def _record(state: ChatState, ref: str, *, thread: str = "C1:100.0", q: str = "How much leave?",
+            platform: str = "slack") -> None:
+    state.record_answer(platform=platform, message_ref=ref, thread_ref=thread, scope="slack:T1:C1", user="U1",
+                        question=q, answer=_answer(f"answer to {q}"))
+
+
+def test_the_embedded_state_is_the_default_and_the_factory_makes_it(tmp_path: Path) -> None:
+    state = open_state(Settings(_env_file=None, data_dir=tmp_path / "d"))  # type: ignore[call-arg]
+    assert isinstance(state, StateLog) and isinstance(state, ChatState)
+    assert state.path == tmp_path / "d" / "state.sqlite3"
+
+
+# --- claims ---------------------------------------------------------------------------------------
+
+
+def test_one_winner_among_racing_threads(make_state: Factory) -> None:
+    replicas = [make_state(host="replica-a"), make_state(host="replica-b")]
+    for round_ in range(5):
+        key = f"slack:event:THREADS{round_}"
+        barrier = threading.Barrier(12)
+        wins: list[bool] = []
+        lock = threading.Lock()
+
+        def claim(
+            i: int, key: str = key, barrier: threading.Barrier = barrier, wins: list[bool] = wins,
+            lock: threading.Lock = lock,
+        ) -> None:
+            barrier.wait(10)
+            won = replicas[i % 2].claim_event(key, budget_s=None if i % 3 else 120)
+            with lock:
+                wins.append(won)
+
+        threads = [threading.Thread(target=claim, args=(i,)) for i in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert sorted(wins) == [False] * 11 + [True], round_
+
+
+CLAIMER = textwrap.dedent(
+    """
+    import json, sys
+    from connectors.settings import Settings
+    from connectors.stores import open_state
+
+    cfg, keys = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+    state = open_state(Settings(_env_file=None, **cfg))
+    print("ready", flush=True)
+    sys.stdin.readline()  # go
+    won = [k for k in keys if state.claim_event(k, budget_s=300)]
+    print(json.dumps(won), flush=True)
+    """
+)
+
+
+def _spawn(code: str, *args: str, cwd: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        cwd=cwd,
+    )
+
+
+@pytest.mark.slow
+def test_one_winner_among_racing_processes(cfg: dict[str, Any], tmp_path: Path, make_state: Factory) -> None:
+    make_state()  # creates the store (and, on Elasticsearch, drops it afterwards)
+    keys = [f"slack:event:PROC{i:02d}" for i in range(30)]
+    procs = [_spawn(CLAIMER, json.dumps(cfg), json.dumps(keys if n % 2 else keys[::-1]), cwd=tmp_path)
+             for n in range(3)]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:  # all start claiming at once
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        won = [json.loads(p.stdout.readline()) for p in procs if p.stdout is not None]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(30)
+    flat = [k for w in won for k in w]
+    assert sorted(flat) == sorted(keys)  # every key claimed, none twice
+
+
+HOLDER = textwrap.dedent(
+    """
+    import json, sys, time
+    from connectors.settings import Settings
+    from connectors.stores import open_state
+
+    state = open_state(Settings(_env_file=None, **json.loads(sys.argv[1])))
+    print(json.dumps(state.claim_event(sys.argv[2], budget_s=3600)), flush=True)
+    state.note_claim(sys.argv[2], status_ts="111.222")
+    print("noted", flush=True)
+    time.sleep(600)  # mid-work, until killed
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_claim_held_by_a_killed_process_is_retried_once(
+    cfg: dict[str, Any], tmp_path: Path, make_state: Factory
+) -> None:
+    state = make_state()
+    key = "slack:event:KILLED"
+    holder = _spawn(HOLDER, json.dumps(cfg), key, cwd=tmp_path)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "true"
+        assert holder.stdout.readline().strip() == "noted"
+        assert not state.claim_event(key, budget_s=3600)  # its worker is alive: a duplicate
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(30)
+    assert state.claim_event(key, budget_s=3600)  # its process is gone: Slack's retry does the work
+    assert state.claim_note(key) == {"status_ts": "111.222"}  # and finds the status message it left
+    other = make_state()
+    assert not other.claim_event(key, budget_s=3600)  # but only once
+    state.finish_event(key)
+    assert not other.claim_event(key, budget_s=3600)
+
+
+def test_a_claim_past_its_budget_is_taken_over_once_by_one_replica(make_state: Factory) -> None:
+    now = [1_000_000.0]
+    a = make_state(clock=lambda: now[0], host="replica-a")
+    b = make_state(clock=lambda: now[0], host="replica-b")
+    c = make_state(clock=lambda: now[0], host="replica-c")
+    key = "slack:answer:C1:100.0"
+    assert a.claim_event(key, budget_s=60)
+    now[0] += 30
+    assert not b.claim_event(key, budget_s=60)  # within its budget (another host: only the budget tells)
+    now[0] += 60
+    barrier = threading.Barrier(6)
+    wins: list[bool] = []
+
+    def take(replica: ChatState) -> None:
+        barrier.wait(10)
+        wins.append(replica.claim_event(key, budget_s=60))
+
+    threads = [threading.Thread(target=take, args=(r,)) for r in (b, c, b, c, b, c)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(wins) == [False] * 5 + [True]  # abandoned: exactly one replica retries it
+    now[0] += 120
+    assert not a.claim_event(key, budget_s=60) and not b.claim_event(key, budget_s=60)  # only once
+    b.finish_event(key)
+    assert not c.claim_event(key, budget_s=60)
+
+
+def test_a_claim_without_budget_or_finished_is_never_redone(make_state: Factory) -> None:
+    now = [2_000_000.0]
+    a, b = make_state(clock=lambda: now[0], host="a"), make_state(clock=lambda: now[0], host="b")
+    assert a.claim_event("slack:event:DONE")
+    assert a.claim_event("slack:file:F1", budget_s=10)
+    a.finish_event("slack:file:F1")
+    a.finish_event("slack:file:NEVER-CLAIMED")  # harmless
+    now[0] += 3600
+    assert not b.claim_event("slack:event:DONE", budget_s=10)
+    assert not b.claim_event("slack:file:F1", budget_s=10)
+    assert b.claim_note("slack:file:NEVER-CLAIMED") == {}
+    a.note_claim("slack:file:F1", status_ts="1.1")
+    b.note_claim("slack:file:F1", progress="done")
+    assert a.claim_note("slack:file:F1") == {"status_ts": "1.1", "progress": "done"}
+
+
+def test_claims_are_forgotten_after_a_day(make_state: Factory) -> None:
+    now = [3_000_000.0]
+    a = make_state(clock=lambda: now[0], host="a")
+    assert a.claim_event("slack:event:OLD")
+    assert a.claim_event("teams:activity:" + "x" * 600)  # a long key (hashed where ids are bounded)
+    assert not a.claim_event("teams:activity:" + "x" * 600)
+    assert stored_claims(a) == 2
+    now[0] += CLAIM_TTL_S + 60
+    b = make_state(clock=lambda: now[0], host="b")
+    assert b.claim_event("slack:event:NEW")
+    assert stored_claims(b) == 1  # pruned
+    assert a.claim_event("slack:event:OLD")  # a re-delivery a day later is new work
+
+
+# --- answers and feedback ---------------------------------------------------------------------------
+
+
+def test_feedback_round_trip_with_comments_across_replicas(make_state: Factory) -> None:
+    a, b = make_state(), make_state()
+    _record(a, "C1:111.1")
+    _record(a, "C1:222.2", q="Who approves?")
+    assert b.find_answer(platform="slack", message_ref="C1:111.1") == ("slack:T1:C1", "How much leave?",
+                                                                       _answer("answer to How much leave?"))
+    assert b.find_answer(platform="teams", message_ref="C1:111.1") is None
+    assert not b.add_feedback(platform="slack", message_ref="C1:999.9", user="U2", polarity="down")  # no answer
+
+    assert b.add_feedback(platform="slack", message_ref="C1:111.1", user="U2", polarity="up")
+    assert b.add_feedback(platform="slack", message_ref="C1:111.1", user="U3", polarity="down",
+                          comment="Wrong page — it’s on p. 5", choice="wrong_passage")
+    assert a.add_feedback(platform="slack", message_ref="C1:222.2", user="U2", polarity="down")
+    # U2 changes their mind on the first answer: their latest vote replaces the earlier one
+    assert a.add_feedback(platform="slack", message_ref="C1:111.1", user="U2", polarity="down",
+                          comment="missing the carry-over rule", choice="missing_information")
+
+    fresh = make_state()
+    votes = {(e.message_ref, e.user): e for e in fresh.feedback()}
+    assert set(votes) == {("C1:111.1", "U2"), ("C1:111.1", "U3"), ("C1:222.2", "U2")}
+    u3 = votes[("C1:111.1", "U3")]
+    assert (u3.polarity, u3.comment, u3.choice, u3.scope, u3.question) == (
+        "down", "Wrong page — it’s on p. 5", "wrong_passage", "slack:T1:C1", "How much leave?"
+    )
+    assert (votes[("C1:111.1", "U2")].polarity, votes[("C1:111.1", "U2")].choice) == ("down", "missing_information")
+    out = json.loads(feedback_as_json([u3]))[0]
+    assert out["citations"][0]["quote"] == "Employees get 25 days of annual leave."
+    assert out["retrieved_chunk_ids"] == ["d1:00003"] and out["answer"] == "answer to How much leave?"
+    assert [e.at for e in fresh.feedback()] == sorted(e.at for e in fresh.feedback())  # oldest first
+
+    assert {e.user for e in fresh.feedback(polarity="down")} == {"U2", "U3"}
+    assert fresh.feedback(polarity="up") == []
+    assert fresh.feedback(since="2999-01-01") == []
+    assert len(fresh.feedback(since="2020-01-01")) == 3
+
+    # a removed 👍 does not retract a 👎; removing the 👎 does, and only once
+    assert not b.retract_feedback(platform="slack", message_ref="C1:111.1", user="U3", polarity="up")
+    assert b.retract_feedback(platform="slack", message_ref="C1:111.1", user="U3", polarity="down")
+    assert not a.retract_feedback(platform="slack", message_ref="C1:111.1", user="U3", polarity="down")
+    assert not a.retract_feedback(platform="slack", message_ref="C1:111.1", user="U9", polarity="down")
+    assert ("C1:111.1", "U3") not in {(e.message_ref, e.user) for e in fresh.feedback()}
+    assert len(fresh.feedback(include_retracted=True)) == 3
+    # the 👎 button's own record landing after the form it opened (another replica) keeps the form's words
+    assert b.add_feedback(platform="slack", message_ref="C1:222.2", user="U4", polarity="down",
+                          comment="Cites the wrong policy", choice="wrong_passage")
+    assert a.add_feedback(platform="slack", message_ref="C1:222.2", user="U4", polarity="down")
+    [u4] = [e for e in fresh.feedback() if e.user == "U4"]
+    assert (u4.polarity, u4.choice, u4.comment) == ("down", "wrong_passage", "Cites the wrong policy")
+    assert a.add_feedback(platform="slack", message_ref="C1:222.2", user="U4", polarity="up")  # a change of mind
+    assert [(e.polarity, e.comment) for e in fresh.feedback() if e.user == "U4"] == [("up", "")]
+    assert a.add_feedback(platform="slack", message_ref="C1:222.2", user="U4", polarity="down")
+    assert [(e.polarity, e.comment) for e in fresh.feedback() if e.user == "U4"] == [("down", "")]
+    # voting again after a retraction counts again
+    assert a.add_feedback(platform="slack", message_ref="C1:111.1", user="U3", polarity="up")
+    assert [(e.user, e.polarity) for e in fresh.feedback() if e.message_ref == "C1:111.1"].count(("U3", "up")) == 1
+
+
+def test_thread_history_is_oldest_first_per_thread_and_platform(make_state: Factory) -> None:
+    a, b = make_state(), make_state()
+    _record(a, "C1:1.1", q="first")
+    _record(b, "C1:2.2", q="second")
+    _record(a, "C1:3.3", thread="C1:300.0", q="other thread")
+    turns = b.thread_history(platform="slack", thread_ref="C1:100.0")
+    assert [(t.role, t.text) for t in turns] == [
+        ("user", "first"), ("assistant", "answer to first"), ("user", "second"), ("assistant", "answer to second")
+    ]
+    assert [t.text for t in a.thread_history(platform="slack", thread_ref="C1:100.0", limit=1)] == [
+        "second", "answer to second"
+    ]
+    assert a.thread_answered(platform="slack", thread_ref="C1:300.0")
+    assert not a.thread_answered(platform="slack", thread_ref="C1:400.0")
+    assert not a.thread_answered(platform="teams", thread_ref="C1:100.0")
+    assert b.thread_history(platform="teams", thread_ref="C1:100.0") == []
+
+
+def test_uploads_are_popped_once_and_say_whether_another_file_holds_the_document(make_state: Factory) -> None:
+    a, b = make_state(), make_state()
+    a.record_upload(platform="slack", file_ref="F1", scope="slack:T:C1", doc_id="d1", user="U1")
+    a.record_upload(platform="slack", file_ref="F1", scope="slack:T:C2", doc_id="d1", user="U1")
+    b.record_upload(platform="slack", file_ref="F2", scope="slack:T:C2", doc_id="d1", user="U2")  # same bytes
+    popped = sorted(b.pop_uploads(platform="slack", file_ref="F1"))
+    assert popped == [("slack:T:C1", "d1", False), ("slack:T:C2", "d1", True)]
+    assert a.pop_uploads(platform="slack", file_ref="F1") == []
+    assert a.pop_uploads(platform="slack", file_ref="F2") == [("slack:T:C2", "d1", False)]
+
+
+def test_assistant_thread_context_is_shared(make_state: Factory) -> None:
+    a, b = make_state(), make_state()
+    assert b.thread_context(platform="slack", thread_ref="D1:1.0") is None
+    a.save_thread_context(platform="slack", thread_ref="D1:1.0", user="U1", context_channel="C9")
+    assert b.thread_context(platform="slack", thread_ref="D1:1.0") == ("U1", "C9")
+    b.save_thread_context(platform="slack", thread_ref="D1:1.0", user="U1", context_channel="")
+    assert a.thread_context(platform="slack", thread_ref="D1:1.0") == ("U1", "")
+
+
+# --- the Elasticsearch state without a server ------------------------------------------------------------
+
+
+def test_open_state_picks_elasticsearch_when_its_url_is_set(tmp_path: Path) -> None:
+    from connectors.elasticsearch_state import ElasticsearchState
+
+    state = open_state(Settings(_env_file=None, data_dir=tmp_path / "d", elasticsearch_url="http://127.0.0.1:9",
+                                elasticsearch_state_prefix="acme-state"))  # type: ignore[call-arg]
+    assert isinstance(state, ElasticsearchState) and isinstance(state, ChatState)
+    assert state.index("claims") == "acme-state-claims"
+    assert not (tmp_path / "d" / "state.sqlite3").exists()  # nothing local: replicas share the indices
+    assert Settings(_env_file=None).elasticsearch_state_prefix == "citebot-state"  # type: ignore[call-arg]
+
+
+def test_elasticsearch_state_checks_its_settings_and_says_what_to_fix_when_down() -> None:
+    import socket
+
+    from connectors.elasticsearch_state import ElasticsearchState, doc_id
+
+    with pytest.raises(ValueError, match="CITEBOT_ELASTICSEARCH_URL"):
+        ElasticsearchState(hosts="localhost:9200")
+    with pytest.raises(ValueError, match="PASSWORD"):
+        ElasticsearchState(hosts="http://127.0.0.1:9200", username="elastic")
+    with pytest.raises(ValueError, match="STATE_PREFIX"):
+        ElasticsearchState(hosts="http://127.0.0.1:9200", prefix="Citebot State")
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    state = ElasticsearchState(hosts=f"http://elastic:hunter2@127.0.0.1:{port}", request_timeout=2)
+    with pytest.raises(StateError, match="CITEBOT_ELASTICSEARCH_URL") as err:
+        state.claim_event("slack:event:E1")
+    assert "hunter2" not in str(err.value)
+    # deterministic ids: the same key always, distinct keys never collide, long ones are hashed
+    assert doc_id("slack:event:E1") == doc_id("slack:event:E1") == "slack:event:E1"
+    assert doc_id("a|b", "c") != doc_id("a", "b|c")
+    assert len(doc_id("x" * 1000)) < 100

@@ -1,0 +1,145 @@
+"""deploy/docker-compose.yml, deploy/.env.example and deploy/Dockerfile cannot drift from the code: parsed here
+and checked against the settings object, the health endpoints and each other. (No Docker engine runs in these
+tests: ``docker compose config`` and an image build are the admin's first step, deploy/README.md.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import AliasChoices
+
+from bot.health import READY_PATH
+from connectors.settings import Settings
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+BOTS = {"citebot-slack": "slack", "citebot-teams": "teams"}
+# Read by compose itself (interpolation), not by Citebot.
+COMPOSE_ONLY = {"ELASTIC_PASSWORD", "ES_HEAP", "ES_MEM_LIMIT", "CITEBOT_IMAGE", "CITEBOT_TEAMS_PUBLISH_PORT"}
+
+
+def setting_names() -> set[str]:
+    """Every environment variable name the settings object reads."""
+    names = set()
+    for field, info in Settings.model_fields.items():
+        if isinstance(info.validation_alias, AliasChoices):
+            names |= {str(c) for c in info.validation_alias.choices}
+        else:
+            names.add(f"CITEBOT_{field.upper()}")
+    return names
+
+
+@pytest.fixture(scope="module")
+def compose_text() -> str:
+    return (DEPLOY / "docker-compose.yml").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def compose(compose_text: str) -> dict[str, Any]:
+    return yaml.safe_load(compose_text)
+
+
+@pytest.fixture(scope="module")
+def env_example() -> dict[str, str]:
+    out = {}
+    for line in (DEPLOY / ".env.example").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, _, value = line.partition("=")
+            out[name.strip()] = value.split(" #", 1)[0].strip()
+    return out
+
+
+def test_services_and_what_they_wait_for(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert set(services) == {"elasticsearch", *BOTS}
+    for name, platform in BOTS.items():
+        bot = services[name]
+        assert bot["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
+        assert (DEPLOY.parent / bot["build"]["dockerfile"]).is_file()
+        assert bot["depends_on"] == {"elasticsearch": {"condition": "service_healthy"}}
+        assert bot["command"][:2] == ["serve", platform] and "0.0.0.0" in bot["command"]
+        assert "8080" in bot["command"] and bot["env_file"] == ".env"
+        assert bot["restart"] == "unless-stopped"
+    assert "--http" not in services["citebot-slack"]["command"]  # Socket Mode: no public URL on one server
+    assert services["citebot-teams"]["ports"] == ["127.0.0.1:${CITEBOT_TEAMS_PUBLISH_PORT:-3978}:8080"]
+
+
+def test_elasticsearch_has_security_a_password_a_heap_a_memory_limit_and_a_volume(compose: dict[str, Any]) -> None:
+    es = compose["services"]["elasticsearch"]
+    assert re.fullmatch(r"docker\.elastic\.co/elasticsearch/elasticsearch:8\.19\.\d+", es["image"])
+    env = es["environment"]
+    assert env["xpack.security.enabled"] == "true" and env["discovery.type"] == "single-node"
+    assert env["ELASTIC_PASSWORD"].startswith("${ELASTIC_PASSWORD:?")  # compose refuses to start without it
+    heap = re.fullmatch(r"-Xms(\S+) -Xmx(\S+)", env["ES_JAVA_OPTS"])
+    assert heap and heap.group(1) == heap.group(2)
+    assert es["mem_limit"]
+    assert es["ports"] == ["127.0.0.1:9200:9200"]  # never on a public interface
+    [volume] = es["volumes"]
+    assert volume.split(":")[0] in compose["volumes"]
+    assert "ELASTIC_PASSWORD" in " ".join(es["healthcheck"]["test"]) and "_cluster/health" in " ".join(
+        es["healthcheck"]["test"])
+
+
+def test_every_service_has_a_healthcheck_and_the_bots_probe_readiness(compose: dict[str, Any]) -> None:
+    for name, service in compose["services"].items():
+        check = service["healthcheck"]
+        assert check["test"][0] in ("CMD", "CMD-SHELL") and check["interval"] and check["retries"], name
+    for name in BOTS:
+        probe = " ".join(compose["services"][name]["healthcheck"]["test"])
+        assert f"http://127.0.0.1:8080{READY_PATH}" in probe, name
+
+
+def test_the_bots_environment_is_made_of_settings(compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    names = setting_names()
+    for name in BOTS:
+        env = compose["services"][name]["environment"]
+        assert set(env) <= names, set(env) - names
+        for var, value in env.items():  # as compose would pass them, with ELASTIC_PASSWORD=pw
+            monkeypatch.setenv(var, re.sub(r"\$\{ELASTIC_PASSWORD[^}]*\}", "pw", value))
+        settings = Settings(_env_file=None)  # type: ignore[call-arg]
+        # the store AND the chat state on the shared Elasticsearch: the bots are stateless replicas
+        assert settings.elasticsearch_url == "http://elasticsearch:9200"
+        assert settings.elasticsearch_username == "elastic" and settings.elasticsearch_password is not None
+        assert settings.elasticsearch_password.get_secret_value() == "pw" and settings.log_format == "json"
+
+
+def test_env_example_lists_every_variable_and_only_real_ones(compose_text: str, env_example: dict[str, str]) -> None:
+    used = set(re.findall(r"(?<!\$)\$\{([A-Z_][A-Z0-9_]*)", compose_text))
+    assert used <= set(env_example), used - set(env_example)  # every variable the compose file reads
+    assert used >= COMPOSE_ONLY
+    unknown = set(env_example) - COMPOSE_ONLY - setting_names()
+    assert not unknown, f"not a setting: {unknown}"
+    for credential in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "TEAMS_APP_ID",
+                       "TEAMS_APP_PASSWORD", "ELASTIC_PASSWORD"):
+        assert env_example[credential] == "", credential  # no example secret that someone might keep
+
+
+def test_env_example_loads_as_the_bots_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = (DEPLOY / ".env.example").read_text(encoding="utf-8")
+    (tmp_path / ".env").write_text(env, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    settings = Settings()
+    assert settings.slack_app_token is None and settings.teams_app_id is None  # blank means unset
+    assert settings.elasticsearch_state_prefix == "citebot-state" and settings.ocr_language == "eng"
+
+
+def test_the_dockerfile_builds_what_compose_and_kubernetes_expect() -> None:
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    stages = re.findall(r"^FROM\s+(\S+)\s+AS\s+(\w+)", text, re.MULTILINE)
+    assert [s for _, s in stages] == ["build", "runtime"]
+    assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim", text, re.MULTILINE)
+    assert "--index-url https://download.pytorch.org/whl/cpu" in text  # CPU torch, never the CUDA build
+    assert "tesseract-ocr" in text and "encode(['offline check'])" in text  # OCR; the model loads offline
+    assert "citebot models prepare" in text and "COPY --from=build /opt/citebot-models" in text  # ONNX export inside
+    assert re.search(r"^\s+CITEBOT_MODELS_DIR=/opt/citebot-models", text, re.MULTILINE)
+    assert re.search(r"^USER 10001:10001$", text, re.MULTILINE)  # non-root (numeric: runAsNonRoot can check it)
+    assert re.search(r"^HEALTHCHECK .*\n.*http://127\.0\.0\.1:8080/readyz", text, re.MULTILINE)
+    assert re.search(r'^ENTRYPOINT \["citebot"\]$', text, re.MULTILINE)
+    assert re.search(r"^EXPOSE 8080$", text, re.MULTILINE)
+    ignored = (DEPLOY.parent / ".dockerignore").read_text(encoding="utf-8").split()
+    assert {".git", ".venv", ".env", ".citebot"} <= set(ignored)
+    for copied in re.findall(r"^COPY (?!--from)(\S+)", text, re.MULTILINE):
+        assert (DEPLOY.parent / copied).exists(), copied

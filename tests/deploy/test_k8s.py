@@ -1,0 +1,100 @@
+"""deploy/k8s validates against the Kubernetes schemas (kubernetes-validate ships them: no cluster, no network)
+and holds what issue 12 asks: two replicas per bot, a Service, probes on the health endpoints, resources,
+credentials from a Secret, every setting a real one."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bot.health import HEALTH_PATH, READY_PATH
+from tests.deploy.test_compose import setting_names
+
+K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
+KUBERNETES_VERSION = "1.30.0"  # the oldest minor still supported upstream when this was written; 1.3x accept it too
+
+if os.environ.get("CI"):
+    import kubernetes_validate  # declared in the test extra: CI must have it
+else:
+    kubernetes_validate = pytest.importorskip(
+        "kubernetes_validate", reason="kubernetes-validate is in the test extra: pip install -e '.[test]'"
+    )
+
+
+def manifests() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path in sorted(K8S.glob("*.yaml")):
+        if path.name == "kustomization.yaml":
+            continue
+        out += [(path.name, doc) for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+    return out
+
+
+def by_kind(kind: str) -> dict[str, dict[str, Any]]:
+    return {doc["metadata"]["name"]: doc for _, doc in manifests() if doc["kind"] == kind}
+
+
+@pytest.mark.parametrize("version", [KUBERNETES_VERSION, kubernetes_validate.latest_version()])
+def test_every_manifest_validates_strictly(version: str) -> None:
+    found = manifests()
+    assert {doc["kind"] for _, doc in found} == {"ConfigMap", "Secret", "Deployment", "Service", "PodDisruptionBudget"}
+    for name, doc in found:
+        kubernetes_validate.validate(doc, version, strict=True)  # raises with the path of what is wrong
+        assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "citebot", name
+
+
+def test_the_validator_does_catch_mistakes() -> None:
+    deployment = copy.deepcopy(by_kind("Deployment")["citebot-slack"])
+    deployment["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {}  # a typo
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSION, strict=True)
+
+
+def test_kustomization_lists_the_manifests_but_not_the_secret_example() -> None:
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text(encoding="utf-8"))
+    assert set(kustomization["resources"]) == {"configmap.yaml", "slack.yaml", "teams.yaml"}
+    assert kustomization["images"] == [{"name": "citebot", "newTag": "latest"}]
+
+
+@pytest.mark.parametrize("bot", ["slack", "teams"])
+def test_each_bot_runs_two_probed_non_root_replicas_behind_a_service(bot: str) -> None:
+    deployment = by_kind("Deployment")[f"citebot-{bot}"]
+    spec = deployment["spec"]
+    assert spec["replicas"] == 2
+    pod = spec["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["image"] == "citebot" and container["args"][:2] == ["serve", bot]
+    assert "8080" in container["args"] and container["ports"] == [{"name": "http", "containerPort": 8080}]
+    assert container["readinessProbe"]["httpGet"] == {"path": READY_PATH, "port": "http"}
+    assert container["livenessProbe"]["httpGet"] == {"path": HEALTH_PATH, "port": "http"}
+    assert container["startupProbe"]["httpGet"]["path"] == HEALTH_PATH
+    assert container["resources"]["requests"]["cpu"] and container["resources"]["limits"]["memory"]
+    assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] == 10001
+    assert container["securityContext"]["readOnlyRootFilesystem"]
+    assert {v["mountPath"] for v in container["volumeMounts"]} == {"/data", "/tmp"}
+    sources = {next(iter(k for k in s if k.endswith("Ref"))): s for s in container["envFrom"]}
+    assert sources["secretRef"]["secretRef"]["name"] == by_kind("Secret")["citebot-credentials"]["metadata"]["name"]
+    assert sources["configMapRef"]["configMapRef"]["name"] == "citebot-settings"
+
+    service = by_kind("Service")[f"citebot-{bot}"]
+    assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
+    assert service["spec"]["ports"][0]["targetPort"] == "http"
+    assert by_kind("PodDisruptionBudget")[f"citebot-{bot}"]["spec"]["selector"]["matchLabels"] == service["spec"][
+        "selector"]
+
+
+def test_settings_and_credentials_are_real_settings_and_secrets_stay_in_the_secret() -> None:
+    names = setting_names()
+    config = by_kind("ConfigMap")["citebot-settings"]["data"]
+    secret = by_kind("Secret")["citebot-credentials"]["stringData"]
+    assert set(config) <= names and set(secret) <= names, (set(config) | set(secret)) - names
+    assert config["CITEBOT_ELASTICSEARCH_URL"].startswith(("http://", "https://"))  # Elasticsearch by URL
+    assert not any(v for v in secret.values())  # an example: no value anyone could keep
+    secretish = {n for n in names if any(w in n for w in ("TOKEN", "SECRET", "PASSWORD", "API_KEY"))}
+    assert not secretish & set(config)
