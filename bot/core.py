@@ -108,7 +108,8 @@ class ChatCore:
         return answer
 
     def history(self, platform: Platform, thread_ref: str) -> list[Turn]:
-        return self.state.thread_history(platform=platform, thread_ref=thread_ref)
+        turns = self.state.thread_history(platform=platform, thread_ref=thread_ref)
+        return [Turn(role=t.role, text=t.text) for t in turns]
 
     def thread_answered(self, platform: Platform, thread_ref: str) -> bool:
         return self.state.thread_answered(platform=platform, thread_ref=thread_ref)
@@ -123,7 +124,7 @@ class ChatCore:
             scope=ctx.scope,
             user=ctx.user,
             question=question,
-            answer=answer,
+            answer_json=answer.model_dump_json(),
         )
 
     # --- feedback --------------------------------------------------------------------------------
