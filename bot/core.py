@@ -31,6 +31,38 @@ APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it
 
 
 @dataclass(frozen=True)
+class ClaimKey:
+    """A durable claim on a chat delivery or a piece of work, stored as ``{platform}:{kind}:{parts}``.
+
+    ``event``: a Slack event id (any listener's work); ``answer``: one answer per Slack message (its
+    ``app_mention`` and ``message`` events share it); ``file``: one ingest per file share in a channel;
+    ``msg``: one Teams activity."""
+
+    platform: Platform
+    kind: Literal["event", "answer", "file", "msg"]
+    parts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return ":".join((self.platform, self.kind, *self.parts))
+
+    @classmethod
+    def slack_event(cls, event_id: str) -> ClaimKey:
+        return cls("slack", "event", (event_id,))
+
+    @classmethod
+    def slack_answer(cls, team: str, channel: str, ts: str) -> ClaimKey:
+        return cls("slack", "answer", (team, channel, ts))
+
+    @classmethod
+    def slack_file(cls, team: str, channel: str, file_id: str) -> ClaimKey:
+        return cls("slack", "file", (team, channel, file_id))
+
+    @classmethod
+    def teams_message(cls, conversation_id: str, activity_id: str) -> ClaimKey:
+        return cls("teams", "msg", (conversation_id, activity_id))
+
+
+@dataclass(frozen=True)
 class ChatContext:
     """Who asked, where, and which scopes they may search."""
 
@@ -62,20 +94,20 @@ class ChatCore:
         return cls(CitebotService(settings), open_state(settings), settings)
 
     # --- dedup -----------------------------------------------------------------------------------
-    def claim(self, platform: Platform, key: str, *, budget_s: float | None = None) -> bool:
+    def claim(self, key: ClaimKey, *, budget_s: float | None = None) -> bool:
         """True the first time an event/activity/file key is seen; False for any re-delivery. With
         ``budget_s`` the claim stays open until :meth:`finish`, and a re-delivery takes it over once if the
         work was abandoned (the process died, or the budget ran out)."""
-        return self.state.claim_event(f"{platform}:{key}", budget_s=budget_s)
+        return self.state.claim_event(str(key), budget_s=budget_s)
 
-    def finish(self, platform: Platform, key: str) -> None:
-        self.state.finish_event(f"{platform}:{key}")
+    def finish(self, key: ClaimKey) -> None:
+        self.state.finish_event(str(key))
 
-    def claim_note(self, platform: Platform, key: str) -> dict[str, str]:
-        return self.state.claim_note(f"{platform}:{key}")
+    def claim_note(self, key: ClaimKey) -> dict[str, str]:
+        return self.state.claim_note(str(key))
 
-    def note_claim(self, platform: Platform, key: str, **note: str) -> None:
-        self.state.note_claim(f"{platform}:{key}", **note)
+    def note_claim(self, key: ClaimKey, **note: str) -> None:
+        self.state.note_claim(str(key), **note)
 
     @property
     def answer_budget_s(self) -> float:

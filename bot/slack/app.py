@@ -41,6 +41,7 @@ from bot.core import (
     HELP_TEXT,
     ChatContext,
     ChatCore,
+    ClaimKey,
     docs_text,
     ingest_result_text,
     progress_text,
@@ -308,8 +309,8 @@ class SlackBot:
         if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
             return  # people talking in a thread the bot never answered
         # app_mention and message events for one message share this key: one answer per message.
-        key = f"answer:{msg.team}:{msg.channel}:{msg.ts}"
-        if not self.core.claim("slack", key, budget_s=self.core.answer_budget_s):
+        key = ClaimKey.slack_answer(msg.team, msg.channel, msg.ts)
+        if not self.core.claim(key, budget_s=self.core.answer_budget_s):
             self._take_back(working, msg)
             return
         try:
@@ -369,7 +370,7 @@ class SlackBot:
             return  # other file types are none of our business
         structlog.contextvars.bind_contextvars(file_id=shared.file.id)
         # file_shared and message/file_share both announce one share: ingest it once per channel.
-        key = f"file:{shared.team}:{shared.channel}:{shared.file.id}"
+        key = ClaimKey.slack_file(shared.team, shared.channel, shared.file.id)
         self.work.submit(
             lambda: self._ingest(shared, key),
             event_id=shared.event_id,
@@ -378,7 +379,7 @@ class SlackBot:
             budget_s=self.core.ingest_budget_s,
         )
 
-    def _ingest(self, shared: FileShared, key: str) -> None:
+    def _ingest(self, shared: FileShared, key: ClaimKey) -> None:
         file, thread_ts = shared.file, shared.message_ts
         if not file.complete or not thread_ts:
             info = self.client.files_info(file=file.id)["file"]
@@ -393,14 +394,14 @@ class SlackBot:
                                          text=plain(EXTERNAL_FILE_TEXT.format(file=file.name)))
             return
         indexing = plain(f"Indexing {file.name}…")
-        earlier = self.core.claim_note("slack", key).get("status_ts")
+        earlier = self.core.claim_note(key).get("status_ts")
         if earlier:  # a retry after the first worker died: carry on in the status message it posted
             status = _StatusMessage(self.client, shared.channel, earlier, text="")
             status.set(indexing, force=True)
         else:
             posted = self.client.chat_postMessage(channel=shared.channel, thread_ts=thread_ts or None, text=indexing)
             status = _StatusMessage(self.client, shared.channel, str(posted["ts"]), text=indexing)
-            self.core.note_claim("slack", key, status_ts=status.ts)
+            self.core.note_claim(key, status_ts=status.ts)
         try:
             text = self._download_and_index(shared, file, status)
         except Exception:

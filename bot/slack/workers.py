@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import structlog
 
-from bot.core import ChatCore
+from bot.core import ChatCore, ClaimKey
 from connectors.log import error_fields
 
 log = structlog.get_logger("citebot.slack")
@@ -112,7 +112,7 @@ class SlackWorkers:
         *,
         event_id: str,
         on_failure: Callable[[], object] | None,
-        claim: str = "",
+        claim: ClaimKey | None = None,
         on_duplicate: Callable[[], object] | None = None,
         budget_s: float | None = None,
     ) -> None:
@@ -122,14 +122,14 @@ class SlackWorkers:
         however it ends; if the process dies first, Slack's retry takes them over once."""
         ctx = contextvars.copy_context()
         budget = budget_s if budget_s is not None else self.core.answer_budget_s
-        keys = [k for k in (f"event:{event_id}" if event_id else "", claim) if k]
+        keys = [k for k in (ClaimKey.slack_event(event_id) if event_id else None, claim) if k is not None]
 
         def guarded() -> None:
-            taken: list[str] = []
+            taken: list[ClaimKey] = []
             try:
                 self.gate.wait_quiet()
                 for key in keys:
-                    if not self.core.claim("slack", key, budget_s=budget):
+                    if not self.core.claim(key, budget_s=budget):
                         log.info("duplicate_skipped", durable=True)
                         if on_duplicate is not None:
                             on_duplicate()
@@ -147,9 +147,9 @@ class SlackWorkers:
             self._pending.add(future)
         future.add_done_callback(self._done)
 
-    def finish(self, key: str) -> None:
+    def finish(self, key: ClaimKey) -> None:
         try:
-            self.core.finish("slack", key)
+            self.core.finish(key)
         except Exception as e:  # noqa: BLE001 - the claim then expires with its budget
             log.warning("claim_finish_failed", error=type(e).__name__)
 
