@@ -43,7 +43,7 @@ MODES = ("hybrid", "bm25", "dense")
 # Settings that change what the index holds (the rest only change answers). The ingest time budgets are left
 # out on purpose: they are machine-dependent limits, and a PDF that ran out of time is reported as failed.
 INDEX_SETTINGS = ("chunk_max_tokens", "chunk_min_tokens", "embedding_dim", "ocr_enabled", "ocr_dpi",
-                  "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb")
+                  "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb", "max_stream_mb", "max_decoded_mb")
 # The code that decides what an eval index holds: the indexing pipeline and its components (guard, parser and
 # its page model, OCR, structure, chunker, embedder, writer), the embedding and OCR connectors, and the store's
 # schema and write path. Its hash is part of the index key, so editing any of it rebuilds the index; editing

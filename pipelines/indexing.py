@@ -74,7 +74,15 @@ def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
     model_path = str(settings.resolved_model_path)
     embedding = settings.embedding_args()
     p = Pipeline()
-    p.add_component("guard", PdfGuard(max_file_mb=settings.max_file_mb, max_pages=settings.max_pages))
+    p.add_component(
+        "guard",
+        PdfGuard(
+            max_file_mb=settings.max_file_mb,
+            max_pages=settings.max_pages,
+            max_stream_mb=settings.max_stream_mb,
+            max_total_inflated_mb=settings.max_decoded_mb,
+        ),
+    )
     p.add_component("parser", PdfParser(ocr_min_chars=settings.ocr_min_chars))
     p.add_component(
         "ocr",

@@ -1,0 +1,197 @@
+"""Security issue 10, defect 4: decompression bombs are refused before anything renders them.
+
+Every stream is decoded through its real filter chain (``/DecodeParms`` and filter arrays included) under one
+budget per document, and a content stream that pages list again counts again. Each refusal tells the user the
+PDF is "too large when decompressed" and leaves the store as it was: an earlier upload under the same name
+survives. The budgets are tiny here (4 MB a stream, 8 MB a document), so the bombs are a few kilobytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import zlib
+from pathlib import Path
+
+import pytest
+
+from connectors.settings import Settings
+from connectors.stores import open_store
+from pipelines.components.layout import IngestError
+from pipelines.components.pdf_guard import check_inflation
+from pipelines.indexing import Indexer
+from tests.security.conftest import make_pdf
+
+REFUSAL = "too large when decompressed"
+_MB = 1024 * 1024
+_BUDGETS = {"max_stream_mb": 4, "max_decoded_mb": 8}
+
+
+def _deflated(data_mb: float, fill: bytes = b" ", head: bytes = b"") -> bytes:
+    """``head`` then spaces (whitespace to a content-stream parser) up to ``data_mb`` MB, deflated."""
+    comp = zlib.compressobj(9)
+    size = int(data_mb * _MB) - len(head)
+    block = fill * _MB
+    out = [comp.compress(head)]
+    while size > 0:
+        out.append(comp.compress(block[:size]))
+        size -= _MB
+    return b"".join(out) + comp.flush()
+
+
+def _pdf(pages_contents: list[bytes], stream_dict: bytes, stream: bytes, *, xref_entry: bytes | None = None) -> bytes:
+    """A PDF whose object 3 is ``stream`` (with ``stream_dict`` entries), one page per ``/Contents`` value, and a
+    Helvetica font. ``xref_entry`` replaces object 3's line in the cross-reference table."""
+    n_pages = len(pages_contents)
+    font = 4 + n_pages
+    kids = b" ".join(b"%d 0 R" % (4 + i) for i in range(n_pages))
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, n_pages),
+        b"<< /Length %d %s >>\nstream\n" % (len(stream), stream_dict) + stream + b"\nendstream",
+        *(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %s "
+            b"/Resources << /Font << /F1 %d 0 R >> >> >>" % (c, font)
+            for c in pages_contents
+        ),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = io.BytesIO()
+    out.write(b"%PDF-1.7\n")
+    offsets = []
+    for i, body in enumerate(objs, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % i + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1))
+    lines = [b"%010d 00000 n \n" % o for o in offsets]
+    if xref_entry is not None:
+        lines[2] = xref_entry
+    out.write(b"".join(lines))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref))
+    return out.getvalue()
+
+
+@pytest.fixture
+def indexer(tmp_path: Path) -> Indexer:
+    """An indexer with tiny decoding budgets, holding a first ``x.pdf`` that a refused upload must not replace."""
+    settings = Settings(data_dir=tmp_path / "data", **_BUDGETS)  # type: ignore[arg-type]
+    ix = Indexer(settings, open_store(settings))
+    first = make_pdf([("Scope", "The supplier delivers the goods described in annex A within ten days.")])
+    res = ix.ingest(first, file_name="x.pdf", scope="local", uploaded_by="U1")
+    assert res.status == "indexed", res.error  # ReportLab writes [/ASCII85Decode /FlateDecode]: it passes
+    return ix
+
+
+def _documents(ix: Indexer) -> list:
+    return ix.store.list_documents(scopes=["local"])
+
+
+def _assert_refused_and_store_unchanged(ix: Indexer, data: bytes) -> None:
+    before = _documents(ix)
+    count = ix.store.count_documents()
+    res = ix.ingest(data, file_name="x.pdf", scope="local", uploaded_by="U1")
+    assert res.status == "failed", res
+    assert res.error and REFUSAL in res.error, res.error
+    assert _documents(ix) == before and len(before) == 1
+    assert ix.store.count_documents() == count
+
+
+def test_a_flate_bomb_with_decode_parms_is_refused_and_the_store_is_unchanged(indexer: Indexer) -> None:
+    """The old check looked for ``/FlateDecode >> stream`` and missed a ``/DecodeParms`` dictionary after it."""
+    parms = b"/Filter /FlateDecode /DecodeParms << /Predictor 12 /Colors 1 /BitsPerComponent 8 /Columns 4 >>"
+    data = _pdf([b"3 0 R"], parms, _deflated(20, fill=b"\0"))
+    assert len(data) < 40_000
+    _assert_refused_and_store_unchanged(indexer, data)
+
+
+@pytest.mark.parametrize(
+    ("filters", "encode"),
+    [
+        pytest.param(b"[/ASCIIHexDecode /FlateDecode]", lambda z: binascii.hexlify(z) + b">", id="hex-then-flate"),
+        pytest.param(b"[/A85 /Fl]", lambda z: base64.a85encode(z, wrapcol=72) + b"~>", id="ascii85-then-flate"),
+    ],
+)
+def test_a_filter_chain_bomb_is_refused_and_the_store_is_unchanged(
+    indexer: Indexer, filters: bytes, encode: object
+) -> None:
+    """The old check fed the hex (or ASCII85) text to zlib, which failed, and skipped the stream."""
+    data = _pdf([b"3 0 R"], b"/Filter " + filters, encode(_deflated(20)))  # type: ignore[operator]
+    _assert_refused_and_store_unchanged(indexer, data)
+
+
+def test_a_run_length_bomb_inside_flate_is_refused(indexer: Indexer) -> None:
+    """Each stage of the chain is decoded and counted: 160 kB of run-length codes expand 64 times."""
+    run_length = b"\x81 " * (20 * _MB // 128) + b"\x80"  # 128 spaces per two bytes, then end of data
+    data = _pdf([b"3 0 R"], b"/Filter [/FlateDecode /RunLengthDecode]", zlib.compress(run_length, 9))
+    _assert_refused_and_store_unchanged(indexer, data)
+
+
+_SHARED = b"BT /F1 12 Tf 72 700 Td (A shared page) Tj ET\n"
+
+
+@pytest.mark.parametrize(
+    ("pages_contents", "refused"),
+    [
+        pytest.param([b"3 0 R"] * 2, False, id="two-pages-list-it-and-fit"),
+        pytest.param([b"3 0 R"] * 4, True, id="four-pages-list-it"),
+        pytest.param([b"[3 0 R 3 0 R 3 0 R 3 0 R]"], True, id="one-page-lists-it-four-times"),
+    ],
+)
+def test_a_stream_that_pages_list_again_counts_again(
+    indexer: Indexer, pages_contents: list[bytes], refused: bool
+) -> None:
+    """A 3 MB content stream fits the 4 MB a stream may decode to; listed four times it is 12 MB of the 8 MB a
+    document may decode to (and 12 MB of content on one page). Listed twice (6 MB) it is indexed."""
+    data = _pdf(pages_contents, b"/Filter /FlateDecode", _deflated(3, head=_SHARED))
+    assert len(data) < 20_000
+    if refused:
+        _assert_refused_and_store_unchanged(indexer, data)
+    else:
+        res = indexer.ingest(data, file_name="shared.pdf", scope="local")
+        assert res.status == "indexed" and res.pages == 2, res.error
+
+
+_BOMB = _deflated(6)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(_pdf([b"3 0 R"], b"/Filter /FlateDecode", _BOMB, xref_entry=b"0000000000 65535 f \n"),
+                     id="left-out-of-the-xref-table"),
+        pytest.param(_pdf([b"3 0 R"], b"/Filter /FlateDecode", _BOMB, xref_entry=b"0000000005 00000 n \n"),
+                     id="xref-offset-points-elsewhere"),
+        pytest.param(_pdf([b"3 0 R"], b"/Filter /FlateDecode", _BOMB).replace(b"/Length %d" % len(_BOMB),
+                                                                              b"/Length 99999999"),
+                     id="declared-length-too-long"),
+        pytest.param(_pdf([b"3 0 R"], b"/Filter /FlateDecode", _BOMB).replace(b"/Length %d" % len(_BOMB),
+                                                                              b"/Length 10"),
+                     id="declared-length-too-short"),
+        pytest.param(_pdf([b"3 0 R"], b"/Filter [/Crypt /FlateDecode] /DecodeParms [<< /Name /Identity >> null]",
+                          _BOMB), id="identity-crypt-filter-first"),
+        pytest.param(_pdf([b"3 0 R"], b"/Filter /FlateDecode", _BOMB).replace(b"stream\n", b"stream junk\n", 1),
+                     id="junk-after-the-stream-keyword"),
+        pytest.param(_pdf([b"3 0 R"], b"/Note (a string: >> stream\n) /Filter /Fl", _BOMB),
+                     id="stream-keyword-inside-a-string"),
+    ],
+)
+def test_a_bomb_is_found_wherever_a_reader_would_find_it(data: bytes) -> None:
+    """pdfium rebuilds a broken cross-reference table by scanning the file and finds the end of a stream whose
+    /Length is wrong by searching for ``endstream``, so the check looks the same way."""
+    with pytest.raises(IngestError) as err:
+        check_inflation(data, max_stream_mb=4, max_total_mb=8)
+    assert REFUSAL in err.value.reason and err.value.code == "bomb"
+
+
+def test_an_encrypted_bomb_that_opens_without_a_password_is_decrypted_and_refused() -> None:
+    import pypdf
+
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(_pdf([b"3 0 R"], b"/Filter /FlateDecode", _BOMB))))
+    writer.encrypt(user_password="", owner_password="owner", algorithm="AES-128")
+    out = io.BytesIO()
+    writer.write(out)
+    with pytest.raises(IngestError) as err:
+        check_inflation(out.getvalue(), max_stream_mb=4, max_total_mb=8)
+    assert REFUSAL in err.value.reason
