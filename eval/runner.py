@@ -45,11 +45,11 @@ MODES = ("hybrid", "bm25", "dense")
 INDEX_SETTINGS = ("chunk_max_tokens", "chunk_min_tokens", "embedding_dim", "ocr_enabled", "ocr_dpi",
                   "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb", "max_stream_mb", "max_decoded_mb")
 # The code that decides what an eval index holds: the indexing pipeline and its components (guard, parser and
-# its page model, OCR, structure, chunker, embedder, writer), the embedding and OCR connectors, and the store's
-# schema and write path. Its hash is part of the index key, so editing any of it rebuilds the index; editing
-# the query side (retrievers, structure router, query rewriter, extractive and LLM answerers, refusal, citation
-# validator, pipelines/query.py) reuses it. tests/eval/test_runner.py checks that every module the indexing
-# code imports is either listed here or in INDEX_CODE_IMPORTS_NOT_HASHED.
+# its page model, OCR, whose work is in pipelines/reading; structure, chunker, embedder, writer), the embedding
+# and OCR connectors, and the store's schema and write path. Its hash is part of the index key, so editing any of
+# it rebuilds the index; editing the query side (retrievers, structure router, query rewriter, extractive and LLM
+# answerers, refusal, citation validator, pipelines/query.py) reuses it. tests/eval/test_runner.py checks that
+# every module the indexing code imports is either listed here or in INDEX_CODE_IMPORTS_NOT_HASHED.
 INDEX_CODE = (
     "pipelines/indexing.py",
     "pipelines/components/pdf_guard.py",
@@ -57,6 +57,9 @@ INDEX_CODE = (
     "pipelines/components/clean_text.py",
     "pipelines/components/layout.py",
     "pipelines/components/ocr.py",
+    "pipelines/reading/guard.py",
+    "pipelines/reading/text.py",
+    "pipelines/reading/ocr.py",
     "pipelines/components/structure.py",
     "pipelines/components/chunker.py",
     "pipelines/components/embedder.py",

@@ -18,13 +18,14 @@ from pipelines.components.embedder import PassageEmbedder, passage_text
 from pipelines.components.layout import Element, IngestError, Line, Page, ParsedPdf
 from pipelines.components.ocr import OcrFallback
 from pipelines.components.pdf_guard import PdfGuard
-from pipelines.components.pdf_parser import PdfParser, repair_letter_spacing
+from pipelines.components.pdf_parser import PdfParser
 from pipelines.components.structure import (
     StructureDetector,
     caption_label,
     heading_numbering,
     strip_running_lines,
 )
+from pipelines.reading.text import repair_letter_spacing
 from tests.pipelines.pdf_factory import remapped_pdf, to_control_chars, to_math_bold
 
 MODEL_PATH = str(Settings().resolved_model_path)

@@ -19,8 +19,8 @@ import pytest
 from connectors.settings import Settings
 from connectors.stores import open_store
 from pipelines.components.layout import IngestError
-from pipelines.components.pdf_guard import check_inflation
 from pipelines.indexing import Indexer
+from pipelines.reading.guard import check_inflation
 from tests.security.conftest import make_pdf
 
 REFUSAL = "too large when decompressed"
