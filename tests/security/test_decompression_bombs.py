@@ -20,7 +20,7 @@ from connectors.settings import Settings
 from connectors.stores import open_store
 from pipelines.components.layout import IngestError
 from pipelines.indexing import Indexer
-from pipelines.reading.guard import check_inflation
+from pipelines.reading.guard import ascii85_decode, ascii_hex_decode, check_inflation
 from tests.security.conftest import make_pdf
 
 REFUSAL = "too large when decompressed"
@@ -195,3 +195,15 @@ def test_an_encrypted_bomb_that_opens_without_a_password_is_decrypted_and_refuse
     with pytest.raises(IngestError) as err:
         check_inflation(out.getvalue(), max_stream_mb=4, max_total_mb=8)
     assert REFUSAL in err.value.reason
+
+
+@pytest.mark.parametrize("size", [0, 1, 4, 5, 7, 8191, 40_961, 300_001])
+def test_the_guards_ascii_decoders_agree_with_the_standard_library(size: int) -> None:
+    """The guard decodes ASCII85 and hex itself (fast, and leniently: up to the end marker or the first byte a
+    reader would stop at); on valid input it must give what every reader gives."""
+    import os
+
+    raw = os.urandom(size) + bytes(size % 9)  # runs of zeros: ASCII85 writes them as "z"
+    assert ascii85_decode(base64.a85encode(raw, wrapcol=72) + b"~>") == raw
+    assert ascii85_decode(base64.a85encode(raw, foldspaces=False)) == raw
+    assert ascii_hex_decode(binascii.hexlify(raw) + b">trailing") == raw
