@@ -70,6 +70,10 @@ class Settings(BaseSettings):
         1024.0, gt=0, description="All streams of one PDF decoded together (a stream pages list again counts again)."
     )
     ingest_timeout_s: float = Field(900.0, gt=0, description="Per-document time budget for parsing and OCR.")
+    ingest_max_memory_mb: int = Field(
+        1500, ge=256, le=1_048_576,
+        description="Address space of the child process that parses and OCRs one upload; past it: too large.",
+    )
     ocr_enabled: bool = True
     ocr_dpi: int = Field(200, ge=72, le=600)
     ocr_page_timeout_s: float = Field(60.0, gt=0)

@@ -118,6 +118,8 @@ def _ocr_page(pdf: Any, page: Page, options: OcrOptions, timeout_s: float) -> Pa
         del image, bitmap
     except OcrUnavailableError:
         return dataclasses.replace(page, ocr_failed=True)
+    except MemoryError:  # past the reading process's memory limit: the whole PDF is too large, not one page
+        raise
     except (OcrError, Exception):  # noqa: BLE001 - one bad page is skipped and reported, never fatal
         return dataclasses.replace(page, ocr_failed=True)
     to_pt = 1.0 / scale

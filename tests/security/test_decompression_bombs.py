@@ -1,9 +1,11 @@
-"""Security issue 10, defect 4: decompression bombs are refused before anything renders them.
+"""Security issue 10, defect 4: decompression bombs are refused, and no PDF can take the indexer down.
 
 Every stream is decoded through its real filter chain (``/DecodeParms`` and filter arrays included) under one
-budget per document, and a content stream that pages list again counts again. Each refusal tells the user the
-PDF is "too large when decompressed" and leaves the store as it was: an earlier upload under the same name
-survives. The budgets are tiny here (4 MB a stream, 8 MB a document), so the bombs are a few kilobytes.
+budget per document, and a content stream that pages list again counts again. What gets past that meets the
+memory limit of the child process that parses. Each refusal tells the user the PDF is "too large when
+decompressed" and leaves the store as it was: an earlier upload under the same name survives. A crash of that
+child through our own fault is not blamed on the file. The budgets are tiny here (4 MB a stream, 8 MB a
+document), so the bombs are a few kilobytes.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import pytest
 from connectors.settings import Settings
 from connectors.stores import open_store
 from pipelines.components.layout import IngestError
-from pipelines.indexing import Indexer
+from pipelines.indexing import FAILED_INTERNAL, Indexer
+from pipelines.reading import isolation
 from pipelines.reading.guard import ascii85_decode, ascii_hex_decode, check_inflation
+from tests.security import isolation_targets
 from tests.security.conftest import make_pdf
 
 REFUSAL = "too large when decompressed"
@@ -28,9 +32,9 @@ _MB = 1024 * 1024
 _BUDGETS = {"max_stream_mb": 4, "max_decoded_mb": 8}
 
 
-def _deflated(data_mb: float, fill: bytes = b" ", head: bytes = b"") -> bytes:
+def _deflated(data_mb: float, fill: bytes = b" ", head: bytes = b"", level: int = 9) -> bytes:
     """``head`` then spaces (whitespace to a content-stream parser) up to ``data_mb`` MB, deflated."""
-    comp = zlib.compressobj(9)
+    comp = zlib.compressobj(level)
     size = int(data_mb * _MB) - len(head)
     block = fill * _MB
     out = [comp.compress(head)]
@@ -207,3 +211,127 @@ def test_the_guards_ascii_decoders_agree_with_the_standard_library(size: int) ->
     assert ascii85_decode(base64.a85encode(raw, wrapcol=72) + b"~>") == raw
     assert ascii85_decode(base64.a85encode(raw, foldspaces=False)) == raw
     assert ascii_hex_decode(binascii.hexlify(raw) + b">trailing") == raw
+
+
+# --- the child process and its memory limit -------------------------------------------------------------------
+
+_ORDINARY = make_pdf([("Scope", "The supplier delivers the goods described in annex A within ten days.")])
+
+
+def test_a_pdf_that_needs_more_memory_than_the_limit_is_refused_and_the_indexer_goes_on(tmp_path: Path) -> None:
+    """100 MB of page content passes decoding budgets raised for the test, but pdfium needs twice that to parse the
+    page: past CITEBOT_INGEST_MAX_MEMORY_MB (256 here) the child fails, not the indexer. The same limit leaves
+    room for an ordinary PDF, before and after."""
+    settings = Settings(data_dir=tmp_path / "data", ingest_max_memory_mb=256, max_stream_mb=128, max_decoded_mb=256)
+    ix = Indexer(settings, open_store(settings))
+    assert ix.ingest(_ORDINARY, file_name="x.pdf", scope="local").status == "indexed"
+    heavy = _pdf([b"3 0 R"], b"/Filter /FlateDecode", _deflated(100, head=_SHARED, level=1))
+    _assert_refused_and_store_unchanged(ix, heavy)
+    res = ix.ingest(make_pdf([("Term", "This agreement runs for two years.")]), file_name="y.pdf", scope="local")
+    assert res.status == "indexed", res.error
+
+
+@pytest.mark.parametrize(
+    ("target", "args", "code"),
+    [
+        pytest.param(isolation_targets.allocate, (1024,), "memory", id="memory-error"),
+        pytest.param(isolation_targets.native_abort, (), "memory", id="native-abort-on-failed-allocation"),
+    ],
+)
+def test_a_child_out_of_memory_is_too_large_when_decompressed(target: object, args: tuple, code: str) -> None:
+    with pytest.raises(IngestError) as err:
+        isolation.run_isolated(target, *args, max_memory_mb=256, deadline=None)  # type: ignore[arg-type]
+    assert REFUSAL in err.value.reason and err.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("target", "error"),
+    [
+        pytest.param(isolation_targets.our_bug, "KeyError", id="exception-in-our-code"),
+        pytest.param(isolation_targets.native_crash, "SIGSEGV", id="segmentation-fault"),
+    ],
+)
+def test_a_child_crash_that_is_our_bug_is_reported_as_ours_not_as_the_file(
+    indexer: Indexer, monkeypatch: pytest.MonkeyPatch, target: object, error: str
+) -> None:
+    """The reader's child fails through our fault: the user hears it is our error (logged), not that the file is
+    bad; the log has the type and place, never the message (which carried document text)."""
+    import json
+
+    from structlog.testing import capture_logs
+
+    import pipelines.components.isolated_reader as reader_module
+
+    def crashing_reader(data: bytes, options: object, *, max_memory_mb: int, deadline: float | None,
+                        **_callbacks: object) -> object:
+        return isolation.run_isolated(target, max_memory_mb=max_memory_mb, deadline=deadline)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reader_module, "read_pdf_isolated", crashing_reader)
+    before = _documents(indexer)
+    with capture_logs() as logs:
+        res = indexer.ingest(_ORDINARY + b"\n", file_name="x.pdf", scope="local", uploaded_by="U1")
+    assert res.status == "failed" and res.error == FAILED_INTERNAL
+    assert REFUSAL not in res.error and "damaged" not in res.error
+    assert _documents(indexer) == before
+    event = next(e for e in logs if e["event"] == "ingest_internal_error")
+    assert event["error"] == error and event["process"] == "reader"
+    if error == "KeyError":
+        assert event["raised_in"].startswith("tests/security/isolation_targets.py:")
+        assert event["raised_in"].endswith(" in our_bug")
+    assert "Okafor" not in json.dumps(logs, default=str)
+
+
+def test_a_child_past_the_deadline_is_killed_with_its_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stuck in native code, the child never checks the deadline: it is killed a grace period past it, and the
+    process it started (Tesseract, in real life) with it."""
+    import time
+
+    monkeypatch.setattr(isolation, "GRACE_S", 0.5)
+    helpers: list[int] = []
+    started = time.monotonic()
+    with pytest.raises(IngestError) as err:
+        isolation.run_isolated(
+            isolation_targets.hang_with_a_helper, max_memory_mb=256, deadline=time.monotonic() + 1.0,
+            on_progress=lambda _what, pid: helpers.append(pid),
+        )
+    assert err.value.code == "timeout" and "longer than the time allowed" in err.value.reason
+    assert time.monotonic() - started < 10
+    assert helpers
+
+    def gone(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(")")[-1].split()[0] == "Z"  # killed, not yet reaped by init
+        except FileNotFoundError:
+            return True
+
+    deadline = time.monotonic() + 5
+    while not gone(helpers[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(helpers[0])
+
+
+def test_progress_and_the_result_come_back_from_the_child() -> None:
+    seen: list[tuple] = []
+    assert isolation.run_isolated(
+        isolation_targets.echo, {"pages": 3}, max_memory_mb=512, deadline=None, on_progress=lambda *v: seen.append(v)
+    ) == {"pages": 3}
+    assert seen == [("parsing", 1, 1)]
+
+
+def test_a_limit_below_what_the_child_needs_to_start_is_a_configuration_error() -> None:
+    """Not "too large" for every upload: the log names the setting (see pipelines/indexing.py)."""
+    with pytest.raises(isolation.MemoryLimitTooLowError) as err:
+        isolation.run_isolated(isolation_targets.echo, 1, max_memory_mb=32, deadline=None)
+    assert err.value.limit_mb == 32 and err.value.mapped_mb > 0
+
+
+def test_the_fork_server_preloads_our_reading_code_only_when_it_would_import_this_very_copy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Python 3.11's fork server resolves modules from its working directory, not from our sys.path: from anywhere
+    else it could load another checkout's reading code into every child."""
+    monkeypatch.chdir(Path(isolation.__file__).resolve().parents[2])
+    assert "pipelines.reading.reader" in isolation._preload()
+    monkeypatch.chdir(tmp_path)
+    assert "pipelines.reading.reader" not in isolation._preload()
