@@ -109,6 +109,7 @@ _WS = b"\x00\t\n\x0c\r "
 _OBJ_HEADER = re.compile(rb"(?<![0-9])([0-9]{1,10})[\x00\t\n\x0c\r ]+([0-9]{1,5})[\x00\t\n\x0c\r ]+obj")
 _DICT_TOKEN = re.compile(rb"<<|>>|[<(%]")
 _STRING_TOKEN = re.compile(rb"[()\\]")
+_EOL = re.compile(rb"\r\n|[\r\n]")
 
 
 def _skip_space(data: bytes, i: int) -> int:
@@ -125,8 +126,8 @@ def _skip_space(data: bytes, i: int) -> int:
 
 
 def _line_end(data: bytes, i: int) -> int:
-    ends = [p for p in (data.find(b"\n", i), data.find(b"\r", i)) if p >= 0]
-    return min(ends) + 1 if ends else len(data)
+    m = _EOL.search(data, i)
+    return m.end() if m else len(data)
 
 
 def _data_start(data: bytes, i: int) -> int:

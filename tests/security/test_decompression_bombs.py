@@ -177,6 +177,8 @@ _BOMB = _deflated(6)
                           _BOMB), id="identity-crypt-filter-first"),
         pytest.param(_pdf([b"3 0 R"], b"/Filter /FlateDecode", _BOMB).replace(b"stream\n", b"stream junk\n", 1),
                      id="junk-after-the-stream-keyword"),
+        pytest.param(_pdf([b"3 0 R"], b"/Filter /FlateDecode", _BOMB).replace(b"stream\n", b"stream junk\r\n", 1),
+                     id="junk-and-crlf-after-the-stream-keyword"),
         pytest.param(_pdf([b"3 0 R"], b"/Note (a string: >> stream\n) /Filter /Fl", _BOMB),
                      id="stream-keyword-inside-a-string"),
     ],
