@@ -9,7 +9,8 @@ pdfium, pypdf and Pillow (and the main module, which the children would import o
 child costs a fork, not an interpreter start (~1 s with those imports). Measured per upload against reading
 in-process: ~20 ms when the server could preload our reading modules too, ~30-35 ms when each child imports
 them (see :func:`_preload`); starting the server ~0.3 s, once. Forking the bot itself is not an option: it is
-multithreaded, and with torch and the model loaded it has ~1.3 GB of address space mapped already.
+multithreaded, and with the embedding model loaded it has ~0.9 GB (ONNX Runtime) to ~1.3 GB (torch) of address
+space mapped already, most of a 1.5 GB limit.
 
 What the caller gets:
 
