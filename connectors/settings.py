@@ -69,7 +69,17 @@ class Settings(BaseSettings):
     chunk_min_tokens: int = Field(40, ge=0, le=200, description="Smaller sibling sections are merged.")
     max_file_mb: float = Field(50.0, gt=0)
     max_pages: int = Field(2000, ge=1)
+    max_stream_mb: float = Field(
+        256.0, gt=0, description="Most a PDF stream may decode to (a page's content streams together too)."
+    )
+    max_decoded_mb: float = Field(
+        1024.0, gt=0, description="All streams of one PDF decoded together (a stream pages list again counts again)."
+    )
     ingest_timeout_s: float = Field(900.0, gt=0, description="Per-document time budget for parsing and OCR.")
+    ingest_max_memory_mb: int = Field(
+        1500, ge=256, le=1_048_576,
+        description="Address space of the child process that parses and OCRs one upload; past it: too large.",
+    )
     ocr_enabled: bool = True
     ocr_dpi: int = Field(200, ge=72, le=600)
     ocr_page_timeout_s: float = Field(60.0, gt=0)
@@ -124,6 +134,8 @@ class Settings(BaseSettings):
     def _check(self) -> Settings:
         if self.chunk_min_tokens >= self.chunk_max_tokens:
             raise ValueError("CITEBOT_CHUNK_MIN_TOKENS must be smaller than CITEBOT_CHUNK_MAX_TOKENS")
+        if self.max_stream_mb > self.max_decoded_mb:
+            raise ValueError("CITEBOT_MAX_STREAM_MB must not be above CITEBOT_MAX_DECODED_MB")
         if self.elasticsearch_url and not self.elasticsearch_url.startswith(("http://", "https://")):
             raise ValueError("CITEBOT_ELASTICSEARCH_URL must start with http:// or https://")
         return self

@@ -40,16 +40,17 @@ from eval.records import META_FILE, RESULTS_FILE, CaseResult, CitedQuote, Hit, r
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("hybrid", "bm25", "dense")
-# Settings that change what the index holds (the rest only change answers). The ingest time budgets are left
-# out on purpose: they are machine-dependent limits, and a PDF that ran out of time is reported as failed.
+# Settings that change what the index holds (the rest only change answers). The ingest time budgets and memory
+# limit are left out on purpose: they are machine-dependent limits, and a PDF that ran out of time or memory is
+# reported as failed.
 INDEX_SETTINGS = ("chunk_max_tokens", "chunk_min_tokens", "embedding_dim", "ocr_enabled", "ocr_dpi",
-                  "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb")
+                  "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb", "max_stream_mb", "max_decoded_mb")
 # The code that decides what an eval index holds: the indexing pipeline and its components (guard, parser and
-# its page model, OCR, structure, chunker, embedder, writer), the embedding and OCR connectors, and the store's
-# schema and write path. Its hash is part of the index key, so editing any of it rebuilds the index; editing
-# the query side (retrievers, structure router, query rewriter, extractive and LLM answerers, refusal, citation
-# validator, pipelines/query.py) reuses it. tests/eval/test_runner.py checks that every module the indexing
-# code imports is either listed here or in INDEX_CODE_IMPORTS_NOT_HASHED.
+# its page model, OCR, whose work is in pipelines/reading; structure, chunker, embedder, writer), the embedding
+# and OCR connectors, and the store's schema and write path. Its hash is part of the index key, so editing any of
+# it rebuilds the index; editing the query side (retrievers, structure router, query rewriter, extractive and LLM
+# answerers, refusal, citation validator, pipelines/query.py) reuses it. tests/eval/test_runner.py checks that
+# every module the indexing code imports is either listed here or in INDEX_CODE_IMPORTS_NOT_HASHED.
 INDEX_CODE = (
     "pipelines/indexing.py",
     "pipelines/components/pdf_guard.py",
@@ -57,6 +58,11 @@ INDEX_CODE = (
     "pipelines/components/clean_text.py",
     "pipelines/components/layout.py",
     "pipelines/components/ocr.py",
+    "pipelines/components/isolated_reader.py",
+    "pipelines/reading/reader.py",
+    "pipelines/reading/guard.py",
+    "pipelines/reading/text.py",
+    "pipelines/reading/ocr.py",
     "pipelines/components/structure.py",
     "pipelines/components/chunker.py",
     "pipelines/components/embedder.py",
@@ -87,6 +93,7 @@ INDEX_CODE_IMPORTS_NOT_HASHED = {
     "pipelines/models.py": "result and progress models; chunk metadata is written by the chunker",
     "pipelines/components/query_embedder.py": "the shared encoder factory the embedder uses; the vectors are "
     "decided by connectors/embedding.py and the embedding fingerprint, both hashed",
+    "pipelines/reading/isolation.py": "where the reading runs (a child process, its limits), not what it reads",
 }
 # Settings that must match for a resumed run to continue an earlier one.
 KEEP_INDEXES = 4

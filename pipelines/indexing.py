@@ -1,7 +1,9 @@
 """The indexing pipeline: PDF bytes -> structure-aware chunks with embeddings, written in one transaction.
 
-``guard -> parser -> ocr -> structure -> chunker -> embedder -> writer`` (one Haystack component per
-step, see ``pipelines/components``). :class:`Indexer` wraps the pipeline with what the service
+``reader -> structure -> chunker -> embedder -> writer`` (one Haystack component per step, see
+``pipelines/components``). The reader (guard, text layer, OCR: everything that parses the upload) runs in a
+child process with a memory limit, ``CITEBOT_INGEST_MAX_MEMORY_MB``, and the document's time budget; the
+embedding model stays here. :class:`Indexer` wraps the pipeline with what the service
 needs: content-hash doc ids (re-ingesting the same bytes is ``unchanged``), a per-document time
 budget, progress callbacks and failures returned as :class:`IngestResult` with a user-facing reason.
 Nothing is written unless every step succeeded; the writer replaces older versions of the same file
@@ -15,7 +17,7 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,13 +36,12 @@ from connectors.store_api import (
 )
 from pipelines.components.chunker import StructureChunker
 from pipelines.components.embedder import PassageEmbedder
+from pipelines.components.isolated_reader import IsolatedPdfReader
 from pipelines.components.layout import IngestError, ParsedPdf
-from pipelines.components.ocr import OcrFallback
-from pipelines.components.pdf_guard import PdfGuard
-from pipelines.components.pdf_parser import PdfParser
 from pipelines.components.structure import StructureDetector
 from pipelines.components.writer import ChunkWriter
 from pipelines.models import IngestProgress, IngestResult
+from pipelines.reading.isolation import ChildCrashedError, MemoryLimitTooLowError
 
 log = get_logger("citebot.indexing")
 
@@ -74,15 +75,19 @@ def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
     model_path = str(settings.resolved_model_path)
     embedding = settings.embedding_args()
     p = Pipeline()
-    p.add_component("guard", PdfGuard(max_file_mb=settings.max_file_mb, max_pages=settings.max_pages))
-    p.add_component("parser", PdfParser(ocr_min_chars=settings.ocr_min_chars))
     p.add_component(
-        "ocr",
-        OcrFallback(
-            enabled=settings.ocr_enabled,
-            dpi=settings.ocr_dpi,
-            language=settings.ocr_language,
-            page_timeout_s=settings.ocr_page_timeout_s,
+        "reader",
+        IsolatedPdfReader(
+            max_file_mb=settings.max_file_mb,
+            max_pages=settings.max_pages,
+            max_stream_mb=settings.max_stream_mb,
+            max_total_inflated_mb=settings.max_decoded_mb,
+            ocr_min_chars=settings.ocr_min_chars,
+            ocr_enabled=settings.ocr_enabled,
+            ocr_dpi=settings.ocr_dpi,
+            ocr_language=settings.ocr_language,
+            ocr_page_timeout_s=settings.ocr_page_timeout_s,
+            max_memory_mb=settings.ingest_max_memory_mb,
         ),
     )
     p.add_component("structure", StructureDetector())
@@ -97,10 +102,7 @@ def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
         PassageEmbedder(**embedding, batch_size=settings.embedding_batch_size),  # type: ignore[arg-type]
     )
     p.add_component("writer", ChunkWriter(store=store))
-    p.connect("guard.data", "parser.data")
-    p.connect("guard.data", "ocr.data")
-    p.connect("parser.parsed", "ocr.parsed")
-    p.connect("ocr.parsed", "structure.parsed")
+    p.connect("reader.parsed", "structure.parsed")
     p.connect("structure.elements", "chunker.elements")
     p.connect("structure.page_labels", "chunker.page_labels")
     p.connect("chunker.documents", "embedder.documents")
@@ -138,7 +140,7 @@ def _ingest_error(exc: BaseException) -> BaseException:
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
-        if isinstance(cur, IngestError | StoreError):
+        if isinstance(cur, IngestError | StoreError | ChildCrashedError | MemoryLimitTooLowError):
             return cur
         if type(cur).__name__ == "EmbeddingModelError":
             return cur
@@ -168,7 +170,11 @@ def _frame_place(frame: traceback.FrameSummary) -> str:
 def error_place(exc: BaseException) -> dict[str, str]:
     """Where ``exc`` was raised, for the log: ``where`` (innermost frame in Citebot's code) and ``raised_in``
     (innermost frame of all, often a library). Only file, line and function: never the exception's message."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    return frames_place(traceback.extract_tb(exc.__traceback__))
+
+
+def frames_place(frames: Sequence[traceback.FrameSummary]) -> dict[str, str]:
+    """:func:`error_place` of a traceback's frames, innermost last (also those sent back by the reader's child)."""
     if not frames:
         return {}
     ours = [f for f in frames if _is_ours(f.filename)]
@@ -277,9 +283,7 @@ class Indexer:
         try:
             out = self.pipeline.run(
                 {
-                    "guard": {"data": data},
-                    "parser": {"deadline": deadline, "on_page": on_page},
-                    "ocr": {"deadline": deadline, "on_page": on_ocr},
+                    "reader": {"data": data, "deadline": deadline, "on_page": on_page, "on_ocr": on_ocr},
                     "chunker": {
                         "doc_id": doc_id,
                         "file_name": file_name,
@@ -292,7 +296,7 @@ class Indexer:
                     "embedder": {"on_progress": on_embed},
                     "writer": {"scope": scope, "file_name": file_name},
                 },
-                include_outputs_from={"ocr"},
+                include_outputs_from={"reader"},
                 snapshot_callback=_drop_snapshot,
             )
         except Exception as e:  # noqa: BLE001 - every failure becomes a result with a fixed reason
@@ -303,6 +307,19 @@ class Indexer:
                 reason, code = FAILED_STORE, "store"
             elif type(cause).__name__ == "EmbeddingModelError":
                 reason, code = FAILED_MODEL, "model"
+            elif isinstance(cause, ChildCrashedError):
+                # our bug in the reader's child process (an exception in our code, a crash signal): not the file
+                reason, code = FAILED_INTERNAL, "internal"
+                log.error(
+                    "ingest_internal_error", scope=scope, doc_id=doc_id, error=cause.error, process="reader",
+                    **frames_place(cause.frame_summaries()),
+                )
+            elif isinstance(cause, MemoryLimitTooLowError):
+                reason, code = FAILED_INTERNAL, "memory_limit"
+                log.error(
+                    "ingest_memory_limit_too_low", scope=scope, doc_id=doc_id, limit_mb=cause.limit_mb,
+                    mapped_at_start_mb=cause.mapped_mb, setting="CITEBOT_INGEST_MAX_MEMORY_MB",
+                )
             else:
                 # our bug, not the user's PDF: say so, and log where it happened (never the message or text)
                 reason, code = FAILED_INTERNAL, "internal"
@@ -314,7 +331,7 @@ class Indexer:
             report("done", force=True)
             return result(doc_id=doc_id, status="failed", error=reason, error_code=code)
 
-        parsed: ParsedPdf = out["ocr"]["parsed"]
+        parsed: ParsedPdf = out["reader"]["parsed"]
         written = int(out["writer"]["written"])
         replaced = [r for r in out["writer"]["replaced"] if r != doc_id]
         report("done", parsed.page_count, parsed.page_count, force=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import time
 import unicodedata
 import zlib
 from pathlib import Path
@@ -15,16 +16,18 @@ from connectors.settings import Settings
 from eval import sample_pdfs
 from pipelines.components.chunker import StructureChunker, load_token_counter
 from pipelines.components.embedder import PassageEmbedder, passage_text
+from pipelines.components.isolated_reader import IsolatedPdfReader
 from pipelines.components.layout import Element, IngestError, Line, Page, ParsedPdf
 from pipelines.components.ocr import OcrFallback
 from pipelines.components.pdf_guard import PdfGuard
-from pipelines.components.pdf_parser import PdfParser, repair_letter_spacing
+from pipelines.components.pdf_parser import PdfParser
 from pipelines.components.structure import (
     StructureDetector,
     caption_label,
     heading_numbering,
     strip_running_lines,
 )
+from pipelines.reading.text import repair_letter_spacing
 from tests.pipelines.pdf_factory import remapped_pdf, to_control_chars, to_math_bold
 
 MODEL_PATH = str(Settings().resolved_model_path)
@@ -286,6 +289,53 @@ class TestOcrFallback:
         expected = " ".join(memo).lower().split()
         found = sum(1 for w in expected if w in got)
         assert found / len(expected) >= 0.9
+
+
+class TestIsolatedPdfReader:
+    def test_init_validates(self) -> None:
+        with pytest.raises(ValueError, match="max_memory_mb"):
+            IsolatedPdfReader(max_memory_mb=100)
+        with pytest.raises(ValueError, match="max_stream_mb"):
+            IsolatedPdfReader(max_stream_mb=64, max_total_inflated_mb=32)
+        with pytest.raises(ValueError, match="dpi"):
+            IsolatedPdfReader(ocr_dpi=20)
+        with pytest.raises(ValueError, match="ocr_min_chars"):
+            IsolatedPdfReader(ocr_min_chars=-1)
+
+    def test_to_dict_from_dict(self) -> None:
+        reader = IsolatedPdfReader(max_file_mb=5, max_pages=10, max_stream_mb=8, max_total_inflated_mb=64,
+                                   ocr_min_chars=12, ocr_enabled=False, ocr_dpi=150, ocr_language="eng+deu",
+                                   ocr_page_timeout_s=5, max_memory_mb=900)
+        data = reader.to_dict()
+        assert data == {
+            "type": "pipelines.components.isolated_reader.IsolatedPdfReader",
+            "init_parameters": {
+                "max_file_mb": 5, "max_pages": 10, "max_stream_mb": 8, "max_total_inflated_mb": 64,
+                "ocr_min_chars": 12, "ocr_enabled": False, "ocr_dpi": 150, "ocr_language": "eng+deu",
+                "ocr_page_timeout_s": 5, "max_memory_mb": 900,
+            },
+        }
+        assert IsolatedPdfReader.from_dict(data).to_dict() == data
+
+    @pytest.mark.parametrize(
+        ("kwargs", "outcome"),
+        [
+            pytest.param({}, "parsed", id="reads-in-the-child"),
+            pytest.param({"max_pages": 3}, "page limit", id="guard-refusal-comes-back-as-is"),
+        ],
+    )
+    def test_run_reads_like_the_in_process_steps(self, kwargs: dict, outcome: str) -> None:
+        data = sample_pdfs.sample_bytes(sample_pdfs.CONTRACT)
+        reader = IsolatedPdfReader(ocr_enabled=False, **kwargs)
+        if outcome != "parsed":
+            with pytest.raises(IngestError, match=outcome):
+                reader.run(data)
+            return
+        pages: list[tuple[int, int]] = []
+        parsed = reader.run(data, deadline=time.monotonic() + 60, on_page=lambda d, t: pages.append((d, t)))["parsed"]
+        here = PdfParser().run(data)["parsed"]
+        assert parsed == here
+        assert pages[-1] == (here.page_count, here.page_count)
 
 
 class TestStructureDetector:

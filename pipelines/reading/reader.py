@@ -1,0 +1,90 @@
+"""The whole reading of an upload: guard, text layer, OCR. In this process (:func:`read_pdf`) or in a child
+process under a memory limit and the document's deadline (:func:`read_pdf_isolated`, what the indexer uses)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pipelines.components.layout import ParsedPdf
+from pipelines.reading.guard import guard_pdf
+from pipelines.reading.isolation import run_isolated
+from pipelines.reading.ocr import OcrOptions, ocr_pdf
+from pipelines.reading.text import parse_pdf
+
+PageCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """The limits and settings of one reading; invalid values raise :class:`ValueError`."""
+
+    max_file_mb: float = 50.0
+    max_pages: int = 2000
+    max_stream_mb: float = 256.0
+    max_total_inflated_mb: float = 1024.0
+    ocr_min_chars: int = 40
+    ocr: OcrOptions = field(default_factory=OcrOptions)
+
+    def __post_init__(self) -> None:
+        if self.max_file_mb <= 0:
+            raise ValueError("max_file_mb must be positive")
+        if self.max_pages < 1:
+            raise ValueError("max_pages must be at least 1")
+        if self.max_stream_mb <= 0 or self.max_total_inflated_mb < self.max_stream_mb:
+            raise ValueError("max_stream_mb must be positive and not above max_total_inflated_mb")
+        if self.ocr_min_chars < 0:
+            raise ValueError("ocr_min_chars must be >= 0")
+
+
+def read_pdf(
+    data: bytes,
+    options: ReadOptions,
+    *,
+    deadline: float | None = None,
+    on_page: PageCallback | None = None,
+    on_ocr: PageCallback | None = None,
+) -> ParsedPdf:
+    """Guard, then parse every page, then OCR the pages without a usable text layer."""
+    guard_pdf(
+        data,
+        max_file_mb=options.max_file_mb,
+        max_pages=options.max_pages,
+        max_stream_mb=options.max_stream_mb,
+        max_total_inflated_mb=options.max_total_inflated_mb,
+    )
+    parsed = parse_pdf(data, ocr_min_chars=options.ocr_min_chars, deadline=deadline, on_page=on_page)
+    return ocr_pdf(data, parsed, options.ocr, deadline=deadline, on_page=on_ocr)
+
+
+def read_pdf_isolated(
+    data: bytes,
+    options: ReadOptions,
+    *,
+    max_memory_mb: int,
+    deadline: float | None,
+    on_page: PageCallback | None = None,
+    on_ocr: PageCallback | None = None,
+) -> ParsedPdf:
+    """:func:`read_pdf` in a child process limited to ``max_memory_mb`` (see :mod:`pipelines.reading.isolation`
+    for what each way of failing raises); progress comes back to ``on_page`` and ``on_ocr`` here."""
+    callbacks = {"parsing": on_page, "ocr": on_ocr}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        callback = callbacks.get(phase)
+        if callback is not None:
+            callback(done, total)
+
+    parsed: ParsedPdf = run_isolated(
+        _read_in_child, data, options, deadline, max_memory_mb=max_memory_mb, deadline=deadline,
+        on_progress=progress,
+    )
+    return parsed
+
+
+def _read_in_child(report: Callable[..., None], data: bytes, options: ReadOptions, deadline: float | None) -> ParsedPdf:
+    return read_pdf(
+        data, options, deadline=deadline,
+        on_page=lambda done, total: report("parsing", done, total),
+        on_ocr=lambda done, total: report("ocr", done, total),
+    )

@@ -1,0 +1,40 @@
+"""What the isolation tests run in the reader's child process. The child imports this module by name, so it
+imports nothing heavy (a test module would pull in Haystack and torch)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import time
+from collections.abc import Callable
+
+Report = Callable[..., None]
+
+
+def echo(report: Report, value: object) -> object:
+    report("parsing", 1, 1)
+    return value
+
+
+def our_bug(report: Report) -> None:
+    raise KeyError("Dana Okafor earns EUR 184,000")  # a message that carries document text
+
+
+def allocate(report: Report, megabytes: int) -> int:
+    return len(bytearray(megabytes * 1024 * 1024))
+
+
+def native_abort(report: Report) -> None:
+    os.abort()  # what pdfium does when an allocation fails
+
+
+def native_crash(report: Report) -> None:
+    ctypes.string_at(0)  # a segmentation fault: a bug in native code, not a lack of memory
+
+
+def hang_with_a_helper(report: Report) -> None:
+    """Start a helper process (as Tesseract is started), report its pid, then never finish."""
+    helper = subprocess.Popen(["sleep", "60"])  # noqa: S607 - a test helper
+    report("helper", helper.pid)
+    time.sleep(60)
