@@ -64,6 +64,7 @@ INDEX_CODE = (
     "pipelines/reading/text.py",
     "pipelines/reading/ocr.py",
     "pipelines/components/structure.py",
+    "pipelines/components/printed_page_numbers.py",
     "pipelines/components/chunker.py",
     "pipelines/components/embedder.py",
     "pipelines/components/writer.py",

@@ -8,7 +8,9 @@ Chunk metadata (on every Haystack ``Document`` the indexing pipeline writes):
 ``file_name``      as uploaded (display only; never used to build a path)
 ``page_start``     1-based first page of the chunk
 ``page_end``       1-based last page
-``page_label``     the first page's label where the PDF labels its pages ("iii", "17"); absent otherwise
+``page_label``     the first page's label where the PDF labels its pages ("iii", "17"), else the number it prints in
+                   its header or footer when that differs from the physical count; absent otherwise
+``page_label_end`` the last page's label, for a chunk over two labelled pages
 ``section``        heading path, ``" > "``-joined ("4 Leave > 4.2 Parental leave"); "" if none
 ``section_id``     numbering of the innermost numbered heading ("4.2", "12", "IV"); "" if none
 ``element_type``   ``text`` | ``table`` | ``list`` | ``caption`` | ``ocr``

@@ -171,6 +171,8 @@ class StructureChunker:
             }
             if page_labels:
                 meta["page_label"] = page_labels.get(meta["page_start"], "")
+                if meta["page_end"] != meta["page_start"]:  # a chunk over two pages answers to both labels
+                    meta["page_label_end"] = page_labels.get(meta["page_end"], "")
             confs = [p.ocr_confidence for p in d.pieces if p.ocr_confidence is not None]
             if confs:
                 meta["ocr_confidence"] = round(sum(confs) / len(confs), 1)

@@ -23,6 +23,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from pipelines.components.layout import Element, Line, ParsedPdf
+from pipelines.components.printed_page_numbers import printed_page_labels
 
 _PAGE_NUMBER = re.compile(
     r"^(?:(?:page|seite|p\.|pg\.?)\s*)?[-\u2013\u2014(\[]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-\u2013\u2014)\]]?"
@@ -163,7 +164,10 @@ class StructureDetector:
         elements = self._elements(lines, body, outline, outline_titles, ocr_conf)
         self._assign_levels(elements)
         self._assign_sections(elements)
-        labels = {p.number: p.label for p in parsed.pages} if any(p.label for p in parsed.pages) else {}
+        if any(p.label for p in parsed.pages):
+            labels = {p.number: p.label for p in parsed.pages}
+        else:  # no /PageLabels: the numbers the pages print, when they agree on one offset
+            labels = printed_page_labels([p.lines for p in parsed.pages])
         return {"elements": elements, "page_labels": labels}
 
     # --- steps -------------------------------------------------------------------------------

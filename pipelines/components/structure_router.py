@@ -256,7 +256,11 @@ class StructureRouter:
         physical pages."""
         labels = [str(n) for n in range(a, b + 1)]
         by_label = self.document_store.fetch(
-            scopes=scopes, filters=_and(file_cond, {"field": "meta.page_label", "operator": "in", "value": labels}),
+            scopes=scopes,
+            filters=_and(file_cond, {"operator": "OR", "conditions": [
+                {"field": "meta.page_label", "operator": "in", "value": labels},
+                {"field": "meta.page_label_end", "operator": "in", "value": labels},
+            ]}),
             limit=self.fetch_limit,
         )
         physical = self._physical(scopes, file_cond, a, b)
