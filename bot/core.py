@@ -16,9 +16,10 @@ from typing import Literal
 import structlog
 
 from connectors.settings import Settings
-from connectors.state_api import ChatState, FeedbackEntry, Polarity
+from connectors.state_api import ChatState, Polarity
+from connectors.store_api import DocInfo
 from connectors.stores import open_state
-from pipelines.models import Answer, DocInfo, IngestProgress, IngestResult, Turn, for_people, printable
+from pipelines.models import Answer, IngestProgress, IngestResult, Turn, for_people, printable
 from pipelines.service import CitebotService, ProgressCallback
 
 log = structlog.get_logger("citebot.core")
@@ -27,6 +28,38 @@ Platform = Literal["slack", "teams"]
 
 MAX_COMMENT_CHARS = 2000
 APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it; please try again in a minute."
+
+
+@dataclass(frozen=True)
+class ClaimKey:
+    """A durable claim on a chat delivery or a piece of work, stored as ``{platform}:{kind}:{parts}``.
+
+    ``event``: a Slack event id (any listener's work); ``answer``: one answer per Slack message (its
+    ``app_mention`` and ``message`` events share it); ``file``: one ingest per file share in a channel;
+    ``msg``: one Teams activity."""
+
+    platform: Platform
+    kind: Literal["event", "answer", "file", "msg"]
+    parts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return ":".join((self.platform, self.kind, *self.parts))
+
+    @classmethod
+    def slack_event(cls, event_id: str) -> ClaimKey:
+        return cls("slack", "event", (event_id,))
+
+    @classmethod
+    def slack_answer(cls, team: str, channel: str, ts: str) -> ClaimKey:
+        return cls("slack", "answer", (team, channel, ts))
+
+    @classmethod
+    def slack_file(cls, team: str, channel: str, file_id: str) -> ClaimKey:
+        return cls("slack", "file", (team, channel, file_id))
+
+    @classmethod
+    def teams_message(cls, conversation_id: str, activity_id: str) -> ClaimKey:
+        return cls("teams", "msg", (conversation_id, activity_id))
 
 
 @dataclass(frozen=True)
@@ -61,20 +94,20 @@ class ChatCore:
         return cls(CitebotService(settings), open_state(settings), settings)
 
     # --- dedup -----------------------------------------------------------------------------------
-    def claim(self, platform: Platform, key: str, *, budget_s: float | None = None) -> bool:
+    def claim(self, key: ClaimKey, *, budget_s: float | None = None) -> bool:
         """True the first time an event/activity/file key is seen; False for any re-delivery. With
         ``budget_s`` the claim stays open until :meth:`finish`, and a re-delivery takes it over once if the
         work was abandoned (the process died, or the budget ran out)."""
-        return self.state.claim_event(f"{platform}:{key}", budget_s=budget_s)
+        return self.state.claim_event(str(key), budget_s=budget_s)
 
-    def finish(self, platform: Platform, key: str) -> None:
-        self.state.finish_event(f"{platform}:{key}")
+    def finish(self, key: ClaimKey) -> None:
+        self.state.finish_event(str(key))
 
-    def claim_note(self, platform: Platform, key: str) -> dict[str, str]:
-        return self.state.claim_note(f"{platform}:{key}")
+    def claim_note(self, key: ClaimKey) -> dict[str, str]:
+        return self.state.claim_note(str(key))
 
-    def note_claim(self, platform: Platform, key: str, **note: str) -> None:
-        self.state.note_claim(f"{platform}:{key}", **note)
+    def note_claim(self, key: ClaimKey, **note: str) -> None:
+        self.state.note_claim(str(key), **note)
 
     @property
     def answer_budget_s(self) -> float:
@@ -107,7 +140,8 @@ class ChatCore:
         return answer
 
     def history(self, platform: Platform, thread_ref: str) -> list[Turn]:
-        return self.state.thread_history(platform=platform, thread_ref=thread_ref)
+        turns = self.state.thread_history(platform=platform, thread_ref=thread_ref)
+        return [Turn(role=t.role, text=t.text) for t in turns]
 
     def thread_answered(self, platform: Platform, thread_ref: str) -> bool:
         return self.state.thread_answered(platform=platform, thread_ref=thread_ref)
@@ -122,7 +156,7 @@ class ChatCore:
             scope=ctx.scope,
             user=ctx.user,
             question=question,
-            answer=answer,
+            answer_json=answer.model_dump_json(),
         )
 
     # --- feedback --------------------------------------------------------------------------------
@@ -155,9 +189,6 @@ class ChatCore:
         return self.state.retract_feedback(
             platform=platform, message_ref=message_ref, user=user, polarity=polarity
         )
-
-    def feedback_entries(self) -> list[FeedbackEntry]:
-        return self.state.feedback()
 
     # --- files -----------------------------------------------------------------------------------
     def upload(
@@ -207,9 +238,6 @@ class ChatCore:
             self.service.forget(doc.doc_id, ctx.scope)
         log.info("forgot", platform=ctx.platform, scope=ctx.scope, user=ctx.user, n_docs=len(allowed))
         return ForgetOutcome("deleted", f"Removed “{allowed[0].file}”; I will no longer quote it here.")
-
-    def forget_by_id(self, scope: str, doc_id: str) -> int:
-        return self.service.forget(doc_id, scope)
 
     def record_upload(self, ctx: ChatContext, *, file_ref: str, result: IngestResult) -> None:
         """Link the platform's file id to the document it became, for :meth:`forget_file`."""

@@ -16,6 +16,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from bot.version import version
+
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 
@@ -37,8 +39,6 @@ class Health:
         return self._ready.is_set()
 
     def _body(self, status: str) -> dict[str, Any]:
-        from bot.cli.main import version
-
         return {"status": status, "platform": self.platform, "ready": self.ready, "version": version()}
 
     def live(self) -> tuple[int, dict[str, Any]]:

@@ -24,6 +24,7 @@ uploads) use ``refresh=wait_for``; reads by id (``find_answer``, a claim, a thre
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import threading
@@ -41,10 +42,11 @@ from connectors.state_api import (
     RUN,
     FeedbackEntry,
     Polarity,
+    PostedAnswer,
     StateError,
+    ThreadTurn,
     claim_abandoned,
 )
-from pipelines.models import Answer, Turn
 
 _KW = {"type": "keyword"}
 # Only what is searched or sorted on is mapped; everything else stays in _source (dynamic: false).
@@ -349,28 +351,28 @@ class ElasticsearchState:
         scope: str,
         user: str,
         question: str,
-        answer: Answer,
+        answer_json: str,
     ) -> None:
         doc = {
             "platform": platform, "message_ref": message_ref, "thread_ref": thread_ref, "scope": scope,
-            "user": user, "question": question, "answer_json": answer.model_dump_json(), "at": _now(),
+            "user": user, "question": question, "answer_json": answer_json, "at": _now(),
             "seq": time.time_ns(),
         }
         with self._guard():
             self.es.index(index=self.index("answers"), id=_id(platform, message_ref), document=doc,
                           refresh="wait_for")
 
-    def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[Turn]:
+    def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[ThreadTurn]:
         with self._guard():
             res = self.es.search(
                 index=self.index("answers"), query=_terms(platform=platform, thread_ref=thread_ref),
                 sort=[{"seq": "desc"}], size=limit,
             )
-        turns: list[Turn] = []
+        turns: list[ThreadTurn] = []
         for hit in reversed(res["hits"]["hits"]):
             src = hit["_source"]
-            turns.append(Turn(role="user", text=src["question"]))
-            turns.append(Turn(role="assistant", text=Answer.model_validate_json(src["answer_json"]).text))
+            turns.append(ThreadTurn(role="user", text=src["question"]))
+            turns.append(ThreadTurn(role="assistant", text=json.loads(src["answer_json"])["text"]))
         return turns
 
     def thread_answered(self, *, platform: str, thread_ref: str) -> bool:
@@ -381,12 +383,12 @@ class ElasticsearchState:
             )
         return bool(res["hits"]["hits"])
 
-    def find_answer(self, *, platform: str, message_ref: str) -> tuple[str, str, Answer] | None:
+    def find_answer(self, *, platform: str, message_ref: str) -> PostedAnswer | None:
         got = self._get("answers", _id(platform, message_ref))
         if got is None:
             return None
         src = got["_source"]
-        return src["scope"], src["question"], Answer.model_validate_json(src["answer_json"])
+        return PostedAnswer(src["scope"], src["question"], src["answer_json"])
 
     # --- feedback --------------------------------------------------------------------------------
     def add_feedback(
@@ -468,7 +470,7 @@ class ElasticsearchState:
         for vote in votes:
             src = answers.get(_id(vote["platform"], vote["message_ref"]))
             if src is not None:  # as the SQLite log's join: a vote needs its answer
-                out.append(FeedbackEntry.of(vote, src["question"], Answer.model_validate_json(src["answer_json"])))
+                out.append(FeedbackEntry.of(vote, src["question"], src["answer_json"]))
         return out
 
 

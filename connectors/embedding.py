@@ -558,11 +558,3 @@ def shared_batcher(encoder: Encoder, window_s: float) -> BatchingEncoder:
             b = BatchingEncoder(encoder, window_s=window_s)
             _batchers[id(encoder)] = b
         return b
-
-
-# kept for callers of the first API
-def get_model(path: Path, threads: int = 1) -> Any:
-    """The sentence-transformers model on torch (loaded once)."""
-    enc = get_encoder(path, threads, backend="torch")
-    assert isinstance(enc, TorchEncoder)
-    return enc.model

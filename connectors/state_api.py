@@ -15,13 +15,12 @@ re-send within minutes).
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
-
-from pipelines.models import Answer, Turn
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 Polarity = Literal["up", "down"]
 
@@ -60,6 +59,23 @@ def claim_abandoned(claim: Mapping[str, Any], now: float, host: str) -> bool:
 
 
 @dataclass(frozen=True)
+class ThreadTurn:
+    """One earlier turn of a chat thread: the question asked, or the text of the answer posted."""
+
+    role: Literal["user", "assistant"]
+    text: str
+
+
+class PostedAnswer(NamedTuple):
+    """An answer the bot posted: the scope it searched, the question, and the answer as recorded (its JSON
+    document: ``text``, ``citations``, ``retrieved``, ``refused``... as the chat core wrote it)."""
+
+    scope: str
+    question: str
+    answer_json: str
+
+
+@dataclass(frozen=True)
 class FeedbackEntry:
     platform: str
     message_ref: str
@@ -93,8 +109,10 @@ class FeedbackEntry:
         }
 
     @classmethod
-    def of(cls, vote: Mapping[str, Any], question: str, answer: Answer) -> FeedbackEntry:
-        """An entry from a stored vote (platform, message_ref, scope, user, polarity, comment, choice, at)."""
+    def of(cls, vote: Mapping[str, Any], question: str, answer_json: str) -> FeedbackEntry:
+        """An entry from a stored vote (platform, message_ref, scope, user, polarity, comment, choice, at) and
+        the answer's recorded JSON document."""
+        answer = json.loads(answer_json)
         return cls(
             platform=vote["platform"],
             message_ref=vote["message_ref"],
@@ -104,11 +122,11 @@ class FeedbackEntry:
             comment=vote.get("comment") or "",
             at=vote["at"],
             question=question,
-            answer=answer.text,
-            citations=[c.model_dump() for c in answer.citations],
-            retrieved_chunk_ids=[r.chunk_id for r in answer.retrieved],
+            answer=answer["text"],
+            citations=list(answer.get("citations") or []),
+            retrieved_chunk_ids=[r["chunk_id"] for r in answer.get("retrieved") or []],
             choice=vote.get("choice") or "",
-            refused=answer.refused,
+            refused=bool(answer.get("refused", False)),
         )
 
 
@@ -145,14 +163,14 @@ class ChatState(Protocol):
         scope: str,
         user: str,
         question: str,
-        answer: Answer,
+        answer_json: str,
     ) -> None: ...
 
-    def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[Turn]: ...
+    def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[ThreadTurn]: ...
 
     def thread_answered(self, *, platform: str, thread_ref: str) -> bool: ...
 
-    def find_answer(self, *, platform: str, message_ref: str) -> tuple[str, str, Answer] | None: ...
+    def find_answer(self, *, platform: str, message_ref: str) -> PostedAnswer | None: ...
 
     # --- feedback
     def add_feedback(

@@ -41,9 +41,10 @@ from connectors.state_api import (
     RUN,
     FeedbackEntry,
     Polarity,
+    PostedAnswer,
+    ThreadTurn,
     claim_abandoned,
 )
-from pipelines.models import Answer, Turn
 
 __all__ = ["CLAIM_TTL_S", "MAX_CLAIM_ATTEMPTS", "FeedbackEntry", "Polarity", "StateLog", "feedback_as_json"]
 
@@ -287,25 +288,25 @@ class StateLog:
         scope: str,
         user: str,
         question: str,
-        answer: Answer,
+        answer_json: str,
     ) -> None:
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (platform, message_ref, thread_ref, scope, user, question, answer.model_dump_json(), _now()),
+                (platform, message_ref, thread_ref, scope, user, question, answer_json, _now()),
             )
 
-    def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[Turn]:
+    def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[ThreadTurn]:
         """The last ``limit`` question/answer pairs the bot handled in a thread, oldest first."""
         rows = self._conn().execute(
             """SELECT question, answer_json FROM answers WHERE platform = ? AND thread_ref = ?
                ORDER BY at DESC, rowid DESC LIMIT ?""",
             (platform, thread_ref, limit),
         ).fetchall()
-        turns: list[Turn] = []
+        turns: list[ThreadTurn] = []
         for row in reversed(rows):
-            turns.append(Turn(role="user", text=row["question"]))
-            turns.append(Turn(role="assistant", text=Answer.model_validate_json(row["answer_json"]).text))
+            turns.append(ThreadTurn(role="user", text=row["question"]))
+            turns.append(ThreadTurn(role="assistant", text=json.loads(row["answer_json"])["text"]))
         return turns
 
     def thread_answered(self, *, platform: str, thread_ref: str) -> bool:
@@ -314,7 +315,7 @@ class StateLog:
         ).fetchone()
         return row is not None
 
-    def find_answer(self, *, platform: str, message_ref: str) -> tuple[str, str, Answer] | None:
+    def find_answer(self, *, platform: str, message_ref: str) -> PostedAnswer | None:
         """(scope, question, answer) of a posted answer, or None if the bot did not post it."""
         row = self._conn().execute(
             "SELECT scope, question, answer_json FROM answers WHERE platform = ? AND message_ref = ?",
@@ -322,7 +323,7 @@ class StateLog:
         ).fetchone()
         if row is None:
             return None
-        return row["scope"], row["question"], Answer.model_validate_json(row["answer_json"])
+        return PostedAnswer(row["scope"], row["question"], row["answer_json"])
 
     # --- feedback ----------------------------------------------------------------------------
     def add_feedback(
@@ -383,7 +384,7 @@ class StateLog:
         sql += " ORDER BY f.at, f.id"
         out = []
         for row in self._conn().execute(sql, args):
-            out.append(FeedbackEntry.of(dict(row), row["question"], Answer.model_validate_json(row["answer_json"])))
+            out.append(FeedbackEntry.of(dict(row), row["question"], row["answer_json"]))
         return out
 
 

@@ -12,8 +12,21 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from haystack import Document
+from pydantic import BaseModel
 
-from pipelines.models import DocInfo
+
+class DocInfo(BaseModel):
+    """One document of a scope, as the store lists it (from its chunks' metadata)."""
+
+    doc_id: str
+    scope: str
+    file: str
+    pages: int
+    chunks: int
+    uploaded_at: str
+    uploaded_by: str = ""
+    sha256: str = ""
+    source_url: str = ""
 
 
 class StoreError(Exception):
@@ -67,8 +80,19 @@ class ChunkStore(Protocol):
 
     def list_documents(self, *, scopes: Sequence[str]) -> list[DocInfo]: ...
 
+    def count_in_scopes(self, scopes: Sequence[str]) -> int | None:
+        """How many chunks the scopes hold, when the store counts them cheaply; ``None`` when it does not (a
+        cache keyed on it then falls back on its time to live)."""
+        ...
+
     def bm25_search(
-        self, query: str, *, scopes: Sequence[str], top_k: int, filters: dict[str, Any] | None = None
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        top_k: int,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
     ) -> list[Document]: ...
 
     def embedding_search(
@@ -78,10 +102,16 @@ class ChunkStore(Protocol):
         scopes: Sequence[str],
         top_k: int,
         filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
     ) -> list[Document]: ...
 
     def fetch(
-        self, *, scopes: Sequence[str], filters: dict[str, Any] | None = None, limit: int = 200
+        self,
+        *,
+        scopes: Sequence[str],
+        filters: dict[str, Any] | None = None,
+        limit: int = 200,
+        return_embedding: bool = False,
     ) -> list[Document]:
         """Chunks by metadata (pages, section, label, file), ordered by doc and chunk_index."""
         ...

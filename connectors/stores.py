@@ -38,6 +38,21 @@ def open_state(settings: Settings) -> ChatState:
     return StateLog(settings.state_path)
 
 
+def store_from_dict(data: dict[str, Any]) -> ChunkStore:
+    """Rebuild one of Citebot's own stores from its ``to_dict`` (an explicit list: a saved pipeline never
+    names a class to import)."""
+    kind = str(data.get("type", ""))
+    if kind.endswith(".SQLiteDocumentStore"):
+        from connectors.sqlite_store import SQLiteDocumentStore
+
+        return SQLiteDocumentStore.from_dict(data)
+    if kind.endswith(".CitebotElasticsearchStore"):
+        from connectors.elasticsearch_store import CitebotElasticsearchStore
+
+        return CitebotElasticsearchStore.from_dict(data)
+    raise ValueError(f"unknown document store type {kind!r}")
+
+
 def make_retrievers(store: ChunkStore, top_k: int = 20) -> tuple[Any, Any]:
     """``(bm25_retriever, embedding_retriever)`` components for ``store``, each returning ``top_k`` documents."""
     from connectors.sqlite_store import SQLiteBM25Retriever, SQLiteDocumentStore, SQLiteEmbeddingRetriever

@@ -170,14 +170,3 @@ class IngestProgress(BaseModel):
     pages_done: int = 0
     pages_total: int = 0
 
-
-class DocInfo(BaseModel):
-    doc_id: str
-    scope: str
-    file: str
-    pages: int
-    chunks: int
-    uploaded_at: str
-    uploaded_by: str = ""
-    sha256: str = ""
-    source_url: str = ""

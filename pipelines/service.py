@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from connectors.settings import Settings
-from connectors.store_api import ChunkStore, require_scopes
-from pipelines.models import Answer, DocInfo, IngestProgress, IngestResult, RetrievalMode, Turn
+from connectors.store_api import ChunkStore, DocInfo, require_scopes
+from pipelines.models import Answer, IngestProgress, IngestResult, RetrievalMode, Turn
 
 if TYPE_CHECKING:
     from pipelines.indexing import Indexer

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from connectors.settings import Settings
-from pipelines.models import LOCAL_SCOPE, DocInfo
+from connectors.store_api import DocInfo
+from pipelines.models import LOCAL_SCOPE
 
 
 def register(sub: Any) -> None:

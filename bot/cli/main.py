@@ -13,6 +13,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from bot.version import version
+
 # Modules that register top-level commands, in help order.
 COMMAND_MODULES = [
     "bot.cli.docs_cmds",  # docs, forget
@@ -26,27 +28,12 @@ COMMAND_MODULES = [
 ]
 # Modules that register `citebot bench <name>` benchmarks (they live under eval/).
 BENCH_MODULES = [
-    "eval.bench_ingest",
-    "eval.bench_query",
-    "eval.bench_retrieval",
-    "eval.bench_slack",
-    "eval.bench_teams",
+    "eval.bench.ingest",
+    "eval.bench.query",
+    "eval.bench.retrieval",
+    "eval.bench.slack",
+    "eval.bench.teams",
 ]
-
-
-def version() -> str:
-    """The installed package's version (the source tree's pyproject when it is not installed)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("citebot")
-    except PackageNotFoundError:
-        import tomllib
-        from pathlib import Path
-
-        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-        return str(tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"])
 
 
 def build_parser() -> argparse.ArgumentParser:

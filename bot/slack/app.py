@@ -18,13 +18,11 @@ one failure path: log the event id, apologise in the thread.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import structlog
@@ -43,6 +41,7 @@ from bot.core import (
     HELP_TEXT,
     ChatContext,
     ChatCore,
+    ClaimKey,
     docs_text,
     ingest_result_text,
     progress_text,
@@ -70,6 +69,7 @@ from bot.slack.events import (
 )
 from bot.slack.render import FEEDBACK_ACTION, FEEDBACK_MODAL, feedback_modal, plain, render_answer
 from bot.slack.scopes import MembershipCache, dm_search_scopes
+from bot.slack.workers import SlackWorkers
 from connectors.download import DownloadError, download, host_of
 from connectors.log import error_fields
 from connectors.settings import Settings
@@ -89,62 +89,6 @@ EXTERNAL_FILE_TEXT = (
 SLACK_FILE_HOST = "files.slack.com"
 FORGET_USAGE = "Tell me which file: `/citebot forget handbook.pdf` (`/citebot docs` lists them)."
 _RETRY_HEADER = "x-slack-retry-num"
-RECENT_EVENTS = 100_000  # event ids remembered in memory; Slack retries within minutes
-
-
-class RecentKeys:
-    """Bounded, thread-safe set of recently seen keys (the in-memory first line of dedup)."""
-
-    def __init__(self, max_keys: int = RECENT_EVENTS) -> None:
-        self._keys: OrderedDict[str, None] = OrderedDict()
-        self._max = max_keys
-        self._lock = threading.Lock()
-
-    def add(self, key: str) -> bool:
-        """True the first time ``key`` is added, False while it is remembered."""
-        with self._lock:
-            if key in self._keys:
-                return False
-            self._keys[key] = None
-            if len(self._keys) > self._max:
-                self._keys.popitem(last=False)
-            return True
-
-
-class AckFirst:
-    """Acks before answers: a worker about to start a job waits while deliveries are being acknowledged
-    (until none is in flight and none arrived for ``quiet_s``), at most ``max_wait_s``. On ~one core the
-    Python-heavy answering otherwise takes the interpreter from a burst of acks; a job's delay is capped,
-    so a steady stream of chatter can only slow a job by ``max_wait_s``, never starve it."""
-
-    def __init__(self, *, quiet_s: float = 0.02, max_wait_s: float = 0.25) -> None:
-        self.quiet_s, self.max_wait_s = quiet_s, max_wait_s
-        self._cond = threading.Condition()
-        self._inflight = 0
-        self._last = 0.0
-
-    def enter(self) -> None:
-        with self._cond:
-            self._inflight += 1
-            self._last = time.monotonic()
-
-    def leave(self) -> None:
-        with self._cond:
-            self._inflight -= 1
-            self._last = time.monotonic()
-            self._cond.notify_all()
-
-    def wait_quiet(self) -> None:
-        deadline = time.monotonic() + self.max_wait_s
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                quiet_for = now - self._last
-                if now >= deadline or (self._inflight == 0 and quiet_for >= self.quiet_s):
-                    return
-                self._cond.wait(min(deadline - now, max(self.quiet_s - quiet_for, 0.002)))
-
-
 class _DropTokenUnusedWarning(logging.Filter):
     """Bolt warns "As you gave `client` as well, `token` will be unused" whenever SLACK_BOT_TOKEN is in the
     environment and an app is given its client, i.e. on every start of Citebot, whose client is built from that
@@ -189,13 +133,7 @@ class SlackBot:
         self.core = core
         self.client = client if client is not None else web_client(settings)
         self.members = MembershipCache(self.client)
-        self.recent = RecentKeys()
-        self.gate = AckFirst()
-        self.pool = ThreadPoolExecutor(max_workers=settings.slack_workers, thread_name_prefix="citebot-slack")
-        # the 👀 that says "working on it" must not wait for a free worker behind a queue of answers
-        self.ui = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citebot-slack-ui")
-        self._pending: set[Future[None]] = set()
-        self._pending_lock = threading.Lock()
+        self.work = SlackWorkers(core, workers=settings.slack_workers)
         secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
         _quiet_bolt_token_warning()
         self.app = App(
@@ -225,25 +163,18 @@ class SlackBot:
     # --- lifecycle -------------------------------------------------------------------------------
     def wait_idle(self, timeout_s: float = 60.0) -> bool:
         """Block until no submitted work is running (for shutdown and benchmarks)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with self._pending_lock:
-                if not self._pending:
-                    return True
-            time.sleep(0.01)
-        return False
+        return self.work.wait_idle(timeout_s)
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=False)
-        self.ui.shutdown(wait=True)
+        self.work.close()
 
     # --- middleware ------------------------------------------------------------------------------
     def _track_acks(self, next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
-        self.gate.enter()
+        self.work.gate.enter()
         try:
             return next()
         finally:
-            self.gate.leave()
+            self.work.gate.leave()
 
     def _log_context(self, body: dict[str, Any], next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
         event = body.get("event") or {}
@@ -270,74 +201,12 @@ class SlackBot:
         if body.get("type") != "event_callback" or not event_id:
             return next()
         retry = (request.headers.get(_RETRY_HEADER) or [""])[0]
-        if not self.recent.add(str(event_id)):
+        if not self.work.recent.add(str(event_id)):
             log.info("duplicate_event_skipped", retry_num=retry)
             return BoltResponse(status=200, body="")
         if retry:
             log.info("retried_event_first_seen", retry_num=retry)
         return next()
-
-    # --- work pool -------------------------------------------------------------------------------
-    def _submit(
-        self,
-        job: Callable[[], object],
-        *,
-        event_id: str,
-        on_failure: Callable[[], object] | None,
-        claim: str = "",
-        on_duplicate: Callable[[], object] | None = None,
-        budget_s: float | None = None,
-    ) -> None:
-        """Run ``job`` on the worker pool with this request's log context, once per ``event_id`` and
-        once per ``claim`` key (durable claims in the state log); failures go to :meth:`_failed`.
-        The claims stay ``started`` while the job runs (``budget_s``, default an answer's) and are finished
-        however it ends; if the process dies first, Slack's retry takes them over once."""
-        ctx = contextvars.copy_context()
-        budget = budget_s if budget_s is not None else self.core.answer_budget_s
-        keys = [k for k in (f"event:{event_id}" if event_id else "", claim) if k]
-
-        def guarded() -> None:
-            taken: list[str] = []
-            try:
-                self.gate.wait_quiet()
-                for key in keys:
-                    if not self.core.claim("slack", key, budget_s=budget):
-                        log.info("duplicate_skipped", durable=True)
-                        if on_duplicate is not None:
-                            on_duplicate()
-                        return
-                    taken.append(key)
-                job()
-            except Exception as e:  # noqa: BLE001 - a listener's failure must never stop the bot
-                self._failed(e, event_id=event_id, on_failure=on_failure)
-            finally:
-                for key in taken:
-                    self._finish(key)
-
-        future = self.pool.submit(ctx.run, guarded)
-        with self._pending_lock:
-            self._pending.add(future)
-        future.add_done_callback(self._done)
-
-    def _finish(self, key: str) -> None:
-        try:
-            self.core.finish("slack", key)
-        except Exception as e:  # noqa: BLE001 - the claim then expires with its budget
-            log.warning("claim_finish_failed", error=type(e).__name__)
-
-    def _done(self, future: Future[None]) -> None:
-        with self._pending_lock:
-            self._pending.discard(future)
-
-    def _failed(self, error: BaseException, *, event_id: str, on_failure: Callable[[], object] | None) -> None:
-        # Where it failed, not what it held: no exception message or locals (they can carry text or tokens).
-        log.error("slack_work_failed", event_id=event_id, **error_fields(error))
-        if on_failure is None:
-            return
-        try:
-            on_failure()
-        except Exception as e:  # noqa: BLE001 - best effort: the apology itself may fail
-            log.warning("apology_failed", event_id=event_id, error=type(e).__name__)
 
     def _on_error(self, error: Exception, body: dict[str, Any]) -> BoltResponse:
         """Bolt's one error handler: a listener raised before handing off its work."""
@@ -346,7 +215,7 @@ class SlackBot:
         if event.get("type") in ("app_mention", "message") and event.get("channel") and event.get("ts"):
             channel, thread = str(event["channel"]), str(event.get("thread_ts") or event["ts"])
             on_failure = lambda: self._apologise(channel, thread)  # noqa: E731
-        self._failed(error, event_id=str(body.get("event_id") or ""), on_failure=on_failure)
+        self.work.failed(error, event_id=str(body.get("event_id") or ""), on_failure=on_failure)
         # The event is claimed; a retry would be dropped anyway, so tell Slack not to bother.
         return BoltResponse(status=200, body="")
 
@@ -377,8 +246,8 @@ class SlackBot:
     def _start_answer(self, msg: Message, *, only_if_answered: bool = False) -> None:
         working: Future[str] | None = None
         if msg.question:  # the asker sees work start within a moment, never a silent wait
-            working = self.ui.submit(self._show_working, msg, only_if_answered)
-        self._submit(
+            working = self.work.ui.submit(self._show_working, msg, only_if_answered)
+        self.work.submit(
             lambda: self._answer(msg, only_if_answered=only_if_answered, working=working),
             event_id=msg.event_id,
             on_failure=lambda: self._apologise(msg.channel, msg.reply_thread_ts),
@@ -410,7 +279,7 @@ class SlackBot:
     def _show_working(self, msg: Message, only_if_answered: bool) -> str:
         """Show that an answer is coming: ``assistant.threads.setStatus`` ("Searching 3 PDFs…") where Slack
         allows it, else the 👀 reaction. Returns what was shown ("status", "reaction" or "")."""
-        self.gate.wait_quiet()
+        self.work.gate.wait_quiet()
         if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
             return ""
         try:
@@ -440,14 +309,14 @@ class SlackBot:
         if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
             return  # people talking in a thread the bot never answered
         # app_mention and message events for one message share this key: one answer per message.
-        key = f"answer:{msg.team}:{msg.channel}:{msg.ts}"
-        if not self.core.claim("slack", key, budget_s=self.core.answer_budget_s):
+        key = ClaimKey.slack_answer(msg.team, msg.channel, msg.ts)
+        if not self.core.claim(key, budget_s=self.core.answer_budget_s):
             self._take_back(working, msg)
             return
         try:
             self._answer_claimed(msg, working)
         finally:
-            self._finish(key)
+            self.work.finish(key)
 
     def _answer_claimed(self, msg: Message, working: Future[str] | None) -> None:
         question = msg.question
@@ -501,8 +370,8 @@ class SlackBot:
             return  # other file types are none of our business
         structlog.contextvars.bind_contextvars(file_id=shared.file.id)
         # file_shared and message/file_share both announce one share: ingest it once per channel.
-        key = f"file:{shared.team}:{shared.channel}:{shared.file.id}"
-        self._submit(
+        key = ClaimKey.slack_file(shared.team, shared.channel, shared.file.id)
+        self.work.submit(
             lambda: self._ingest(shared, key),
             event_id=shared.event_id,
             on_failure=None,
@@ -510,7 +379,7 @@ class SlackBot:
             budget_s=self.core.ingest_budget_s,
         )
 
-    def _ingest(self, shared: FileShared, key: str) -> None:
+    def _ingest(self, shared: FileShared, key: ClaimKey) -> None:
         file, thread_ts = shared.file, shared.message_ts
         if not file.complete or not thread_ts:
             info = self.client.files_info(file=file.id)["file"]
@@ -525,14 +394,14 @@ class SlackBot:
                                          text=plain(EXTERNAL_FILE_TEXT.format(file=file.name)))
             return
         indexing = plain(f"Indexing {file.name}…")
-        earlier = self.core.claim_note("slack", key).get("status_ts")
+        earlier = self.core.claim_note(key).get("status_ts")
         if earlier:  # a retry after the first worker died: carry on in the status message it posted
             status = _StatusMessage(self.client, shared.channel, earlier, text="")
             status.set(indexing, force=True)
         else:
             posted = self.client.chat_postMessage(channel=shared.channel, thread_ts=thread_ts or None, text=indexing)
             status = _StatusMessage(self.client, shared.channel, str(posted["ts"]), text=indexing)
-            self.core.note_claim("slack", key, status_ts=status.ts)
+            self.core.note_claim(key, status_ts=status.ts)
         try:
             text = self._download_and_index(shared, file, status)
         except Exception:
@@ -582,7 +451,7 @@ class SlackBot:
     def _on_file_deleted(self, body: dict[str, Any]) -> None:
         deleted = parse_file_deleted(body)
         if deleted is not None:
-            self._submit(
+            self.work.submit(
                 lambda: self.core.forget_file("slack", deleted.file_id), event_id=deleted.event_id, on_failure=None
             )
 
@@ -602,7 +471,7 @@ class SlackBot:
                     "slack", message_ref=reaction.message_ref, user=reaction.user, polarity=reaction.polarity
                 )
 
-        self._submit(record, event_id=reaction.event_id, on_failure=None)
+        self.work.submit(record, event_id=reaction.event_id, on_failure=None)
 
     def _on_feedback_click(self, ack: Ack, body: dict[str, Any]) -> None:
         """👍/👎 under an answer: recorded at once (the latest vote wins); 👎 also opens "What was wrong?"."""
@@ -611,8 +480,8 @@ class SlackBot:
         if click is None:
             return
         if click.polarity == "down" and click.trigger_id:
-            self.ui.submit(self._open_feedback_modal, click)  # the trigger id is only good for 3 s
-        self._submit(
+            self.work.ui.submit(self._open_feedback_modal, click)  # the trigger id is only good for 3 s
+        self.work.submit(
             lambda: self.core.feedback(
                 "slack", message_ref=click.message_ref, user=click.user, polarity=click.polarity
             ),
@@ -631,7 +500,7 @@ class SlackBot:
         ack()
         form = parse_feedback_form(body)
         if form is not None:
-            self._submit(lambda: self._record_form(form), event_id="", on_failure=None)
+            self.work.submit(lambda: self._record_form(form), event_id="", on_failure=None)
 
     def _record_form(self, form: FeedbackForm) -> None:
         self.core.feedback(
@@ -646,7 +515,7 @@ class SlackBot:
         thread = parse_assistant_thread(body)
         if thread is None:
             return
-        self._submit(lambda: self._assistant_thread(thread), event_id=thread.event_id, on_failure=None)
+        self.work.submit(lambda: self._assistant_thread(thread), event_id=thread.event_id, on_failure=None)
 
     def _assistant_thread(self, thread: AssistantThread) -> None:
         self.core.save_thread_context(
@@ -685,7 +554,7 @@ class SlackBot:
             ack(text=FORGET_USAGE)
             return
         ack()
-        self._submit(lambda: self._command(cmd, respond), event_id="", on_failure=lambda: respond(APOLOGY))
+        self.work.submit(lambda: self._command(cmd, respond), event_id="", on_failure=lambda: respond(APOLOGY))
 
     def _command(self, cmd: Command, respond: Respond) -> None:
         scopes = (

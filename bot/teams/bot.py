@@ -20,7 +20,7 @@ import structlog
 from botbuilder.core import ActivityHandler, BotAdapter, InvokeResponse, TurnContext
 from botbuilder.schema import Activity, ChannelAccount, ConversationReference, MessageReaction
 
-from bot.core import APOLOGY, ChatContext, ChatCore, docs_text, ingest_result_text, progress_text, stats_text
+from bot.core import APOLOGY, ChatContext, ChatCore, ClaimKey, docs_text, ingest_result_text, progress_text, stats_text
 from bot.teams import render
 from bot.teams.activity import (
     EMULATOR_CHANNEL,
@@ -185,7 +185,8 @@ class CitebotTeamsBot(ActivityHandler):
         turn = parse_turn(activity)
         if turn.kind == "channel" and not turn.mentioned:
             return  # channel messages are for people unless they mention the bot
-        if activity.id and not await self._run(self.core.claim, "teams", f"msg:{turn.conversation_id}:{activity.id}"):
+        claim = ClaimKey.teams_message(turn.conversation_id, activity.id or "")
+        if activity.id and not await self._run(self.core.claim, claim):
             log.info("teams_duplicate_ignored", event_id=activity.id)
             return
         ctx = ChatContext(platform="teams", scope=turn.scope, user=turn.user, event_id=activity.id or "")

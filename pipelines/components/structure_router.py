@@ -26,6 +26,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from connectors.store_api import ChunkStore, require_scopes
+from connectors.stores import store_from_dict
 from pipelines.components._text import terms
 
 _NUM = r"(\d{1,4})"
@@ -137,20 +138,6 @@ def _and(*conds: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"operator": "AND", "conditions": parts}
 
 
-def _store_from_dict(data: dict[str, Any]) -> ChunkStore:
-    """Rebuild one of Citebot's own stores (an explicit list: no importing arbitrary classes)."""
-    kind = str(data.get("type", ""))
-    if kind.endswith(".SQLiteDocumentStore"):
-        from connectors.sqlite_store import SQLiteDocumentStore
-
-        return SQLiteDocumentStore.from_dict(data)
-    if kind.endswith(".CitebotElasticsearchStore"):
-        from connectors.elasticsearch_store import CitebotElasticsearchStore  # type: ignore[import-not-found]
-
-        return CitebotElasticsearchStore.from_dict(data)  # type: ignore[no-any-return]
-    raise ValueError(f"unknown document store type {kind!r}")
-
-
 @component
 class StructureRouter:
     """Question in, the chunks it explicitly references out (``documents``), plus ``filters`` that
@@ -176,7 +163,7 @@ class StructureRouter:
         params = data.get("init_parameters", {})
         store = params.get("document_store")
         if isinstance(store, dict):
-            params["document_store"] = _store_from_dict(store)
+            params["document_store"] = store_from_dict(store)
         return default_from_dict(cls, data)
 
     # --- files ---------------------------------------------------------------------------------
@@ -191,8 +178,7 @@ class StructureRouter:
             checked = self._files_checked.get(key, 0.0)
         if hit and now - hit[0] < _FILE_CACHE_TTL_S and now - checked < _FILE_VERSION_CHECK_S:
             return hit[2]  # counted moments ago: skip even the count
-        counter = getattr(self.document_store, "count_in_scopes", None)
-        version = counter(scopes) if callable(counter) else None
+        version = self.document_store.count_in_scopes(scopes)
         with self._files_lock:
             self._files_checked[key] = now
             if hit and hit[1] == version and now - hit[0] < _FILE_CACHE_TTL_S:

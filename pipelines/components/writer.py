@@ -11,6 +11,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from connectors.store_api import ChunkStore
+from connectors.stores import store_from_dict
 from pipelines.components.layout import IngestError
 
 
@@ -26,14 +27,10 @@ class ChunkWriter:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ChunkWriter:
-        import importlib
-
         params = data.get("init_parameters", {})
         store_data = params.get("store")
         if isinstance(store_data, dict) and "type" in store_data:
-            module_name, _, class_name = store_data["type"].rpartition(".")
-            store_cls = getattr(importlib.import_module(module_name), class_name)
-            params["store"] = store_cls.from_dict(store_data)
+            params["store"] = store_from_dict(store_data)
         return default_from_dict(cls, data)
 
     @component.output_types(written=int, replaced=list[str])

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bot.cli.main import main
-from eval.fake_openai import FakeOpenAI
+from eval.fakes.openai_api import FakeOpenAI
 
 pytestmark = pytest.mark.slow
 

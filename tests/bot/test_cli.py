@@ -154,7 +154,8 @@ def test_feedback_json_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     cite = Citation(n=1, chunk_id="d:00001", doc_id="d", file="a.pdf", page_start=1, page_end=1, quote="q " * 200)
     for i in range(200):  # far more than a pipe holds
         log.record_answer(platform="slack", message_ref=f"C1:{i}.1", thread_ref=f"C1:{i}.0", scope="slack:T:C1",
-                          user="U1", question=f"question {i}?", answer=Answer(text="a " * 300, citations=[cite]))
+                          user="U1", question=f"question {i}?", answer_json=Answer(text="a " * 300,
+                                                                       citations=[cite]).model_dump_json())
         log.add_feedback(platform="slack", message_ref=f"C1:{i}.1", user="U2", polarity="down", comment="no")
     done = _closed_reader(["feedback", "--json"], tmp_path / "data")
     assert (done.returncode, done.stderr.decode()) == (0, "")

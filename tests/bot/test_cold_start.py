@@ -61,7 +61,7 @@ def _serve_until_ready(tmp_path: Path, models_dir: Path, url: str, argv: list[st
 
 @pytest.mark.slow
 def test_serve_slack_on_the_onnx_path_imports_no_torch(tmp_path, shared_models_dir):
-    from eval.fake_slack import BOT_TOKEN, SIGNING_SECRET, FakeSlack
+    from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack
 
     port = _free_port()
     with FakeSlack() as fake:

@@ -13,10 +13,10 @@ from bot.core import ChatCore
 from bot.health import Health, serve_health
 from bot.slack.app import build_bot
 from bot.slack.server import make_http_server
-from bot.teams.fakes import AppThread
 from bot.teams.server import build_app
 from connectors.settings import Settings
-from eval.fake_slack import BOT_TOKEN, SIGNING_SECRET, FakeSlack, event_callback, mention, post_signed
+from eval.fakes.microsoft import AppThread
+from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, event_callback, mention, post_signed
 
 BASE_KEYS = {"status", "platform", "ready", "version"}
 

@@ -20,7 +20,7 @@ from bot.core import APOLOGY, HELP_TEXT, ChatContext, ChatCore
 from bot.slack.app import SlackBot, build_bot
 from bot.slack.server import make_http_server, socket_mode_handler
 from connectors.settings import Settings
-from eval.fake_slack import (
+from eval.fakes.slack_api import (
     APP_TOKEN,
     BOT_ID,
     BOT_TOKEN,
@@ -523,17 +523,17 @@ def test_thumbs_reactions_feed_the_log_and_removal_retracts(slack: Harness) -> N
     slack.send(reaction("reaction_added", "+1", "210.000001"))  # on the question, not an answer: nothing
     slack.send(reaction("reaction_added", "tada", answer_ts))  # not feedback
     slack.idle()
-    entries = [e for e in slack.core.feedback_entries() if e.message_ref == f"{C_LEAVE}:{answer_ts}"]
+    entries = [e for e in slack.core.state.feedback() if e.message_ref == f"{C_LEAVE}:{answer_ts}"]
     assert [(e.polarity, e.user, e.question, e.platform, e.scope) for e in entries] == [
         ("up", ADMIN, q, "slack", slack_scope(TEAM, C_LEAVE))
     ]
     assert entries[0].citations and entries[0].retrieved_chunk_ids
     assert "eighteen weeks" in entries[0].answer or "eighteen weeks" in entries[0].citations[0]["quote"]
-    assert all(e.message_ref != f"{C_LEAVE}:210.000001" for e in slack.core.feedback_entries())
+    assert all(e.message_ref != f"{C_LEAVE}:210.000001" for e in slack.core.state.feedback())
 
     slack.send(reaction("reaction_removed", "thumbsup", answer_ts))
     slack.idle()
-    assert all(e.message_ref != f"{C_LEAVE}:{answer_ts}" for e in slack.core.feedback_entries())
+    assert all(e.message_ref != f"{C_LEAVE}:{answer_ts}" for e in slack.core.state.feedback())
 
 
 def test_feedback_buttons_and_the_thumbs_down_form(
@@ -551,7 +551,7 @@ def test_feedback_buttons_and_the_thumbs_down_form(
     assert action_id == FEEDBACK_ACTION
 
     def votes() -> list[tuple[str, str, str, str]]:
-        entries = slack.core.feedback_entries()
+        entries = slack.core.state.feedback()
         return [(e.user, e.polarity, e.choice, e.comment) for e in entries if e.message_ref == ref]
 
     def click(user: str, value: str) -> None:

@@ -29,7 +29,7 @@ import pytest
 from bot.slack.render import FEEDBACK_ACTION
 from connectors.settings import Settings
 from connectors.stores import open_state, open_store
-from eval.fake_slack import (
+from eval.fakes.slack_api import (
     BOT_TOKEN,
     BOT_USER,
     SIGNING_SECRET,

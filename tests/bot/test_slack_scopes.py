@@ -8,7 +8,7 @@ import pytest
 from slack_sdk import WebClient
 
 from bot.slack.scopes import MembershipCache, dm_search_scopes
-from eval.fake_slack import BOT_TOKEN, TEAM, FakeSlack
+from eval.fakes.slack_api import BOT_TOKEN, TEAM, FakeSlack
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ import structlog
 
 from bot.core import APOLOGY, ChatCore
 from bot.teams.activity import FILE_DOWNLOAD_INFO
-from bot.teams.fakes import AppThread, Call, ChannelFolder, FakeMicrosoft
 from bot.teams.server import anonymous_authentication, build_app
 from connectors.settings import Settings
+from eval.fakes.microsoft import AppThread, Call, ChannelFolder, FakeMicrosoft
 
 pytestmark = pytest.mark.slow
 
@@ -468,7 +468,7 @@ def test_reaction_and_feedback_invoke_land_in_the_same_log(
     resp = seeded.post(invoke)
     assert resp.status_code == 200
 
-    entries = [e for e in seeded.core.feedback_entries() if e.message_ref.endswith(f"|{answer.response_id}")]
+    entries = [e for e in seeded.core.state.feedback() if e.message_ref.endswith(f"|{answer.response_id}")]
     assert {(e.user, e.polarity, e.comment) for e in entries} == {
         ("29:alice", "up", ""),
         ("29:bob", "down", "wrong building"),
@@ -494,13 +494,13 @@ def test_reaction_and_feedback_invoke_land_in_the_same_log(
         "reactionsRemoved": [{"type": "like"}],
     }
     assert seeded.post(unlike).status_code in (200, 201)
-    left = [e for e in seeded.core.feedback_entries() if e.message_ref.endswith(f"|{answer.response_id}")]
+    left = [e for e in seeded.core.state.feedback() if e.message_ref.endswith(f"|{answer.response_id}")]
     assert [(e.user, e.polarity) for e in left] == [("29:bob", "down")]
 
 
 def test_feedback_from_another_conversation_is_not_linked(seeded: World) -> None:
     answer = seeded.ask(seeded.channel_message("What is the Zephyr budget?"))
-    n_before = len(seeded.core.feedback_entries())
+    n_before = len(seeded.core.state.feedback())
     stray = {
         "type": "messageReaction",
         "id": new_id(),
@@ -514,7 +514,7 @@ def test_feedback_from_another_conversation_is_not_linked(seeded: World) -> None
         "reactionsAdded": [{"type": "like"}],
     }
     assert seeded.post(stray).status_code in (200, 201)
-    assert len(seeded.core.feedback_entries()) == n_before
+    assert len(seeded.core.state.feedback()) == n_before
 
 
 # --- reliability -------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from connectors.llm import (
     parse_json_object,
 )
 from connectors.settings import Settings
-from eval.fake_openai import FakeOpenAI
+from eval.fakes.openai_api import FakeOpenAI
 
 MSGS = [{"role": "user", "content": "hi"}]
 

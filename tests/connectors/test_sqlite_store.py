@@ -13,14 +13,9 @@ import pytest
 from haystack import Document
 from haystack.errors import FilterError
 
-from connectors.sqlite_store import (
-    SQLiteBM25Retriever,
-    SQLiteDocumentStore,
-    SQLiteEmbeddingRetriever,
-    filters_to_sql,
-    fts5_query,
-    fts5_terms,
-)
+from connectors.sqlite_store import SQLiteBM25Retriever, SQLiteDocumentStore, SQLiteEmbeddingRetriever
+from connectors.sqlite_store.filters import filters_to_sql
+from connectors.sqlite_store.fulltext import fts5_query, fts5_terms
 from connectors.store_api import ScopeRequiredError, StoreError
 
 
@@ -207,7 +202,7 @@ class TestSharing:
     def test_a_reader_far_behind_the_pruned_change_log_reloads(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        import connectors.sqlite_store as mod
+        import connectors.sqlite_store.rows as mod
 
         monkeypatch.setattr(mod, "_KEEP_CHANGES", 2)
         writer = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=8)
@@ -338,7 +333,7 @@ class TestRetrieverComponents:
             "type": f"connectors.sqlite_store.{cls.__name__}",
             "init_parameters": {
                 "document_store": {
-                    "type": "connectors.sqlite_store.SQLiteDocumentStore",
+                    "type": "connectors.sqlite_store.store.SQLiteDocumentStore",
                     "init_parameters": {"path": str(store.path), "embedding_dim": 8, "bm25_max_postings": 8000},
                 },
                 "top_k": 7,
@@ -348,6 +343,11 @@ class TestRetrieverComponents:
         again = cls.from_dict(data)
         assert again.top_k == 7 and again.document_store.path == store.path
         again.document_store.close()
+        # pipelines saved before the store became a package name it by the package
+        data["init_parameters"]["document_store"]["type"] = "connectors.sqlite_store.SQLiteDocumentStore"
+        old = cls.from_dict(data)
+        assert old.document_store.path == store.path
+        old.document_store.close()
 
     def test_run(self, cls: Any, store: SQLiteDocumentStore) -> None:
         store.write_documents([doc(i, f"leave policy part {i}") for i in range(4)])

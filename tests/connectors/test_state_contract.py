@@ -116,7 +116,7 @@ def _answer(text: str = "Employees get 25 days [1].") -> Answer:
 def _record(state: ChatState, ref: str, *, thread: str = "C1:100.0", q: str = "How much leave?",
             platform: str = "slack") -> None:
     state.record_answer(platform=platform, message_ref=ref, thread_ref=thread, scope="slack:T1:C1", user="U1",
-                        question=q, answer=_answer(f"answer to {q}"))
+                        question=q, answer_json=_answer(f"answer to {q}").model_dump_json())
 
 
 def test_the_embedded_state_is_the_default_and_the_factory_makes_it(tmp_path: Path) -> None:
@@ -303,8 +303,8 @@ def test_feedback_round_trip_with_comments_across_replicas(make_state: Factory) 
     a, b = make_state(), make_state()
     _record(a, "C1:111.1")
     _record(a, "C1:222.2", q="Who approves?")
-    assert b.find_answer(platform="slack", message_ref="C1:111.1") == ("slack:T1:C1", "How much leave?",
-                                                                       _answer("answer to How much leave?"))
+    recorded = _answer("answer to How much leave?").model_dump_json()
+    assert b.find_answer(platform="slack", message_ref="C1:111.1") == ("slack:T1:C1", "How much leave?", recorded)
     assert b.find_answer(platform="teams", message_ref="C1:111.1") is None
     assert not b.add_feedback(platform="slack", message_ref="C1:999.9", user="U2", polarity="down")  # no answer
 

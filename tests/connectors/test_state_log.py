@@ -28,7 +28,7 @@ def log(tmp_path: Path) -> StateLog:
 
 def _record(log: StateLog, ref: str = "C1:111.1", thread: str = "C1:100.0", q: str = "How much leave?") -> None:
     log.record_answer(platform="slack", message_ref=ref, thread_ref=thread, scope="slack:T1:C1", user="U1",
-                      question=q, answer=_answer())
+                      question=q, answer_json=_answer().model_dump_json())
 
 
 def test_event_is_claimed_once(log: StateLog) -> None:

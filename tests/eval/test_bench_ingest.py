@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pypdfium2 as pdfium
 
-from eval.bench_ingest import _collect, filing_pdf
+from eval.bench.ingest import _collect, filing_pdf
 
 
 def test_the_filing_has_the_pages_asked_for_with_notes_and_tables():

@@ -143,7 +143,7 @@ def test_per_doc_all_modes_k10_with_asked_in_beside_the_set(citebot, tmp_path: P
 
 def test_llm_mode_with_judge_against_a_local_fake_openai(citebot, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from eval.fake_openai import FakeOpenAI, quoting_responder
+    from eval.fakes.openai_api import FakeOpenAI, quoting_responder
     from eval.judge import SYSTEM
 
     def responder(request: dict) -> str:  # type: ignore[type-arg]

@@ -28,7 +28,7 @@ def _answer(text: str, pages: list[tuple[str, int, int]], refused: bool = False)
 
 def _say(log: StateLog, ref: str, question: str, answer: Answer, scope: str = "slack:T1:C1") -> None:
     log.record_answer(platform="slack", message_ref=ref, thread_ref=ref, scope=scope, user="U1", question=question,
-                      answer=answer)
+                      answer_json=answer.model_dump_json())
 
 
 @pytest.fixture

@@ -378,7 +378,9 @@ class TestIndexCode:
     QUERY_SIDE = ("pipelines/query.py", "pipelines/components/extractive_answerer.py",
                   "pipelines/components/refusal.py", "pipelines/components/structure_router.py",
                   "pipelines/components/query_rewriter.py", "pipelines/components/citation_validator.py",
-                  "pipelines/components/llm_answerer.py", "connectors/scoped_retrievers.py")
+                  "pipelines/components/llm_answerer.py", "connectors/scoped_retrievers.py",
+                  "connectors/sqlite_store/fulltext.py", "connectors/sqlite_store/vectors.py",
+                  "connectors/sqlite_store/filters.py")
 
     @pytest.fixture
     def repo(self, tmp_path: Path) -> Path:
@@ -405,18 +407,23 @@ class TestIndexCode:
         assert before == _code_fingerprint()  # the copy is the real code
         for rel in self.QUERY_SIDE:
             (repo / rel).write_text((repo / rel).read_text() + "\nTUNED = 0.42\n")
-        # the store's search side lives in the same file as its schema
-        self.edit(repo / "connectors/sqlite_store.py", "    def _prune_terms(", "    def _prune_terms(  # tuned\n")
-        self.edit(repo / "connectors/sqlite_store.py", "_MAX_QUERY_TERMS = 64", "_MAX_QUERY_TERMS = 32")
-        self.edit(repo / "connectors/sqlite_store.py", "    def embedding_search(", "    def embedding_search(  # x\n")
+        # the store's search side
+        search = repo / "connectors/sqlite_store"
+        self.edit(search / "fulltext.py", "    def _prune_terms(", "    def _prune_terms(  # tuned\n")
+        self.edit(search / "fulltext.py", "_MAX_QUERY_TERMS = 64", "_MAX_QUERY_TERMS = 32")
+        self.edit(search / "vectors.py", "    def embedding_search(", "    def embedding_search(  # x\n")
+        self.edit(search / "store.py", "    def fetch(", "    def fetch(  # x\n")
         assert _code_fingerprint(repo) == before
 
     @pytest.mark.parametrize(("rel", "old", "new"), [
         ("pipelines/components/chunker.py", "from __future__", "CHUNK_TWEAK = 1\nfrom __future__"),
         ("pipelines/components/ocr.py", "from __future__", "OCR_TWEAK = 1\nfrom __future__"),
         ("pipelines/indexing.py", "from __future__", "INDEXING_TWEAK = 1\nfrom __future__"),
-        ("connectors/sqlite_store.py", "CREATE TABLE IF NOT EXISTS chunks (", "CREATE TABLE IF NOT EXISTS chunks (\n"),
-        ("connectors/sqlite_store.py", "    def _insert(", "    def _insert(  # changed\n"),
+        ("connectors/sqlite_store/schema.py", "CREATE TABLE IF NOT EXISTS chunks (",
+         "CREATE TABLE IF NOT EXISTS chunks (\n"),
+        ("connectors/sqlite_store/rows.py", "    def _insert(", "    def _insert(  # changed\n"),
+        ("connectors/sqlite_store/store.py", "    def replace_document(",
+         "    def replace_document(  # changed\n"),
         ("connectors/embedding.py", "from __future__", "EMBED_TWEAK = 1\nfrom __future__"),
     ])
     def test_indexing_side_edits_change_the_key(self, repo: Path, rel: str, old: str, new: str) -> None:

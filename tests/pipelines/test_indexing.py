@@ -29,9 +29,9 @@ def _settings(tmp_path: Path, **kw: object) -> Settings:
 @pytest.fixture(scope="module")
 def warm_model() -> None:
     """Load the embedding model once for the module (it is cached per process)."""
-    from connectors.embedding import get_model
+    from connectors.embedding import get_encoder
 
-    get_model(Settings().resolved_model_path, 1)
+    get_encoder(Settings().resolved_model_path, 1, backend="torch")
 
 
 @pytest.fixture

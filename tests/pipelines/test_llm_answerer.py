@@ -7,7 +7,7 @@ from haystack import Document
 from haystack.utils import Secret
 
 from connectors.llm import LLMClient, LLMResponseError
-from eval.fake_openai import FakeOpenAI
+from eval.fakes.openai_api import FakeOpenAI
 from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer, build_messages, keep_supported
 from pipelines.models import Citation
 

@@ -14,7 +14,7 @@ from connectors.embedding import embed
 from connectors.llm import client_from_settings
 from connectors.settings import Settings
 from connectors.sqlite_store import SQLiteDocumentStore
-from eval.fake_openai import FakeOpenAI, passages_in
+from eval.fakes.openai_api import FakeOpenAI, passages_in
 from pipelines.models import Turn
 from pipelines.query import (
     NOTE_DROPPED,

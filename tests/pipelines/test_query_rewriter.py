@@ -7,7 +7,7 @@ import json
 import pytest
 
 from connectors.llm import LLMClient
-from eval.fake_openai import FakeOpenAI
+from eval.fakes.openai_api import FakeOpenAI
 from pipelines.components.query_rewriter import QueryRewriter, looks_like_follow_up
 from pipelines.models import Turn
 

@@ -26,7 +26,7 @@ from bot.slack.app import build_bot
 from bot.slack.server import make_http_server
 from connectors.settings import Settings
 from connectors.state_log import StateLog
-from eval.fake_slack import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, post_signed
+from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, post_signed
 from pipelines.models import slack_scope
 from tests.security.conftest import make_pdf
 

@@ -19,7 +19,7 @@ from haystack import Document
 from bot.slack.render import render_answer
 from bot.teams.render import answer_activity
 from connectors.settings import Settings
-from eval.fake_openai import FakeOpenAI, passages_in
+from eval.fakes.openai_api import FakeOpenAI, passages_in
 from pipelines.components.llm_answerer import keep_supported
 from pipelines.models import Answer, Citation
 from pipelines.query import NOTE_DROPPED

@@ -20,11 +20,11 @@ import requests
 from bot.core import APOLOGY, ChatCore
 from bot.slack.app import build_bot
 from bot.slack.server import make_http_server
-from bot.teams.fakes import AppThread, FakeMicrosoft
 from bot.teams.server import BOT_KEY, anonymous_authentication, build_app
 from connectors.log import configure_logging
 from connectors.settings import Settings
-from eval.fake_slack import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, mention, post_signed
+from eval.fakes.microsoft import AppThread, FakeMicrosoft
+from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, mention, post_signed
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "hunter2"

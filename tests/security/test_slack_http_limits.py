@@ -22,7 +22,7 @@ from bot.core import ChatCore
 from bot.slack.app import SlackBot, build_bot
 from bot.slack.server import make_http_server
 from connectors.settings import Settings
-from eval.fake_slack import BOT_TOKEN, SIGNING_SECRET, FakeSlack, post_signed, sign
+from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, post_signed, sign
 
 CHALLENGE = '{"token":"x","challenge":"c0ffee","type":"url_verification"}'
 

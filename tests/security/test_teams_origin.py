@@ -21,9 +21,9 @@ import pytest
 import requests
 
 from bot.core import ChatContext, ChatCore
-from bot.teams.fakes import AppThread, ChannelFolder, FakeMicrosoft
 from bot.teams.server import anonymous_authentication, build_app
 from connectors.settings import Settings
+from eval.fakes.microsoft import AppThread, ChannelFolder, FakeMicrosoft
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,9 @@ import requests
 
 from bot.cli.main import main
 from bot.core import ChatCore
-from bot.teams.fakes import AppThread, FakeMicrosoft
 from bot.teams.server import TeamsConfigError, build_app
 from connectors.settings import load_settings
+from eval.fakes.microsoft import AppThread, FakeMicrosoft
 
 APP_ID = "0b7f9a3c-1d2e-4f50-8a6b-9c0d1e2f3a4b"
 

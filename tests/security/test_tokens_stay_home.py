@@ -21,7 +21,7 @@ from bot.slack.app import build_bot
 from bot.slack.server import make_http_server
 from connectors.download import BlockedAddressError, DownloadError, download
 from connectors.settings import Settings
-from eval.fake_slack import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, message, post_signed
+from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, message, post_signed
 
 PDF = b"%PDF-1.7\n" + b"x" * 2000
 

@@ -9,7 +9,7 @@ Three parts, each on its own temporary data dir (the user's store is never touch
    threshold is *calibrated* on a separate dev set (the sample PDFs' fact questions plus the
    unanswerable questions in :data:`DEV_UNANSWERABLE`), reported as ``calibration``.
 2. **Latency** — a store of ``--chunks`` synthetic chunks in ONE scope (the worst case: every chunk is
-   searched) plus the sample PDFs' real chunks; the synthetic corpus is :mod:`eval.bench_common`'s (real-ish
+   searched) plus the sample PDFs' real chunks; the synthetic corpus is :mod:`eval.bench.common`'s (real-ish
    sentences, RANDOM unit vectors: only a kNN timing needs them). The query path is real: the question is
    embedded by the model, BM25 and dense search run, the fusion ranks, and the extractive answerer embeds
    the candidate sentences (its sentence cache is cleared before every timed answer, so no repeat is free).
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
-from eval.bench_common import add_backends_arg
+from eval.bench.common import add_backends_arg
 
 TARGETS = {
     "retrieval_p95_ms": 40.0,
@@ -161,7 +161,7 @@ def bench_quality(base: Settings, tmp: Path, backend: str | None = None) -> dict
     rel = [(engine.relevance(q, [SCOPE]), ok) for q, ok in dev]
     calibration = calibrate(rel)
 
-    cases = load_cases(Path(__file__).parent / "sets" / "demo.jsonl")
+    cases = load_cases(Path(__file__).resolve().parents[1] / "sets" / "demo.jsonl")
     hits: dict[str, list[bool]] = {"hybrid": [], "bm25": [], "dense": []}
     for case in cases:
         if not case.answerable or not case.sources:
@@ -213,7 +213,7 @@ def bench_quality(base: Settings, tmp: Path, backend: str | None = None) -> dict
 # --------------------------------------------------------------------------------------------------
 def build_latency_store(settings: Settings, n: int, seed: int, real_chunks: list[Any]) -> dict[str, Any]:
     from connectors.stores import open_store
-    from eval.bench_common import sentence_chunks, write_in_batches
+    from eval.bench.common import sentence_chunks, write_in_batches
 
     store = open_store(settings)
     t0 = time.perf_counter()
@@ -226,7 +226,7 @@ def bench_latency(base: Settings, tmp: Path, n: int, queries: int, seed: int, ba
     """Every question is timed on each backend in turn (same store, same moment), so the ratios hold."""
     from dataclasses import replace
 
-    from eval.bench_common import percentiles
+    from eval.bench.common import percentiles
     from eval.cases import load_cases
     from eval.sample_pdfs import facts
     from pipelines.query import QueryEngine
@@ -248,7 +248,7 @@ def bench_latency(base: Settings, tmp: Path, n: int, queries: int, seed: int, ba
         engines[b].warm_up()
         warm_s[b] = round(time.perf_counter() - t0, 2)
 
-    questions = [c.question for c in load_cases(Path(__file__).parent / "sets" / "demo.jsonl")]
+    questions = [c.question for c in load_cases(Path(__file__).resolve().parents[1] / "sets" / "demo.jsonl")]
     questions += [f.question for f in facts()]
     questions = (questions * (queries // len(questions) + 1))[:queries]
     for q in questions[:5]:  # warm caches that a running bot has warm (SQLite pages, matrices)
@@ -307,7 +307,7 @@ def bench_cold(base: Settings, data_dir: Path, backends: list[str], runs: int = 
             proc = subprocess.run(
                 [sys.executable, "-c", code, "ask", "What are the core working hours?", "--scope", SCOPE],
                 capture_output=True, text=True, env={**env, "CITEBOT_EMBEDDING_BACKEND": b}, timeout=300,
-                check=False, cwd=Path(__file__).resolve().parents[1],
+                check=False, cwd=Path(__file__).resolve().parents[2],
             )
             took = time.perf_counter() - t0
             if proc.returncode != 0:
@@ -322,7 +322,7 @@ def bench_cold(base: Settings, data_dir: Path, backends: list[str], runs: int = 
 
 # --------------------------------------------------------------------------------------------------
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from eval.bench_common import compared_backends, load_average
+    from eval.bench.common import compared_backends, load_average
 
     backends = compared_backends(settings, args.backends)
     out: dict[str, Any] = {"targets": TARGETS, "backends": backends, "load_avg_1m": load_average()}
@@ -344,7 +344,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print(out: dict[str, Any]) -> None:
-    from eval.bench_common import ratio
+    from eval.bench.common import ratio
 
     backends = out["backends"]
     base = backends[0]

@@ -1,6 +1,6 @@
 """``citebot bench retrieval``: the embedded SQLite store against Haystack's InMemoryDocumentStore.
 
-Builds N synthetic chunks (:mod:`eval.bench_common`: English function words plus a Zipf-distributed
+Builds N synthetic chunks (:mod:`eval.bench.common`: English function words plus a Zipf-distributed
 content vocabulary, 90-170 words each, random unit vectors of the model's dimension) in 20 scopes, one of
 them holding 5% of the chunks, and runs the same hybrid queries (BM25 top 20 + dense top 20 fused by Haystack's
 ``DocumentJoiner(join_mode="reciprocal_rank_fusion")``, components called directly) on both stores,
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
-from eval.bench_common import FUNCTION_WORDS, QUESTION_STARTS, percentiles, vocabulary, zipf_cdf
+from eval.bench.common import FUNCTION_WORDS, QUESTION_STARTS, percentiles, vocabulary, zipf_cdf
 
 TARGETS = {"p95_unfiltered_ms": 30.0, "speedup": 40.0, "writes_per_s": 5000.0, "reopen_s": 2.0}
 

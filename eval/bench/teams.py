@@ -2,7 +2,7 @@
 
 Runs the real Teams app (``bot.teams.server.build_app``: CloudAdapter, unauthenticated mode) on
 127.0.0.1 with the real CitebotService and SQLite store, and a local fake Bot Connector
-(``bot.teams.fakes.FakeMicrosoft``) as the activities' ``serviceUrl``. It sends the sample contract PDF
+(``eval.fakes.microsoft.FakeMicrosoft``) as the activities' ``serviceUrl``. It sends the sample contract PDF
 to the bot in a personal chat (file attachment → download → ingest), then posts channel @mentions
 one at a time and measures
 
@@ -65,8 +65,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     from bot.core import ChatContext, ChatCore
     from bot.teams.activity import FILE_DOWNLOAD_INFO
-    from bot.teams.fakes import AppThread, FakeMicrosoft
     from bot.teams.server import build_app
+    from eval.fakes.microsoft import AppThread, FakeMicrosoft
     from eval.sample_pdfs import CONTRACT, facts, sample_bytes
 
     ids = itertools.count(1_800_000_000_000)

@@ -1,7 +1,7 @@
 """``citebot bench slack``: 50 signed mentions at once against the real bot, over a 10,000-chunk store.
 
 The bot runs as ``citebot serve slack --http`` in a child process (exactly what production runs),
-its Web API pointed at :class:`eval.fake_slack.FakeSlack` on loopback. The store holds the sample
+its Web API pointed at :class:`eval.fakes.slack_api.FakeSlack` on loopback. The store holds the sample
 PDFs (ingested for real, so answers are real) plus synthetic chunks with random unit vectors up to
 ``--chunks``, all in the channel's scope. Measured, per mention: the ack latency (HTTP round trip
 of the signed delivery) and mention-to-answer-posted (delivery sent -> ``chat.postMessage`` with the
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
-from eval.bench_common import add_backends_arg
+from eval.bench.common import add_backends_arg
 
 TARGET_ACK_P95_MS = 100.0
 TARGET_ANSWER_P95_MS = 1500.0
@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
 
 
 def _pct(values: list[float], q: float) -> float:
-    from eval.bench_common import percentiles
+    from eval.bench.common import percentiles
 
     return percentiles(values)[f"p{q}_ms"]
 
@@ -68,7 +68,7 @@ def _build_store(settings: Settings, total_chunks: int, scope: str) -> dict[str,
         if result.status == "failed":
             raise RuntimeError(f"could not ingest {name}: {result.error}")
         real += result.chunks
-    from eval.bench_common import sentence_chunks, write_in_batches
+    from eval.bench.common import sentence_chunks, write_in_batches
 
     synthetic = max(0, total_chunks - real)
     write_in_batches(service.store, sentence_chunks(synthetic, scope, settings.embedding_dim, seed=7, per_doc=50))
@@ -96,8 +96,8 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 18
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from eval.bench_common import compared_backends, load_average, with_backend
-    from eval.fake_slack import TEAM, FakeSlack
+    from eval.bench.common import compared_backends, load_average, with_backend
+    from eval.fakes.slack_api import TEAM, FakeSlack
     from pipelines.models import slack_scope
 
     backends = compared_backends(settings, args.backends)
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 def _measure(settings: Settings, backend: str, fake: Any, tmp: Path, n: int, workers: int) -> dict[str, Any]:
     """Start ``citebot serve slack --http`` on ``backend``, time it to ready, deliver the bursts, stop it."""
-    from eval.fake_slack import BOT_TOKEN, SIGNING_SECRET, event_callback, mention, message, post_signed
+    from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, event_callback, mention, message, post_signed
     from eval.sample_pdfs import facts
 
     port = _free_port()
@@ -152,7 +152,7 @@ def _measure(settings: Settings, backend: str, fake: Any, tmp: Path, n: int, wor
     cmd = [sys.executable, "-m", "bot.cli.main", "serve", "slack", "--http", "--port", str(port)]
     events_url = f"http://127.0.0.1:{port}/slack/events"
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, cwd=Path(__file__).resolve().parents[1],  # noqa: S603
+    proc = subprocess.Popen(cmd, env=env, cwd=Path(__file__).resolve().parents[2],  # noqa: S603
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_healthy(f"http://127.0.0.1:{port}/readyz", proc)
@@ -242,7 +242,7 @@ def _measure(settings: Settings, backend: str, fake: Any, tmp: Path, n: int, wor
 
 
 def _print(out: dict[str, Any]) -> None:
-    from eval.bench_common import ratio
+    from eval.bench.common import ratio
 
     backends, res = out["backends"], out["results"]
     base = backends[0]

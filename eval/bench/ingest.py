@@ -36,7 +36,7 @@ from connectors.settings import Settings
 
 
 def register(sub: Any) -> None:
-    from eval.bench_common import add_backends_arg
+    from eval.bench.common import add_backends_arg
 
     p = sub.add_parser("ingest", help="indexing speed and peak memory vs a naive Haystack baseline")
     p.add_argument("paths", nargs="*", metavar="PATH", help="PDF files or folders (default: the sample PDFs)")
@@ -208,7 +208,7 @@ def _peak_rss_mb() -> float:
 
 
 def run_bench(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 - one linear report
-    from eval.bench_common import compared_backends, load_average, with_backend
+    from eval.bench.common import compared_backends, load_average, with_backend
     from pipelines.components.chunker import StructureChunker
     from pipelines.components.layout import IngestError
     from pipelines.components.ocr import OcrFallback
@@ -382,7 +382,7 @@ def _baseline(inputs: list[tuple[str, bytes]], settings: Settings, *, pages: int
 
 
 def _print(results: dict[str, Any], *, as_json: bool) -> None:
-    from eval.bench_common import ratio
+    from eval.bench.common import ratio
 
     if as_json:
         print(json.dumps(results, indent=2))

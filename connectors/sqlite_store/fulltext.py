@@ -1,0 +1,158 @@
+"""Full-text search: BM25 over the FTS5 index, scoped by a per-scope token, with cheap query terms.
+
+Scores are ``-bm25()`` (positive, higher is better). ``fts5_query`` turns free text into a safe FTS5 query.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from haystack import Document
+
+from connectors.sqlite_store.filters import filters_to_sql
+from connectors.sqlite_store.schema import _scope_tag
+from connectors.sqlite_store.vectors import _Vectors
+from connectors.store_api import StoreError, require_scopes
+
+# Terms of a BM25 query beyond this are dropped (a pasted paragraph is not a better question).
+_MAX_QUERY_TERMS = 64
+_TOKEN_RE = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def fts5_terms(text: str, max_terms: int = _MAX_QUERY_TERMS) -> list[str]:
+    """The distinct lower-cased words of ``text`` as FTS5's unicode61 tokenizer would split them."""
+    seen: dict[str, None] = {}
+    for token in _TOKEN_RE.findall(text or ""):
+        seen.setdefault(token.lower(), None)
+        if len(seen) >= max_terms:
+            break
+    return list(seen)
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts5_query(text: str, max_terms: int = _MAX_QUERY_TERMS) -> str:
+    """Turn free text into a safe FTS5 query: each word a quoted term, OR-ed so partial matches rank.
+
+    Returns "" when the text has no searchable word. Quotes, operators (AND/OR/NOT/NEAR), column
+    filters (``x:``), prefixes (``*``), parentheses and hyphens in the text lose their FTS5 meaning.
+    """
+    return " OR ".join(_quote(t) for t in fts5_terms(text, max_terms))
+
+
+class _FullText(_Vectors):
+    """BM25 over the chunks of the given scopes, with the counts and term statistics that keep it cheap."""
+
+    def bm25_search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        top_k: int,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
+    ) -> list[Document]:
+        scopes = require_scopes(scopes)
+        if top_k <= 0:
+            return []
+        terms = fts5_terms(query)
+        if not terms:
+            return []
+        with self._read() as conn:
+            gen = self._refresh(conn)
+            total, per_scope = self._counts(conn, gen)
+            in_scope = sum(per_scope.get(s, 0) for s in set(scopes))
+            if in_scope == 0:
+                return []
+            terms = self._prune_terms(conn, terms, total, in_scope)
+            if not terms:
+                return []
+            match = "content : (" + " OR ".join(_quote(t) for t in terms) + ")"
+            if in_scope < total:  # else every chunk is in the asked scopes
+                tags = " OR ".join(_quote(_scope_tag(s)) for s in dict.fromkeys(scopes))
+                match = f"scope_tag : ({tags}) AND {match}"
+            try:
+                if filters:
+                    where, params = filters_to_sql(filters)
+                    hits = conn.execute(
+                        "SELECT f.rowid, bm25(chunks_fts, 1.0, 0.0) AS r FROM chunks_fts f "
+                        "JOIN chunks c ON c.rid = f.rowid "
+                        f"WHERE chunks_fts MATCH ? AND coalesce({where}, 0) ORDER BY r LIMIT ?",
+                        [match, *params, int(top_k)],
+                    ).fetchall()
+                else:
+                    hits = conn.execute(
+                        "SELECT rowid, bm25(chunks_fts, 1.0, 0.0) AS r FROM chunks_fts "
+                        "WHERE chunks_fts MATCH ? ORDER BY r LIMIT ?",
+                        (match, int(top_k)),
+                    ).fetchall()
+            except sqlite3.OperationalError as e:
+                raise StoreError(f"BM25 search failed: {e}") from e
+            return self._fetch_rids(conn, [h[0] for h in hits], [-float(h[1]) for h in hits], return_embedding, scopes)
+
+    def _counts(self, conn: sqlite3.Connection, gen: int) -> tuple[int, dict[str, int]]:
+        """(all chunks, chunks per scope) in the snapshot of generation ``gen``, cached until the next write."""
+        with self._cache_lock:
+            if self._count_cache is not None and self._count_cache[0] == self._gen:
+                return self._count_cache[1], self._count_cache[2]
+            per_scope = {r[0]: int(r[1]) for r in conn.execute("SELECT scope, count(*) FROM chunks GROUP BY scope")}
+            total = sum(per_scope.values())
+            if gen != self._gen:
+                # another thread saw a newer write since this snapshot began: these counts are already old
+                return total, per_scope
+            self._count_cache = (gen, total, per_scope)
+            if abs(total - self._df_total) > 0.1 * max(self._df_total, 1):
+                self._df.clear()  # document frequencies drifted: look them up again
+                self._df_total = total
+            return total, per_scope
+
+    def _doc_freq(self, conn: sqlite3.Connection, term: str) -> int:
+        with self._cache_lock:
+            df = self._df.get(term)
+        if df is None:
+            df = int(
+                conn.execute(
+                    "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (f"content : {_quote(term)}",)
+                ).fetchone()[0]
+            )
+            with self._cache_lock:
+                if len(self._df) > 200_000:
+                    self._df.clear()
+                self._df[term] = df
+        return df
+
+    def _prune_terms(self, conn: sqlite3.Connection, terms: list[str], total: int, in_scope: int) -> list[str]:
+        """Keep BM25 cheap on big stores without changing what ranks first.
+
+        A word in more than half of the chunks (``the``, ``is``) gets a BM25 weight of ~0 from FTS5, yet it
+        costs the most: FTS5 reads its whole posting list and scores every chunk holding it. Such words are
+        dropped whenever an informative word remains. If the estimated work is still above
+        ``bm25_max_postings`` (only on big stores), the most common remaining words go too, always keeping
+        the rarest one.
+        """
+        dfs = {t: self._doc_freq(conn, t) for t in terms}
+        terms = [t for t in terms if dfs[t] > 0]
+        informative = [t for t in terms if dfs[t] <= total / 2]
+        if informative:
+            terms = informative
+        frac = in_scope / max(total, 1)
+        # scoring a match costs ~30x more than reading a posting of a word outside the scope
+        unit = frac + 0.03
+
+        if sum(dfs[t] for t in terms) * unit <= self.bm25_max_postings:
+            return terms
+        terms.sort(key=lambda t: dfs[t])
+        kept: list[str] = []
+        cost = 0.0
+        for t in terms:
+            c = dfs[t] * unit
+            if kept and cost + c > self.bm25_max_postings:
+                break
+            kept.append(t)
+            cost += c
+        return kept

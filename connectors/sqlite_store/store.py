@@ -1,0 +1,250 @@
+"""``SQLiteDocumentStore``: Haystack's ``DocumentStore`` protocol and Citebot's ``ChunkStore`` on one SQLite file.
+
+Every write is one ``BEGIN IMMEDIATE`` transaction: all chunks of a document or none. Readers in other
+processes see only committed states (WAL snapshots). Every search takes its scopes and filters by them in
+SQL or by scope-partitioned matrices: a chunk of another scope is never scored, returned, counted or listed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, default_from_dict, default_to_dict
+from haystack.core.serialization import generate_qualified_class_name
+from haystack.document_stores.types import DuplicatePolicy
+
+from connectors.sqlite_store.connection import log
+from connectors.sqlite_store.filters import filters_to_sql
+from connectors.sqlite_store.fulltext import _FullText
+from connectors.sqlite_store.rows import _batches
+from connectors.sqlite_store.schema import create_schema
+from connectors.sqlite_store.vectors import _ScopeMatrix
+from connectors.store_api import DocInfo, StoreError, require_scopes
+
+# Pipelines saved before the store became a package name it by this path; they still load.
+_PATH_BEFORE_THE_PACKAGE = "connectors.sqlite_store.SQLiteDocumentStore"
+
+
+class SQLiteDocumentStore(_FullText):
+    """Haystack ``DocumentStore`` + Citebot ``ChunkStore`` on one SQLite file. Safe across threads and processes.
+
+    Its parts, one file each: connections (:mod:`.connection`) <- rows (:mod:`.rows`) <- dense search
+    (:mod:`.vectors`) <- BM25 (:mod:`.fulltext`) <- this API."""
+
+    def __init__(self, path: str | Path, *, embedding_dim: int | None = None, bm25_max_postings: int = 8000) -> None:
+        if embedding_dim is not None and embedding_dim <= 0:
+            raise ValueError("embedding_dim must be positive")
+        if bm25_max_postings < 100:
+            raise ValueError("bm25_max_postings must be at least 100")
+        self.bm25_max_postings = bm25_max_postings
+        self._count_cache: tuple[int, int, dict[str, int]] | None = None
+        self._df: dict[str, int] = {}
+        self._df_total = 0
+        self.path = Path(path)
+        self.embedding_dim = embedding_dim
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._cache_lock = threading.RLock()
+        self._matrices: dict[str, _ScopeMatrix] = {}
+        self._gen = -1
+        self._dim: int | None = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = self._conn()
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            create_schema(conn, self._write_lock)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open the store at {self.path}: {e}; check the path and its permissions") from e
+        self._check_dim(conn)
+
+    # --- serialisation -------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(
+            self, path=str(self.path), embedding_dim=self.embedding_dim, bm25_max_postings=self.bm25_max_postings
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SQLiteDocumentStore:
+        if data.get("type") == _PATH_BEFORE_THE_PACKAGE:
+            data = {**data, "type": generate_qualified_class_name(cls)}
+        return default_from_dict(cls, data)
+
+    # --- Haystack DocumentStore protocol -----------------------------------------------------------
+    def count_documents(self) -> int:
+        return int(self._conn().execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
+        where, params = filters_to_sql(filters)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT c.rid, c.id, c.content, c.meta, c.extra, e.embedding FROM chunks c "
+                f"LEFT JOIN embeddings e ON e.rid = c.rid WHERE {where} ORDER BY c.rid",
+                params,
+            ).fetchall()
+        return [self._row_to_doc(r[1], r[2], r[3], r[4], r[5], None) for r in rows]
+
+    def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
+        docs = self._validate_docs(documents)
+        with self._write() as conn:
+            n = self._insert(conn, docs, policy)
+            self._log_changes(conn, {self._scope_of(d) for d in docs})
+        self._after_write()
+        return n
+
+    def delete_documents(self, document_ids: list[str]) -> None:
+        if not document_ids:
+            return
+        with self._write() as conn:
+            scopes: set[str] = set()
+            for batch in _batches(list(document_ids), 500):
+                marks = ",".join("?" * len(batch))
+                scopes.update(
+                    r[0] for r in conn.execute(f"SELECT DISTINCT scope FROM chunks WHERE id IN ({marks})", batch)
+                )
+                self._delete_chunks(conn, f"id IN ({marks})", batch)
+            self._log_changes(conn, scopes)
+        self._after_write()
+
+    # --- ChunkStore ----------------------------------------------------------------------------------
+    def replace_document(self, documents: list[Document], *, scope: str, file_name: str) -> list[str]:
+        (scope,) = require_scopes([scope])
+        docs = self._validate_docs(documents)
+        new_ids: set[str] = set()
+        for d in docs:
+            if d.meta.get("scope", scope) != scope:
+                raise ValueError(f"chunk {d.id} has scope {d.meta.get('scope')!r}, expected {scope!r}")
+            if d.meta.get("doc_id"):
+                new_ids.add(str(d.meta["doc_id"]))
+        docs = [d if d.meta.get("scope") == scope else replace(d, meta={**d.meta, "scope": scope}) for d in docs]
+        # only the uploader's own versions of the file are replaced; someone else's stay (see store_api)
+        uploaders = sorted({str(d.meta.get("uploaded_by") or "") for d in docs}) or [""]
+        owned = (
+            f"scope=? AND file_name=? AND coalesce(json_extract(meta, '$.uploaded_by'), '') "
+            f"IN ({','.join('?' * len(uploaders))})"
+        )
+        with self._write() as conn:
+            old = {
+                r[0]
+                for r in conn.execute(
+                    f"SELECT DISTINCT doc_id FROM chunks WHERE {owned} AND doc_id IS NOT NULL",
+                    [scope, file_name, *uploaders],
+                )
+            }
+            self._delete_chunks(conn, owned, [scope, file_name, *uploaders])
+            for batch in _batches(sorted(new_ids), 500):
+                marks = ",".join("?" * len(batch))
+                self._delete_chunks(conn, f"scope=? AND doc_id IN ({marks})", [scope, *batch])
+            self._insert(conn, docs, DuplicatePolicy.FAIL)
+            self._log_changes(conn, {scope})
+        self._after_write()
+        replaced = sorted(old - new_ids)
+        log.debug("store_replace_document", scope=scope, chunks=len(docs), replaced=len(replaced))
+        return replaced
+
+    def has_document(self, doc_id: str, *, scope: str) -> bool:
+        (scope,) = require_scopes([scope])
+        row = self._conn().execute("SELECT 1 FROM chunks WHERE scope=? AND doc_id=? LIMIT 1", (scope, doc_id))
+        return row.fetchone() is not None
+
+    def delete_document(self, doc_id: str, *, scopes: Sequence[str]) -> int:
+        scopes = require_scopes(scopes)
+        marks = ",".join("?" * len(scopes))
+        with self._write() as conn:
+            touched = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT DISTINCT scope FROM chunks WHERE doc_id=? AND scope IN ({marks})", [doc_id, *scopes]
+                )
+            ]
+            n = self._delete_chunks(conn, f"doc_id=? AND scope IN ({marks})", [doc_id, *scopes])
+            self._log_changes(conn, set(touched))
+        self._after_write()
+        return int(n)
+
+    def list_documents(self, *, scopes: Sequence[str]) -> list[DocInfo]:
+        scopes = require_scopes(scopes)
+        marks = ",".join("?" * len(scopes))
+        rows = (
+            self._conn()
+            .execute(
+                f"""SELECT doc_id, scope, max(file_name),
+                       max(coalesce(json_extract(meta, '$.page_end'), json_extract(meta, '$.page_start'), 0)),
+                       count(*), max(coalesce(json_extract(meta, '$.uploaded_at'), '')),
+                       max(coalesce(json_extract(meta, '$.uploaded_by'), '')),
+                       max(coalesce(json_extract(meta, '$.sha256'), '')),
+                       max(coalesce(json_extract(meta, '$.source_url'), ''))
+                FROM chunks WHERE scope IN ({marks}) AND doc_id IS NOT NULL
+                GROUP BY scope, doc_id""",
+                scopes,
+            )
+            .fetchall()
+        )
+        docs = [
+            DocInfo(
+                doc_id=r[0],
+                scope=r[1],
+                file=r[2] or "",
+                pages=int(r[3] or 0),
+                chunks=int(r[4]),
+                uploaded_at=str(r[5] or ""),
+                uploaded_by=str(r[6] or ""),
+                sha256=str(r[7] or ""),
+                source_url=str(r[8] or ""),
+            )
+            for r in rows
+        ]
+        docs.sort(key=lambda d: (d.file.lower(), d.uploaded_at, d.doc_id))
+        return docs
+
+    def fetch(
+        self,
+        *,
+        scopes: Sequence[str],
+        filters: dict[str, Any] | None = None,
+        limit: int = 200,
+        return_embedding: bool = False,
+    ) -> list[Document]:
+        scopes = require_scopes(scopes)
+        where, params = filters_to_sql(filters)
+        marks = ",".join("?" * len(scopes))
+        emb_col = "e.embedding" if return_embedding else "NULL"
+        join = "LEFT JOIN embeddings e ON e.rid = c.rid" if return_embedding else ""
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT c.id, c.content, c.meta, c.extra, {emb_col} FROM chunks c {join} "
+                f"WHERE c.scope IN ({marks}) AND coalesce({where}, 0) "
+                f"ORDER BY c.doc_id, c.chunk_index, c.id LIMIT ?",
+                [*scopes, *params, int(limit)],
+            )
+            .fetchall()
+        )
+        return [self._row_to_doc(r[0], r[1], r[2], r[3], r[4], None) for r in rows]
+
+    def all_scopes(self) -> list[str]:
+        rows = self._conn().execute("SELECT DISTINCT scope FROM chunks WHERE scope != '' ORDER BY scope").fetchall()
+        return [r[0] for r in rows]
+
+    def embedding_fingerprint(self) -> str | None:
+        """The fingerprint of the model and backend the stored vectors were made with (None: not recorded)."""
+        row = self._conn().execute("SELECT value FROM store_info WHERE key='embedding_fingerprint'").fetchone()
+        return str(row[0]) if row else None
+
+    def set_embedding_fingerprint(self, fingerprint: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO store_info(key, value) VALUES ('embedding_fingerprint', ?)", (fingerprint,)
+            )
+
+    def count_in_scopes(self, scopes: Sequence[str]) -> int:
+        """How many chunks the scopes hold."""
+        scopes = require_scopes(scopes)
+        marks = ",".join("?" * len(scopes))
+        return int(self._conn().execute(f"SELECT count(*) FROM chunks WHERE scope IN ({marks})", scopes).fetchone()[0])

@@ -1,0 +1,167 @@
+"""Dense search: per-scope matrices of unit vectors cached in memory, and the generations that keep them fresh.
+
+Each write transaction logs the scopes it touched in ``changes``; each search reads the newest generation and
+drops the cached matrices of the scopes written since, by this process or another one. Scores are cosine
+similarities in [-1, 1].
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from haystack import Document
+
+from connectors.sqlite_store.connection import log
+from connectors.sqlite_store.filters import filters_to_sql
+from connectors.sqlite_store.rows import _Rows
+from connectors.store_api import require_scopes
+
+
+@dataclass
+class _ScopeMatrix:
+    rids: np.ndarray  # int64, sorted
+    mat: np.ndarray  # float32, rows unit-normalised
+    gen: int  # the changes generation of the snapshot it was read from
+
+
+class _Vectors(_Rows):
+    """Cosine kNN over the scopes' cached matrices, and the generation bookkeeping that refreshes them."""
+
+    def embedding_search(
+        self,
+        embedding: Sequence[float],
+        *,
+        scopes: Sequence[str],
+        top_k: int,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
+    ) -> list[Document]:
+        scopes = require_scopes(scopes)
+        if top_k <= 0:
+            return []
+        q = np.asarray(embedding, dtype=np.float32).ravel()
+        with self._read() as conn:
+            gen = self._refresh(conn)
+            if self._dim is None:
+                return []  # nothing embedded yet
+            if q.shape[0] != self._dim:
+                raise ValueError(f"query embedding has {q.shape[0]} dimensions, the store holds {self._dim}")
+            if not np.all(np.isfinite(q)):
+                raise ValueError("query embedding contains NaN or infinity")
+            norm = float(np.linalg.norm(q))
+            if norm > 0:
+                q = q / norm
+            allowed: np.ndarray | None = None
+            if filters:
+                where, params = filters_to_sql(filters)
+                marks = ",".join("?" * len(scopes))
+                allowed = np.fromiter(
+                    (
+                        r[0]
+                        for r in conn.execute(
+                            f"SELECT c.rid FROM chunks c WHERE c.scope IN ({marks}) AND coalesce({where}, 0)",
+                            [*scopes, *params],
+                        )
+                    ),
+                    dtype=np.int64,
+                )
+                if allowed.size == 0:
+                    return []
+            all_rids: list[np.ndarray] = []
+            all_scores: list[np.ndarray] = []
+            with _single_threaded_blas():
+                for scope in dict.fromkeys(scopes):
+                    sm = self._matrix(conn, scope, gen)
+                    if sm is None or sm.rids.size == 0:
+                        continue
+                    if allowed is not None:
+                        mask = np.isin(sm.rids, allowed, assume_unique=True)
+                        if not mask.any():
+                            continue
+                        all_rids.append(sm.rids[mask])
+                        all_scores.append(sm.mat[mask] @ q)
+                    else:
+                        all_rids.append(sm.rids)
+                        all_scores.append(sm.mat @ q)
+            if not all_rids:
+                return []
+            rids = np.concatenate(all_rids) if len(all_rids) > 1 else all_rids[0]
+            scores = np.concatenate(all_scores) if len(all_scores) > 1 else all_scores[0]
+            k = min(int(top_k), scores.shape[0])
+            idx = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
+            idx = idx[np.argsort(-scores[idx], kind="stable")]
+            return self._fetch_rids(
+                conn, [int(r) for r in rids[idx]], [float(s) for s in scores[idx]], return_embedding, scopes
+            )
+
+    # --- dense cache -----------------------------------------------------------------------------------
+    def _refresh(self, conn: sqlite3.Connection) -> int:
+        """Drop cached matrices of scopes written since we last looked (by any process); returns the
+        generation of this read's snapshot. A snapshot older than what another thread already saw changes
+        nothing: the caches never go back to an older generation."""
+        row = conn.execute("SELECT max(gen), min(gen) FROM changes").fetchone()
+        gen = int(row[0]) if row[0] is not None else 0
+        with self._cache_lock:
+            if gen <= self._gen:
+                return gen
+            if self._gen < 0 or row[1] is None or self._gen < int(row[1]) - 1:
+                self._matrices.clear()
+            else:
+                for (scope,) in conn.execute("SELECT DISTINCT scope FROM changes WHERE gen > ?", (self._gen,)):
+                    self._matrices.pop(scope, None)
+            if self._dim is None:
+                self._check_dim(conn)
+            self._gen = gen
+        return gen
+
+    def _matrix(self, conn: sqlite3.Connection, scope: str, gen: int) -> _ScopeMatrix | None:
+        """The scope's matrix: cached, else read from this snapshot (generation ``gen``) and cached only if no
+        newer write has been seen since, so a matrix from an older snapshot never outlives a refresh."""
+        with self._cache_lock:
+            sm = self._matrices.get(scope)
+            if sm is not None:
+                return sm
+            t0 = time.perf_counter()
+            rows = conn.execute("SELECT rid, embedding FROM embeddings WHERE scope=? ORDER BY rid", (scope,)).fetchall()
+            dim = self._dim or 0
+            if not rows or not dim:
+                sm = _ScopeMatrix(np.empty(0, dtype=np.int64), np.empty((0, dim), dtype=np.float32), gen)
+            else:
+                rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim).copy()
+                norms = np.linalg.norm(mat, axis=1)
+                norms[norms == 0] = 1.0
+                mat /= norms[:, None]
+                sm = _ScopeMatrix(rids, mat, gen)
+            if gen == self._gen:
+                self._matrices[scope] = sm
+            log.debug("store_matrix_loaded", rows=len(rows), ms=round((time.perf_counter() - t0) * 1000, 1))
+            return sm
+
+
+_BLAS: Any = None
+
+
+@contextmanager
+def _single_threaded_blas() -> Iterator[None]:
+    """Run numpy's matrix products on one thread: on these 2-vCPU machines, under load, OpenBLAS's
+    second thread makes a 50k x 384 search several times slower."""
+    global _BLAS
+    if _BLAS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _BLAS = ThreadpoolController()
+        except ImportError:  # pragma: no cover - threadpoolctl comes with the project's dependencies
+            _BLAS = False
+    if not _BLAS:
+        yield
+        return
+    with _BLAS.limit(limits=1, user_api="blas"):
+        yield

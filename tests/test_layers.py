@@ -1,0 +1,141 @@
+"""Arrows point down: a module imports only from its own layer and the layers below it (ARCHITECTURE.md).
+
+    connectors  <-  pipelines  <-  bot
+                               <-  eval  (eval.bench may import bot: it measures the bots)
+    bot.cli is the front end over bot and eval; nothing imports it.
+
+Every import in the source, at the top of a module or inside a function, is read with ``ast``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("connectors", "pipelines", "bot", "eval")
+CHAT_SDKS = ("slack_bolt", "slack_sdk", "botbuilder")
+
+# The most specific prefix of the importing module decides; each entry lists the packages (or subpackages)
+# it may import besides itself. A longer prefix narrows or widens what its parent allows.
+MAY_IMPORT: dict[str, tuple[str, ...]] = {
+    "connectors": (),
+    "pipelines": ("connectors",),
+    "bot": ("connectors", "pipelines"),
+    "bot.cli": ("connectors", "pipelines", "bot", "eval"),
+    "eval": ("connectors", "pipelines"),
+    "eval.bench": ("connectors", "pipelines", "eval", "bot.core", "bot.slack", "bot.teams"),
+}
+# Within its own package, a module may not import these (stand-ins and the front end are not the product).
+NOT_WITHIN: dict[str, tuple[str, ...]] = {
+    "bot": ("bot.cli",),
+    "eval": ("eval.fakes", "eval.bench"),
+}
+NOT_WITHIN_EXCEPT = {"bot.cli": ("bot.cli",), "eval.bench": ("eval.fakes", "eval.bench"), "eval.fakes": ("eval.fakes",)}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            out.append((node.lineno, target))
+            # ``from eval import sample_pdfs`` imports eval.sample_pdfs
+            out += [(node.lineno, f"{target}.{a.name}") for a in node.names if a.name != "*"]
+    return out
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def _rule(module: str, table: dict[str, tuple[str, ...]]) -> tuple[str, ...] | None:
+    keys = [k for k in table if _within(module, k)]
+    return table[max(keys, key=len)] if keys else None
+
+
+def _violation(module: str, target: str) -> str | None:
+    top = module.split(".")[0]
+    target_top = target.split(".")[0]
+    if target_top in CHAT_SDKS:
+        if top in ("connectors", "pipelines"):
+            return "connectors and pipelines import no chat SDK"
+        if target_top == "botbuilder" and not _within(module, "bot.teams"):
+            return "botbuilder stays inside bot/teams"
+        return None
+    if target_top not in PACKAGES:
+        return None
+    if target_top == top:
+        banned = _rule(module, NOT_WITHIN) or ()
+        allowed_here = _rule(module, NOT_WITHIN_EXCEPT) or ()
+        for b in banned:
+            if _within(target, b) and not any(_within(target, a) for a in allowed_here):
+                return f"{b} is not imported from inside {top} (only its own package and the front end use it)"
+        return None
+    allowed = _rule(module, MAY_IMPORT) or ()
+    if any(_within(target, a) or (_within(a, target) and a != target_top) for a in allowed):
+        return None
+    return f"{module} may import only {', '.join(allowed) or 'its own package'} of Citebot's packages"
+
+
+def _sources() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py"))
+
+
+def test_every_package_is_walked() -> None:
+    assert len(_sources()) > 50
+
+
+@pytest.mark.parametrize("pkg", PACKAGES)
+def test_imports_point_down(pkg: str) -> None:
+    bad = []
+    for path in _sources():
+        module = _module_name(path)
+        if not _within(module, pkg):
+            continue
+        for line, target in _imports(path):
+            why = _violation(module, target)
+            if why:
+                bad.append(f"{path.relative_to(REPO)}:{line} imports {target}: {why}")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    ("module", "target", "ok"),
+    [
+        ("connectors.sqlite_store", "pipelines.models", False),
+        ("connectors.log", "slack_sdk", False),
+        ("pipelines.query", "connectors.stores", True),
+        ("pipelines.query", "bot.core", False),
+        ("bot.core", "eval.metrics", False),
+        ("bot.cli.eval_cmds", "eval.runner", True),
+        ("bot.slack.app", "bot.cli.main", False),
+        ("bot.slack.app", "botbuilder.core", False),
+        ("bot.teams.bot", "botbuilder.core", True),
+        ("eval.runner", "bot.core", False),
+        ("eval.runner", "eval.fakes.openai_api", False),
+        ("eval.bench.teams", "bot.core", True),
+        ("eval.bench.teams", "bot.cli.main", False),
+        ("eval.bench.slack", "eval.fakes.slack_api", True),
+        ("eval.fakes.slack_api", "bot.core", False),
+    ],
+)
+def test_the_rule_itself(module: str, target: str, ok: bool) -> None:
+    assert (_violation(module, target) is None) is ok
