@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.core import FEEDBACK_CHOICES, FEEDBACK_HINT
+from bot.texts import FEEDBACK_CHOICES, FEEDBACK_HINT
 from pipelines.models import Answer, Citation, RetrievedChunk
 
 MAX_BLOCKS = 50
