@@ -34,6 +34,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
+from bot.commands import CoreVerb, is_core_verb, run_command
 from bot.core import ChatContext, ChatCore, ClaimKey
 from bot.slack.events import (
     AssistantThread,
@@ -66,11 +67,9 @@ from bot.texts import (
     SLACK_FORGET_USAGE,
     SLACK_HELP_TEXT,
     SUGGESTED_PROMPTS_TITLE,
-    docs_text,
     indexing_text,
     progress_text,
     searching_text,
-    stats_text,
     unknown_command_text,
 )
 from connectors.download import download, host_of
@@ -536,29 +535,25 @@ class SlackBot:
     # --- /citebot --------------------------------------------------------------------------------
     def _on_command(self, ack: Ack, body: dict[str, Any], respond: Respond) -> None:
         cmd = parse_command(body)
-        if cmd.verb not in ("docs", "forget", "stats"):
+        if not is_core_verb(cmd.verb):
             ack(text=plain(SLACK_HELP_TEXT if cmd.verb == "help" else unknown_command_text(cmd.verb, SLACK_HELP_TEXT)))
             return
         if cmd.verb == "forget" and not cmd.arg:
             ack(text=SLACK_FORGET_USAGE)
             return
         ack()
-        self.work.submit(lambda: self._command(cmd, respond), event_id="", on_failure=lambda: respond(APOLOGY))
+        verb = cmd.verb
+        self.work.submit(lambda: self._command(cmd, verb, respond), event_id="", on_failure=lambda: respond(APOLOGY))
 
-    def _command(self, cmd: Command, respond: Respond) -> None:
+    def _command(self, cmd: Command, verb: CoreVerb, respond: Respond) -> None:
         scopes = (
             dm_search_scopes(self.members, team=cmd.team, dm_channel=cmd.channel, user=cmd.user)
             if cmd.is_dm
             else (cmd.scope,)
         )
-        if cmd.verb == "docs":
-            respond(plain(docs_text(self.core.documents(scopes))))
-        elif cmd.verb == "stats":
-            respond(plain(stats_text(self.core.stats(scopes))))
-        else:
-            ctx = ChatContext("slack", cmd.scope, cmd.user)
-            outcome = self.core.forget(ctx, cmd.arg, is_admin=self._is_admin(cmd.user))
-            respond(plain(outcome.message))
+        ctx = ChatContext("slack", cmd.scope, cmd.user)
+        is_admin = verb == "forget" and self._is_admin(cmd.user)
+        respond(plain(run_command(self.core, ctx, verb, cmd.arg, scopes=scopes, is_admin=is_admin)))
 
     def _is_admin(self, user: str) -> bool:
         info = self.client.users_info(user=user).get("user") or {}

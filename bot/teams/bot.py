@@ -20,6 +20,7 @@ import structlog
 from botbuilder.core import ActivityHandler, BotAdapter, InvokeResponse, TurnContext
 from botbuilder.schema import Activity, ChannelAccount, ConversationReference, MessageReaction
 
+from bot.commands import is_core_verb, run_command
 from bot.core import ChatContext, ChatCore, ClaimKey
 from bot.teams import render
 from bot.teams.activity import (
@@ -42,10 +43,8 @@ from bot.texts import (
     SYNC_ONLY_IN_CHANNELS,
     TEAMS_HELP_TEXT,
     channel_files_unreadable_text,
-    docs_text,
     indexing_text,
     progress_text,
-    stats_text,
     sync_progress_text,
     sync_summary_text,
 )
@@ -200,17 +199,10 @@ class CitebotTeamsBot(ActivityHandler):
         if not turn.files and (not turn.text or command == "help"):
             await turn_context.send_activity(render.text_activity(TEAMS_HELP_TEXT))
             return
-        if command == "docs":
-            docs = await self._run(self.core.documents, [turn.scope])
-            await turn_context.send_activity(render.text_activity(docs_text(docs)))
-            return
-        if command == "stats":
-            stats = await self._run(self.core.stats, [turn.scope])
-            await turn_context.send_activity(render.text_activity(stats_text(stats)))
-            return
-        if command == "forget" and rest.strip():
-            outcome = await self._run(self.core.forget, ctx, rest.strip(), is_admin=False)
-            await turn_context.send_activity(render.text_activity(outcome.message))
+        if is_core_verb(command) and (command != "forget" or rest.strip()):
+            text = await self._run(run_command, self.core, ctx, command, rest.strip(), scopes=[turn.scope],
+                                   is_admin=False)
+            await turn_context.send_activity(render.text_activity(text))
             return
         if command == "sync" and turn.kind != "channel":
             await turn_context.send_activity(render.text_activity(SYNC_ONLY_IN_CHANNELS))
