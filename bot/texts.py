@@ -70,6 +70,22 @@ def forgot_text(file: str) -> str:
     return f"Removed “{file}”; I will no longer quote it here."
 
 
+# --- where a quote comes from -------------------------------------------------------------------------
+
+
+def pages_text(page_start: int, page_end: int) -> str:
+    """``p. 12``, or ``pp. 12–13`` for a span (an end of 0 or before the start is no span)."""
+    return f"p. {page_start}" if page_end <= page_start else f"pp. {page_start}–{page_end}"
+
+
+def location_text(file: str, page_start: int, page_end: int, section: str, *, whole_section: bool = False) -> str:
+    """A citation's location, on every platform and in the CLI: ``handbook.pdf · p. 12 · Parental leave``, the
+    section as its innermost heading, or its whole path (``4 Leave > 4.2 Parental leave``) with
+    ``whole_section`` (Slack, which has the room)."""
+    heading = section if whole_section else section.split(" > ")[-1]
+    return " · ".join(x for x in (file, pages_text(page_start, page_end), heading) if x)
+
+
 # --- answers and feedback ----------------------------------------------------------------------------
 
 FEEDBACK_HINT = "Quotes are checked against the PDFs. Did this help? (A 👍 or 👎 reaction works too.)"
