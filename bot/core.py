@@ -1,8 +1,9 @@
 """The platform-neutral chat core: chat events in, service calls and user-facing text out.
 
 Slack (``bot/slack``) and Teams (``bot/teams``) parse their events into :class:`ChatContext` and
-call these methods, then render the results. Everything a user reads that is not an answer is
-written here, once, so both platforms say the same thing.
+call these methods, then render the results. The use-cases both platforms share live here (an upload:
+download, size cap, ingest, progress, record, result text); every text a user reads that is not an
+answer is in :mod:`bot.texts`, and the commands in :mod:`bot.commands`.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from typing import Literal
 
 import structlog
 
+from bot import texts
+from connectors.download import DownloadError
+from connectors.log import error_fields
 from connectors.settings import Settings
 from connectors.state_api import ChatState, Polarity
 from connectors.store_api import DocInfo
 from connectors.stores import open_state
-from pipelines.models import Answer, IngestProgress, IngestResult, Turn, for_people, printable
+from pipelines.models import Answer, IngestResult, Turn, for_people, printable
 from pipelines.service import CitebotService, ProgressCallback
 
 log = structlog.get_logger("citebot.core")
@@ -27,7 +31,6 @@ log = structlog.get_logger("citebot.core")
 Platform = Literal["slack", "teams"]
 
 MAX_COMMENT_CHARS = 2000
-APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it; please try again in a minute."
 
 
 @dataclass(frozen=True)
@@ -171,8 +174,8 @@ class ChatCore:
         choice: str = "",
     ) -> bool:
         """Record ``user``'s vote on an answer; their latest vote (button, reaction or modal) replaces any earlier
-        one. ``choice`` is a key of :data:`FEEDBACK_CHOICES` (others are dropped), ``comment`` free text."""
-        choice = choice if choice in FEEDBACK_CHOICES else ""
+        one. ``choice`` is a key of :data:`bot.texts.FEEDBACK_CHOICES` (others are dropped), ``comment`` free text."""
+        choice = choice if choice in texts.FEEDBACK_CHOICES else ""
         ok = self.state.add_feedback(
             platform=platform,
             message_ref=message_ref,
@@ -221,6 +224,42 @@ class ChatCore:
         )
         return result
 
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.settings.max_file_mb * 1_000_000)
+
+    def ingest(
+        self,
+        ctx: ChatContext,
+        *,
+        file_name: str,
+        fetch: Callable[[int], bytes],
+        size: int = 0,
+        progress: ProgressCallback | None = None,
+        is_admin: bool | Callable[[], bool] = False,
+        source_url: str = "",
+        file_ref: str = "",
+    ) -> str:
+        """An upload, start to end: the size cap (``size``, when the platform told it), ``fetch(max_bytes)`` for
+        the bytes, :meth:`upload`, :meth:`record_upload` (when the platform has a ``file_ref``); returns the text
+        to show. A failed download gets its class's fixed text; any other exception is ours and propagates, for
+        the adapter's "something went wrong on my side"."""
+        if size > self.max_file_bytes:  # the platform told us the size: don't even start
+            return texts.too_large_text(file_name, self.settings.max_file_mb)
+        try:
+            data = fetch(self.max_file_bytes)
+        except DownloadError as e:  # its message is never shown, nor logged: it may carry a URL
+            log.info("download_failed", platform=ctx.platform, scope=ctx.scope, user=ctx.user, **error_fields(e))
+            return texts.download_failed_text(
+                file_name, e, max_file_mb=self.settings.max_file_mb, timeout_s=self.settings.download_timeout_s
+            )
+        result = self.upload(
+            ctx, file_name=file_name, data=data, progress=progress, is_admin=is_admin, source_url=source_url
+        )
+        if file_ref:
+            self.record_upload(ctx, file_ref=file_ref, result=result)
+        return texts.ingest_result_text(result)
+
     def documents(self, scopes: Sequence[str]) -> list[DocInfo]:
         return self.service.list_documents(list(scopes))
 
@@ -228,16 +267,14 @@ class ChatCore:
         """Delete a document of the context's scope by file name or doc id: uploader or admin only."""
         found = self.service.find_documents(name, ctx.scope)
         if not found:
-            return ForgetOutcome("not_found", f"No document called “{name}” here. `docs` lists them.")
+            return ForgetOutcome("not_found", texts.forget_not_found_text(name))
         allowed = [d for d in found if is_admin or d.uploaded_by == ctx.user]
         if not allowed:
-            return ForgetOutcome(
-                "not_allowed", f"Only the person who uploaded “{found[0].file}” or an admin can remove it."
-            )
+            return ForgetOutcome("not_allowed", texts.forget_not_allowed_text(found[0].file))
         for doc in allowed:
             self.service.forget(doc.doc_id, ctx.scope)
         log.info("forgot", platform=ctx.platform, scope=ctx.scope, user=ctx.user, n_docs=len(allowed))
-        return ForgetOutcome("deleted", f"Removed “{allowed[0].file}”; I will no longer quote it here.")
+        return ForgetOutcome("deleted", texts.forgot_text(allowed[0].file))
 
     def record_upload(self, ctx: ChatContext, *, file_ref: str, result: IngestResult) -> None:
         """Link the platform's file id to the document it became, for :meth:`forget_file`."""
@@ -285,7 +322,7 @@ class ChatCore:
         for i in range(max((len(t) for t in per_doc.values()), default=0)):
             for doc_id, titles in per_doc.items():
                 if i < len(titles) and len(out) < limit:
-                    out.append((titles[i], f"What does {files[doc_id]} say about {titles[i]}?"))
+                    out.append((titles[i], texts.suggested_question(files[doc_id], titles[i])))
         return out
 
     def stats(self, scopes: Sequence[str]) -> dict[str, int]:
@@ -293,67 +330,7 @@ class ChatCore:
         return {"documents": len(docs), "pages": sum(d.pages for d in docs), "chunks": sum(d.chunks for d in docs)}
 
 
-# --- fixed user-facing texts ------------------------------------------------------------------------
-
-HELP_TEXT = (
-    "*Citebot* answers questions about the PDFs shared here, quoting them.\n"
-    "• Mention me with a question; I reply in a thread and answer follow-ups there without a new mention.\n"
-    "• Upload a PDF to this channel and I index it (scanned pages are OCR'd).\n"
-    "• Use 👍 or 👎 under an answer (or react with them) to tell us whether it helped; 👎 asks what was wrong.\n"
-    "• Commands: `help`, `docs` (what I have indexed here), `forget <file>` (uploader or admin), `stats`."
-)
-
-FEEDBACK_HINT = "Quotes are checked against the PDFs. Did this help? (A 👍 or 👎 reaction works too.)"
-
-# What a 👎 can say was wrong (stored as the key, shown as the label); both platforms and `citebot feedback`.
-FEEDBACK_CHOICES: dict[str, str] = {
-    "wrong_passage": "quoted the wrong passage",
-    "missing_information": "left out information",
-    "should_have_refused": "should have said the PDFs don't answer it",
-    "other": "something else",
-}
-
-
-def progress_text(p: IngestProgress) -> str:
-    if p.phase in ("parsing", "ocr") and p.pages_total:
-        verb = "Reading scanned pages of" if p.phase == "ocr" else "Indexing"
-        return f"{verb} {p.file}… {p.pages_done}/{p.pages_total} pages"
-    if p.phase == "embedding":
-        return f"Indexing {p.file}… embedding passages"
-    if p.phase == "writing":
-        return f"Indexing {p.file}… saving"
-    return f"Indexing {p.file}…"
-
-
-def ingest_result_text(r: IngestResult) -> str:
-    if r.status == "failed":
-        return f"I couldn't index {r.file}: {r.error or 'unknown reason'}"
-    if r.status == "unchanged":
-        return f"{r.file} is already indexed here ({r.pages} pages, {r.chunks} passages)."
-    ocr = f", {r.ocr_pages} scanned pages read with OCR" if r.ocr_pages else ""
-    skipped = (
-        f" Pages {', '.join(map(str, r.skipped_pages))} could not be read and were skipped."
-        if r.skipped_pages
-        else ""
-    )
-    replaced = " It replaces the earlier version." if r.replaced_doc_id else ""
-    name = r.file
-    if r.renamed_from:
-        name = r.renamed_from
-        replaced = f" It is indexed as {r.file} because {r.renamed_from} was uploaded by someone else."
-    return f"Indexed {name}: {r.pages} pages, {r.chunks} passages{ocr}.{replaced}{skipped} Ask me about it!"
-
-
-def docs_text(docs: Sequence[DocInfo]) -> str:
-    if not docs:
-        return "No PDFs are indexed here yet. Upload one to this channel and I'll index it."
-    lines = [f"• {d.file} — {d.pages} pages, {d.chunks} passages (added {d.uploaded_at[:10]})" for d in docs]
-    return f"{len(docs)} PDF{'s' if len(docs) != 1 else ''} indexed here:\n" + "\n".join(lines)
-
-
-def stats_text(stats: dict[str, int]) -> str:
-    return f"{stats['documents']} documents, {stats['pages']} pages, {stats['chunks']} passages indexed here."
-
+# --- section titles as topics ------------------------------------------------------------------
 
 _NUMBERING = re.compile(
     r"^(?:(?i:section|article|chapter|part|clause)\s+)?(?:\d+(?:\.\d+)*\.?|[IVXLC]{1,6}[.)]|[IVXLC]{2,6}|[A-Z][.)])\s+"
@@ -371,20 +348,3 @@ def section_title(section: str) -> str:
     if not 3 <= len(title) <= 60 or title.lower() in _NOT_TOPICS or not any(ch.isalpha() for ch in title):
         return ""
     return title
-
-
-def searching_text(n_documents: int) -> str:
-    """The status shown while an answer is worked on: "Searching 3 PDFs…"."""
-    if n_documents <= 0:
-        return "Searching…"
-    return f"Searching {n_documents} PDF{'s' if n_documents != 1 else ''}…"
-
-
-ASSISTANT_GREETING = (
-    "Hi! Ask me about the PDFs in the channel you are viewing (if you are a member) and the PDFs you upload here."
-    " I quote them with file and page, and only you see this conversation."
-)
-ASSISTANT_GREETING_NO_CHANNEL = (
-    "Hi! Ask me about the PDFs in the channels you are a member of and the PDFs you upload here."
-    " I quote them with file and page, and only you see this conversation."
-)

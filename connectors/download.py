@@ -40,7 +40,8 @@ _READ_SIZE = 1 << 16
 
 
 class DownloadError(Exception):
-    """A file could not be fetched; ``str(e)`` is safe to show the user."""
+    """A file could not be fetched. The class says why (a network problem, when it is this base class); the
+    message is for tests and developers, never shown to users (the chat core has a fixed text per class)."""
 
 
 class BlockedAddressError(DownloadError):
@@ -53,6 +54,22 @@ class DeadlineError(DownloadError):
 
 class TooLargeError(DownloadError):
     """The body is larger than the cap."""
+
+
+class HttpStatusError(DownloadError):
+    """The file's server answered with an error status (``status``: 401 and 403 mean not allowed)."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotAPdfError(DownloadError):
+    """The body is not a PDF; ``web_page`` when it is an HTML page (a login page: the token was refused)."""
+
+    def __init__(self, message: str, *, web_page: bool = False) -> None:
+        super().__init__(message)
+        self.web_page = web_page
 
 
 @dataclass(frozen=True)
@@ -275,14 +292,16 @@ def download(
     got = fetch(url, headers=headers, max_bytes=max_bytes, timeout_s=timeout_s, credential_hosts=credential_hosts,
                 trusted_hosts=trusted_hosts)
     if got.status in (401, 403):
-        raise DownloadError("I'm not allowed to download that file (check the bot's file permissions)")
+        raise HttpStatusError("I'm not allowed to download that file (check the bot's file permissions)",
+                              status=got.status)
     if got.status >= 300:
-        raise DownloadError(f"the file server answered HTTP {got.status}")
+        raise HttpStatusError(f"the file server answered HTTP {got.status}", status=got.status)
     data = got.body
     if require_pdf and not looks_like_pdf(data):
         if data.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")):
-            raise DownloadError("the download returned a web page instead of the file (check the bot token)")
-        raise DownloadError("that file is not a PDF, whatever its name says")
+            raise NotAPdfError("the download returned a web page instead of the file (check the bot token)",
+                               web_page=True)
+        raise NotAPdfError("that file is not a PDF, whatever its name says")
     return data
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from bot.texts import location_text
 from connectors.settings import Settings
 from pipelines.models import LOCAL_SCOPE, Answer, for_people
 
@@ -30,12 +31,6 @@ def register(sub: Any) -> None:
     p.add_argument("--mode", choices=["hybrid", "bm25", "dense"], default="hybrid", help="retrieval mode")
     p.add_argument("--k", type=int, default=None, help="passages given to the answerer (default settings)")
     p.set_defaults(func=run_ask)
-
-
-def location(file: str, page_start: int, page_end: int, section: str) -> str:
-    page = f"p. {page_start}" if page_end in (0, page_start) else f"pp. {page_start}–{page_end}"
-    last = section.split(" > ")[-1] if section else ""
-    return " · ".join(x for x in (file, page, last) if x)
 
 
 def local_path(url: str) -> str:
@@ -71,7 +66,7 @@ def render_answer(answer: Answer, *, width: int = 100) -> str:
             quote_lines += textwrap.wrap(raw, width=width - 6) or [""]
         lines.append(f"  [{c.n}] │ " + quote_lines[0])
         lines += [f"      │ {ln}" for ln in quote_lines[1:]]
-        lines.append(f"        — {location(local_path(c.url) or c.file, c.page_start, c.page_end, c.section)}")
+        lines.append(f"        — {location_text(local_path(c.url) or c.file, c.page_start, c.page_end, c.section)}")
     if answer.note:
         lines += ["", f"({answer.note})"]
     return "\n".join(lines)

@@ -212,7 +212,7 @@ def run_feedback_cmd(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if not entries:
         print("No feedback yet." if not (args.since or args.polarity) else "No feedback matches.")
-    from bot.core import FEEDBACK_CHOICES
+    from bot.texts import FEEDBACK_CHOICES
 
     for e in entries:
         mark = "👍" if e.polarity == "up" else "👎"

@@ -34,20 +34,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
-from bot.core import (
-    APOLOGY,
-    ASSISTANT_GREETING,
-    ASSISTANT_GREETING_NO_CHANNEL,
-    HELP_TEXT,
-    ChatContext,
-    ChatCore,
-    ClaimKey,
-    docs_text,
-    ingest_result_text,
-    progress_text,
-    searching_text,
-    stats_text,
-)
+from bot.commands import CoreVerb, is_core_verb, run_command
+from bot.core import ChatContext, ChatCore, ClaimKey
 from bot.slack.events import (
     AssistantThread,
     Command,
@@ -70,25 +58,33 @@ from bot.slack.events import (
 from bot.slack.render import FEEDBACK_ACTION, FEEDBACK_MODAL, feedback_modal, plain, render_answer
 from bot.slack.scopes import MembershipCache, dm_search_scopes
 from bot.slack.workers import SlackWorkers
-from connectors.download import DownloadError, download, host_of
-from connectors.log import error_fields
+from bot.texts import (
+    APOLOGY,
+    ASSISTANT_GREETING,
+    ASSISTANT_GREETING_NO_CHANNEL,
+    EXTERNAL_FILE_TEXT,
+    INGEST_FAILED_TEXT,
+    SLACK_FORGET_USAGE,
+    SLACK_HELP_TEXT,
+    SUGGESTED_PROMPTS_TITLE,
+    indexing_text,
+    progress_text,
+    searching_text,
+    unknown_command_text,
+)
+from connectors.download import download, host_of
 from connectors.settings import Settings
 from pipelines.models import IngestProgress, slack_scope
 
 log = structlog.get_logger("citebot.slack")
 
 WORKING_REACTION = "eyes"
-SUGGESTED_PROMPTS_TITLE = "Ask about these PDFs"
 PROGRESS_MIN_INTERVAL_S = 1.0
-INGEST_FAILED_TEXT = "I couldn't index {file}: something went wrong on my side. Please try uploading it again."
-EXTERNAL_FILE_TEXT = (
-    "I can only read files uploaded to Slack: {file} is a link to a file stored elsewhere. "
-    "Download it and upload the PDF itself to this channel."
-)
 # Slack serves uploaded files from this host; the bot token is sent nowhere else.
 SLACK_FILE_HOST = "files.slack.com"
-FORGET_USAGE = "Tell me which file: `/citebot forget handbook.pdf` (`/citebot docs` lists them)."
 _RETRY_HEADER = "x-slack-retry-num"
+
+
 class _DropTokenUnusedWarning(logging.Filter):
     """Bolt warns "As you gave `client` as well, `token` will be unused" whenever SLACK_BOT_TOKEN is in the
     environment and an app is given its client, i.e. on every start of Citebot, whose client is built from that
@@ -321,7 +317,9 @@ class SlackBot:
     def _answer_claimed(self, msg: Message, working: Future[str] | None) -> None:
         question = msg.question
         if not question:
-            self.client.chat_postMessage(channel=msg.channel, thread_ts=msg.reply_thread_ts, text=plain(HELP_TEXT))
+            self.client.chat_postMessage(
+                channel=msg.channel, thread_ts=msg.reply_thread_ts, text=plain(SLACK_HELP_TEXT)
+            )
             return
         try:
             ctx = ChatContext("slack", msg.scope, msg.user, search_scopes=self._search_scopes(msg),
@@ -393,7 +391,7 @@ class SlackBot:
             self.client.chat_postMessage(channel=shared.channel, thread_ts=thread_ts or None,
                                          text=plain(EXTERNAL_FILE_TEXT.format(file=file.name)))
             return
-        indexing = plain(f"Indexing {file.name}…")
+        indexing = plain(indexing_text(file.name))
         earlier = self.core.claim_note(key).get("status_ts")
         if earlier:  # a retry after the first worker died: carry on in the status message it posted
             status = _StatusMessage(self.client, shared.channel, earlier, text="")
@@ -420,12 +418,8 @@ class SlackBot:
         return host in self._file_hosts and (url.startswith("https://") or host == host_of(self.settings.slack_api_url))
 
     def _download_and_index(self, shared: FileShared, file: SlackFile, status: _StatusMessage) -> str:
-        max_bytes = int(self.settings.max_file_mb * 1_000_000)
-        if file.size > max_bytes:  # Slack told us the size: don't even start
-            limit = f"{self.settings.max_file_mb:.0f} MB"
-            return f"I couldn't index {file.name}: the file is larger than the {limit} limit."
-        try:
-            data = download(
+        def fetch(max_bytes: int) -> bytes:
+            return download(
                 file.url_private_download,
                 headers={"Authorization": f"Bearer {self.client.token}"},
                 max_bytes=max_bytes,
@@ -433,20 +427,15 @@ class SlackBot:
                 credential_hosts=self._file_hosts,
                 trusted_hosts=self.settings.configured_hosts,
             )
-        except DownloadError as e:  # its message is written for users
-            log.info("download_failed", **error_fields(e))
-            return f"I couldn't index {file.name}: {e}."
-        ctx = ChatContext("slack", shared.scope, shared.user, event_id=shared.event_id)
 
         def progress(p: IngestProgress) -> None:
             status.set(plain(progress_text(p)))
 
-        result = self.core.upload(
-            ctx, file_name=file.name, data=data, progress=progress, is_admin=lambda: self._is_admin(shared.user),
-            source_url=file.permalink,
+        return self.core.ingest(
+            ChatContext("slack", shared.scope, shared.user, event_id=shared.event_id),
+            file_name=file.name, fetch=fetch, size=file.size, progress=progress,
+            is_admin=lambda: self._is_admin(shared.user), source_url=file.permalink, file_ref=file.id,
         )
-        self.core.record_upload(ctx, file_ref=file.id, result=result)
-        return ingest_result_text(result)
 
     def _on_file_deleted(self, body: dict[str, Any]) -> None:
         deleted = parse_file_deleted(body)
@@ -546,30 +535,25 @@ class SlackBot:
     # --- /citebot --------------------------------------------------------------------------------
     def _on_command(self, ack: Ack, body: dict[str, Any], respond: Respond) -> None:
         cmd = parse_command(body)
-        if cmd.verb not in ("docs", "forget", "stats"):
-            prefix = "" if cmd.verb == "help" else f"I don't know `{cmd.verb}`.\n"
-            ack(text=plain(prefix + HELP_TEXT))
+        if not is_core_verb(cmd.verb):
+            ack(text=plain(SLACK_HELP_TEXT if cmd.verb == "help" else unknown_command_text(cmd.verb, SLACK_HELP_TEXT)))
             return
         if cmd.verb == "forget" and not cmd.arg:
-            ack(text=FORGET_USAGE)
+            ack(text=SLACK_FORGET_USAGE)
             return
         ack()
-        self.work.submit(lambda: self._command(cmd, respond), event_id="", on_failure=lambda: respond(APOLOGY))
+        verb = cmd.verb
+        self.work.submit(lambda: self._command(cmd, verb, respond), event_id="", on_failure=lambda: respond(APOLOGY))
 
-    def _command(self, cmd: Command, respond: Respond) -> None:
+    def _command(self, cmd: Command, verb: CoreVerb, respond: Respond) -> None:
         scopes = (
             dm_search_scopes(self.members, team=cmd.team, dm_channel=cmd.channel, user=cmd.user)
             if cmd.is_dm
             else (cmd.scope,)
         )
-        if cmd.verb == "docs":
-            respond(plain(docs_text(self.core.documents(scopes))))
-        elif cmd.verb == "stats":
-            respond(plain(stats_text(self.core.stats(scopes))))
-        else:
-            ctx = ChatContext("slack", cmd.scope, cmd.user)
-            outcome = self.core.forget(ctx, cmd.arg, is_admin=self._is_admin(cmd.user))
-            respond(plain(outcome.message))
+        ctx = ChatContext("slack", cmd.scope, cmd.user)
+        is_admin = verb == "forget" and self._is_admin(cmd.user)
+        respond(plain(run_command(self.core, ctx, verb, cmd.arg, scopes=scopes, is_admin=is_admin)))
 
     def _is_admin(self, user: str) -> bool:
         info = self.client.users_info(user=user).get("user") or {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.core import FEEDBACK_CHOICES, FEEDBACK_HINT
+from bot.texts import FEEDBACK_CHOICES, FEEDBACK_HINT, location_text, pages_text
 from pipelines.models import Answer, Citation, RetrievedChunk
 
 MAX_BLOCKS = 50
@@ -59,16 +59,9 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def pages(start: int, end: int) -> str:
-    return f"p. {start}" if end <= start else f"pp. {start}–{end}"
-
-
 def location(file: str, page_start: int, page_end: int, section: str) -> str:
-    """``handbook.pdf · p. 12 · 4 Leave > 4.2 Parental leave``."""
-    parts = [file, pages(page_start, page_end)]
-    if section:
-        parts.append(section)
-    return " · ".join(parts)
+    """``handbook.pdf · p. 12 · 4 Leave > 4.2 Parental leave``: the whole section path."""
+    return location_text(file, page_start, page_end, section, whole_section=True)
 
 
 def linkable(url: str) -> bool:
@@ -81,7 +74,7 @@ def location_mrkdwn(file: str, page_start: int, page_end: int, section: str, url
     escaped plain :func:`location`."""
     if not linkable(url):
         return escape(location(file, page_start, page_end, section))
-    label = escape(f"{file}, {pages(page_start, page_end)}").replace("|", "¦")
+    label = escape(f"{file}, {pages_text(page_start, page_end)}").replace("|", "¦")
     parts = [f"<{url.replace('&', '&amp;')}|{label}>"]
     if section:
         parts.append(escape(section))

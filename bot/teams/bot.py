@@ -20,7 +20,8 @@ import structlog
 from botbuilder.core import ActivityHandler, BotAdapter, InvokeResponse, TurnContext
 from botbuilder.schema import Activity, ChannelAccount, ConversationReference, MessageReaction
 
-from bot.core import APOLOGY, ChatContext, ChatCore, ClaimKey, docs_text, ingest_result_text, progress_text, stats_text
+from bot.commands import is_core_verb, run_command
+from bot.core import ChatContext, ChatCore, ClaimKey
 from bot.teams import render
 from bot.teams.activity import (
     EMULATOR_CHANNEL,
@@ -32,7 +33,21 @@ from bot.teams.activity import (
     parse_turn,
     refusal,
 )
-from bot.teams.graph import GraphClient, GraphError, graph_configured
+from bot.teams.graph import DriveFile, GraphClient, GraphError, graph_configured
+from bot.texts import (
+    APOLOGY,
+    GRAPH_NOT_CONFIGURED,
+    NO_CHANNEL_PDFS,
+    NOT_A_PDF,
+    SYNC_LOOKING,
+    SYNC_ONLY_IN_CHANNELS,
+    TEAMS_HELP_TEXT,
+    channel_files_unreadable_text,
+    indexing_text,
+    progress_text,
+    sync_progress_text,
+    sync_summary_text,
+)
 from connectors.download import DownloadError, download
 from connectors.log import error_fields
 from connectors.settings import Settings
@@ -40,24 +55,6 @@ from pipelines.models import IngestProgress
 
 log = structlog.get_logger("citebot.teams")
 T = TypeVar("T")
-
-HELP_TEXT = (
-    "**Citebot** answers questions about your PDFs, quoting them.\n\n"
-    "- In a channel, @mention me with a question; I reply in the thread.\n"
-    "- In a personal chat with me, just ask. Send me a PDF here and I index it for this chat.\n"
-    "- In a group chat, @mention me (Teams gives me only those messages, and no files there).\n"
-    "- `@Citebot sync` in a channel indexes the PDFs in the channel's Files tab.\n"
-    "- Use 👍/👎 under an answer to tell us whether it helped.\n"
-    "- Commands: `help`, `docs` (what I have indexed here), `forget <file>` (the uploader), `stats`, `sync`."
-)
-GRAPH_NOT_CONFIGURED = (
-    "Channel sync needs Microsoft Graph, which is not configured for this bot: set TEAMS_APP_ID and "
-    "TEAMS_APP_PASSWORD and grant the app Files.Read.All (application permission, admin consent). "
-    "Until then, send me PDFs in a personal chat."
-)
-SYNC_ONLY_IN_CHANNELS = "`sync` reads a channel's Files tab, so use it in a channel. Here, just send me the PDF."
-NOT_A_PDF = "I can only index PDFs, and {name} isn't one."
-NO_CHANNEL_PDFS = "I found no PDFs in this channel's Files tab. Upload some there, then `@Citebot sync` again."
 
 PROGRESS_INTERVAL_S = 2.0
 COMMANDS = ("help", "docs", "stats", "forget", "sync")
@@ -200,19 +197,12 @@ class CitebotTeamsBot(ActivityHandler):
         word, _, rest = turn.text.partition(" ")
         command = word.lower().strip("!/.") if word.lower().strip("!/.") in COMMANDS else ""
         if not turn.files and (not turn.text or command == "help"):
-            await turn_context.send_activity(render.text_activity(HELP_TEXT))
+            await turn_context.send_activity(render.text_activity(TEAMS_HELP_TEXT))
             return
-        if command == "docs":
-            docs = await self._run(self.core.documents, [turn.scope])
-            await turn_context.send_activity(render.text_activity(docs_text(docs)))
-            return
-        if command == "stats":
-            stats = await self._run(self.core.stats, [turn.scope])
-            await turn_context.send_activity(render.text_activity(stats_text(stats)))
-            return
-        if command == "forget" and rest.strip():
-            outcome = await self._run(self.core.forget, ctx, rest.strip(), is_admin=False)
-            await turn_context.send_activity(render.text_activity(outcome.message))
+        if is_core_verb(command) and (command != "forget" or rest.strip()):
+            text = await self._run(run_command, self.core, ctx, command, rest.strip(), scopes=[turn.scope],
+                                   is_admin=False)
+            await turn_context.send_activity(render.text_activity(text))
             return
         if command == "sync" and turn.kind != "channel":
             await turn_context.send_activity(render.text_activity(SYNC_ONLY_IN_CHANNELS))
@@ -262,16 +252,12 @@ class CitebotTeamsBot(ActivityHandler):
         ref: ConversationReference,
         ctx: ChatContext,
         name: str,
-        fetch: Callable[[], bytes],
+        fetch: Callable[[int], bytes],
         status_id: str | None,
         source_url: str = "",
     ) -> str:
         """Download and ingest one file, editing the status message; returns the result text. ``source_url``:
         where people open the file, for the citations' links."""
-        try:
-            data = await self._run(fetch)
-        except (DownloadError, GraphError) as e:
-            return f"I couldn't index {name}: {e}."
 
         async def post(text: str) -> None:
             if status_id:
@@ -279,23 +265,21 @@ class CitebotTeamsBot(ActivityHandler):
 
         progress = _Progress(post, asyncio.get_running_loop())
         try:
-            result = await self._run(
-                self.core.upload, ctx, file_name=name, data=data, progress=progress, source_url=source_url
+            return await self._run(
+                self.core.ingest, ctx, file_name=name, fetch=fetch, progress=progress, source_url=source_url
             )
         finally:
             await progress.settle()
-        return ingest_result_text(result)
 
     async def _ingest_files(
         self, adapter: BotAdapter, ref: ConversationReference, ctx: ChatContext, files: tuple[TeamsFile, ...]
     ) -> None:
-        max_bytes = int(self.settings.max_file_mb * 1_000_000)
         for f in files:
             if not f.is_pdf:
                 await self._send(adapter, ref, render.text_activity(NOT_A_PDF.format(name=f.name)))
                 continue
-            status_id = await self._send(adapter, ref, render.text_activity(f"Indexing {f.name}…"))
-            fetch = partial(download, f.download_url, max_bytes=max_bytes, timeout_s=self.settings.download_timeout_s,
+            status_id = await self._send(adapter, ref, render.text_activity(indexing_text(f.name)))
+            fetch = partial(_attachment_download, f.download_url, timeout_s=self.settings.download_timeout_s,
                             trusted_hosts=self.settings.configured_hosts)
             text = await self._ingest_one(adapter, ref, ctx, f.name, fetch, status_id, f.content_url)
             await self._show(adapter, ref, status_id, text)
@@ -323,14 +307,13 @@ class CitebotTeamsBot(ActivityHandler):
         return found["id"]
 
     async def _sync(self, adapter: BotAdapter, ref: ConversationReference, ctx: ChatContext, turn: TeamsTurn) -> None:
-        status_id = await self._send(adapter, ref, render.text_activity("Looking for PDFs in this channel's files…"))
-        max_bytes = int(self.settings.max_file_mb * 1_000_000)
+        status_id = await self._send(adapter, ref, render.text_activity(SYNC_LOOKING))
         try:
             group_id = await self._team_group_id(adapter, ref, turn)
             client = GraphClient(self.settings, turn.tenant_id)
             found = await self._run(lambda: list(client.channel_pdfs(group_id, turn.channel_id)))
         except GraphError as e:
-            await self._show(adapter, ref, status_id, f"I couldn't read this channel's files: {e}.")
+            await self._show(adapter, ref, status_id, channel_files_unreadable_text(str(e)))
             return
         if not found:
             await self._show(adapter, ref, status_id, NO_CHANNEL_PDFS)
@@ -338,12 +321,10 @@ class CitebotTeamsBot(ActivityHandler):
         lines = []
         for i, f in enumerate(found, 1):
             if status_id:
-                await self._update(adapter, ref, status_id, f"Syncing {i}/{len(found)}: {f.name}…")
-            fetch = partial(client.download, f, max_bytes=max_bytes, timeout_s=self.settings.download_timeout_s)
-            lines.append("- " + await self._ingest_one(adapter, ref, ctx, f.name, fetch, None, f.web_url))
-        plural = "s" if len(found) != 1 else ""
-        summary = f"Synced {len(found)} PDF{plural} from this channel's files:\n\n" + "\n".join(lines)
-        await self._show(adapter, ref, status_id, summary)
+                await self._update(adapter, ref, status_id, sync_progress_text(i, len(found), f.name))
+            fetch = partial(_graph_download, client, f, timeout_s=self.settings.download_timeout_s)
+            lines.append(await self._ingest_one(adapter, ref, ctx, f.name, fetch, None, f.web_url))
+        await self._show(adapter, ref, status_id, sync_summary_text(lines))
 
     # --- feedback ---------------------------------------------------------------------------------
     async def on_reactions_added(self, message_reactions: list[MessageReaction], turn_context: TurnContext) -> None:
@@ -389,4 +370,17 @@ class CitebotTeamsBot(ActivityHandler):
     async def on_members_added_activity(self, members_added: list[ChannelAccount], turn_context: TurnContext) -> None:
         bot_id = turn_context.activity.recipient.id if turn_context.activity.recipient else None
         if any(m.id == bot_id for m in members_added):
-            await turn_context.send_activity(render.text_activity(HELP_TEXT))
+            await turn_context.send_activity(render.text_activity(TEAMS_HELP_TEXT))
+
+
+def _attachment_download(url: str, max_bytes: int, *, timeout_s: float, trusted_hosts: frozenset[str]) -> bytes:
+    """A file sent in a chat: its download URL is pre-authenticated, so no token goes with it."""
+    return download(url, max_bytes=max_bytes, timeout_s=timeout_s, trusted_hosts=trusted_hosts)
+
+
+def _graph_download(client: GraphClient, f: DriveFile, max_bytes: int, *, timeout_s: float) -> bytes:
+    """A channel file's bytes; Graph refusing the bot a token is a failed download like any other."""
+    try:
+        return client.download(f, max_bytes=max_bytes, timeout_s=timeout_s)
+    except GraphError as e:
+        raise DownloadError("Microsoft Graph refused the download") from e

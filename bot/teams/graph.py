@@ -155,7 +155,7 @@ class GraphClient:
     def download(self, f: DriveFile, *, max_bytes: int, timeout_s: float) -> bytes:
         """The file's bytes (size cap, timeout and PDF magic check from connectors.download)."""
         if f.size > max_bytes:
-            raise DownloadError(f"the file is larger than the {max_bytes / 1_000_000:.0f} MB limit")
+            raise TooLargeError(f"the file is larger than the {max_bytes / 1_000_000:.0f} MB limit")
         trusted = self.settings.configured_hosts
         if f.download_url:  # pre-authenticated: no token goes with it
             return download(f.download_url, max_bytes=max_bytes, timeout_s=timeout_s, trusted_hosts=trusted)

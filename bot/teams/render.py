@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from botbuilder.schema import Activity, ActivityTypes, Attachment, Entity
 
+from bot.texts import location_text, pages_text
 from pipelines.models import Answer, Citation
 
 ADAPTIVE_CARD = "application/vnd.microsoft.card.adaptive"
@@ -60,15 +61,12 @@ def _escape_plain(text: str) -> str:
 
 
 def pages_label(c: Citation) -> str:
-    return f"p. {c.page_start}" if c.page_end <= c.page_start else f"pp. {c.page_start}–{c.page_end}"
+    return pages_text(c.page_start, c.page_end)
 
 
 def source_label(c: Citation) -> str:
-    """``file · p. N · section`` (the section only when the chunk has one)."""
-    parts = [c.file, pages_label(c)]
-    if c.section:
-        parts.append(c.section.split(" > ")[-1])
-    return " · ".join(parts)
+    """``file · p. N · section`` (the section's innermost heading, when the chunk has one)."""
+    return location_text(c.file, c.page_start, c.page_end, c.section)
 
 
 def linkable(url: str) -> bool:

@@ -23,10 +23,11 @@ from botbuilder.core import TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
 from botframework.connector.auth import BotFrameworkAuthentication
 
-from bot.core import APOLOGY, ChatCore
+from bot.core import ChatCore
 from bot.health import HEALTH_PATH, READY_PATH, Health
 from bot.teams import render
 from bot.teams.bot import CitebotTeamsBot
+from bot.texts import APOLOGY
 from connectors.log import error_fields
 from connectors.settings import Settings
 

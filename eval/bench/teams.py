@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
+from eval.bench.common import percentiles
 
 TENANT = "bench-tenant"
 CHANNEL = "19:bench@thread.tacv2"
@@ -39,20 +40,12 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
 def _summary(values: list[float]) -> dict[str, float]:
+    ms = [v * 1000 for v in values]
     return {
-        "n": len(values),
-        "p50_ms": round(_pct(values, 0.5) * 1000, 1),
-        "p95_ms": round(_pct(values, 0.95) * 1000, 1),
-        "max_ms": round(max(values) * 1000, 1) if values else float("nan"),
-        "mean_ms": round(statistics.fmean(values) * 1000, 1) if values else float("nan"),
+        **percentiles(ms),
+        "max_ms": round(max(ms), 1) if ms else float("nan"),
+        "mean_ms": round(statistics.fmean(ms), 1) if ms else float("nan"),
     }
 
 

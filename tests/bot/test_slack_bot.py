@@ -16,9 +16,11 @@ from typing import Any
 
 import pytest
 
-from bot.core import APOLOGY, HELP_TEXT, ChatContext, ChatCore
+from bot.core import ChatContext, ChatCore
 from bot.slack.app import SlackBot, build_bot
 from bot.slack.server import make_http_server, socket_mode_handler
+from bot.texts import APOLOGY
+from bot.texts import SLACK_HELP_TEXT as HELP_TEXT
 from connectors.settings import Settings
 from eval.fakes.slack_api import (
     APP_TOKEN,
@@ -492,6 +494,30 @@ def test_oversized_or_vanished_files_fail_clearly_without_indexing(slack: Harnes
         "I couldn't index huge scan.pdf: the file is larger than the 50 MB limit.",
     ]
     assert slack.fake.calls_to("file.download", file="F0BIG") == []
+    assert slack.core.documents([slack_scope(TEAM, channel)]) == []
+
+
+def test_a_download_error_shows_a_fixed_text_never_its_message(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bug: Slack showed ``f"...: {e}."``; an exception's message may carry a signed URL or the token."""
+    import bot.slack.app
+    from connectors.download import DownloadError
+
+    def leaky(url: str, **kw: Any) -> bytes:
+        raise DownloadError(f"GET {url} with {kw['headers']['Authorization']} failed")
+
+    monkeypatch.setattr(bot.slack.app, "download", leaky)
+    channel = "C0LEAKY"
+    leaky_file = slack.fake.add_file("F0LEAKY", "leaky.pdf", make_pdf(OFFSITE_PAGES))
+    slack.send(_file_share(channel, MEMBER, leaky_file, "206.000001"))
+    slack.fake.wait_for("chat.update", channel=channel)
+    slack.idle()
+    texts = [c.params["text"] for c in slack.fake.calls_to("chat.update", channel=channel)]
+    assert texts[-1] == (
+        "I couldn't index leaky.pdf: I couldn't download it. Please try uploading it again in a few minutes."
+    )
+    assert not any(BOT_TOKEN in t or "files/" in t for t in texts), texts
     assert slack.core.documents([slack_scope(TEAM, channel)]) == []
 
 

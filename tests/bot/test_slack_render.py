@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core import FEEDBACK_HINT
 from bot.slack.events import (
     parse_command,
     parse_file_shared,
@@ -13,6 +12,7 @@ from bot.slack.events import (
     strip_mentions,
 )
 from bot.slack.render import MAX_BLOCKS, MAX_SECTION_CHARS, location, render_answer, split_text
+from bot.texts import FEEDBACK_HINT
 from pipelines.models import Answer, Citation, RetrievedChunk
 
 

@@ -19,8 +19,10 @@ from botbuilder.core import TurnContext
 from botbuilder.core.adapters import TestAdapter
 from botbuilder.schema import Activity, ActivityTypes
 
-from bot.core import APOLOGY, ChatContext, ChatCore
-from bot.teams.bot import GRAPH_NOT_CONFIGURED, HELP_TEXT, SYNC_ONLY_IN_CHANNELS, CitebotTeamsBot
+from bot.core import ChatContext, ChatCore
+from bot.teams.bot import CitebotTeamsBot
+from bot.texts import APOLOGY, GRAPH_NOT_CONFIGURED, SYNC_ONLY_IN_CHANNELS
+from bot.texts import TEAMS_HELP_TEXT as HELP_TEXT
 from connectors.settings import Settings
 
 pytestmark = pytest.mark.slow

@@ -18,9 +18,10 @@ import pytest
 import requests
 import structlog
 
-from bot.core import APOLOGY, ChatCore
+from bot.core import ChatCore
 from bot.teams.activity import FILE_DOWNLOAD_INFO
 from bot.teams.server import anonymous_authentication, build_app
+from bot.texts import APOLOGY
 from connectors.settings import Settings
 from eval.fakes.microsoft import AppThread, Call, ChannelFolder, FakeMicrosoft
 

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 import requests
 
-from bot.core import APOLOGY, ChatCore
+from bot.core import ChatCore
 from bot.slack.app import build_bot
 from bot.slack.server import make_http_server
 from bot.teams.server import BOT_KEY, anonymous_authentication, build_app
+from bot.texts import APOLOGY
 from connectors.log import configure_logging
 from connectors.settings import Settings
 from eval.fakes.microsoft import AppThread, FakeMicrosoft

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from bot.core import ChatContext, ChatCore, ingest_result_text
+from bot.core import ChatContext, ChatCore
+from bot.texts import ingest_result_text
 from connectors.settings import Settings
 from tests.connectors.test_store_contract import chunk
 from tests.security.conftest import make_pdf
