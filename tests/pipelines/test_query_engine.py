@@ -15,15 +15,9 @@ from connectors.llm import client_from_settings
 from connectors.settings import Settings
 from connectors.sqlite_store import SQLiteDocumentStore
 from eval.fakes.openai_api import FakeOpenAI, passages_in
+from pipelines.answer_policy import NOTE_DROPPED, NOTE_LLM_FAILED, NOTE_LLM_UNSUPPORTED
 from pipelines.models import Turn
-from pipelines.query import (
-    NOTE_DROPPED,
-    NOTE_LLM_FAILED,
-    NOTE_LLM_UNSUPPORTED,
-    QueryEngine,
-    build_query_pipeline,
-    pipeline_inputs,
-)
+from pipelines.query import QueryEngine, build_query_pipeline, pipeline_inputs
 
 pytestmark = pytest.mark.slow
 
