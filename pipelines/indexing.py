@@ -5,7 +5,10 @@
 child process with a memory limit, ``CITEBOT_INGEST_MAX_MEMORY_MB``, and the document's time budget; the
 embedding model stays here. :class:`Indexer` wraps the pipeline with what the service
 needs: content-hash doc ids (re-ingesting the same bytes is ``unchanged``), a per-document time
-budget, progress callbacks and failures returned as :class:`IngestResult` with a user-facing reason.
+budget, progress callbacks and failures returned as :class:`IngestResult` with a user-facing reason. The
+file's own problems (refused, unreadable, no text) come out of the reader and the writer as data,
+``failed=[IngestFailure]``, and stop the steps after them; exceptions are left for what is not the file's
+fault (the store, the embedding model, a bug), unwrapped from Haystack's ``PipelineRuntimeError``.
 Nothing is written unless every step succeeded; the writer replaces older versions of the same file
 name in the same scope atomically.
 """
@@ -24,7 +27,7 @@ from typing import Any
 
 from haystack import Pipeline
 
-from connectors.embedding import embedding_fingerprint
+from connectors.embedding import EmbeddingModelError, embedding_fingerprint
 from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import (
@@ -37,7 +40,7 @@ from connectors.store_api import (
 from pipelines.components.chunker import StructureChunker
 from pipelines.components.embedder import PassageEmbedder
 from pipelines.components.isolated_reader import IsolatedPdfReader
-from pipelines.components.layout import IngestError, ParsedPdf
+from pipelines.components.layout import IngestFailure, ParsedPdf
 from pipelines.components.structure import StructureDetector
 from pipelines.components.writer import ChunkWriter
 from pipelines.models import IngestProgress, IngestResult
@@ -132,20 +135,6 @@ class _Progress:
             self.callback(IngestProgress(file=self.file, phase=phase, pages_done=done, pages_total=total))  # type: ignore[arg-type]
         except Exception as e:  # noqa: BLE001 - a broken progress display must not fail the ingest
             log.warning("ingest_progress_callback_failed", error=type(e).__name__)
-
-
-def _ingest_error(exc: BaseException) -> BaseException:
-    """The original exception inside Haystack's PipelineRuntimeError wrapping."""
-    seen = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, IngestError | StoreError | ChildCrashedError | MemoryLimitTooLowError):
-            return cur
-        if type(cur).__name__ == "EmbeddingModelError":
-            return cur
-        cur = cur.__cause__ or cur.__context__
-    return exc
 
 
 def _unwrapped(exc: BaseException) -> BaseException:
@@ -300,12 +289,10 @@ class Indexer:
                 snapshot_callback=_drop_snapshot,
             )
         except Exception as e:  # noqa: BLE001 - every failure becomes a result with a fixed reason
-            cause = _ingest_error(e)
-            if isinstance(cause, IngestError):
-                reason, code = cause.reason, cause.code
-            elif isinstance(cause, StoreError):
+            cause = _unwrapped(e)
+            if isinstance(cause, StoreError):
                 reason, code = FAILED_STORE, "store"
-            elif type(cause).__name__ == "EmbeddingModelError":
+            elif isinstance(cause, EmbeddingModelError):
                 reason, code = FAILED_MODEL, "model"
             elif isinstance(cause, ChildCrashedError):
                 # our bug in the reader's child process (an exception in our code, a crash signal): not the file
@@ -323,7 +310,6 @@ class Indexer:
             else:
                 # our bug, not the user's PDF: say so, and log where it happened (never the message or text)
                 reason, code = FAILED_INTERNAL, "internal"
-                cause = _unwrapped(cause)
                 log.error(  # noqa: TRY400 - a traceback would print the message, which can hold document text
                     "ingest_internal_error", scope=scope, doc_id=doc_id, error=type(cause).__name__,
                     **error_place(cause),
@@ -331,6 +317,10 @@ class Indexer:
             report("done", force=True)
             return result(doc_id=doc_id, status="failed", error=reason, error_code=code)
 
+        failed: list[IngestFailure] = [*out["reader"]["failed"], *out.get("writer", {}).get("failed", [])]
+        if failed:  # the file's own problem (refused, unreadable, no text): nothing was written
+            report("done", force=True)
+            return result(doc_id=doc_id, status="failed", error=failed[0].reason, error_code=failed[0].code)
         parsed: ParsedPdf = out["reader"]["parsed"]
         written = int(out["writer"]["written"])
         replaced = [r for r in out["writer"]["replaced"] if r != doc_id]

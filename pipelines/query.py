@@ -8,11 +8,12 @@
 (``bm25`` and ``dense`` modes keep one branch, for ablations). Scopes are passed to both retrievers
 on every run, never baked into the pipeline.
 
-:class:`QueryEngine` runs the steps around it, each a component under ``pipelines/components``:
-follow-up rewriting -> structure routing (explicit pages/sections/tables/files fetched by metadata
-and put first) -> retrieval -> extractive answer (always: it measures relevance and is the fallback)
--> refusal check -> LLM answer when configured -> citation validation (one stricter retry, then
-unsupported claims dropped) -> :class:`pipelines.models.Answer`.
+:class:`QueryEngine` runs the steps around it, each a component under ``pipelines/components``;
+:meth:`QueryEngine.answer` shows the whole path in order: follow-up rewriting -> structure routing (explicit
+pages/sections/tables/files fetched by metadata and put first) -> retrieval -> extractive answer (always: it
+measures relevance and is the fallback) -> confidence -> the answer policy (:mod:`pipelines.answer_policy`:
+refusal check, LLM answer when configured, citation validation with one stricter retry, extractive fallback)
+-> :class:`pipelines.models.Answer`.
 """
 
 from __future__ import annotations
@@ -27,27 +28,23 @@ from haystack import Document, Pipeline
 from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, require_scopes
+from pipelines.answer_policy import AnswerPolicy
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
 from pipelines.components.extractive_answerer import ExtractiveAnswerer
-from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer, keep_supported
+from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer
 from pipelines.components.query_embedder import QueryEmbedder
 from pipelines.components.query_rewriter import QueryRewriter
 from pipelines.components.question_analyzer import QuestionAnalyzer, strip_instructions, word_forms
 from pipelines.components.refusal import RefusalCheck, confidence
 from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
-from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn, ValidationCounts
+from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn
 
 log = get_logger("citebot.query")
 
 MODES: tuple[str, ...] = ("hybrid", "bm25", "dense")
 MAX_ROUTED = 12
 MAX_TERMS = 10
-NOTE_LLM_FAILED = "The language model was unavailable, so this answer quotes the PDFs directly."
-NOTE_LLM_UNSUPPORTED = (
-    "The language model's answer could not be matched to the PDFs, so this answer quotes them directly."
-)
-NOTE_DROPPED = "Some statements were left out because their quotes could not be found in the PDFs."
 __all__ = ["MODES", "PROMPT_VERSION", "QueryEngine", "build_query_pipeline"]
 
 
@@ -130,8 +127,6 @@ class QueryEngine:
 
         self._term_finder = make_retrievers(store, 1)[0]  # "does the scope hold this term at all?"
         self.extractive = ExtractiveAnswerer(**settings.embedding_args(batched=True))  # type: ignore[arg-type]
-        self.validator = CitationValidator(fuzzy_threshold=0.9)
-        self.refusal = RefusalCheck(threshold=settings.refusal_threshold)
         self.llm: LLMAnswerer | None = None
         self._llm_client = llm_client
         if settings.llm_configured or llm_client is not None:
@@ -142,6 +137,11 @@ class QueryEngine:
                 max_retries=settings.llm_max_retries,
             )
         self.rewriter = QueryRewriter(mode="llm" if self.llm is not None else "terms")
+        self.policy = AnswerPolicy(
+            refusal=RefusalCheck(threshold=settings.refusal_threshold),
+            validator=CitationValidator(fuzzy_threshold=0.9),
+            llm=self.llm,
+        )
         self._pipelines: dict[str, Pipeline] = {}
         self._lock = threading.Lock()
         self._warm = False
@@ -286,17 +286,21 @@ class QueryEngine:
 
     def assess(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> tuple[Retrieval, dict[str, Any],
                                                                                          dict[str, float]]:
-        """Retrieve, draft the extractive answer, and measure how well the passages answer: ``signals`` holds
-        ``max_cosine``, ``coverage`` (question terms in the passages), ``anchor_support`` (specific terms in
-        the scope) and ``confidence``, the number the refusal threshold applies to."""
+        """Retrieve, draft the extractive answer, and measure how well the passages answer (see :meth:`_signals`)."""
         r = self._retrieve(query, scopes, mode, k)
         ext = self._extract(r, k)
+        return r, ext, self._signals(r, ext, scopes)
+
+    def _signals(self, r: Retrieval, ext: dict[str, Any], scopes: list[str]) -> dict[str, float]:
+        """``max_cosine``, ``coverage`` (question terms in the passages), ``anchor_support`` and ``word_support``
+        (specific terms and content words found in the scope) and ``confidence``, the number the refusal
+        threshold applies to (1.0 for an explicit reference)."""
         support = 1.0 if r.explicit else self.term_support(r.anchors, scopes, r.filters)
         words = 1.0 if r.explicit else self.term_support(r.words, scopes, r.filters)
         signals = {"max_cosine": float(ext["max_cosine"]), "coverage": float(ext["coverage"]),
                    "anchor_support": support, "word_support": words}
         signals["confidence"] = confidence(signals["max_cosine"], support, words) if not r.explicit else 1.0
-        return r, ext, signals
+        return signals
 
     # --- answers -------------------------------------------------------------------------------
     def answer(
@@ -308,6 +312,13 @@ class QueryEngine:
         mode: RetrievalMode = "hybrid",
         k: int | None = None,
     ) -> Answer:
+        """The whole question path, one step a line (each a component, or a method running components):
+
+        rewriter (question + history -> query) -> :meth:`_retrieve` (analyzer -> router -> the retrieval
+        pipeline: embedder -> dense + bm25 -> fusion -> referenced chunks first: a :class:`Retrieval`)
+        -> extractive answerer (passages -> draft + relevance) -> :meth:`_signals` (term support -> confidence)
+        -> :class:`pipelines.answer_policy.AnswerPolicy` (refuse / LLM + validation, retry / extractive fallback).
+        """
         t0 = time.perf_counter()
         self.warm_up()
         scopes = require_scopes(list(scopes))
@@ -316,16 +327,12 @@ class QueryEngine:
         if not question:
             raise ValueError("the question is empty")
         query = self.rewriter.run(question=question, history=list(history))["query"]
-        r, ext, signals = self.assess(query, scopes, mode, k)
+        r = self._retrieve(query, scopes, mode, k)
+        ext = self._extract(r, k)
+        signals = self._signals(r, ext, scopes)
         context = r.context(k)
         t_retrieved = time.perf_counter()
-        refusal = self.refusal.run(relevance=signals["confidence"], documents=context)
-        if refusal["refused"] or not ext["citations"]:
-            answer = self._refusal(refusal["text"] or self.refusal.run(relevance=0.0, documents=context)["text"])
-        elif self.llm is not None:
-            answer = self._llm_answer(question, context, list(history), ext)
-        else:
-            answer = self._extractive_answer(ext, context)
+        answer = self.policy.decide(question, list(history), context, ext, signals["confidence"])
         t_end = time.perf_counter()
         answer = answer.model_copy(
             update={
@@ -351,59 +358,6 @@ class QueryEngine:
             validation=answer.validation.model_dump(),
         )
         return answer
-
-    def _refusal(self, text: str, note: str = "", mode: str = "extractive") -> Answer:
-        return Answer(text=text, refused=True, mode=mode, note=note)  # type: ignore[arg-type]
-
-    def _extractive_answer(self, ext: dict[str, Any], context: list[Document], note: str = "") -> Answer:
-        v = self.validator.run(citations=ext["citations"], documents=context)
-        text, cits = ext["text"], v["citations"]
-        if v["failures"]:  # cannot happen for spans cut from the chunks themselves; never show one anyway
-            text = text.split(" [", 1)[0] + " " + "".join(f"[{c.n}]" for c in cits) + ":"
-        if not cits:
-            return self._refusal(self.refusal.run(relevance=0.0, documents=context)["text"], note)
-        return Answer(text=text, citations=cits, mode="extractive", note=note, validation=v["validation"])
-
-    def _llm_answer(self, question: str, context: list[Document], history: list[Turn], ext: dict[str, Any]) -> Answer:
-        from connectors.llm import LLMError
-
-        assert self.llm is not None
-        try:
-            draft = self.llm.run(question=question, documents=context, history=history)
-            if not draft["answerable"]:
-                text = self.refusal.run(relevance=ext["relevance"], documents=context, answerable=False)["text"]
-                return self._refusal(text, mode="llm")
-            v = self.validator.run(citations=draft["citations"], documents=context)
-            counts: ValidationCounts = v["validation"]
-            if v["failures"]:
-                log.info("citations_retry", n_failures=len(v["failures"]))
-                draft = self.llm.run(question=question, documents=context, history=history, failures=v["failures"])
-                if not draft["answerable"]:
-                    text = self.refusal.run(relevance=ext["relevance"], documents=context, answerable=False)["text"]
-                    return self._refusal(text, mode="llm")
-                v = self.validator.run(citations=draft["citations"], documents=context, retried=True)
-                counts = _add_counts(counts, v["validation"])
-        except LLMError as e:
-            log.warning("llm_fallback", error=type(e).__name__)
-            return self._extractive_answer(ext, context, note=NOTE_LLM_FAILED)
-        kept = keep_supported(draft["text"], v["citations"], context)
-        text, cits = kept.text, kept.citations
-        if not cits or not text:
-            fallback = self._extractive_answer(ext, context, note=NOTE_LLM_UNSUPPORTED)
-            return fallback.model_copy(update={"validation": _add_counts(counts, fallback.validation)})
-        note = NOTE_DROPPED if v["failures"] or kept.dropped else ""
-        return Answer(text=text, citations=cits, mode="llm", note=note, validation=counts)
-
-
-def _add_counts(a: ValidationCounts, b: ValidationCounts) -> ValidationCounts:
-    return ValidationCounts(
-        exact=a.exact + b.exact,
-        normalised=a.normalised + b.normalised,
-        fuzzy=a.fuzzy + b.fuzzy,
-        unknown_chunk=a.unknown_chunk + b.unknown_chunk,
-        unmatched=a.unmatched + b.unmatched,
-        retried=a.retried or b.retried,
-    )
 
 
 def _retrieved(doc: Document) -> RetrievedChunk:

@@ -13,7 +13,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pipelines.components.layout import ParsedPdf
+from pipelines.components.layout import IngestError, IngestFailure, ParsedPdf
 from pipelines.reading.isolation import start as start_fork_server
 from pipelines.reading.ocr import OcrOptions
 from pipelines.reading.reader import PageCallback, ReadOptions, read_pdf_isolated
@@ -73,7 +73,7 @@ class IsolatedPdfReader:
         """Start the fork server now rather than on the first upload; safe to call again."""
         start_fork_server()
 
-    @component.output_types(parsed=ParsedPdf)
+    @component.output_types(parsed=ParsedPdf, failed=list[IngestFailure])
     def run(
         self,
         data: bytes,
@@ -81,10 +81,14 @@ class IsolatedPdfReader:
         on_page: PageCallback | None = None,
         on_ocr: PageCallback | None = None,
     ) -> dict[str, Any]:
-        """The parsed pages, or :class:`IngestError` with the reason the user sees (the file's own problem, "too
-        large when decompressed" when the child ran out of memory, the timeout), or
+        """The parsed pages and ``failed=[]``; or no pages and ``failed=[IngestFailure]`` with the reason the user
+        sees (the file's own problem, "too large when decompressed" when the child ran out of memory, the
+        timeout), so the steps after it do not run. Raises
         :class:`pipelines.reading.isolation.ChildCrashedError` when the child failed through our fault."""
-        parsed = read_pdf_isolated(
-            data, self.options, max_memory_mb=self.max_memory_mb, deadline=deadline, on_page=on_page, on_ocr=on_ocr
-        )
-        return {"parsed": parsed}
+        try:
+            parsed = read_pdf_isolated(
+                data, self.options, max_memory_mb=self.max_memory_mb, deadline=deadline, on_page=on_page, on_ocr=on_ocr
+            )
+        except IngestError as e:
+            return {"failed": [IngestFailure.of(e)]}
+        return {"parsed": parsed, "failed": []}

@@ -20,6 +20,19 @@ class IngestError(Exception):
 
 
 @dataclass(frozen=True)
+class IngestFailure:
+    """Why one file was not indexed, as a component output (``failed=[...]``): ``reason`` is the fixed,
+    user-facing sentence of the :class:`IngestError` it came from, ``code`` the short name the log records."""
+
+    reason: str
+    code: str = "failed"
+
+    @classmethod
+    def of(cls, error: IngestError) -> IngestFailure:
+        return cls(reason=error.reason, code=error.code)
+
+
+@dataclass(frozen=True)
 class Line:
     """One visual line (or one row of a table: several cells on one baseline)."""
 

@@ -65,16 +65,21 @@ class RefusalCheck:
         if documents and answerable and relevance >= self.threshold:
             return {"refused": False, "text": "", "reason": ""}
         reason = "no_passages" if not documents else ("not_answerable" if not answerable else "weak_retrieval")
-        pointers: list[str] = []
-        for d in documents:
-            w = _where(d)
-            if w not in pointers:
-                pointers.append(w)
-            if len(pointers) >= self.max_pointers:
-                break
-        text = REFUSAL_TEXT
-        if pointers:
-            text += " The closest passages, if you want to check:\n" + "\n".join(f"• {p}" for p in pointers)
-        elif not documents:
-            text += " I found no passages about it here."
-        return {"refused": True, "text": text, "reason": reason}
+        return {"refused": True, "text": refusal_text(documents, max_pointers=self.max_pointers), "reason": reason}
+
+
+def refusal_text(documents: list[Document], *, max_pointers: int = 3) -> str:
+    """What a refusal says: :data:`REFUSAL_TEXT` and up to ``max_pointers`` closest passages (one per page)."""
+    pointers: list[str] = []
+    for d in documents:
+        w = _where(d)
+        if w not in pointers:
+            pointers.append(w)
+        if len(pointers) >= max_pointers:
+            break
+    text = REFUSAL_TEXT
+    if pointers:
+        text += " The closest passages, if you want to check:\n" + "\n".join(f"• {p}" for p in pointers)
+    elif not documents:
+        text += " I found no passages about it here."
+    return text

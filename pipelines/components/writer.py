@@ -12,7 +12,11 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from connectors.store_api import ChunkStore
 from connectors.stores import store_from_dict
-from pipelines.components.layout import IngestError
+from pipelines.components.layout import IngestFailure
+
+NO_TEXT = IngestFailure(
+    "No readable text was found in this PDF (it may be scanned pages that OCR could not read).", code="no_text"
+)
 
 
 @component
@@ -33,12 +37,11 @@ class ChunkWriter:
             params["store"] = store_from_dict(store_data)
         return default_from_dict(cls, data)
 
-    @component.output_types(written=int, replaced=list[str])
+    @component.output_types(written=int, replaced=list[str], failed=list[IngestFailure])
     def run(self, documents: list[Document], scope: str, file_name: str) -> dict[str, Any]:
+        """Replace the file's chunks in ``scope``; a file without chunks writes nothing and comes back in
+        ``failed``. A store that cannot write raises :class:`connectors.store_api.StoreError`."""
         if not documents:
-            raise IngestError(
-                "No readable text was found in this PDF (it may be scanned pages that OCR could not read).",
-                code="no_text",
-            )
+            return {"written": 0, "replaced": [], "failed": [NO_TEXT]}
         replaced = self.store.replace_document(documents, scope=scope, file_name=file_name)
-        return {"written": len(documents), "replaced": list(replaced)}
+        return {"written": len(documents), "replaced": list(replaced), "failed": []}

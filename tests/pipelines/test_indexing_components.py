@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import io
 import time
@@ -328,8 +329,9 @@ class TestIsolatedPdfReader:
         data = sample_pdfs.sample_bytes(sample_pdfs.CONTRACT)
         reader = IsolatedPdfReader(ocr_enabled=False, **kwargs)
         if outcome != "parsed":
-            with pytest.raises(IngestError, match=outcome):
-                reader.run(data)
+            out = reader.run(data)
+            assert "parsed" not in out
+            assert [f.code for f in out["failed"]] == ["too_many_pages"] and outcome in out["failed"][0].reason
             return
         pages: list[tuple[int, int]] = []
         parsed = reader.run(data, deadline=time.monotonic() + 60, on_page=lambda d, t: pages.append((d, t)))["parsed"]
@@ -631,3 +633,33 @@ class TestPassageEmbedder:
         doc = Document(content="Up to 5 days.", meta={"section": "4 Leave > 4.1 Annual leave"})
         assert passage_text(doc) == "4 Leave > 4.1 Annual leave\nUp to 5 days."
         assert passage_text(Document(content="x", meta={})) == "x"
+
+
+class TestChunkWriter:
+    @pytest.fixture
+    def store(self, tmp_path: Path):
+        from connectors.sqlite_store import SQLiteDocumentStore
+
+        return SQLiteDocumentStore(path=tmp_path / "chunks.db")
+
+    def test_init_and_serialisation(self, store) -> None:
+        from pipelines.components.writer import ChunkWriter
+
+        with pytest.raises(ValueError, match="store"):
+            ChunkWriter(store=None)  # type: ignore[arg-type]
+        data = ChunkWriter(store=store).to_dict()
+        assert data["type"] == "pipelines.components.writer.ChunkWriter"
+        assert ChunkWriter.from_dict(copy.deepcopy(data)).to_dict() == data  # from_dict fills in the store
+
+    @pytest.mark.parametrize("n_chunks", [0, 2])
+    def test_run(self, store, n_chunks: int) -> None:
+        from pipelines.components.writer import NO_TEXT, ChunkWriter
+
+        meta = {"scope": "slack:T1:C1", "doc_id": "d1", "file_name": "a.pdf", "page_start": 1, "page_end": 1}
+        docs = [Document(id=f"d1:{i:05d}", content=f"chunk {i}", meta={**meta, "chunk_index": i}, embedding=[0.0] * 4)
+                for i in range(n_chunks)]
+        out = ChunkWriter(store=store).run(documents=docs, scope="slack:T1:C1", file_name="a.pdf")
+        assert out["written"] == n_chunks
+        assert out["failed"] == ([] if n_chunks else [NO_TEXT])
+        assert NO_TEXT.code == "no_text"
+        assert store.count_documents() == n_chunks

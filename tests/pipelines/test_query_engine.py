@@ -7,7 +7,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from haystack import Document
+from haystack import Document, Pipeline
 from haystack.document_stores.types import DuplicatePolicy
 
 from connectors.embedding import embed
@@ -15,15 +15,9 @@ from connectors.llm import client_from_settings
 from connectors.settings import Settings
 from connectors.sqlite_store import SQLiteDocumentStore
 from eval.fakes.openai_api import FakeOpenAI, passages_in
+from pipelines.answer_policy import NOTE_DROPPED, NOTE_LLM_FAILED, NOTE_LLM_UNSUPPORTED
 from pipelines.models import Turn
-from pipelines.query import (
-    NOTE_DROPPED,
-    NOTE_LLM_FAILED,
-    NOTE_LLM_UNSUPPORTED,
-    QueryEngine,
-    build_query_pipeline,
-    pipeline_inputs,
-)
+from pipelines.query import QueryEngine, build_query_pipeline, pipeline_inputs
 
 pytestmark = pytest.mark.slow
 
@@ -255,9 +249,12 @@ def test_build_query_pipeline_modes(settings, store):
     "question", ["How many weeks of parental leave does the primary carer get?", "When was the company founded?"]
 )
 def test_the_saved_pipeline_ranks_as_the_engine_does(settings, store, engine, mode, question):
-    """The engine runs the pipeline's components itself (no per-value deep copies); a pipeline built by
-    build_query_pipeline and run by Haystack must rank the same chunks in the same order."""
-    pipeline = build_query_pipeline(settings, store, mode)
+    """The engine runs the pipeline's components itself (no per-value deep copies); the pipeline built by
+    build_query_pipeline, saved as YAML and loaded back, then run by Haystack, must rank the same chunks in
+    the same order."""
+    pipeline = Pipeline.loads(
+        build_query_pipeline(settings, store, mode).dumps(), allowed_modules=["connectors", "pipelines"]
+    )
     out = pipeline.run(pipeline_inputs(mode, question, [A], None, settings.retrieval_top_k))
     engine_hits, _ = engine._run_retrieval(mode, question, [A], None)
     assert [d.id for d in out["joiner"]["documents"]] == [d.id for d in engine_hits]

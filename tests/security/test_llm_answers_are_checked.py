@@ -20,9 +20,9 @@ from bot.slack.render import render_answer
 from bot.teams.render import answer_activity
 from connectors.settings import Settings
 from eval.fakes.openai_api import FakeOpenAI, passages_in
+from pipelines.answer_policy import NOTE_DROPPED
 from pipelines.components.llm_answerer import keep_supported
 from pipelines.models import Answer, Citation
-from pipelines.query import NOTE_DROPPED
 from pipelines.service import CitebotService
 from tests.security.conftest import make_pdf
 

@@ -1,0 +1,104 @@
+"""The answer policy: given the passages and the extractive draft, refuse, quote, or ask the LLM.
+
+:meth:`AnswerPolicy.decide` is the whole decision, in order:
+
+1. refuse (``RefusalCheck``) when confidence is below the threshold or the extractive draft cites nothing;
+2. without an LLM, the extractive answer, its citations validated (``CitationValidator``);
+3. with one, the LLM's answer (``LLMAnswerer``), its citations validated; on failures one stricter retry
+   naming them, then claims still unsupported dropped (:func:`keep_supported`);
+4. the model says the passages don't answer: a refusal; the model fails (``LLMError``) or nothing it says
+   survives validation: the extractive answer, with a note saying why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from haystack import Document
+
+from connectors.log import get_logger
+from pipelines.components.citation_validator import CitationValidator
+from pipelines.components.llm_answerer import LLMAnswerer, keep_supported
+from pipelines.components.refusal import RefusalCheck, refusal_text
+from pipelines.models import Answer, Turn, ValidationCounts
+
+log = get_logger("citebot.query")
+
+NOTE_LLM_FAILED = "The language model was unavailable, so this answer quotes the PDFs directly."
+NOTE_LLM_UNSUPPORTED = (
+    "The language model's answer could not be matched to the PDFs, so this answer quotes them directly."
+)
+NOTE_DROPPED = "Some statements were left out because their quotes could not be found in the PDFs."
+
+
+class AnswerPolicy:
+    """Refuse / extractive / LLM with one retry and an extractive fallback; stateless after construction."""
+
+    def __init__(self, *, refusal: RefusalCheck, validator: CitationValidator, llm: LLMAnswerer | None) -> None:
+        self.refusal = refusal
+        self.validator = validator
+        self.llm = llm
+
+    def decide(
+        self, question: str, history: list[Turn], context: list[Document], ext: dict[str, Any], confidence: float
+    ) -> Answer:
+        """The answer to ``question`` from ``context`` (the passages) and ``ext`` (the extractive answerer's
+        output), ``confidence`` being the number the refusal threshold applies to."""
+        if self.refusal.run(relevance=confidence, documents=context)["refused"] or not ext["citations"]:
+            return self._refusal(context)
+        if self.llm is not None:
+            return self._llm_answer(self.llm, question, context, history, ext)
+        return self._extractive_answer(ext, context)
+
+    def _refusal(self, context: list[Document], note: str = "", mode: str = "extractive") -> Answer:
+        text = refusal_text(context, max_pointers=self.refusal.max_pointers)
+        return Answer(text=text, refused=True, mode=mode, note=note)  # type: ignore[arg-type]
+
+    def _extractive_answer(self, ext: dict[str, Any], context: list[Document], note: str = "") -> Answer:
+        v = self.validator.run(citations=ext["citations"], documents=context)
+        text, cits = ext["text"], v["citations"]
+        if v["failures"]:  # cannot happen for spans cut from the chunks themselves; never show one anyway
+            text = text.split(" [", 1)[0] + " " + "".join(f"[{c.n}]" for c in cits) + ":"
+        if not cits:
+            return self._refusal(context, note)
+        return Answer(text=text, citations=cits, mode="extractive", note=note, validation=v["validation"])
+
+    def _llm_answer(
+        self, llm: LLMAnswerer, question: str, context: list[Document], history: list[Turn], ext: dict[str, Any]
+    ) -> Answer:
+        from connectors.llm import LLMError
+
+        try:
+            draft = llm.run(question=question, documents=context, history=history)
+            if not draft["answerable"]:
+                return self._refusal(context, mode="llm")
+            v = self.validator.run(citations=draft["citations"], documents=context)
+            counts: ValidationCounts = v["validation"]
+            if v["failures"]:
+                log.info("citations_retry", n_failures=len(v["failures"]))
+                draft = llm.run(question=question, documents=context, history=history, failures=v["failures"])
+                if not draft["answerable"]:
+                    return self._refusal(context, mode="llm")
+                v = self.validator.run(citations=draft["citations"], documents=context, retried=True)
+                counts = add_counts(counts, v["validation"])
+        except LLMError as e:
+            log.warning("llm_fallback", error=type(e).__name__)
+            return self._extractive_answer(ext, context, note=NOTE_LLM_FAILED)
+        kept = keep_supported(draft["text"], v["citations"], context)
+        text, cits = kept.text, kept.citations
+        if not cits or not text:
+            fallback = self._extractive_answer(ext, context, note=NOTE_LLM_UNSUPPORTED)
+            return fallback.model_copy(update={"validation": add_counts(counts, fallback.validation)})
+        note = NOTE_DROPPED if v["failures"] or kept.dropped else ""
+        return Answer(text=text, citations=cits, mode="llm", note=note, validation=counts)
+
+
+def add_counts(a: ValidationCounts, b: ValidationCounts) -> ValidationCounts:
+    return ValidationCounts(
+        exact=a.exact + b.exact,
+        normalised=a.normalised + b.normalised,
+        fuzzy=a.fuzzy + b.fuzzy,
+        unknown_chunk=a.unknown_chunk + b.unknown_chunk,
+        unmatched=a.unmatched + b.unmatched,
+        retried=a.retried or b.retried,
+    )
