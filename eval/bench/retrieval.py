@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
-from eval.bench.common import FUNCTION_WORDS, QUESTION_STARTS, percentiles, vocabulary, zipf_cdf
+from eval.bench.common import FUNCTION_WORDS, QUESTION_STARTS, chunk, percentiles, vocabulary, zipf_cdf
 
 TARGETS = {"p95_unfiltered_ms": 30.0, "speedup": 40.0, "writes_per_s": 5000.0, "reopen_s": 2.0}
 
@@ -51,7 +51,6 @@ def register(sub: Any) -> None:
 def build_corpus(n: int, n_scopes: int, dim: int, seed: int) -> tuple[list[Any], list[str], list[str]]:
     """Documents of 100 chunks each, their scopes, and the scope holding 5% of the chunks first."""
     import numpy as np
-    from haystack import Document
 
     rng = np.random.default_rng(seed)
     vocab = np.array(vocabulary(rng, 30_000))
@@ -68,7 +67,7 @@ def build_corpus(n: int, n_scopes: int, dim: int, seed: int) -> tuple[list[Any],
     chunk_scope[small:] = [scopes[1 + (i % (n_scopes - 1))] for i in range(n - small)] if n_scopes > 1 else scopes[0]
     rng.shuffle(chunk_scope)
 
-    docs: list[Document] = []
+    docs: list[Any] = []
     pos = 0
     per_scope_count: dict[str, int] = {}
     for i in range(n):
@@ -79,28 +78,7 @@ def build_corpus(n: int, n_scopes: int, dim: int, seed: int) -> tuple[list[Any],
         per_scope_count[scope] = k + 1
         doc_id = f"{scope.replace(':', '-')}-d{k // 100:05d}"
         ci = k % 100
-        docs.append(
-            Document(
-                id=f"{doc_id}:{ci:05d}",
-                content=text,
-                embedding=vecs[i].tolist(),
-                meta={
-                    "scope": scope,
-                    "doc_id": doc_id,
-                    "file_name": f"{doc_id}.pdf",
-                    "page_start": ci // 3 + 1,
-                    "page_end": ci // 3 + 1,
-                    "section": "",
-                    "section_id": "",
-                    "element_type": "text",
-                    "label": "",
-                    "chunk_index": ci,
-                    "sha256": doc_id,
-                    "uploaded_by": "",
-                    "uploaded_at": "2026-01-01T00:00:00+00:00",
-                },
-            )
-        )
+        docs.append(chunk(doc_id, ci, scope, text, vecs[i].tolist()))
     return docs, scopes, [str(w) for w in vocab[len(FUNCTION_WORDS) : len(FUNCTION_WORDS) + 5000]]
 
 
