@@ -81,6 +81,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 resp.raise_for_status()
                 return t0, time.perf_counter() - t0
 
+            def ask(activity: dict[str, Any]) -> tuple[float, float, int]:
+                """(ack seconds, seconds to the answer, 1 if it carries citations) for one question activity."""
+                t0, ack = post(activity)
+                answer = fake.wait_for(
+                    lambda c, a=activity["id"]: c.reply_to_id == a and c.type == "message",  # type: ignore[misc]
+                    timeout=120,
+                )[-1]
+                return ack, answer.at - t0, _has_citations(answer.body)
+
             # 1) a PDF sent in a personal chat: ack, then the ingest result
             fake.files["contract"] = sample_bytes(CONTRACT)
             file_msg = {
@@ -121,14 +130,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                     "channelData": {"tenant": {"id": TENANT}},
                     "text": questions[i % len(questions)],
                 }
-                t0, ack = post(msg)
-                answer = fake.wait_for(
-                    lambda c, a=activity_id: c.reply_to_id == a and c.type == "message",  # type: ignore[misc]
-                    timeout=120,
-                )[-1]
+                ack, answer_s, has_citations = ask(msg)
                 acks.append(ack)
-                answers.append(answer.at - t0)
-                cited += _has_citations(answer.body)
+                answers.append(answer_s)
+                cited += has_citations
 
             # 3) the same through a channel @mention (thread reply, quote card); the channel gets its own copy
             channel_scope = f"teams:{TENANT}:{CHANNEL}"
@@ -158,14 +163,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                     "text": f"<at>Citebot</at> {questions[i % len(questions)]}",
                     "entities": [{"type": "mention", "text": "<at>Citebot</at>", "mentioned": BOT}],
                 }
-                t0, ack = post(msg)
-                answer = fake.wait_for(
-                    lambda c, a=activity_id: c.reply_to_id == a and c.type == "message",  # type: ignore[misc]
-                    timeout=120,
-                )[-1]
+                ack, answer_s, has_citations = ask(msg)
                 ch_acks.append(ack)
-                ch_answers.append(answer.at - t0)
-                ch_cited += _has_citations(answer.body)
+                ch_answers.append(answer_s)
+                ch_cited += has_citations
 
     report: dict[str, Any] = {
         "warm_up_s": round(warm_s, 2),
