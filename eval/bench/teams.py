@@ -66,7 +66,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     questions = [f.question for f in facts() if f.file == CONTRACT and f.kind != "ocr"] or ["What is this about?"]
     with tempfile.TemporaryDirectory() as tmp, FakeMicrosoft() as fake:
         bench_settings = settings.model_copy(
-            update={"data_dir": Path(tmp), "teams_app_id": None, "teams_app_password": None}
+            # the fake Microsoft endpoints are configured hosts, so downloads may reach them on loopback
+            update={"data_dir": Path(tmp), "teams_app_id": None, "teams_app_password": None,
+                    "teams_graph_url": fake.graph_url, "teams_token_url": fake.token_url}
         )
         core = ChatCore.from_settings(bench_settings)
         t = time.perf_counter()
