@@ -17,7 +17,8 @@ from typing import Literal
 import structlog
 
 from bot import texts
-from connectors.download import DownloadError
+from connectors import metrics
+from connectors.download import DownloadError, TooLargeError
 from connectors.log import error_fields
 from connectors.settings import Settings
 from connectors.state_api import ChatState, Polarity
@@ -127,7 +128,15 @@ class ChatCore:
     def ask(self, ctx: ChatContext, question: str, history: Sequence[Turn] = ()) -> Answer:
         """Answer ``question`` over the context's scopes; logs one summary line, never the text."""
         t0 = time.perf_counter()
-        answer = for_people(self.service.answer(question, list(ctx.scopes), history))
+        try:
+            answer = for_people(self.service.answer(question, list(ctx.scopes), history))
+        except Exception:
+            metrics.record_question_failed(ctx.platform, seconds=time.perf_counter() - t0)
+            raise
+        v = answer.validation
+        metrics.record_question(ctx.platform, mode=answer.mode, refused=answer.refused,
+                                seconds=time.perf_counter() - t0, exact=v.exact, normalised=v.normalised,
+                                fuzzy=v.fuzzy, dropped=v.unknown_chunk + v.unmatched)
         log.info(
             "answered",
             platform=ctx.platform,
@@ -184,6 +193,8 @@ class ChatCore:
             comment=printable(comment).strip()[:MAX_COMMENT_CHARS],
             choice=choice,
         )
+        if ok:
+            metrics.record_feedback(platform, polarity)
         log.info("feedback", platform=platform, user=user, polarity=polarity, linked=ok, choice=choice,
                  has_comment=bool(comment.strip()))
         return ok
@@ -212,6 +223,8 @@ class ChatCore:
             data, file_name=file_name, scope=ctx.scope, uploaded_by=ctx.user, is_admin=is_admin,
             source_url=source_url, progress=progress,
         )
+        metrics.record_ingest(ctx.platform, status=result.status, seconds=result.seconds, pages=result.pages,
+                              ocr_pages=result.ocr_pages, chunks=result.chunks, reason=result.error_code or "")
         log.info(
             "ingested",
             platform=ctx.platform,
@@ -245,11 +258,13 @@ class ChatCore:
         to show. A failed download gets its class's fixed text; any other exception is ours and propagates, for
         the adapter's "something went wrong on my side"."""
         if size > self.max_file_bytes:  # the platform told us the size: don't even start
+            metrics.record_ingest_refused(ctx.platform, "too_large")
             return texts.too_large_text(file_name, self.settings.max_file_mb)
         try:
             data = fetch(self.max_file_bytes)
         except DownloadError as e:  # its message is never shown, nor logged: it may carry a URL
             log.info("download_failed", platform=ctx.platform, scope=ctx.scope, user=ctx.user, **error_fields(e))
+            metrics.record_ingest_refused(ctx.platform, "too_large" if isinstance(e, TooLargeError) else "download")
             return texts.download_failed_text(
                 file_name, e, max_file_mb=self.settings.max_file_mb, timeout_s=self.settings.download_timeout_s
             )

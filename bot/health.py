@@ -5,8 +5,12 @@
 * ``/readyz`` answers 200 ``{"status": "ready", ...}`` once the embedding model is loaded and the pipelines are
   built on the store, else 503 ``{"status": "starting", ...}`` (a readiness probe: send no traffic before).
 
-Slack's HTTP server and the Teams aiohttp app serve both paths on their own port; Slack in Socket Mode has no
-HTTP server of its own, so :func:`serve_health` gives it one (``citebot serve slack --health-port``).
+* ``/metrics`` answers the Prometheus metrics (:mod:`connectors.metrics`) in Prometheus' text format.
+
+Slack's HTTP server and the Teams aiohttp app serve these paths on their own port; Slack in Socket Mode has no
+HTTP server of its own, so :func:`serve_health` gives it one (``citebot serve slack --health-port``). With
+``citebot serve ... --metrics-port P`` the metrics move to a port of their own (served by :func:`serve_health`
+too), so a bot port that faces the internet never shows them: ``Health(metrics=False)`` on the bot's port.
 """
 
 from __future__ import annotations
@@ -20,16 +24,25 @@ from bot.version import version
 
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
+METRICS_PATH = "/metrics"
+JSON = "application/json"
 
 
 class Health:
     """Whether the bot is ready; thread-safe."""
 
-    def __init__(self, platform: str, *, ready: bool = False) -> None:
+    def __init__(self, platform: str, *, ready: bool = False, metrics: bool = True) -> None:
         self.platform = platform
+        self.metrics = metrics  # whether /metrics is served beside the health paths
         self._ready = threading.Event()
         if ready:
             self._ready.set()
+
+    def metrics_elsewhere(self) -> Health:
+        """This health on a port without /metrics (the bot's own, when metrics have a port of their own)."""
+        view = Health(self.platform, metrics=False)
+        view._ready = self._ready
+        return view
 
     def set_ready(self) -> None:
         self._ready.set()
@@ -47,20 +60,25 @@ class Health:
     def readiness(self) -> tuple[int, dict[str, Any]]:
         return (200, self._body("ready")) if self.ready else (503, self._body("starting"))
 
-    def respond(self, path: str) -> tuple[int, bytes] | None:
-        """(status, JSON body) for a health path, None for any other path."""
+    def respond(self, path: str) -> tuple[int, bytes, str] | None:
+        """(status, body, content type) for a health path or /metrics, None for any other path."""
         path = path.partition("?")[0]
+        if path == METRICS_PATH and self.metrics:
+            from connectors.metrics import exposition
+
+            return 200, *exposition()
         if path == HEALTH_PATH:
             status, body = self.live()
         elif path == READY_PATH:
             status, body = self.readiness()
         else:
             return None
-        return status, json.dumps(body).encode()
+        return status, json.dumps(body).encode(), JSON
 
 
 def serve_health(health: Health, host: str, port: int) -> ThreadingHTTPServer:
-    """A small HTTP server with only the two health paths (``port=0`` picks a free one); call ``serve_forever``."""
+    """A small HTTP server with only the health paths and /metrics (``port=0`` picks a free one); call
+    ``serve_forever``."""
 
     class Handler(BaseHTTPRequestHandler):
         timeout = 10
@@ -70,9 +88,9 @@ def serve_health(health: Health, host: str, port: int) -> ThreadingHTTPServer:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             found = health.respond(self.path)
-            status, body = found if found is not None else (404, b"")
+            status, body, content_type = found if found is not None else (404, b"", JSON)
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from connectors.metrics import record_claim_taken_over
 from connectors.settings import Settings
 from connectors.state_api import (
     CLAIM_TTL_S,
@@ -268,7 +269,10 @@ class ElasticsearchState:
                 return False
             taken = {**old, "at": now, "started": now, "pid": os.getpid(), "host": self._host, "run": RUN,
                      "attempts": int(old.get("attempts") or 1) + 1}
-            return self._put_if("claims", id_, taken, got)
+            if self._put_if("claims", id_, taken, got):
+                record_claim_taken_over(key)
+                return True
+            return False
         return False
 
     def _update_claim(self, key: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from connectors.metrics import record_claim_taken_over
 from connectors.state_api import (
     CLAIM_TTL_S,
     MAX_CLAIM_ATTEMPTS,
@@ -209,6 +210,7 @@ class StateLog:
                    WHERE key = ?""",
                 (_iso(now), now, *owner, key),
             )
+            record_claim_taken_over(key)
             return True
 
     def finish_event(self, key: str) -> None:

@@ -231,7 +231,8 @@ class Indexer:
 
         def result(**kw: Any) -> IngestResult:
             code = kw.pop("error_code", None)
-            res = IngestResult(file=file_name, scope=scope, seconds=round(time.monotonic() - started, 3), **kw)
+            res = IngestResult(file=file_name, scope=scope, seconds=round(time.monotonic() - started, 3),
+                               error_code=code, **kw)
             log.info(
                 "ingest", scope=scope, doc_id=res.doc_id, status=res.status, pages=res.pages, chunks=res.chunks,
                 ocr_pages=res.ocr_pages, seconds=res.seconds, reason=code,

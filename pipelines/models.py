@@ -158,6 +158,9 @@ class IngestResult(BaseModel):
     skipped_pages: list[int] = Field(default_factory=list, description="Pages whose OCR failed or timed out.")
     seconds: float = 0.0
     error: str | None = Field(None, description="A clear, user-facing reason when status is failed.")
+    error_code: str | None = Field(
+        None, description="The failure's short name (``corrupt``, ``timeout``...), for logs and metrics."
+    )
     replaced_doc_id: str | None = Field(None, description="The older version of the same file that was replaced.")
     renamed_from: str | None = Field(
         None, description="The uploaded name, when the file was indexed as ``file`` because someone else's has it."

@@ -7,6 +7,9 @@ from typing import Any
 
 from connectors.settings import Settings
 
+METRICS_HELP = ("serve GET /metrics (Prometheus) on this port, with /healthz and /readyz, instead of on the bot's "
+                "port: keeps them off a port that faces the internet")
+
 
 def register(sub: Any) -> None:
     serve = sub.add_parser("serve", help="run the Slack or Teams bot")
@@ -17,7 +20,8 @@ def register(sub: Any) -> None:
     slack.add_argument("--host", default="127.0.0.1")
     slack.add_argument("--port", type=int, default=3000)
     slack.add_argument("--health-port", type=int, default=None,
-                       help="Socket Mode: serve GET /healthz and /readyz on this port (containers, probes)")
+                       help="Socket Mode: serve GET /healthz, /readyz and /metrics on this port (containers, probes)")
+    slack.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
     slack.set_defaults(func=run_slack)
 
     teams = platforms.add_parser("teams", help="Microsoft Teams bot on /api/messages")
@@ -25,16 +29,25 @@ def register(sub: Any) -> None:
     teams.add_argument("--port", type=int, default=3978)
     teams.add_argument("--insecure-local", action="store_true",
                        help="without TEAMS_APP_ID/PASSWORD, accept unsigned requests (Emulator; loopback --host only)")
+    teams.add_argument("--metrics-port", type=int, default=None, help=METRICS_HELP)
     teams.set_defaults(func=run_teams)
 
 
 def run_slack(args: argparse.Namespace, settings: Settings) -> int:
     from bot.slack.server import serve
+    from connectors.tracing import configure_tracing
 
-    return serve(settings, http=args.http, host=args.host, port=args.port, health_port=args.health_port)
+    configure_tracing(settings, service_name="citebot-slack")
+
+    return serve(settings, http=args.http, host=args.host, port=args.port, health_port=args.health_port,
+                 metrics_port=args.metrics_port)
 
 
 def run_teams(args: argparse.Namespace, settings: Settings) -> int:
     from bot.teams.server import serve
+    from connectors.tracing import configure_tracing
 
-    return serve(settings, host=args.host, port=args.port, insecure_local=args.insecure_local)
+    configure_tracing(settings, service_name="citebot-teams")
+
+    return serve(settings, host=args.host, port=args.port, insecure_local=args.insecure_local,
+                 metrics_port=args.metrics_port)

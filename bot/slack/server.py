@@ -110,7 +110,7 @@ def make_http_server(
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             found = probe.respond(self.path)
             if found is not None:
-                self._send(found[0], found[1], {"Content-Type": "application/json"})
+                self._send(found[0], found[1], {"Content-Type": found[2]})
             else:
                 self._send(404, b"", {})
 
@@ -271,9 +271,13 @@ def check_bot_token(settings: Settings) -> str:
     return ""
 
 
-def serve(settings: Settings, *, http: bool, host: str, port: int, health_port: int | None = None) -> int:
+def serve(
+    settings: Settings, *, http: bool, host: str, port: int, health_port: int | None = None,
+    metrics_port: int | None = None,
+) -> int:
     """Run the Slack bot until interrupted (or SIGTERM); returns the exit status. The HTTP server (or, in Socket
-    Mode, the health server on ``health_port``) listens while the model loads, so probes see it starting."""
+    Mode, the health server on ``health_port``) listens while the model loads, so probes see it starting.
+    ``/metrics`` is served there too, or only on ``metrics_port`` when that is given."""
     from bot.core import ChatCore
     from bot.slack.app import SlackConfigError, build_bot
 
@@ -298,10 +302,12 @@ def serve(settings: Settings, *, http: bool, host: str, port: int, health_port: 
         print(f"citebot: could not start the Slack app ({type(e).__name__}); check SLACK_BOT_TOKEN", file=sys.stderr)
         return 2
     health = Health("slack")
+    metrics_server = serve_health(health, host, metrics_port) if metrics_port is not None else None
+    probe = health.metrics_elsewhere() if metrics_server is not None else health
     if socket_mode:
-        server = serve_health(health, host, health_port) if health_port is not None else None
+        server = serve_health(probe, host, health_port) if health_port is not None else None
     else:
-        server = make_http_server(bot.app, host, port, health=health)
+        server = make_http_server(bot.app, host, port, health=probe)
     stop = threading.Event()
 
     def _stop(*_: object) -> None:
@@ -309,8 +315,9 @@ def serve(settings: Settings, *, http: bool, host: str, port: int, health_port: 
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _stop)
-    if server is not None:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+    for listener in (server, metrics_server):
+        if listener is not None:
+            threading.Thread(target=listener.serve_forever, daemon=True).start()
     try:
         log.info("warming_up")
         core.service.warm_up()
@@ -339,7 +346,8 @@ def serve(settings: Settings, *, http: bool, host: str, port: int, health_port: 
             stop.wait()
         return 0
     finally:
-        if server is not None:
-            server.shutdown()
-            server.server_close()
+        for listener in (server, metrics_server):
+            if listener is not None:
+                listener.shutdown()
+                listener.server_close()
         bot.close()

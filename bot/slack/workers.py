@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import structlog
 
 from bot.core import ChatCore, ClaimKey
+from connectors import metrics
 from connectors.log import error_fields
 
 log = structlog.get_logger("citebot.slack")
@@ -142,6 +143,7 @@ class SlackWorkers:
                 for key in taken:
                     self.finish(key)
 
+        metrics.queue_changed("slack", +1)
         future = self.pool.submit(ctx.run, guarded)
         with self._pending_lock:
             self._pending.add(future)
@@ -154,6 +156,7 @@ class SlackWorkers:
             log.warning("claim_finish_failed", error=type(e).__name__)
 
     def _done(self, future: Future[None]) -> None:
+        metrics.queue_changed("slack", -1)
         with self._pending_lock:
             self._pending.discard(future)
 

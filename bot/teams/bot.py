@@ -48,6 +48,7 @@ from bot.texts import (
     sync_progress_text,
     sync_summary_text,
 )
+from connectors import metrics
 from connectors.download import DownloadError, download
 from connectors.log import error_fields
 from connectors.settings import Settings
@@ -109,7 +110,12 @@ class CitebotTeamsBot(ActivityHandler):
     def _spawn(self, adapter: BotAdapter, ref: ConversationReference, work: Awaitable[None], what: str) -> None:
         task = asyncio.get_running_loop().create_task(self._guard(adapter, ref, work, what))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        metrics.queue_changed("teams", +1)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        metrics.queue_changed("teams", -1)
 
     async def _guard(self, adapter: BotAdapter, ref: ConversationReference, work: Awaitable[None], what: str) -> None:
         try:

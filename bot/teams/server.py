@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import sys
+import threading
 from typing import Any
 
 import structlog
@@ -24,7 +25,7 @@ from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFramewo
 from botframework.connector.auth import BotFrameworkAuthentication
 
 from bot.core import ChatCore
-from bot.health import HEALTH_PATH, READY_PATH, Health
+from bot.health import HEALTH_PATH, METRICS_PATH, READY_PATH, Health, serve_health
 from bot.teams import render
 from bot.teams.bot import CitebotTeamsBot
 from bot.texts import APOLOGY
@@ -156,6 +157,10 @@ def build_app(
         status, body = probe.readiness() if request.path == READY_PATH else probe.live()
         return web.json_response({**body, "authenticated": bool(settings.teams_app_id)}, status=status)
 
+    async def metrics(request: web.Request) -> web.Response:
+        code, body, content_type = probe.respond(METRICS_PATH) or (404, b"", "text/plain")
+        return web.Response(status=code, body=body, headers={"Content-Type": content_type})
+
     async def on_cleanup(_app: web.Application) -> None:
         await bot.drain()
         bot.close()
@@ -166,11 +171,18 @@ def build_app(
     app.router.add_post("/api/messages", messages)
     app.router.add_get(HEALTH_PATH, healthz)
     app.router.add_get(READY_PATH, healthz)
+    if probe.metrics:
+        app.router.add_get(METRICS_PATH, metrics)
     app.on_cleanup.append(on_cleanup)
     return app
 
 
-def serve(settings: Settings, *, host: str, port: int, insecure_local: bool = False, **_: Any) -> int:
+def serve(
+    settings: Settings, *, host: str, port: int, insecure_local: bool = False, metrics_port: int | None = None,
+    **_: Any,
+) -> int:
+    """Run the Teams bot until interrupted. ``/metrics`` is served on ``port`` beside the health paths, or only on
+    ``metrics_port`` (with the health paths, by a small server of its own) when that is given."""
     try:
         authenticated = check_credentials(settings)
     except TeamsConfigError as e:
@@ -185,7 +197,9 @@ def serve(settings: Settings, *, host: str, port: int, insecure_local: bool = Fa
         return 2
     core = ChatCore.from_settings(settings)
     health = Health("teams")
-    app = build_app(settings, core, insecure_local=insecure_local and not authenticated, health=health)
+    metrics_server = serve_health(health, host, metrics_port) if metrics_port is not None else None
+    app = build_app(settings, core, insecure_local=insecure_local and not authenticated,
+                    health=health.metrics_elsewhere() if metrics_server is not None else health)
 
     async def warm_up(_app: web.Application) -> None:
         """Listen at once (probes see "starting"), load the model beside, then report ready."""
@@ -200,5 +214,12 @@ def serve(settings: Settings, *, host: str, port: int, insecure_local: bool = Fa
 
     app.on_startup.append(warm_up)
     log.info("teams_listening", host=host, port=port, path="/api/messages")
-    web.run_app(app, host=host, port=port, print=None)
+    if metrics_server is not None:
+        threading.Thread(target=metrics_server.serve_forever, daemon=True).start()
+    try:
+        web.run_app(app, host=host, port=port, print=None)
+    finally:
+        if metrics_server is not None:
+            metrics_server.shutdown()
+            metrics_server.server_close()
     return 0

@@ -76,14 +76,44 @@ def test_teams_app_answers_the_same_shape_and_refuses_activities_until_ready(tmp
         health.set_ready()
         status, ready = get(f"{app.url}/readyz")
         assert (status, ready["status"], ready["platform"]) == (200, "ready", "teams")
+        status, content_type, body = get_text(f"{app.url}/metrics")
+        assert status == 200 and content_type.startswith("text/plain") and "citebot_feedback_total" in body
 
 
-def test_socket_mode_health_server_serves_only_the_two_paths() -> None:
+def test_with_a_metrics_port_the_bot_port_keeps_them_private(tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
+    health = Health("teams", ready=True)
+    private = serve_health(health, "127.0.0.1", 0)
+    threading.Thread(target=private.serve_forever, daemon=True).start()
+    try:
+        app = build_app(settings, ChatCore.from_settings(settings), insecure_local=True,
+                        health=health.metrics_elsewhere())
+        with AppThread(app) as public:
+            assert get_text(f"{public.url}/metrics")[0] == 404
+            assert get(f"{public.url}/readyz")[0] == 200  # the same readiness on both ports
+            assert get_text(f"http://127.0.0.1:{private.server_address[1]}/metrics")[0] == 200
+    finally:
+        private.shutdown()
+        private.server_close()
+
+
+def get_text(url: str) -> tuple[int, str, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:  # noqa: S310 - loopback only
+            return resp.status, resp.headers["Content-Type"], resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, "", ""
+
+
+def test_socket_mode_health_server_serves_only_health_and_metrics() -> None:
     health = Health("slack")
     server = serve_health(health, "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     root = f"http://127.0.0.1:{server.server_address[1]}"
     try:
+        status, content_type, body = get_text(f"{root}/metrics")
+        assert status == 200 and content_type.startswith("text/plain; version=0.0.4")
+        assert "# TYPE citebot_questions_total counter" in body and "# TYPE citebot_queue_depth gauge" in body
         assert get(f"{root}/readyz")[0] == 503
         health.set_ready()
         assert get(f"{root}/readyz")[1]["status"] == "ready"

@@ -254,12 +254,16 @@ def test_a_claim_past_its_budget_is_taken_over_once_by_one_replica(make_state: F
         barrier.wait(10)
         wins.append(replica.claim_event(key, budget_s=60))
 
+    from connectors.metrics import CLAIMS_TAKEN_OVER
+
+    taken_before = CLAIMS_TAKEN_OVER.labels("slack")._value.get()
     threads = [threading.Thread(target=take, args=(r,)) for r in (b, c, b, c, b, c)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(30)
     assert sorted(wins) == [False] * 5 + [True]  # abandoned: exactly one replica retries it
+    assert CLAIMS_TAKEN_OVER.labels("slack")._value.get() == taken_before + 1  # and /metrics counts it
     now[0] += 120
     assert not a.claim_event(key, budget_s=60) and not b.claim_event(key, budget_s=60)  # only once
     b.finish_event(key)
