@@ -126,9 +126,27 @@ class Settings(BaseSettings):
     teams_graph_url: str = "https://graph.microsoft.com/v1.0/"
     teams_token_url: str = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"  # noqa: S105
 
-    # --- logging ---------------------------------------------------------------------------
+    # --- logging, traces, quality alarms ---------------------------------------------------
     log_format: Literal["auto", "console", "json"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    otlp_endpoint: str | None = Field(
+        None, description="OTLP/HTTP traces URL (http://collector:4318/v1/traces): the bots export a span per "
+        "pipeline step there; unset, no traces."
+    )
+    quality_window_days: int = Field(7, ge=1, le=90, description="`citebot quality --check`: the rolling window.")
+    quality_min_answers: int = Field(
+        20, ge=1, description="`quality --check` judges a window only when it holds at least this many answers."
+    )
+    quality_max_refusal_rate: float = Field(0.40, ge=0.0, le=1.0, description="Alarm above this refusal rate.")
+    quality_max_downvote_rate: float = Field(
+        0.15, ge=0.0, le=1.0, description="Alarm above this share of rated answers with a 👎."
+    )
+    quality_max_dropped_rate: float = Field(
+        0.05, ge=0.0, le=1.0, description="Alarm above this share of quotes dropped by validation."
+    )
+    quality_max_rise: float = Field(
+        0.05, ge=0.0, le=1.0, description="Alarm when a rate rose by more than this over the windows before it."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

@@ -17,6 +17,7 @@ from typing import Any
 from haystack import Document
 
 from connectors.log import get_logger
+from connectors.tracing import span
 from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.llm_answerer import LLMAnswerer, keep_supported
 from pipelines.components.refusal import RefusalCheck, refusal_text
@@ -50,12 +51,22 @@ class AnswerPolicy:
             return self._llm_answer(self.llm, question, context, history, ext)
         return self._extractive_answer(ext, context)
 
+    def _validate(self, **kw: Any) -> dict[str, Any]:
+        """The citation validator, in a span of its own (its counts go on the answer's span)."""
+        with span("validate"):
+            return self.validator.run(**kw)
+
+    @staticmethod
+    def _generate(llm: LLMAnswerer, **kw: Any) -> dict[str, Any]:
+        with span("llm", retried=bool(kw.get("failures"))):
+            return llm.run(**kw)
+
     def _refusal(self, context: list[Document], note: str = "", mode: str = "extractive") -> Answer:
         text = refusal_text(context, max_pointers=self.refusal.max_pointers)
         return Answer(text=text, refused=True, mode=mode, note=note)  # type: ignore[arg-type]
 
     def _extractive_answer(self, ext: dict[str, Any], context: list[Document], note: str = "") -> Answer:
-        v = self.validator.run(citations=ext["citations"], documents=context)
+        v = self._validate(citations=ext["citations"], documents=context)
         text, cits = ext["text"], v["citations"]
         if v["failures"]:  # cannot happen for spans cut from the chunks themselves; never show one anyway
             text = text.split(" [", 1)[0] + " " + "".join(f"[{c.n}]" for c in cits) + ":"
@@ -69,17 +80,18 @@ class AnswerPolicy:
         from connectors.llm import LLMError
 
         try:
-            draft = llm.run(question=question, documents=context, history=history)
+            draft = self._generate(llm, question=question, documents=context, history=history)
             if not draft["answerable"]:
                 return self._refusal(context, mode="llm")
-            v = self.validator.run(citations=draft["citations"], documents=context)
+            v = self._validate(citations=draft["citations"], documents=context)
             counts: ValidationCounts = v["validation"]
             if v["failures"]:
                 log.info("citations_retry", n_failures=len(v["failures"]))
-                draft = llm.run(question=question, documents=context, history=history, failures=v["failures"])
+                draft = self._generate(llm, question=question, documents=context, history=history,
+                                       failures=v["failures"])
                 if not draft["answerable"]:
                     return self._refusal(context, mode="llm")
-                v = self.validator.run(citations=draft["citations"], documents=context, retried=True)
+                v = self._validate(citations=draft["citations"], documents=context, retried=True)
                 counts = add_counts(counts, v["validation"])
         except LLMError as e:
             log.warning("llm_fallback", error=type(e).__name__)

@@ -28,6 +28,7 @@ from haystack import Document, Pipeline
 from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, require_scopes
+from connectors.tracing import span, tag
 from pipelines.answer_policy import AnswerPolicy
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
 from pipelines.components.extractive_answerer import ExtractiveAnswerer
@@ -190,14 +191,18 @@ class QueryEngine:
     def _retrieve(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> Retrieval:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
-        analysis = self.analyzer.run(question=query)
-        routed_out = self.router.run(question=query, scopes=scopes)
+        with span("analyze"):
+            analysis = self.analyzer.run(question=query)
+        with span("route") as s:
+            routed_out = self.router.run(question=query, scopes=scopes)
+            tag(s, n_documents=len(routed_out["documents"]), explicit_reference=bool(routed_out["explicit"]))
         filters = routed_out["filters"]
         hits, embedding = self._run_retrieval(mode, analysis["query"], scopes, filters)
         routed = routed_out["documents"][:MAX_ROUTED]
         reference = routed_out["reference"]
         if not routed and hits:
-            heading_docs, heading = self.router.heading_documents(query, scopes, hits[:k], filters, pool=hits)
+            with span("route_headings"):
+                heading_docs, heading = self.router.heading_documents(query, scopes, hits[:k], filters, pool=hits)
             routed = heading_docs[:MAX_ROUTED]
             if heading and routed:
                 reference = heading
@@ -248,15 +253,23 @@ class QueryEngine:
         ranked: list[list[Document]] = []
         embedding: list[float] | None = None
         if mode in ("hybrid", "dense"):
-            embedding = p.get_component("embedder").run(text=query)["embedding"]
-            dense = p.get_component("dense").run(query_embedding=embedding, scopes=scopes, filters=filters, top_k=top_k)
+            with span("embed"):
+                embedding = p.get_component("embedder").run(text=query)["embedding"]
+            with span("retrieve_dense") as s:
+                dense = p.get_component("dense").run(query_embedding=embedding, scopes=scopes, filters=filters,
+                                                     top_k=top_k)
+                tag(s, n_hits=len(dense["documents"]))
             ranked.append(dense["documents"])
         if mode in ("hybrid", "bm25"):
-            bm25 = p.get_component("bm25").run(query=query, scopes=scopes, filters=filters, top_k=top_k)
+            with span("retrieve_bm25") as s:
+                bm25 = p.get_component("bm25").run(query=query, scopes=scopes, filters=filters, top_k=top_k)
+                tag(s, n_hits=len(bm25["documents"]))
             ranked.append(bm25["documents"])
-        hits = p.get_component("joiner").run(documents=ranked)["documents"]
+        with span("fuse"):
+            hits = p.get_component("joiner").run(documents=ranked)["documents"]
         if embedding is None:  # bm25 mode: the answerer still ranks sentences by similarity
-            embedding = self.embedder.run(text=query)["embedding"]
+            with span("embed"):
+                embedding = self.embedder.run(text=query)["embedding"]
         return hits, embedding
 
     @staticmethod
@@ -326,14 +339,22 @@ class QueryEngine:
         question = " ".join(question.split())
         if not question:
             raise ValueError("the question is empty")
-        query = self.rewriter.run(question=question, history=list(history))["query"]
-        r = self._retrieve(query, scopes, mode, k)
-        ext = self._extract(r, k)
-        signals = self._signals(r, ext, scopes)
-        context = r.context(k)
-        t_retrieved = time.perf_counter()
-        answer = self.policy.decide(question, list(history), context, ext, signals["confidence"])
-        t_end = time.perf_counter()
+        with span("answer", retrieval_mode=mode, k=k) as root:
+            with span("rewrite"):
+                query = self.rewriter.run(question=question, history=list(history))["query"]
+            r = self._retrieve(query, scopes, mode, k)
+            with span("extract"):
+                ext = self._extract(r, k)
+            with span("confidence") as s:
+                signals = self._signals(r, ext, scopes)
+                tag(s, confidence=round(signals["confidence"], 4))
+            context = r.context(k)
+            t_retrieved = time.perf_counter()
+            with span("decide") as s:
+                answer = self.policy.decide(question, list(history), context, ext, signals["confidence"])
+                tag(s, answer_mode=answer.mode, refused=answer.refused, n_citations=len(answer.citations))
+            t_end = time.perf_counter()
+            tag(root, **self._outcome_tags(answer, signals["confidence"], len(context), len(r.routed)))
         answer = answer.model_copy(
             update={
                 "confidence": signals["confidence"],
@@ -358,6 +379,22 @@ class QueryEngine:
             validation=answer.validation.model_dump(),
         )
         return answer
+
+
+    def _outcome_tags(self, answer: Answer, confidence: float, n_retrieved: int, n_routed: int) -> dict[str, Any]:
+        """What a trace of the answer says: its outcome, confidence, validation counts, why it refused."""
+        v = answer.validation
+        reason = ""
+        if answer.refused:
+            reason = ("below_threshold" if confidence < self.settings.refusal_threshold
+                      else "llm_unanswerable" if answer.mode == "llm" else "no_quotable_passage")
+        return {
+            "answer_mode": answer.mode, "refused": answer.refused, "refusal_reason": reason,
+            "confidence": round(confidence, 4), "n_retrieved": n_retrieved, "n_routed": n_routed,
+            "n_citations": len(answer.citations), "validation.exact": v.exact, "validation.normalised": v.normalised,
+            "validation.fuzzy": v.fuzzy, "validation.unknown_chunk": v.unknown_chunk,
+            "validation.unmatched": v.unmatched, "validation.retried": v.retried,
+        }
 
 
 def _retrieved(doc: Document) -> RetrievedChunk:

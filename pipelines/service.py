@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
+from connectors.tracing import span, tag
 from pipelines.models import Answer, IngestProgress, IngestResult, RetrievalMode, Turn
 
 if TYPE_CHECKING:
@@ -77,6 +78,25 @@ class CitebotService:
         callable is asked only then). Otherwise the file is indexed beside it under a free name
         (``expenses (2).pdf``) and ``renamed_from`` says so; forget's uploader-or-admin rule holds for uploads too."""
         (scope,) = require_scopes(scope)
+        with span("ingest", **{"ingest.bytes": len(data)}) as s:
+            result = self._ingest(data, file_name=file_name, scope=scope, uploaded_by=uploaded_by, is_admin=is_admin,
+                                  source_url=source_url, progress=progress)
+            tag(s, **{"ingest.status": result.status, "ingest.reason": result.error_code or "",
+                      "ingest.pages": result.pages, "ingest.ocr_pages": result.ocr_pages,
+                      "ingest.chunks": result.chunks})
+        return result
+
+    def _ingest(
+        self,
+        data: bytes,
+        *,
+        file_name: str,
+        scope: str,
+        uploaded_by: str,
+        is_admin: bool | Callable[[], bool],
+        source_url: str,
+        progress: ProgressCallback | None,
+    ) -> IngestResult:
         others = [
             d for d in self.store.list_documents(scopes=[scope]) if d.file == file_name and d.uploaded_by != uploaded_by
         ]
