@@ -13,6 +13,13 @@ Gates (TOML, see ``eval/gates.toml``)::
     [critical]                     # no `critical` case may regress
     no_regression = true
 
+    [low_score]                    # at most this share of cases may score below `below`
+    max_share = 0.05
+    below = 0.6
+
+    [judge]                        # floors for the LLM judge's means, checked when the run was judged (--judge)
+    groundedness = 0.8
+
 A case *regresses* when it gains a failure label it did not have (retrieval miss, wrong refusal,
 unsupported answer, answer without citation, error) or its case score falls by more than
 ``[cases] score_tolerance`` (default 0.05). With only NEW given, floors are checked and the baseline
@@ -29,7 +36,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval.metrics import case_metrics, case_score, citation_validity, failure_labels, higher_is_better, summarise
+from eval.metrics import (
+    JUDGE_CRITERIA,
+    LOW_SCORE,
+    case_metrics,
+    case_score,
+    citation_validity,
+    failure_labels,
+    higher_is_better,
+    summarise,
+)
 from eval.records import CaseResult, load_run
 
 # The tables of a gates file and the keys each may hold ([floors] takes any metric name).
@@ -38,6 +54,8 @@ GATE_KEYS: dict[str, set[str] | None] = {
     "drop": {"max", "metrics"},
     "critical": {"no_regression"},
     "cases": {"score_tolerance"},
+    "low_score": {"max_share", "below"},
+    "judge": set(JUDGE_CRITERIA),
 }
 SMALL_RUN = 30  # a floor resting on fewer cases than this says so
 
@@ -54,6 +72,9 @@ class Gates:
     drop_metrics: list[str] | None = None
     critical_no_regression: bool = False
     score_tolerance: float = 0.05
+    low_score_max_share: float | None = None
+    low_score_below: float = LOW_SCORE
+    judge_floors: dict[str, float] = field(default_factory=dict)
 
 
 def load_gates(path: Path) -> Gates:
@@ -86,12 +107,20 @@ def load_gates(path: Path) -> Gates:
         raise GatesError(f"{path}: critical.no_regression must be true or false")
     if "score_tolerance" in cases and not _number(cases["score_tolerance"]):
         raise GatesError(f"{path}: cases.score_tolerance must be a number")
+    low, judge = raw.get("low_score", {}), raw.get("judge", {})
+    named = [*((f"low_score.{k}", v) for k, v in low.items()), *((f"judge.{k}", v) for k, v in judge.items())]
+    for key, value in named:
+        if not _number(value) or not 0.0 <= float(value) <= 1.0:
+            raise GatesError(f"{path}: {key} must be a number from 0 to 1")
     return Gates(
         floors={k: float(v) for k, v in floors.items()},
         max_drop=float(drop["max"]) if "max" in drop else None,
         drop_metrics=list(drop["metrics"]) if "metrics" in drop else None,
         critical_no_regression=bool(critical.get("no_regression", False)),
         score_tolerance=float(cases.get("score_tolerance", 0.05)),
+        low_score_max_share=float(low["max_share"]) if "max_share" in low else None,
+        low_score_below=float(low.get("below", LOW_SCORE)),
+        judge_floors={k: float(v) for k, v in judge.items()},
     )
 
 
@@ -245,6 +274,25 @@ def compare(
             ]
             detail = ", ".join(f"{m} {d:+.4f}" for m, d in worst) if worst else f"no metric fell by > {gates.max_drop}"
             results.append(GateResult(f"max drop {gates.max_drop}", not worst, detail))
+    if gates.low_score_max_share is not None:
+        low = [r.id for r in new_results if case_score(r, k) < gates.low_score_below]
+        share = len(low) / len(new_results) if new_results else 0.0
+        ok = share <= gates.low_score_max_share + 1e-9
+        which = f": {', '.join(low[:8])}{' …' if len(low) > 8 else ''}" if low else ""
+        results.append(GateResult(
+            f"low scores (< {gates.low_score_below:g})", ok,
+            f"{len(low)} of {len(new_results)} cases = {share:.1%} {'<=' if ok else '>'} "
+            f"{gates.low_score_max_share:.0%}{which}",
+        ))
+    judged = any(r.judge for r in new_results)
+    for name, floor in gates.judge_floors.items():
+        value = new_sum.get(f"judge_{name}")
+        if not judged or value is None:
+            results.append(GateResult(f"judge {name}", None, "skipped: the run was not judged (eval run --judge)"))
+            continue
+        ok = value >= floor - 1e-9
+        n, unit = support(f"judge_{name}", new_results, k)
+        results.append(GateResult(f"judge {name}", ok, f"{value:.4f} {'>=' if ok else '<'} {floor:.4f} on {n} {unit}"))
     if gates.critical_no_regression:
         if base is None:
             results.append(GateResult("critical cases", None, "skipped: no baseline run given"))

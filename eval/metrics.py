@@ -25,6 +25,8 @@ from eval.records import CaseResult, CitedQuote, Hit
 
 JUDGE_CRITERIA = ("groundedness", "completeness", "correctness")
 HIGH, MEDIUM = 0.8, 0.5
+# A case scoring below this is a "low score" case: the gates cap their share (``[low_score]`` in gates.toml).
+LOW_SCORE = 0.6
 # Chunks spanning more pages than this never count as a page hit or a citation on a gold page.
 MAX_SPAN = 2
 # The headline page-hit depth, reported whatever --k the answers used.
@@ -405,6 +407,7 @@ def aggregate(results: Sequence[CaseResult], k: int = 5) -> dict[str, Any]:
     out["latency_p95_ms"] = percentile(latencies, 95)
     scores = [case_score(r, k) for r in results]
     out["score_mean"] = _mean(scores)
+    out["low_score_share"] = sum(1 for s in scores if s < LOW_SCORE) / len(scores) if scores else None
     out["buckets"] = {b: sum(1 for s in scores if bucket(s) == b) for b in ("high", "medium", "low")}
     labels = Counter(label for r in results for label in failure_labels(r, k))
     out["failures"] = {label: labels.get(label, 0) for label in FAILURE_LABELS}
@@ -447,6 +450,6 @@ HIGHER_IS_BETTER_PREFIXES = (
 def higher_is_better(metric: str) -> bool | None:
     if metric.startswith(HIGHER_IS_BETTER_PREFIXES):
         return True
-    if metric.startswith("latency_"):
+    if metric.startswith(("latency_", "low_score_share")):
         return False
     return None

@@ -55,9 +55,14 @@ def register(sub: Any) -> None:
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.set_defaults(func=run_eval_cmd)
 
-    rep = ev_sub.add_parser("report", help="write report.md and report.html for a run directory; several: a trend")
+    rep = ev_sub.add_parser("report", help="report.html and report.md for a run: the gates' verdict first; several "
+                            "runs: a trend")
     rep.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                      help="a run directory; give several for trend.md/trend.html across them (oldest first)")
+    rep.add_argument("--against", type=Path, metavar="BASE_RUN",
+                     help="the baseline run: deltas, regressed cases, and the drop and critical-case gates")
+    rep.add_argument("--gates", type=Path, help="gates TOML for the verdict (default: the shipped eval/gates.toml)")
+    rep.add_argument("--no-gates", action="store_true", help="no verdict: the report without gates")
     rep.add_argument("--out", type=Path, help="where the trend report goes (default: the newest run's directory)")
     rep.set_defaults(func=run_report_cmd)
 
@@ -141,14 +146,19 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_report_cmd(args: argparse.Namespace, settings: Settings) -> int:
+    from eval.compare import GatesError
     from eval.records import RunDirError
     from eval.report import write_report, write_trend
 
+    if args.no_gates and args.gates:
+        print("citebot eval report: --gates and --no-gates exclude each other", file=sys.stderr)
+        return 2
     try:
-        paths = [p for d in args.run_dirs for p in write_report(d)]
+        paths = [p for d in args.run_dirs for p in write_report(d, against=args.against, gates_path=args.gates,
+                                                                 use_gates=not args.no_gates)]
         if len(args.run_dirs) > 1:
             paths = write_trend(args.run_dirs, args.out or _newest(args.run_dirs)) + paths
-    except RunDirError as e:
+    except (RunDirError, GatesError) as e:
         print(f"citebot eval report: {e}", file=sys.stderr)
         return 2
     for p in paths:

@@ -85,7 +85,8 @@ def test_mode_all_report_and_compare(citebot, tmp_path: Path) -> None:  # type: 
     assert code == 0
     assert "| hybrid |" in (out_dir / "report.md").read_text()
     hybrid_md = (out_dir / "hybrid" / "report.md").read_text()
-    assert "## Ten worst cases" in hybrid_md and "## Per category" in hybrid_md
+    assert hybrid_md.startswith("# Eval report") and hybrid_md.split("\n## ")[1].startswith("Verdict: ")
+    assert "## Failing cases" in hybrid_md and "## Per category" in hybrid_md
     assert (out_dir / "hybrid" / "report.html").read_text().count("<svg") >= 3
 
     # the shipped floors are for the whole set (the smoke test); on this subset, gate against the baseline only
@@ -105,6 +106,12 @@ def test_mode_all_report_and_compare(citebot, tmp_path: Path) -> None:  # type: 
     code, out = citebot("eval", "compare", str(out_dir / "hybrid"), str(worse), "--gates", str(gates))
     assert code == 1
     assert f"FAIL  critical cases: {critical['id']}" in out
+    # and its report says so first, linking to the case
+    code, _ = citebot("eval", "report", str(worse), "--against", str(out_dir / "hybrid"), "--gates", str(gates))
+    assert code == 0
+    page = (worse / "report.html").read_text()
+    banner = page.split("<body>")[1].split('<div class="cards">')[0]
+    assert 'class="banner fail"' in banner and f'<a href="#case-{critical["id"]}">' in banner
 
 
 def test_per_doc_all_modes_k10_with_asked_in_beside_the_set(citebot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
