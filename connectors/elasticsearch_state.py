@@ -44,6 +44,7 @@ from connectors.state_api import (
     FeedbackEntry,
     Polarity,
     PostedAnswer,
+    RecordedAnswer,
     StateError,
     ThreadTurn,
     claim_abandoned,
@@ -393,6 +394,14 @@ class ElasticsearchState:
             return None
         src = got["_source"]
         return PostedAnswer(src["scope"], src["question"], src["answer_json"])
+
+    def answers(self, *, since: str | None = None) -> list[RecordedAnswer]:
+        """Every answer posted on or after ``since`` (ISO-8601 UTC; all without it), oldest first."""
+        query = {"range": {"at": {"gte": since}}} if since else {"match_all": {}}
+        found = self._search_all("answers", query)
+        found.sort(key=lambda a: (str(a["at"]), int(a.get("seq") or 0)))
+        return [RecordedAnswer(a["platform"], a["message_ref"], a["scope"], str(a["at"]), a["answer_json"])
+                for a in found]
 
     # --- feedback --------------------------------------------------------------------------------
     def add_feedback(

@@ -139,7 +139,7 @@ class Settings(BaseSettings):
     )
     quality_max_refusal_rate: float = Field(0.40, ge=0.0, le=1.0, description="Alarm above this refusal rate.")
     quality_max_downvote_rate: float = Field(
-        0.15, ge=0.0, le=1.0, description="Alarm above this share of rated answers with a 👎."
+        0.15, ge=0.0, le=1.0, description="Alarm above this share of answers someone gave a 👎."
     )
     quality_max_dropped_rate: float = Field(
         0.05, ge=0.0, le=1.0, description="Alarm above this share of quotes dropped by validation."

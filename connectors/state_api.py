@@ -75,6 +75,17 @@ class PostedAnswer(NamedTuple):
     answer_json: str
 
 
+class RecordedAnswer(NamedTuple):
+    """An answer as the quality report reads it: where and when, and its recorded JSON document (``refused``,
+    ``citations``, ``validation``...). No question: the report counts, it does not quote."""
+
+    platform: str
+    message_ref: str
+    scope: str
+    at: str
+    answer_json: str
+
+
 @dataclass(frozen=True)
 class FeedbackEntry:
     platform: str
@@ -171,6 +182,8 @@ class ChatState(Protocol):
     def thread_answered(self, *, platform: str, thread_ref: str) -> bool: ...
 
     def find_answer(self, *, platform: str, message_ref: str) -> PostedAnswer | None: ...
+
+    def answers(self, *, since: str | None = None) -> list[RecordedAnswer]: ...
 
     # --- feedback
     def add_feedback(

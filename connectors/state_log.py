@@ -43,6 +43,7 @@ from connectors.state_api import (
     FeedbackEntry,
     Polarity,
     PostedAnswer,
+    RecordedAnswer,
     ThreadTurn,
     claim_abandoned,
 )
@@ -326,6 +327,16 @@ class StateLog:
         if row is None:
             return None
         return PostedAnswer(row["scope"], row["question"], row["answer_json"])
+
+    def answers(self, *, since: str | None = None) -> list[RecordedAnswer]:
+        """Every answer posted on or after ``since`` (ISO-8601 UTC; all without it), oldest first."""
+        sql = "SELECT platform, message_ref, scope, at, answer_json FROM answers"
+        args: list[Any] = []
+        if since:
+            sql += " WHERE at >= ?"
+            args.append(since)
+        rows = self._conn().execute(sql + " ORDER BY at, rowid", args).fetchall()
+        return [RecordedAnswer(r["platform"], r["message_ref"], r["scope"], r["at"], r["answer_json"]) for r in rows]
 
     # --- feedback ----------------------------------------------------------------------------
     def add_feedback(

@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "bot.cli.teams_cmds",  # teams package
     "bot.cli.models_cmd",  # models prepare
     "bot.cli.eval_cmds",  # eval run|report|compare|promote, feedback, reindex
+    "bot.cli.quality_cmd",  # quality
 ]
 # Modules that register `citebot bench <name>` benchmarks (they live under eval/).
 BENCH_MODULES = [

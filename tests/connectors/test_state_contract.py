@@ -303,6 +303,21 @@ def test_claims_are_forgotten_after_a_day(make_state: Factory) -> None:
 # --- answers and feedback ---------------------------------------------------------------------------
 
 
+def test_every_posted_answer_can_be_listed_for_the_quality_report(make_state: Factory) -> None:
+    a, b = make_state(), make_state()
+    _record(a, "C1:111.1")
+    _record(b, "C1:222.2", q="Who approves?")
+    _record(a, "C1:111.1")  # recorded again (a retry): still one answer
+    listed = make_state().answers()
+    assert sorted((x.platform, x.message_ref, x.scope) for x in listed) == [
+        ("slack", "C1:111.1", "slack:T1:C1"), ("slack", "C1:222.2", "slack:T1:C1")
+    ]
+    assert all(json.loads(x.answer_json)["citations"] for x in listed)
+    assert [x.at for x in listed] == sorted(x.at for x in listed)  # oldest first
+    assert make_state().answers(since="2999-01-01") == []
+    assert len(make_state().answers(since="2020-01-01")) == 2
+
+
 def test_feedback_round_trip_with_comments_across_replicas(make_state: Factory) -> None:
     a, b = make_state(), make_state()
     _record(a, "C1:111.1")
