@@ -65,6 +65,10 @@ def test_services_and_what_they_wait_for(compose: dict[str, Any]) -> None:
         assert bot["restart"] == "unless-stopped"
     assert "--http" not in services["citebot-slack"]["command"]  # Socket Mode: no public URL on one server
     assert services["citebot-teams"]["ports"] == ["127.0.0.1:${CITEBOT_TEAMS_PUBLISH_PORT:-3978}:8080"]
+    # /metrics: on the compose network for a Prometheus there, never published on the host
+    assert services["citebot-slack"]["expose"] == ["8080"] and "--health-port" in services["citebot-slack"]["command"]
+    teams = services["citebot-teams"]["command"]
+    assert teams[teams.index("--metrics-port") + 1] == "9090" and services["citebot-teams"]["expose"] == ["9090"]
 
 
 def test_elasticsearch_has_security_a_password_a_heap_a_memory_limit_and_a_volume(compose: dict[str, Any]) -> None:

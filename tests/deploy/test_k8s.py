@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.health import HEALTH_PATH, READY_PATH
+from bot.health import HEALTH_PATH, METRICS_PATH, READY_PATH
 from tests.deploy.test_compose import setting_names
 
 K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
@@ -42,7 +42,8 @@ def by_kind(kind: str) -> dict[str, dict[str, Any]]:
 @pytest.mark.parametrize("version", [KUBERNETES_VERSION, kubernetes_validate.latest_version()])
 def test_every_manifest_validates_strictly(version: str) -> None:
     found = manifests()
-    assert {doc["kind"] for _, doc in found} == {"ConfigMap", "Secret", "Deployment", "Service", "PodDisruptionBudget"}
+    assert {doc["kind"] for _, doc in found} == {"ConfigMap", "Secret", "Deployment", "Service", "PodDisruptionBudget",
+                                                 "CronJob"}
     for name, doc in found:
         kubernetes_validate.validate(doc, version, strict=True)  # raises with the path of what is wrong
         assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "citebot", name
@@ -57,7 +58,7 @@ def test_the_validator_does_catch_mistakes() -> None:
 
 def test_kustomization_lists_the_manifests_but_not_the_secret_example() -> None:
     kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text(encoding="utf-8"))
-    assert set(kustomization["resources"]) == {"configmap.yaml", "slack.yaml", "teams.yaml"}
+    assert set(kustomization["resources"]) == {"configmap.yaml", "slack.yaml", "teams.yaml", "quality-cronjob.yaml"}
     assert kustomization["images"] == [{"name": "citebot", "newTag": "latest"}]
 
 
@@ -69,7 +70,12 @@ def test_each_bot_runs_two_probed_non_root_replicas_behind_a_service(bot: str) -
     pod = spec["template"]["spec"]
     [container] = pod["containers"]
     assert container["image"] == "citebot" and container["args"][:2] == ["serve", bot]
-    assert "8080" in container["args"] and container["ports"] == [{"name": "http", "containerPort": 8080}]
+    assert "8080" in container["args"] and container["ports"] == [{"name": "http", "containerPort": 8080},
+                                                                   {"name": "metrics", "containerPort": 9090}]
+    # /metrics on its own port, announced to Prometheus, and not behind the Service the Ingress reaches
+    assert container["args"][container["args"].index("--metrics-port") + 1] == "9090"
+    annotations = spec["template"]["metadata"]["annotations"]
+    assert (annotations["prometheus.io/port"], annotations["prometheus.io/path"]) == ("9090", METRICS_PATH)
     assert container["readinessProbe"]["httpGet"] == {"path": READY_PATH, "port": "http"}
     assert container["livenessProbe"]["httpGet"] == {"path": HEALTH_PATH, "port": "http"}
     assert container["startupProbe"]["httpGet"]["path"] == HEALTH_PATH
@@ -84,7 +90,7 @@ def test_each_bot_runs_two_probed_non_root_replicas_behind_a_service(bot: str) -
     service = by_kind("Service")[f"citebot-{bot}"]
     assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
     assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
-    assert service["spec"]["ports"][0]["targetPort"] == "http"
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["http"]
     assert by_kind("PodDisruptionBudget")[f"citebot-{bot}"]["spec"]["selector"]["matchLabels"] == service["spec"][
         "selector"]
 
@@ -98,3 +104,19 @@ def test_settings_and_credentials_are_real_settings_and_secrets_stay_in_the_secr
     assert not any(v for v in secret.values())  # an example: no value anyone could keep
     secretish = {n for n in names if any(w in n for w in ("TOKEN", "SECRET", "PASSWORD", "API_KEY"))}
     assert not secretish & set(config)
+
+
+def test_a_daily_cronjob_runs_the_quality_check_and_fails_on_an_alarm() -> None:
+    cron = by_kind("CronJob")["citebot-quality"]
+    job = cron["spec"]["jobTemplate"]["spec"]
+    pod = job["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["image"] == "citebot" and container["args"][:2] == ["quality", "--check"]
+    assert job["backoffLimit"] == 0 and pod["restartPolicy"] == "Never"  # a failed check stays failed: the alert
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid" and len(cron["spec"]["schedule"].split()) == 5
+    # the same settings and credentials as the bots: it reads their shared chat state
+    assert {next(iter(k for k in s if k.endswith("Ref"))) for s in container["envFrom"]} == {"configMapRef",
+                                                                                             "secretRef"}
+    assert pod["securityContext"]["runAsNonRoot"] and container["securityContext"]["readOnlyRootFilesystem"]
+    out = container["args"][container["args"].index("--out") + 1]
+    assert any(out.startswith(v["mountPath"]) for v in container["volumeMounts"])  # a writable place for the page
