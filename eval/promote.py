@@ -14,10 +14,16 @@ Feedback is grouped by question (normalised) and scope, so every vote on the sam
 
 Reruns are idempotent: votes already in a review case are not added again; new votes on a question under
 review are added to its case (the review file is rewritten, keeping an admin's edits).
+
+The weekly loop: ``citebot eval promote --days 7`` takes the week's votes, and the 👎 come out grouped by
+reason (the 👎 form's choice) and document (the one the 👎'd answer quoted most), so a reviewer works through
+clusters ("quoted the wrong passage — travel.pdf: 4 cases") rather than a list. Each review case records its
+``review.cluster``, and the review file keeps the cases of one cluster together.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +42,8 @@ from eval.cases import (
 )
 
 TODO = "fill in answer and sources (or set answerable to false), delete review, move to the set"
+NO_REASON = "no reason given"
+NOTHING_QUOTED = "(refused: nothing quoted)"
 
 
 def review_path(set_path: Path) -> Path:
@@ -63,10 +71,50 @@ def evidence(citations: list[dict[str, Any]]) -> str:
 
 
 @dataclass
+class Cluster:
+    """Review cases whose 👎 share a reason and a document."""
+
+    reason: str  # the 👎 form's choice key, or NO_REASON
+    document: str  # the file the 👎'd answer quoted most, or NOTHING_QUOTED
+    case_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
 class PromoteResult:
     added: list[str] = field(default_factory=list)
     review: list[str] = field(default_factory=list)  # review cases created or given new votes
     skipped: int = 0  # 👍-only questions the set already holds
+    clusters: list[Cluster] = field(default_factory=list)  # this run's review cases, the largest cluster first
+
+
+def cluster_of(review: dict[str, Any]) -> tuple[str, str]:
+    """(reason, document) of a review case: the commonest 👎 choice among its votes and the file its 👎'd answer
+    quoted most (ties: the first quoted)."""
+    choices = Counter(str(v.get("choice") or "") for v in review.get("votes") or []
+                      if isinstance(v, dict) and v.get("polarity") == "down")
+    reason = next((c for c, _n in choices.most_common() if c), NO_REASON)
+    files = Counter(str(c.get("file") or "") for c in review.get("bad_citations") or [] if isinstance(c, dict))
+    document = next((f for f, _n in files.most_common() if f), NOTHING_QUOTED)
+    return reason, document
+
+
+def _clustered(cases: list[Case], touched: list[str]) -> tuple[list[Case], list[Cluster]]:
+    """The review cases with each cluster's cases together (clusters in order of first appearance), and the
+    clusters of the cases in ``touched``, largest first."""
+    keys: dict[str, tuple[str, str]] = {}
+    for i, c in enumerate(cases):
+        review = dict(getattr(c, "review", {}) or {})
+        keys[c.id] = cluster_of(review)
+        if keys[c.id] != tuple(review.get("cluster", {}).values()):
+            review["cluster"] = {"reason": keys[c.id][0], "document": keys[c.id][1]}
+            cases[i] = c.model_copy(update={"review": review})
+    first = {k: i for i, k in reversed(list(enumerate(keys[c.id] for c in cases)))}
+    ordered = sorted(cases, key=lambda c: first[keys[c.id]])
+    groups: dict[tuple[str, str], Cluster] = {}
+    for cid in dict.fromkeys(touched):
+        reason, document = keys[cid]
+        groups.setdefault((reason, document), Cluster(reason, document)).case_ids.append(cid)
+    return ordered, sorted(groups.values(), key=lambda g: (-len(g.case_ids), g.reason, g.document))
 
 
 def _vote(e: FeedbackEntry) -> dict[str, Any]:
@@ -132,6 +180,7 @@ def promote(log: ChatState, set_path: Path, *, since: str | None = None) -> Prom
         review_changed = True
     append_cases(set_path, new_cases)
     if review_changed:
+        in_review, result.clusters = _clustered(in_review, result.review)
         rpath.parent.mkdir(parents=True, exist_ok=True)
         rpath.write_text("".join(dump_case(c) + "\n" for c in in_review), encoding="utf-8")
     return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,10 @@ def register(sub: Any) -> None:
 
     p = ev_sub.add_parser("promote", help="turn 👍/👎 from chat into eval cases (👎 go to FILE.review.jsonl)")
     p.add_argument("--set", type=Path, help="eval set to extend (default: DATA_DIR/eval/feedback.jsonl)")
-    p.add_argument("--since", type=_since, help="only feedback given on or after this date (UTC)")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--since", type=_since, help="only feedback given on or after this date (UTC)")
+    when.add_argument("--days", type=int, metavar="N",
+                      help="only feedback of the last N days (the weekly loop: --days 7)")
     p.set_defaults(func=run_promote_cmd)
 
     f = sub.add_parser("feedback", help="list 👍/👎 feedback from chat")
@@ -197,18 +200,30 @@ def run_compare_cmd(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_promote_cmd(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.texts import FEEDBACK_CHOICES
     from connectors.stores import open_state
     from eval.cases import EvalSetError
     from eval.promote import promote, review_path
 
     set_path = args.set or settings.data_dir / "eval" / "feedback.jsonl"
+    since = args.since
+    if args.days is not None:
+        if args.days < 1:
+            print("citebot eval promote: --days must be at least 1", file=sys.stderr)
+            return 2
+        since = (datetime.now(UTC) - timedelta(days=args.days)).isoformat(timespec="seconds")
     try:
-        res = promote(open_state(settings), set_path, since=args.since)
+        res = promote(open_state(settings), set_path, since=since)
     except EvalSetError as e:
         print(f"citebot eval promote: {e}", file=sys.stderr)
         return 2
     print(f"{len(res.added)} case(s) added to {set_path}; {len(res.review)} to review in {review_path(set_path)}; "
           f"{res.skipped} already present")
+    if res.clusters:
+        print("To review, by reason and document (largest first):")
+        for c in res.clusters:
+            reason = FEEDBACK_CHOICES.get(c.reason, c.reason)
+            print(f"  {reason} — {c.document}: {len(c.case_ids)} case(s): {', '.join(c.case_ids)}")
     return 0
 
 

@@ -143,3 +143,37 @@ def test_cli_promote_and_feedback_filters(
     assert "0 case(s) added" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         run_cli(["feedback", "--since", "last tuesday"], settings)
+
+
+def test_the_weeks_thumbs_down_come_grouped_by_reason_and_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], run_cli: Any
+) -> None:
+    log = StateLog(tmp_path / "data" / "state.sqlite3")
+    votes = [  # (question, the files the answer quoted, the 👎 form's choice)
+        ("Which hotels may I book?", ["travel.pdf", "travel.pdf", "hb.pdf"], "wrong_passage"),
+        ("What is the hotel limit?", ["travel.pdf"], "wrong_passage"),
+        ("How many days of leave?", ["hb.pdf"], "missing_information"),
+        ("Who signs travel requests?", ["travel.pdf"], "wrong_passage"),
+        ("Is there a dress code?", [], ""),  # a refusal, 👎 without a reason
+    ]
+    for i, (question, files, choice) in enumerate(votes):
+        answer = _answer("x [1].", [(f, 3, 3) for f in files], refused=not files)
+        _say(log, f"d{i}", question, answer)
+        assert log.add_feedback(platform="slack", message_ref=f"d{i}", user="U9", polarity="down", choice=choice)
+    set_path, settings = tmp_path / "s.jsonl", Settings(data_dir=tmp_path / "data")
+    assert run_cli(["eval", "promote", "--set", str(set_path), "--days", "7"], settings) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    start = lines.index("To review, by reason and document (largest first):")
+    clusters = [line.rsplit(": ", 2)[0].strip() for line in lines[start + 1:]]
+    assert clusters == ["quoted the wrong passage — travel.pdf", "left out information — hb.pdf",
+                        "no reason given — (refused: nothing quoted)"]
+    assert lines[start + 1].rsplit(": ", 2)[1] == "3 case(s)"
+    # the review file keeps each cluster's cases together, each case saying its cluster
+    cases = load_review_cases(review_path(set_path))
+    keys = [(c.review["cluster"]["reason"], c.review["cluster"]["document"]) for c in cases]  # type: ignore[attr-defined]
+    assert keys == [("wrong_passage", "travel.pdf")] * 3 + [("missing_information", "hb.pdf"),
+                                                            ("no reason given", "(refused: nothing quoted)")]
+    # the week's votes only: nothing older is promoted again
+    assert run_cli(["eval", "promote", "--set", str(set_path), "--days", "7"], settings) == 0
+    assert "To review" not in capsys.readouterr().out  # nothing new
