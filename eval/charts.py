@@ -59,7 +59,7 @@ def _attr(text: str) -> str:
 
 
 def _finish(ax: Any, *, title: str, x_title: str, y_title: str, legend: bool) -> None:
-    ax.set_title(title)
+    ax.figure.suptitle(title, fontsize=11, fontweight="bold")  # over the whole figure: never clipped by long ticks
     ax.set_xlabel(x_title)
     ax.set_ylabel(y_title)
     if legend:
@@ -179,7 +179,7 @@ def line_chart(x_labels: Sequence[str], series: dict[str, Sequence[float | None]
                 color=PALETTE[si % len(PALETTE)], label=name)
     for li, (name, y) in enumerate((limits or {}).items()):
         seen.append(y)
-        ax.axhline(y, linestyle="--", linewidth=1.0, color=PALETTE[(li + 3) % len(PALETTE)], label=name)
+        ax.axhline(y, linestyle="--", linewidth=1.0, color=PALETTE[li % len(PALETTE)], label=name)  # as its series
     lo, hi = _fit(seen, floor=0.0 if ymin is None else ymin, ceiling=ymax)
     ax.set_ylim(lo, hi)
     ax.set_xticks(xs, [_wrap(x, 12) for x in x_labels])

@@ -8,14 +8,15 @@ with charts, the verdict first.
 
 The check (``--check``) looks at the last ``CITEBOT_QUALITY_WINDOW_DAYS`` (the rolling window, 7 by default)
 and raises an alarm when a rate is above its ceiling (``CITEBOT_QUALITY_MAX_*``), or has risen by more than
-``CITEBOT_QUALITY_MAX_RISE`` over the four windows before it: a few points of sustained drop in quality, not
-one bad afternoon. A window with fewer than ``CITEBOT_QUALITY_MIN_ANSWERS`` answers is not judged (one
+``CITEBOT_QUALITY_MAX_RISE`` over the four windows before it and by more than chance explains (a two-proportion
+z-test, z >= 2): a few points of sustained drop in quality, not one bad afternoon or a quiet channel's noise. A window with fewer than ``CITEBOT_QUALITY_MIN_ANSWERS`` answers is not judged (one
 refusal out of three answers is no trend); it says so and passes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from eval import charts
 from eval.templating import render
 
 BASELINE_WINDOWS = 4  # the rise is measured against this many windows before the current one
+MIN_Z = 2.0  # a rise counts when it is at least this many standard errors (two-proportion z-test)
 TOP = 10  # documents and sections listed behind 👎
 NO_REASON = "(no reason given)"
 
@@ -216,8 +218,26 @@ def measure(answers: Sequence[RecordedAnswer], feedback: Sequence[FeedbackEntry]
     )
 
 
+def _counts(t: Tally, rate: str) -> tuple[int, int]:
+    """(events, out of) behind a rate."""
+    return {"refusal_rate": (t.refused, t.answers), "downvote_rate": (t.downvoted, t.answers),
+            "dropped_rate": (t.dropped, t.quotes)}[rate]
+
+
+def z_score(window: Tally, baseline: Tally, rate: str) -> float:
+    """How far the window's rate is above the baseline's, in standard errors (a two-proportion z-test): about 2
+    or more is beyond what chance moves a rate on these numbers of answers."""
+    (k1, n1), (k0, n0) = _counts(window, rate), _counts(baseline, rate)
+    if not n1 or not n0:
+        return 0.0
+    pooled = (k1 + k0) / (n1 + n0)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n0))
+    return (k1 / n1 - k0 / n0) / se if se else 0.0
+
+
 def check(window: Tally, baseline: Tally, th: Thresholds) -> tuple[list[Finding], bool]:
-    """Each rate of the window against its ceiling and against the windows before it."""
+    """Each rate of the window against its ceiling, and against the windows before it: a rise alarms when it is
+    more than ``max_rise`` and beyond chance (z >= :data:`MIN_Z`), so a quiet channel's noise pages nobody."""
     judged = window.answers >= th.min_answers
     base_judged = baseline.answers >= th.min_answers
     out: list[Finding] = []
@@ -225,8 +245,9 @@ def check(window: Tally, baseline: Tally, th: Thresholds) -> tuple[list[Finding]
         value, base = window.rate(rate), baseline.rate(rate) if base_judged else None
         ceiling = th.ceiling(rate)
         rise = value - base if value is not None and base is not None else None
+        z = z_score(window, baseline, rate) if rise is not None else 0.0
         over = judged and value is not None and value > ceiling + 1e-12
-        rose = judged and rise is not None and rise > th.max_rise + 1e-12
+        rose = judged and rise is not None and rise > th.max_rise + 1e-12 and z >= MIN_Z
         if not judged:
             why = (f"not judged: {window.answers} answers in the last {th.window_days} days "
                    f"(fewer than {th.min_answers})")
@@ -235,8 +256,9 @@ def check(window: Tally, baseline: Tally, th: Thresholds) -> tuple[list[Finding]
         else:
             parts = [f"{value:.1%} {'>' if over else '<='} {ceiling:.0%} ceiling"]
             if rise is not None:
+                beyond = (f", beyond chance (z = {z:.1f})" if z >= MIN_Z else f", within chance (z = {z:.1f})")
                 parts.append(f"{rise * 100:+.1f} points against {base:.1%} in the {BASELINE_WINDOWS} windows before"
-                             + (f" (more than {th.max_rise * 100:.0f})" if rose else ""))
+                             + (f" (more than {th.max_rise * 100:.0f}{beyond})" if rise > th.max_rise else ""))
             why = "; ".join(parts)
         out.append(Finding(rate, value, ceiling, base, rise, bool(over or rose), why))
     return out, judged
@@ -266,24 +288,27 @@ def quality_charts(q: Quality, labels: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     if not weeks:
         return out
+    years = {w.split("-")[0] for w in weeks}
+    week_axis = f"ISO week of {years.pop()}" if len(years) == 1 else "ISO week"
+    if week_axis != "ISO week":
+        weeks = [w.split("-")[1] for w in weeks]  # "W47": eight of them fit under a chart
     th = q.thresholds
     out["rates"] = charts.line_chart(
         weeks, {CHART_NAMES[r]: [t.rate(r) for _w, t in q.weeks] for r in RATES},
-        title="Week by week: refusals, thumbs-down and dropped quotes", x_title="ISO week", y_title="share",
+        title="Week by week: refusals, thumbs-down and dropped quotes", x_title=week_axis, y_title="share",
         percent=True, limits={f"{CHART_NAMES[r]} ceiling": th.ceiling(r) for r in RATES},
     )
     out["volume"] = charts.grouped_bars(
         weeks, {"answers": [float(t.answers) for _w, t in q.weeks],
                 "with a thumbs-up": [float(t.upvoted) for _w, t in q.weeks],
                 "with a thumbs-down": [float(t.downvoted) for _w, t in q.weeks]},
-        title="Answers and votes per week", x_title="ISO week", y_title="answers", value_labels=True,
+        title="Answers and votes per week", x_title=week_axis, y_title="answers", value_labels=True,
     )
     reasons = q.total.reasons.most_common()
     if reasons:
         out["reasons"] = charts.horizontal_bars(
             [labels.get(r, r) for r, _n in reasons], [float(n) for _r, n in reasons],
-            title="Why people gave a thumbs-down", x_title="thumbs-down votes",
-            y_title="reason (the thumbs-down form's choice)",
+            title="Why people gave a thumbs-down", x_title="thumbs-down votes", y_title="reason (from the form)",
         )
     if q.behind_downvotes:
         out["documents"] = charts.horizontal_bars(

@@ -46,6 +46,13 @@ def md_cell(v: Any) -> str:
     return " ".join(fmt(v).split()).replace("|", "\\|")
 
 
+def figure_class(svg: str) -> str:
+    """``full`` for a chart drawn wide (:data:`eval.charts.WIDE_IN`), which then takes a whole row of the page."""
+    from eval.charts import WIDE_IN
+
+    return "full" if f'width="{WIDE_IN * 72:g}pt"' in svg else ""
+
+
 def chart(svg: str) -> Markup:
     """An SVG made by :mod:`eval.charts` (its text is escaped by matplotlib), safe to put in a page as is."""
     return Markup(svg)  # noqa: S704 - our own drawing, not input
@@ -61,7 +68,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(fmt=fmt, pct=pct, signed=signed, anchor=anchor, md=md_cell)
+    env.filters.update(fmt=fmt, pct=pct, signed=signed, anchor=anchor, md=md_cell, figure_class=figure_class)
     return env
 
 

@@ -79,23 +79,30 @@ def test_check_passes_on_a_log_that_stays_within_its_thresholds(build: StateBuil
 
 
 def test_check_alarms_on_a_rise_over_the_weeks_before_even_under_the_ceiling(
-    build: StateBuilder, capsys: pytest.CaptureFixture[str]
+    build: StateBuilder, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for i in range(100):  # the four windows before: 5% with a 👎
-        build.answer(days_ago=8 + i * 0.2, vote="down" if i % 20 == 0 else "", choice="wrong_passage")
-    for i in range(40):  # this week: 12.5% (under the 15% ceiling, but 7.5 points up)
-        build.answer(days_ago=i * 0.15, vote="down" if i % 8 == 0 else "", choice="missing_information")
+    for i in range(200):  # the four windows before: 5% with a 👎
+        build.answer(days_ago=8 + i * 0.1, vote="down" if i % 20 == 0 else "", choice="wrong_passage")
+    for i in range(60):  # this week: 13.3% (under the 15% ceiling, but 8.3 points up: beyond chance)
+        build.answer(days_ago=i * 0.1, vote="down" if i % 15 < 2 else "", choice="missing_information")
     code, out = quality(capsys, "--check")
     assert code == 1, out
-    assert "ALARM 👎 rate: 12.5% <= 15% ceiling; +7.5 points against 5.0% in the 4 windows before (more than 5)" in out
+    assert ("ALARM 👎 rate: 13.3% <= 15% ceiling; +8.3 points against 5.0% in the 4 windows before (more than 5, "
+            "beyond chance (z = 2.2))") in out
     # the thresholds are settings: a wider allowed rise passes the same log
-    import os
+    monkeypatch.setenv("CITEBOT_QUALITY_MAX_RISE", "0.10")
+    assert quality(capsys, "--check")[0] == 0
 
-    os.environ["CITEBOT_QUALITY_MAX_RISE"] = "0.10"
-    try:
-        assert quality(capsys, "--check")[0] == 0
-    finally:
-        del os.environ["CITEBOT_QUALITY_MAX_RISE"]
+
+def test_a_rise_that_chance_explains_raises_no_alarm(build: StateBuilder,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    for i in range(40):  # before: 5%
+        build.answer(days_ago=8 + i * 0.5, vote="down" if i % 20 == 0 else "")
+    for i in range(25):  # this week: 3 of 25 = 12%: 7 points up, but on so few answers that is noise (z < 2)
+        build.answer(days_ago=i * 0.2, vote="down" if i < 3 else "")
+    code, out = quality(capsys, "--check")
+    assert code == 0, out
+    assert "+7.0 points against 5.0% in the 4 windows before (more than 5, within chance (z = 1.0))" in out
 
 
 def test_a_quiet_week_is_not_judged(build: StateBuilder, capsys: pytest.CaptureFixture[str]) -> None:
@@ -139,7 +146,7 @@ def test_the_report_by_week_scope_reason_and_document(build: StateBuilder, capsy
     assert set(charts) == {"Week by week: refusals, thumbs-down and dropped quotes", "Answers and votes per week",
                            "Why people gave a thumbs-down", "Documents and sections behind a thumbs-down"}
     rates = charts["Week by week: refusals, thumbs-down and dropped quotes"]
-    for text in ("ISO week", "share", "refusal rate ceiling", "thumbs-down rate", "2026-W47"):  # axes, legend
+    for text in ("ISO week of 2026", "share", "refusal rate ceiling", "thumbs-down rate", "W47"):  # axes, legend
         assert f">{text}</text>" in rates, text
 
 
