@@ -9,8 +9,9 @@ with charts, the verdict first.
 The check (``--check``) looks at the last ``CITEBOT_QUALITY_WINDOW_DAYS`` (the rolling window, 7 by default)
 and raises an alarm when a rate is above its ceiling (``CITEBOT_QUALITY_MAX_*``), or has risen by more than
 ``CITEBOT_QUALITY_MAX_RISE`` over the four windows before it and by more than chance explains (a two-proportion
-z-test, z >= 2): a few points of sustained drop in quality, not one bad afternoon or a quiet channel's noise. A window with fewer than ``CITEBOT_QUALITY_MIN_ANSWERS`` answers is not judged (one
-refusal out of three answers is no trend); it says so and passes.
+z-test, z >= 2): a few points of sustained drop in quality, not one bad afternoon or a quiet channel's noise.
+A window with fewer than ``CITEBOT_QUALITY_MIN_ANSWERS`` answers is not judged (one refusal out of three
+answers is no trend); it says so and passes.
 """
 
 from __future__ import annotations

@@ -47,9 +47,9 @@ def make(data_dir: Path, *, until: datetime, weeks: int = 8, seed: int = 7) -> i
             refused = rng.random() < 0.14
             dropped = 1 if not refused and rng.random() < 0.04 else 0
             cites = [] if refused else [Citation(n=1, chunk_id=f"d:{n}", doc_id="d", file=file, page_start=3,
-                                                 page_end=3, section=section, quote="(quoted passage)")]
+                                                 page_end=3, section=section, quote="(quoted passage)", url="")]
             answer = Answer(text="(answer)", refused=refused, citations=cites, mode="llm" if dropped else "extractive",
-                            validation=ValidationCounts(exact=len(cites), unmatched=dropped))
+                            note="", validation=ValidationCounts(exact=len(cites), unmatched=dropped))
             ref = f"M{n}"
             state.record_answer(platform=scope.split(":")[0], message_ref=ref, thread_ref=ref, scope=scope,
                                 user=f"U{rng.randint(1, 40)}", question="(question)",
