@@ -111,3 +111,14 @@ def test_eval_run_uses_the_shipped_set_and_gates(installed: Path, elsewhere: tup
     assert "Run directory:" in out
     [run_dir] = (cwd / ".citebot" / "eval" / "runs").iterdir()
     assert any(run_dir.iterdir())
+    # the report's templates and the shipped gates come from the installed package
+    run([str(installed / "citebot"), "eval", "report", str(run_dir)], cwd=cwd, env=env)
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert 'id="verdict"' in page and "floor citation_validity" in page and "<svg" in page
+
+
+def test_quality_report_renders_from_the_installed_templates(installed: Path, elsewhere: tuple[Path, dict]) -> None:
+    cwd, env = elsewhere
+    out = run([str(installed / "citebot"), "quality", "--check"], cwd=cwd, env=env).stdout
+    assert "NOT ENOUGH DATA" in out  # a fresh data directory: nothing to judge, and no alarm
+    assert 'id="verdict"' in (cwd / ".citebot" / "quality" / "quality.html").read_text(encoding="utf-8")
