@@ -204,3 +204,27 @@ def test_feedback_invoke_always_answers_200(harness: Harness) -> None:
     turn = harness.run(invoke)
     (response,) = [a for a in turn.in_turn if a.type == ActivityTypes.invoke_response]
     assert response.value.status == 200
+
+
+def test_teams_questions_are_counted_in_metrics_answered_or_failed(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prometheus_client import REGISTRY
+
+    def count(outcome: str) -> float:
+        labels = {"platform": "teams", "mode": "extractive", "outcome": outcome}
+        return REGISTRY.get_sample_value("citebot_questions_total", labels) or 0.0
+
+    answered, failed = count("answered"), count("failed")
+    turn = harness.run(channel_activity("When are the Meadowlark office plants watered?"))
+    assert "Thursday" in str(turn.later[0].serialize())
+    assert (count("answered"), count("failed")) == (answered + 1, failed)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the store went away")
+
+    monkeypatch.setattr(harness.core.service, "answer", broken)
+    turn = harness.run(channel_activity("How much is a Meadowlark locker per year?"))
+    assert [a.text for a in turn.later] == [APOLOGY]
+    assert (count("answered"), count("failed")) == (answered + 1, failed + 1)
+    assert REGISTRY.get_sample_value("citebot_queue_depth", {"platform": "teams"}) == 0  # every job ended
