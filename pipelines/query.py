@@ -206,6 +206,11 @@ class QueryEngine:
             routed = heading_docs[:MAX_ROUTED]
             if heading and routed:
                 reference = heading
+        preferred = routed_out["preferred_files"]
+        if preferred:
+            hits = _files_first(hits, set(preferred))
+        if filters is None:
+            routed = _in_best_document(routed, hits)
         routed = self._in_scope(routed, scopes)
         hits = self._in_scope(hits, scopes)
         return Retrieval(
@@ -395,6 +400,24 @@ class QueryEngine:
             "validation.fuzzy": v.fuzzy, "validation.unknown_chunk": v.unknown_chunk,
             "validation.unmatched": v.unmatched, "validation.retried": v.retried,
         }
+
+
+def _files_first(hits: list[Document], files: set[str]) -> list[Document]:
+    """The hits from ``files`` (the filings whose period fits the question) first, in their order, then the rest."""
+    first = [d for d in hits if (d.meta or {}).get("file_name") in files]
+    return first + [d for d in hits if (d.meta or {}).get("file_name") not in files]
+
+
+def _in_best_document(routed: list[Document], hits: list[Document]) -> list[Document]:
+    """"Page 14" or "figure 4" asked in a channel of many PDFs names no file: keep the referenced chunks of the
+    document retrieval ranks highest among those that have them (all of them when retrieval found none)."""
+    docs = {(d.meta or {}).get("doc_id") for d in routed}
+    if len(docs) < 2:
+        return routed
+    best = next((h.meta.get("doc_id") for h in hits if h.meta and h.meta.get("doc_id") in docs), None)
+    if best is None:
+        return routed
+    return [d for d in routed if (d.meta or {}).get("doc_id") == best]
 
 
 def _retrieved(doc: Document) -> RetrievedChunk:

@@ -9,7 +9,11 @@ Recognised references:
   retrieved chunk's heading when the question contains all of the heading's words;
 * tables and figures — "table 3", "Figure 2", "fig. 2" (chunk meta ``label``);
 * a file name — "report.pdf", or the name without ``.pdf`` — which restricts everything else to
-  that file.
+  that file;
+* a company or subject a file is named after ("AMEX", "JnJ", "Activision Blizzard" for
+  ``ACTIVISIONBLIZZARD_2019_10K.pdf``, see :mod:`pipelines.components.document_names`), which restricts
+  everything else to that company's files; among them ``preferred_files`` are those whose period fits the
+  question ("FY2019", "Q2'2023"), which retrieval ranks first.
 
 The fetched chunks go first in the answerer's context. Every fetch carries the caller's scopes.
 """
@@ -28,6 +32,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from connectors.store_api import ChunkStore, require_scopes
 from connectors.stores import store_from_dict
 from pipelines.components._text import terms
+from pipelines.components.document_names import named_files, preferred_files
 
 _NUM = r"(\d{1,4})"
 _PAGES = re.compile(rf"\b(?:pages?|pp?\.)\s*{_NUM}(?:\s*(?:-|–|—|to|through|thru|and|&)\s*{_NUM})?\b", re.I)
@@ -293,21 +298,34 @@ class StructureRouter:
             limit=self.fetch_limit,
         )
 
+    def company_files(self, question: str, scopes: list[str]) -> list[str]:
+        """The files of ``scopes`` named after a company or subject the question names."""
+        return named_files(question, [name for name, _ in self._file_names(scopes)])
+
     @component.output_types(
-        documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool
+        documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool,
+        preferred_files=list[str],
     )
     def run(self, question: str, scopes: list[str]) -> dict[str, Any]:
         scopes = require_scopes(scopes)
         file_cond, files, phrases = self.file_filter(question, scopes)
+        in_files = files or self.company_files(question, scopes)
+        if in_files and not files:
+            file_cond = {"field": "meta.file_name", "operator": "in", "value": in_files}
+        preferred = preferred_files(question, in_files) if len(in_files) > 1 else []
+        if len(preferred) == len(in_files):
+            preferred = []
+        # explicit pages and labels are looked up in the files the period points at
+        ref_cond = {"field": "meta.file_name", "operator": "in", "value": preferred} if preferred else file_cond
         refs = parse_refs(question)
         docs: list[Document] = []
         if refs.any:
             alternatives: list[dict[str, Any]] = []
             if refs.pages:
-                docs.extend(self._pages(scopes, file_cond, *refs.pages))
+                docs.extend(self._pages(scopes, ref_cond, *refs.pages))
             if refs.nth_page:
                 seen_ids = {d.id for d in docs}
-                docs.extend(d for d in self._nth_page(scopes, file_cond, refs.nth_page) if d.id not in seen_ids)
+                docs.extend(d for d in self._nth_page(scopes, ref_cond, refs.nth_page) if d.id not in seen_ids)
             if refs.section_ids:
                 alternatives.append({"field": "meta.section_id", "operator": "in", "value": list(refs.section_ids)})
             if refs.labels:
@@ -315,7 +333,7 @@ class StructureRouter:
             seen: set[str] = {d.id for d in docs}
             for cond in alternatives:
                 for d in self.document_store.fetch(
-                    scopes=scopes, filters=_and(file_cond, cond), limit=self.fetch_limit
+                    scopes=scopes, filters=_and(ref_cond, cond), limit=self.fetch_limit
                 ):
                     if d.id not in seen:
                         seen.add(d.id)
@@ -333,4 +351,5 @@ class StructureRouter:
             "reference": reference,
             "content_question": " ".join(content.split()),
             "explicit": bool(docs),
+            "preferred_files": preferred,
         }

@@ -1,0 +1,194 @@
+"""Which files of a busy channel a question is about, from how people name companies and periods.
+
+A finance team's channel holds many filings of several companies and years, named as people and EDGAR
+name them: ``ACTIVISIONBLIZZARD_2019_10K.pdf``, ``JOHNSON_JOHNSON_2023Q2_EARNINGS.pdf``, ``Pfizer_2023Q2_10Q.pdf``.
+Questions name the company the way analysts write it ("Activision Blizzard", "AMEX", "JnJ", "JPM", "MGM")
+and the period ("FY2019", "FY20", "Q2'2023", "the second fiscal quarter of 2023", "H1 FY2023").
+
+:func:`named_files` finds the files whose name the question spells (run together, abbreviated by word prefixes
+or initials); :func:`preferred_files` ranks those by the period the question asks about. Both are pure
+functions of the question and the file names, so a file is only ever matched within the scopes it was listed
+from.
+
+Period rules (a filing reports its own period and the years before it, never later ones): the target is the
+latest year the question names; a file of that year fits best, a later file next (its comparatives hold
+the year), an earlier one not at all; a named quarter picks the quarter's filing, and with no quarter named
+the annual report comes first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipelines.components._text import STOPWORDS
+
+_YEAR = r"(?:19|20)\d\d"
+_FILE_PERIOD = re.compile(rf"(?<![0-9])({_YEAR})(?:[\s_\-.]?q([1-4]))?(?![0-9])", re.I)
+_FORM_WORDS = frozenset({"10k", "10q", "8k", "10ka", "20f", "earnings", "dated", "final", "report", "annual",
+                         "quarterly", "pdf", "v1", "v2", "v3"})
+_ORDINAL_Q = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
+_Q_PATTERNS = (
+    re.compile(rf"\bq([1-4])\s*(?:'|’|of\s+)?\s*(?:fy\s*)?({_YEAR})\b", re.I),  # Q2 2023, Q2'2023, Q2 of FY2023
+    re.compile(rf"\bq([1-4])({_YEAR})\b", re.I),  # Q22023
+    re.compile(rf"\b({_YEAR})\s*q([1-4])\b", re.I),  # 2021 Q1
+)
+_ORDINAL_QUARTER = re.compile(
+    rf"\b(first|second|third|fourth|1st|2nd|3rd|4th)\s+(?:fiscal\s+)?quarter(?:\s+of)?\s+"
+    rf"(?:fiscal\s+|fy\s*)?({_YEAR})\b",
+    re.I,
+)
+_HALF = re.compile(rf"\b(h1|h2|first\s+half|second\s+half)\s*(?:of\s+)?(?:fiscal\s+|fy\s*)?({_YEAR})\b", re.I)
+_FY_SHORT = re.compile(r"\bfy\s*'?(\d\d)\b", re.I)
+_YEARS = re.compile(rf"(?<![0-9])({_YEAR})(?![0-9])")
+_ANNUAL_WORDS = re.compile(r"\b(10-?k|annual report)\b", re.I)
+_QUARTER_WORDS = re.compile(r"\b(10-?q|quarterly report)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Period:
+    """A year, and a quarter (1-4) when one is named; ``annual`` for a 10-K, ``form`` as the name spells it."""
+
+    year: int | None = None
+    quarter: int | None = None
+    form: str = ""
+
+
+def _words(text: str) -> list[str]:
+    text = re.sub(r"(?i)['’]s\b", "", text)
+    return [w for w in re.split(r"[^0-9a-z]+", text.lower()) if w]
+
+
+def company_words(file_name: str) -> list[str]:
+    """The words of a file's name that are not its period or form: ``["johnson", "johnson"]``."""
+    stem = re.sub(r"(?i)\.pdf$", "", file_name)
+    stem = _FILE_PERIOD.sub(" ", stem)
+    return [w for w in _words(stem) if w not in _FORM_WORDS and not w.isdigit() and re.search(r"[a-z]", w)]
+
+
+def file_period(file_name: str) -> Period:
+    """The period a file's name gives: ``MGMRESORTS_2022Q4_EARNINGS.pdf`` -> 2022, Q4, earnings."""
+    m = _FILE_PERIOD.search(file_name)
+    low = file_name.lower()
+    form = next((f for f in ("10k", "10q", "8k", "earnings") if re.search(rf"(?<![a-z0-9]){f}(?![a-z0-9])", low)), "")
+    if not m:
+        return Period(form=form)
+    return Period(int(m.group(1)), int(m.group(2)) if m.group(2) else None, form)
+
+
+def question_period(question: str) -> Period:
+    """The latest year (and a quarter, if one is named) a question asks about; ``FY20`` is 2020, ``H1`` is Q2."""
+    found: list[tuple[int, int | None]] = []
+    for pat in _Q_PATTERNS:
+        for m in pat.finditer(question):
+            a, b = m.group(1), m.group(2)
+            year, q = (int(b), int(a)) if len(a) == 1 else (int(a), int(b))
+            found.append((year, q))
+    for m in _ORDINAL_QUARTER.finditer(question):
+        found.append((int(m.group(2)), _ORDINAL_Q[m.group(1).lower()]))
+    for m in _HALF.finditer(question):
+        found.append((int(m.group(2)), 2 if m.group(1).lower() in ("h1", "first half") else 4))
+    years = [int(y) for y in _YEARS.findall(question)] + [2000 + int(y) for y in _FY_SHORT.findall(question)]
+    form = "10k" if _ANNUAL_WORDS.search(question) else "10q" if _QUARTER_WORDS.search(question) else ""
+    if not years and not found:
+        return Period(form=form)
+    latest = max(years + [y for y, _ in found])
+    quarters = [q for y, q in found if y == latest and q is not None]
+    return Period(latest, quarters[-1] if quarters else None, form)
+
+
+def _question_tokens(question: str) -> list[tuple[str, str]]:
+    """``(original, normalised)`` per word; "&" and "and" are dropped (Johnson & Johnson)."""
+    out = []
+    for raw in re.findall(r"[A-Za-z0-9][A-Za-z0-9&'’.\-]*", question):
+        raw = re.sub(r"(?i)['’]s$|[.\-]$", "", raw)
+        norm = re.sub(r"[^0-9a-z]", "", raw.lower())
+        if norm and norm != "and":
+            out.append((raw, norm))
+    return out
+
+
+def _abbreviates(token: str, words: Sequence[str], key: str) -> bool:
+    """``AMEX`` for american express, ``JPM`` for jpmorgan, ``JnJ`` for johnson johnson: the token is a prefix
+    of the name run together, or two runs of at least two letters (the second starting a later part of it), or
+    initials with a small ``n`` for "and"."""
+    low = token.lower()
+    if key.startswith(low):
+        return True
+    if re.fullmatch(r"[A-Z]n[A-Z]", token) and len(words) >= 2:
+        return words[0][0] == low[0] and words[1][0] == low[2]
+    for cut in range(2, len(low) - 1):
+        head, tail = low[:cut], low[cut:]
+        if key.startswith(head) and tail in key[cut:] and len(tail) >= 2:
+            return True
+    return False
+
+
+def names_company(question: str, file_name: str) -> bool:
+    """Does the question name the company (or subject) of ``file_name``?"""
+    words = company_words(file_name)
+    key = "".join(words)
+    if len(key) < 2:
+        return False
+    tokens = _question_tokens(question)
+    proper = [raw[0].isupper() and (pos > 0 or raw.isupper()) and norm not in STOPWORDS
+              for pos, (raw, norm) in enumerate(tokens)]
+    norms = [n for _, n in tokens]
+    for i in range(len(norms)):  # "Activision Blizzard", "Coca Cola", "Johnson & Johnson" run together
+        run = ""
+        for j in range(i, min(i + 4, len(norms))):
+            run += norms[j]
+            if j == i and not proper[i]:
+                continue  # one common word ("independents") is not a name
+            if run == key or (j > i and len(run) >= 6 and key.startswith(run) and len(run) >= 0.6 * len(key)):
+                return True
+            if len(run) > len(key):
+                break
+    for pos, (raw, norm) in enumerate(tokens):
+        if not proper[pos] or len(norm) < 3:
+            continue
+        if raw.isupper() and _abbreviates(raw, words, key):  # AMEX, JPM, MGM, ADBE
+            return True
+        if re.fullmatch(r"[A-Z]n[A-Z]", raw) and _abbreviates(raw, words, key):  # JnJ
+            return True
+        if key.startswith(norm) and (len(norm) >= 5 or len(norm) >= 0.4 * len(key)):  # Ulta, Germanwings
+            return True
+    return False
+
+
+def named_files(question: str, file_names: Sequence[str]) -> list[str]:
+    """The files whose company the question names."""
+    return [f for f in file_names if names_company(question, f)]
+
+
+def _fit(asked: Period, file: Period) -> float:
+    score = 0.0
+    if asked.year is not None and file.year is not None:
+        if file.year == asked.year:
+            score += 3.0
+        elif file.year > asked.year:
+            score += max(0.0, 2.0 - 0.5 * (file.year - asked.year - 1))
+    if asked.quarter is not None:
+        if file.quarter == asked.quarter or (file.quarter is None and file.form == "10q"):
+            score += 1.0
+        elif file.quarter is not None:
+            score -= 1.0
+    elif asked.year is not None:
+        score += {None: 0.5, 4: 0.25}.get(file.quarter, -0.5) if file.form != "8k" else 0.0
+    if asked.form and file.form:
+        score += 0.5 if asked.form == file.form else -0.5
+    return score
+
+
+def preferred_files(question: str, file_names: Sequence[str]) -> list[str]:
+    """Among ``file_names`` (files of one company, say), those whose period fits the question best; all of them
+    when the question names no period or none fits."""
+    asked = question_period(question)
+    if asked.year is None and not asked.form:
+        return list(file_names)
+    scored = [(_fit(asked, file_period(f)), f) for f in file_names]
+    best = max((s for s, _ in scored), default=0.0)
+    if best <= 0.0:
+        return list(file_names)
+    return [f for s, f in scored if s >= best - 0.3]
