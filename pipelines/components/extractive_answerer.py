@@ -3,7 +3,10 @@
 Candidates are the sentences of text chunks and the lines of table and list chunks. Each is scored
 by cosine similarity of its embedding to the question's plus a term-overlap bonus (IDF-weighted
 over the candidates), with a small bonus for the passage's rank. The answer is a fixed lead line and
-the chosen spans as quotes: nothing but the lead line is written that is not in the source.
+the chosen spans as quotes: nothing but the lead line is written that is not in the source. When the best
+quote is a table row and the question names one or two of its columns, the lead line reads the row's cells
+under those columns ("2021: Headcount at year end 1,050 [2]"), its label and values copied from the quoted
+header and row.
 
 Special cases:
 
@@ -108,6 +111,19 @@ def _skip_heading_lines(content: str, s: int, e: int, doc: Document) -> int:
 def _lead(lead: str, citations: list[dict[str, Any]]) -> str:
     """The one line written by Citebot: a fixed lead and the [n] markers; the quotes are the citations."""
     return lead + " " + "".join(f"[{c['n']}]" for c in citations) + ":"
+
+
+def cells_line(qterms: set[str], header: str, row: str) -> str:
+    """The row's label and its cells under the columns the question names ("2021: Offices 4"), or "" when the
+    header and row do not split into the same cells or the question names no column (or more than two)."""
+    heads = [h.strip() for h in header.split("|")]
+    cells = [c.strip() for c in row.split("|")]
+    if len(heads) < 2 or len(heads) != len(cells) or not cells[0]:
+        return ""
+    named = [j for j in range(1, len(heads)) if heads[j] and set(terms(heads[j])) & qterms and cells[j]]
+    if not 1 <= len(named) <= 2:
+        return ""
+    return f"{cells[0]}: " + "; ".join(f"{heads[j]} {cells[j]}" for j in named)
 
 
 def _nothing() -> dict[str, Any]:
@@ -331,6 +347,7 @@ class ExtractiveAnswerer:
             if any(o.text == c.text for o in chosen):
                 continue
             chosen.append(c)
+        top = chosen[0]
         # show quotes in document order within a passage, passages in rank order
         chosen.sort(key=lambda c: (c.doc_rank, c.start))
         spans: list[tuple[Document, str]] = []
@@ -342,8 +359,13 @@ class ExtractiveAnswerer:
             {"n": i, "chunk_id": chunk_id_of(d), "quote": text}
             for i, (d, text) in enumerate(spans[: self.max_quotes + 1], 1)
         ]
-        return {"text": _lead(LEAD, citations), "citations": citations, "relevance": relevance,
-                "max_cosine": max_cos, "coverage": cov}
+        text = _lead(LEAD, citations)
+        line = cells_line(qterms, top.header_text, top.text) if top.header else ""
+        n = next((c["n"] for c in citations if c["quote"] == top.text), None)
+        if line and n is not None:
+            text = f"{line} [{n}]. {text}"
+        return {"text": text, "citations": citations, "relevance": relevance, "max_cosine": max_cos,
+                "coverage": cov}
 
     def _summary(self, routed: list[Document], reference: str) -> dict[str, Any]:
         picked: list[tuple[Document, int, int]] = []

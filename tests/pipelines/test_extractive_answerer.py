@@ -6,7 +6,8 @@ import pytest
 from haystack import Document
 
 from connectors.settings import Settings
-from pipelines.components.extractive_answerer import ExtractiveAnswerer
+from pipelines.components._text import terms
+from pipelines.components.extractive_answerer import ExtractiveAnswerer, cells_line
 
 
 def _chunk(i, content, *, page=1, section="", etype="text", label=""):
@@ -86,6 +87,27 @@ class TestExtractiveAnswerer:
             },
         }
 
+    @pytest.mark.slow
+    def test_a_table_row_answer_says_the_value_under_the_column_asked_for(self, answerer):
+        out = answerer.run(question="What was the revenue in 2020?", documents=[HOURS, LEAVE, TABLE])
+        quotes = {c["n"]: c["quote"] for c in out["citations"]}
+        line = out["text"].split(" Here is what", 1)[0]
+        assert line.startswith("2020: Revenue (GBP m) 78.9 [")
+        assert quotes[int(line.split("[")[1].split("]")[0])].startswith("2020 | 78.9")  # it points at the row
+
+    @pytest.mark.parametrize(
+        ("question", "line"),
+        [
+            ("How many offices in 2019?", "2019: Offices 3"),
+            ("Revenue and headcount in 2019?", "2019: Revenue (GBP m) 91.5; Headcount 985"),
+            ("What happened in 2019?", ""),  # no column named: no line
+        ],
+    )
+    def test_cells_line(self, question, line):
+        assert cells_line(set(terms(question)), "Year | Revenue (GBP m) | Headcount | Offices",
+                          "2019 | 91.5 | 985 | 3") == line
+        assert cells_line(set(terms(question)), "Year | Revenue", "2019 | 91.5 | 985") == ""  # cells do not line up
+
     def test_from_dict(self):
         a = ExtractiveAnswerer.from_dict(ExtractiveAnswerer(model_path="/m", max_candidates=20).to_dict())
         assert (a.model_path, a.max_candidates) == ("/m", 20)
@@ -109,7 +131,7 @@ class TestExtractiveAnswerer:
         by_id = {d.id: d.content for d in docs}
         assert all(c["quote"] in by_id[c["chunk_id"]] for c in out["citations"])
         assert not any(q.startswith(("4 Leave", "2 Working")) for q in quotes)  # heading lines are not quotes
-        assert out["text"].startswith("Here is what the PDFs say [1]")
+        assert "Here is what the PDFs say [1]" in out["text"]
         assert out["relevance"] > 0.4
         assert [d.content for d in docs] == before
 
