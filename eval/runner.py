@@ -11,6 +11,9 @@
   and an interrupted build resumes where it stopped.
 * **Answers**: every case goes through :class:`pipelines.service.CitebotService.answer`, the production path.
   Every shown quote is rechecked verbatim against its cited chunk's stored text.
+* **Modes**: ``hybrid`` (fused as ``CITEBOT_FUSION`` says), ``hybrid-weighted`` and ``hybrid-rrf`` (that fusion,
+  on a service built with it), ``bm25``, ``dense``, and ``pages``: the naive one-vector-per-page baseline
+  (:mod:`eval.page_baseline`), asked in the same scopes, ranking pages and answering nothing.
 * **Resumable**: one JSON line per finished case is appended (flushed and fsynced) to ``results.jsonl``; a
   rerun with the same ``--out`` skips cases already there (a torn last line or an errored case is redone).
 * **Metadata**: ``meta.json`` holds the git commit, settings without secrets, model names, prompt version,

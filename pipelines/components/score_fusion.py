@@ -46,7 +46,8 @@ class FusionMode(Enum):
         try:
             return FusionMode(string)
         except ValueError:
-            raise ValueError(f"fusion must be one of {', '.join(m.value for m in FusionMode)}, not {string!r}") from None
+            names = ", ".join(m.value for m in FusionMode)
+            raise ValueError(f"fusion must be one of {names}, not {string!r}") from None
 
 
 def _rescaled(documents: list[Document]) -> dict[str, float]:

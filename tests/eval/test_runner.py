@@ -332,8 +332,8 @@ def test_mode_all_runs_both_fusions_bm25_dense_and_the_naive_page_baseline(setup
     rows = [line.split("|")[1].strip() for line in printed.split("\n\n")[0].splitlines()[2:]]
     assert rows == ["hybrid", "hybrid-rrf", "bm25", "dense", "pages"]
     # the fake service cites page 2 of the scope's first file: case d misses, so hybrid is a third below the floor
-    assert "vs naive (page_hit@5, our hybrid minus the one-vector-per-page baseline): hybrid -0.333 (0.667 vs 1.000); " \
-           "hybrid-rrf -0.333 (0.667 vs 1.000)" in printed
+    assert ("vs naive (page_hit@5, our hybrid minus the one-vector-per-page baseline): "
+            "hybrid -0.333 (0.667 vs 1.000); hybrid-rrf -0.333 (0.667 vs 1.000)") in printed
 
 
 def test_resume_never_mixes_fusions(setup: Any) -> None:
