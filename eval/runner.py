@@ -576,7 +576,7 @@ def run_eval(
         base_meta["judge_prompt_version"] = JUDGE_PROMPT_VERSION
 
     out: dict[str, tuple[dict[str, Any], list[CaseResult]]] = {}
-    services = {index.settings.fusion: service}  # one service per fusion the modes need
+    services: dict[str, Any] = {index.settings.fusion: service}  # one service per fusion the modes need
     page_baseline: PageBaseline | None = None
     for mode in opts.modes:
         run_dir = opts.out_dir / mode if len(opts.modes) > 1 else opts.out_dir
