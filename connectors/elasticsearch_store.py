@@ -4,8 +4,8 @@
 an explicit mapping (``dense_vector`` of the model's dimension with cosine similarity, keyword metadata,
 integer pages, text content) and implements the same :class:`~connectors.store_api.ChunkStore` contract as
 the embedded SQLite store. Its BM25 and kNN retrievers are the integration's own, always given the scope
-filter at run time; fuse them client-side with ``DocumentJoiner(join_mode="reciprocal_rank_fusion")``
-(Elasticsearch's own RRF needs a paid licence).
+filter at run time; the query pipeline fuses them client-side (``ScoreFusion``: weighted scores, or Haystack's
+``DocumentJoiner`` reciprocal rank fusion, as ``CITEBOT_FUSION`` says; Elasticsearch's own RRF needs a paid licence).
 
 Visibility: the index is created with ``refresh_interval: -1`` and every write refreshes explicitly once it
 is complete, so a reader sees a document's chunks all at once. ``replace_document`` writes the new chunks,

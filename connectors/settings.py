@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     # --- retrieval and answers -------------------------------------------------------------
     retrieval_top_k: int = Field(20, ge=1, le=200, description="Candidates from each retriever.")
     answer_top_k: int = Field(5, ge=1, le=50, description="Passages given to the answerer.")
+    fusion: Literal["weighted", "rrf"] = Field(
+        "weighted",
+        description="How hybrid retrieval fuses BM25 and dense: weighted (rescaled scores, CITEBOT_DENSE_WEIGHT) or "
+        "rrf (Haystack's reciprocal rank fusion, equal weights); see score_fusion.py.",
+    )
     dense_weight: float = Field(
         0.5, ge=0.0, le=4.0, description="Weight of dense against BM25 (1.0) in hybrid fusion; see score_fusion.py."
     )

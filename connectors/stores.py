@@ -4,8 +4,8 @@
 store in ``CITEBOT_DATA_DIR``; ``open_state`` likewise returns the chat state on Elasticsearch
 (``citebot-state-*`` indices, shared by every replica) or the SQLite state log in ``CITEBOT_DATA_DIR``.
 ``make_retrievers`` returns ``(bm25, embedding)`` Haystack components whose ``run`` takes ``scopes``
-(mandatory) and ``filters``/``top_k`` (optional); fuse their outputs with
-``DocumentJoiner(join_mode="reciprocal_rank_fusion")``.
+(mandatory) and ``filters``/``top_k`` (optional); the query pipeline fuses their outputs with
+``pipelines/components/score_fusion.py`` (weighted scores, or Haystack's reciprocal rank fusion: ``CITEBOT_FUSION``).
 """
 
 from __future__ import annotations

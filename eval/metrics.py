@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from eval.cases import Source
-from eval.records import CaseResult, CitedQuote, Hit
+from eval.records import RETRIEVAL_ONLY, CaseResult, CitedQuote, Hit
 
 JUDGE_CRITERIA = ("groundedness", "completeness", "correctness")
 HIGH, MEDIUM = 0.8, 0.5
@@ -375,6 +375,12 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+# What only an answer has: empty for a retrieval-only run (the naive page baseline).
+ANSWER_KEYS = ("citation_validity", "citation_page_precision", "cited_gold_page", "refusal_precision",
+               "refusal_recall", "refusal_f1", "answer_rate", "exact_match", "contains_match", "token_f1",
+               *(f"judge_{name}" for name in JUDGE_CRITERIA))
+
+
 def aggregate(results: Sequence[CaseResult], k: int = 5) -> dict[str, Any]:
     """Run-level metrics for ``results``: the same keys for a whole run and for one category."""
     per_case = [case_metrics(r, k) for r in results]
@@ -411,6 +417,9 @@ def aggregate(results: Sequence[CaseResult], k: int = 5) -> dict[str, Any]:
     out["buckets"] = {b: sum(1 for s in scores if bucket(s) == b) for b in ("high", "medium", "low")}
     labels = Counter(label for r in results for label in failure_labels(r, k))
     out["failures"] = {label: labels.get(label, 0) for label in FAILURE_LABELS}
+    if results and all(r.answer_mode == RETRIEVAL_ONLY for r in results):  # a baseline that ranks, never answers
+        for key in ANSWER_KEYS:
+            out[key] = None
     return out
 
 

@@ -87,7 +87,9 @@ class CaseResult(BaseModel):
 
 RESULTS_FILE = "results.jsonl"
 META_FILE = "meta.json"
-MODES_ORDER = ("hybrid", "bm25", "dense")
+MODES_ORDER = ("hybrid", "hybrid-weighted", "hybrid-rrf", "bm25", "dense", "pages")
+# The answer_mode of a case asked of a retriever that gives no answer (the naive page baseline, ``--mode pages``).
+RETRIEVAL_ONLY = "retrieval-only"
 
 
 class RunDirError(ValueError):

@@ -37,7 +37,7 @@ from eval.metrics import (
     refusal_curve,
     summarise,
 )
-from eval.records import MODES_ORDER, RESULTS_FILE, CaseResult, RunDirError, load_run
+from eval.records import MODES_ORDER, RESULTS_FILE, RETRIEVAL_ONLY, CaseResult, RunDirError, load_run
 from eval.templating import fmt, render
 
 Run = tuple[dict[str, Any], list[CaseResult]]
@@ -88,7 +88,29 @@ def ablation_rows(runs: dict[str, Run]) -> tuple[list[str], list[list[Any]]]:
 
 def ablation_markdown(runs: dict[str, Run]) -> str:
     header, rows = ablation_rows(runs)
-    return "\n".join(_md_table(header, rows))
+    line = vs_naive(runs)
+    return "\n".join([*_md_table(header, rows), *(["", line] if line else [])])
+
+
+def vs_naive(runs: dict[str, Run]) -> str:
+    """How far each hybrid mode's page-hit@5 is above the naive page baseline's (``--mode pages``) in the same
+    run: the floor the issue asks every run to show; "" without a pages run or a hybrid one."""
+    if "pages" not in runs:
+        return ""
+    key = f"page_hit@{HEADLINE_K}"
+
+    def hit(mode: str) -> float | None:
+        meta, results = runs[mode]
+        value = summarise(results, int(meta.get("k", 5)))["overall"][key]
+        return float(value) if value is not None else None
+
+    naive = hit("pages")
+    parts = []
+    for mode in runs:
+        ours = hit(mode) if mode.startswith("hybrid") else None
+        if ours is not None and naive is not None:
+            parts.append(f"{mode} {ours - naive:+.3f} ({ours:.3f} vs {naive:.3f})")
+    return f"vs naive ({key}, our hybrid minus the one-vector-per-page baseline): {'; '.join(parts)}" if parts else ""
 
 
 def run_threshold(meta: dict[str, Any]) -> float | None:
@@ -110,6 +132,8 @@ def category_rows(results: Sequence[CaseResult]) -> tuple[list[str], list[list[A
         o = summarise(rs)["overall"]
         unanswerable = [r for r in rs if not r.answerable]
         refused = (sum(1 for r in unanswerable if r.refused or r.error) / len(unanswerable)) if unanswerable else None
+        if all(r.answer_mode == RETRIEVAL_ONLY for r in rs):
+            refused = None
         rows.append([name, len(rs), o["answer_rate"], o[f"page_hit@{HEADLINE_K}"], o["cited_gold_page"], refused])
     return header, rows
 
@@ -129,7 +153,8 @@ def run_summary_markdown(runs: dict[str, Run]) -> str:
         header, rows = category_rows(results)
         out += ["", f"By category ({mode}):", *_md_table(header, rows)]
         threshold = run_threshold(meta)
-        points = refusal_curve(results, threshold) if threshold is not None else []
+        answers = any(r.answer_mode != RETRIEVAL_ONLY for r in results)
+        points = refusal_curve(results, threshold) if threshold is not None and answers else []
         if points:
             header, rows = curve_rows(points)
             out += ["", f"Refusal trade-off ({mode}; the run used {threshold:.3f}):", *_md_table(header, rows)]
@@ -376,7 +401,8 @@ def write_report(run_dir: Path, *, against: Path | None = None, gates_path: Path
         written: list[Path] = []
         runs = {}
         for m in subruns:
-            written += write_report(run_dir / m, against=against, gates_path=gates_path, use_gates=use_gates)
+            if m != "pages":  # the naive baseline answers nothing: no verdict of its own, a row in the table
+                written += write_report(run_dir / m, against=against, gates_path=gates_path, use_gates=use_gates)
             runs[m] = load_run(run_dir / m)
         return write_ablation(run_dir, runs) + written
     if not (run_dir / RESULTS_FILE).exists():
@@ -430,7 +456,8 @@ def write_ablation(run_dir: Path, runs: dict[str, Run]) -> list[Path]:
     charts_ = ablation_charts(runs)
     for name, svg in charts_.items():
         (run_dir / name).write_text(svg, encoding="utf-8")
-    context = {"title": "Eval ablation", "header": header, "rows": rows, "charts": charts_, "modes": list(runs)}
+    context = {"title": "Eval ablation", "header": header, "rows": rows, "charts": charts_,
+               "modes": [m for m in runs if m != "pages"], "vs_naive": vs_naive(runs)}
     (run_dir / "report.md").write_text(render("ablation.md.j2", **context), encoding="utf-8")
     (run_dir / "report.html").write_text(render("ablation.html.j2", **context), encoding="utf-8")
     return [run_dir / "report.md", run_dir / "report.html"]

@@ -11,6 +11,9 @@
   and an interrupted build resumes where it stopped.
 * **Answers**: every case goes through :class:`pipelines.service.CitebotService.answer`, the production path.
   Every shown quote is rechecked verbatim against its cited chunk's stored text.
+* **Modes**: ``hybrid`` (fused as ``CITEBOT_FUSION`` says), ``hybrid-weighted`` and ``hybrid-rrf`` (that fusion,
+  on a service built with it), ``bm25``, ``dense``, and ``pages``: the naive one-vector-per-page baseline
+  (:mod:`eval.page_baseline`), asked in the same scopes, ranking pages and answering nothing.
 * **Resumable**: one JSON line per finished case is appended (flushed and fsynced) to ``results.jsonl``; a
   rerun with the same ``--out`` skips cases already there (a torn last line or an errored case is redone).
 * **Metadata**: ``meta.json`` holds the git commit, settings without secrets, model names, prompt version,
@@ -36,10 +39,14 @@ from typing import Any
 from connectors.log import error_fields
 from connectors.settings import Settings
 from eval.cases import Case, apply_asked_in, asked_in_file, load_cases, set_checksum
-from eval.records import META_FILE, RESULTS_FILE, CaseResult, CitedQuote, Hit, read_results
+from eval.page_baseline import PageBaseline
+from eval.records import META_FILE, RESULTS_FILE, RETRIEVAL_ONLY, CaseResult, CitedQuote, Hit, read_results
 
 REPO = Path(__file__).resolve().parents[1]
-MODES = ("hybrid", "bm25", "dense")
+MODES = ("hybrid", "hybrid-weighted", "hybrid-rrf", "bm25", "dense", "pages")
+# hybrid-weighted / hybrid-rrf: hybrid retrieval with that fusion whatever CITEBOT_FUSION says (hybrid uses it);
+# pages: the naive one-page-one-vector dense retriever (eval/page_baseline.py), retrieval only, no answers.
+FUSION_MODES = {"hybrid-weighted": "weighted", "hybrid-rrf": "rrf"}
 # Settings that change what the index holds (the rest only change answers). The ingest time budgets and memory
 # limit are left out on purpose: they are machine-dependent limits, and a PDF that ran out of time or memory is
 # reported as failed.
@@ -98,8 +105,8 @@ INDEX_CODE_IMPORTS_NOT_HASHED = {
 }
 # Settings that must match for a resumed run to continue an earlier one.
 KEEP_INDEXES = 4
-RESUME_KEYS = ("set_sha256", "retrieval_mode", "k", "per_doc", "index_key", "judge", "limit", "cases_filter",
-               "categories_filter")
+RESUME_KEYS = ("set_sha256", "retrieval_mode", "fusion", "k", "per_doc", "index_key", "judge", "limit",
+               "cases_filter", "categories_filter")
 # Depth of the recorded ranking (MRR, nDCG@10); with --k at least this, the answer's own passages are it.
 RANKING_DEPTH = 10
 
@@ -110,6 +117,20 @@ class EvalRunError(Exception):
 
 ServiceFactory = Callable[[Settings], Any]
 Progress = Callable[[str, int, int], None]  # (what, done, total), e.g. ("hybrid cases", 12, 40)
+
+
+def all_modes(settings: Settings) -> list[str]:
+    """What ``--mode all`` runs: hybrid (the configured fusion), hybrid with the other fusion, bm25, dense and
+    the naive page baseline."""
+    other = "hybrid-rrf" if settings.fusion == "weighted" else "hybrid-weighted"
+    return ["hybrid", other, "bm25", "dense", "pages"]
+
+
+def mode_fusion(mode: str, settings: Settings) -> str | None:
+    """The fusion a mode's hybrid retrieval uses (None: a mode that fuses nothing)."""
+    if mode == "hybrid":
+        return settings.fusion
+    return FUSION_MODES.get(mode)
 
 
 def _default_service(settings: Settings) -> Any:
@@ -459,6 +480,16 @@ class RunOptions:
     categories: Sequence[str] | None = None
 
 
+def _page_result(case: Case, baseline: PageBaseline, scopes: list[str], k: int) -> CaseResult:
+    """A case asked of the naive page retriever: its ranking only, no answer (answer metrics stay empty)."""
+    t0 = time.perf_counter()
+    hits = baseline.search(case.question, scopes, max(RANKING_DEPTH, k))
+    return CaseResult(id=case.id, question=case.question, category=case.category, critical=case.critical,
+                      answerable=case.answerable, expected_answer=case.answer, sources=case.sources, scopes=scopes,
+                      retrieval_mode="pages", answer_mode=RETRIEVAL_ONLY, retrieved=hits[:k], ranking=hits,
+                      latency_ms=(time.perf_counter() - t0) * 1000)
+
+
 def _error_text(e: BaseException) -> str:
     """A failed case's error as recorded (and shown in reports): type and place, never the message, which can
     hold a store URL with its password."""
@@ -486,6 +517,8 @@ def run_eval(
     for m in opts.modes:
         if m not in MODES:
             raise EvalRunError(f"unknown mode {m!r}; use one of {', '.join(MODES)} or all")
+    if len(set(opts.modes)) != len(opts.modes):
+        raise EvalRunError("each mode once, please")
     cases, asked_in_note = load_set(opts.set_path)
     if asked_in_note:
         log(asked_in_note)
@@ -543,9 +576,18 @@ def run_eval(
         base_meta["judge_prompt_version"] = JUDGE_PROMPT_VERSION
 
     out: dict[str, tuple[dict[str, Any], list[CaseResult]]] = {}
+    services: dict[str, Any] = {index.settings.fusion: service}  # one service per fusion the modes need
+    page_baseline: PageBaseline | None = None
     for mode in opts.modes:
         run_dir = opts.out_dir / mode if len(opts.modes) > 1 else opts.out_dir
-        meta = {**base_meta, "retrieval_mode": mode}
+        fusion = mode_fusion(mode, settings)
+        query_mode = "hybrid" if mode in FUSION_MODES else mode
+        if fusion is not None and fusion not in services:
+            services[fusion] = service_factory(index.settings.model_copy(update={"fusion": fusion}))
+            if hasattr(services[fusion], "warm_up"):
+                services[fusion].warm_up()
+        mode_service = services[fusion] if fusion is not None else service
+        meta = {**base_meta, "retrieval_mode": mode, "fusion": fusion}
         results_path, meta_path = run_dir / RESULTS_FILE, run_dir / META_FILE
         if opts.fresh and run_dir.exists():
             results_path.unlink(missing_ok=True)
@@ -553,6 +595,8 @@ def run_eval(
         done: dict[str, CaseResult] = {}
         if meta_path.exists():
             old = json.loads(meta_path.read_text(encoding="utf-8"))
+            if "fusion" not in old:  # written before fusion was a setting: hybrid then always fused by weights
+                old["fusion"] = "weighted" if old.get("retrieval_mode") == "hybrid" else None
             diff = [key for key in RESUME_KEYS if old.get(key) != meta.get(key)]
             if diff:
                 raise EvalRunError(
@@ -572,6 +616,9 @@ def run_eval(
         todo = [c for c in cases if c.id not in done]
         if done:
             log(f"{mode}: resuming, {len(done)} of {len(cases)} cases already done")
+        if mode == "pages" and todo and page_baseline is None:
+            page_baseline = PageBaseline.build(index.settings, list_pdfs(opts.docs_dir), index.scopes, index.path,
+                                               log=log)
         t_mode = time.perf_counter()
         if progress is not None:
             progress(f"{mode} cases", len(done), len(cases))
@@ -579,13 +626,17 @@ def run_eval(
             scopes = index.scopes_for(case, opts.per_doc)
             t0 = time.perf_counter()
             try:
-                answer = service.answer(case.question, scopes, mode=mode, k=opts.k)
-                latency = (time.perf_counter() - t0) * 1000
-                result = to_result(case, answer, mode=mode, scopes=scopes, latency_ms=latency, store=service.store)
-                if opts.k >= RANKING_DEPTH:  # the answer's passages are that ranking: no second retrieval
-                    result.ranking = list(result.retrieved)
+                if page_baseline is not None and mode == "pages":
+                    result = _page_result(case, page_baseline, scopes, opts.k)
                 else:
-                    result.ranking = ranking(service, case.question, scopes, mode, opts.k)
+                    answer = mode_service.answer(case.question, scopes, mode=query_mode, k=opts.k)
+                    latency = (time.perf_counter() - t0) * 1000
+                    result = to_result(case, answer, mode=mode, scopes=scopes, latency_ms=latency,
+                                       store=mode_service.store)
+                    if opts.k >= RANKING_DEPTH:  # the answer's passages are that ranking: no second retrieval
+                        result.ranking = list(result.retrieved)
+                    else:
+                        result.ranking = ranking(mode_service, case.question, scopes, query_mode, opts.k)
             except Exception as e:  # noqa: BLE001 - one failing case is recorded, the run goes on
                 result = CaseResult(id=case.id, question=case.question, category=case.category,
                                     critical=case.critical, answerable=case.answerable, expected_answer=case.answer,

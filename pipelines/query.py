@@ -3,7 +3,8 @@
 ``build_query_pipeline(settings, store, mode)`` is the Haystack retrieval pipeline::
 
     embedder (question -> embedding) -> dense retriever --\\
-                                          bm25 retriever --> ScoreFusion (weighted, page-diverse)
+                                          bm25 retriever --> ScoreFusion (CITEBOT_FUSION: weighted or rrf;
+                                                                           page-diverse)
 
 (``bm25`` and ``dense`` modes keep one branch, for ablations). Scopes are passed to both retrievers
 on every run, never baked into the pipeline.
@@ -57,8 +58,10 @@ def build_query_pipeline(settings: Settings, store: ChunkStore, mode: RetrievalM
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     bm25, dense = make_retrievers(store, settings.retrieval_top_k)
     p = Pipeline()
-    weights = {"hybrid": [settings.dense_weight, 1.0], "dense": [1.0], "bm25": [1.0]}[mode]
-    p.add_component("joiner", ScoreFusion(weights=weights, diverse_top=settings.answer_top_k))
+    fusion = settings.fusion if mode == "hybrid" else "weighted"  # one list: fusion only rescales and diversifies
+    hybrid = [settings.dense_weight, 1.0] if fusion == "weighted" else None  # rrf: equal weights
+    weights = {"hybrid": hybrid, "dense": [1.0], "bm25": [1.0]}[mode]
+    p.add_component("joiner", ScoreFusion(weights=weights, diverse_top=settings.answer_top_k, fusion=fusion))
     if mode in ("hybrid", "dense"):
         p.add_component("embedder", QueryEmbedder(**settings.embedding_args(batched=True)))  # type: ignore[arg-type]
         p.add_component("dense", dense)

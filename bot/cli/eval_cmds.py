@@ -42,7 +42,11 @@ def register(sub: Any) -> None:
     r.add_argument("--set", type=Path, default=DEMO_SET, help="eval set JSONL (default: the demo set)")
     r.add_argument("--docs", type=Path, help="folder of PDFs (default: the generated sample PDFs)")
     r.add_argument("--out", type=Path, help="run directory (default: DATA_DIR/eval/runs/<time>); reuse to resume")
-    r.add_argument("--mode", choices=["hybrid", "bm25", "dense", "all"], default="hybrid")
+    r.add_argument("--mode", choices=["hybrid", "hybrid-weighted", "hybrid-rrf", "bm25", "dense", "pages", "all"],
+                   default="hybrid",
+                   help="hybrid: CITEBOT_FUSION's fusion; hybrid-weighted/hybrid-rrf: that fusion; pages: the naive "
+                   "baseline (one vector per page, dense only, no answers); all: hybrid, the other fusion, bm25, "
+                   "dense and pages")
     r.add_argument("--k", type=int, default=5,
                    help="passages the answer sees, and the depth of the @k metrics (page_hit@5 is always reported)")
     r.add_argument("--per-doc", action="store_true", help="one scope per PDF; ask each case in its source's scope")
@@ -100,7 +104,7 @@ def register(sub: Any) -> None:
 def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
     from eval.cases import EvalSetError
     from eval.report import ablation_rows, run_summary_markdown, run_threshold
-    from eval.runner import MODES, EvalRunError, RunOptions, run_eval
+    from eval.runner import EvalRunError, RunOptions, all_modes, run_eval
 
     docs = args.docs
     if docs is None:
@@ -111,7 +115,7 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
     out = args.out or settings.data_dir / "eval" / "runs" / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     from bot.cli.progress import TerminalProgress
 
-    modes = list(MODES) if args.mode == "all" else [args.mode]
+    modes = all_modes(settings) if args.mode == "all" else [args.mode]
     progress = TerminalProgress(sys.stderr, print_log=(lambda m: print(m, file=sys.stderr)) if args.json else print)
     try:
         runs = run_eval(settings, RunOptions(set_path=args.set, docs_dir=docs, out_dir=out, modes=modes, k=args.k,

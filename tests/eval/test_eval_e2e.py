@@ -76,14 +76,19 @@ def test_mode_all_report_and_compare(citebot, tmp_path: Path) -> None:  # type: 
     code, out = citebot("eval", "run", "--set", str(DEMO), "--limit", LIMIT, "--out", str(out_dir), "--mode", "all")
     assert code == 0
     table = [line for line in out.split("\n\n")[0].splitlines() if line.startswith("| ")]  # the ablation table
-    assert [row.split("|")[1].strip() for row in table[1:]] == ["hybrid", "bm25", "dense"]
+    assert [row.split("|")[1].strip() for row in table[1:]] == ["hybrid", "hybrid-rrf", "bm25", "dense", "pages"]
+    assert "vs naive (page_hit@5, our hybrid minus the one-vector-per-page baseline): hybrid " in out
+    pages = json.loads((out_dir / "pages" / "meta.json").read_text())
+    assert (pages["fusion"], json.loads((out_dir / "hybrid-rrf" / "meta.json").read_text())["fusion"]) == (None, "rrf")
     meta = json.loads((out_dir / "hybrid" / "meta.json").read_text())
     if [meta["index_key"]] == SMOKE_INDEX_KEY:  # unless the indexing code was edited in between (shared dev tree)
         assert meta["index_reused"] is True  # built by the smoke test: same PDFs, settings and code
 
     code, out = citebot("eval", "report", str(out_dir))
     assert code == 0
-    assert "| hybrid |" in (out_dir / "report.md").read_text()
+    report = (out_dir / "report.md").read_text()
+    assert "| hybrid |" in report and "| pages |" in report and "vs naive (page_hit@5" in report
+    assert not (out_dir / "pages" / "report.md").exists()  # the baseline answers nothing: a row, no verdict
     hybrid_md = (out_dir / "hybrid" / "report.md").read_text()
     assert hybrid_md.startswith("# Eval report") and hybrid_md.split("\n## ")[1].startswith("Verdict: ")
     assert "## Failing cases" in hybrid_md and "## Per category" in hybrid_md
@@ -127,8 +132,9 @@ def test_per_doc_all_modes_k10_with_asked_in_beside_the_set(citebot, tmp_path: P
     assert code == 0
     assert "asked_in of 6 unanswerable case(s) read from" in out
     used = Settings().refusal_threshold
-    for mode in ("hybrid", "bm25", "dense"):
+    for mode in ("hybrid", "hybrid-rrf", "bm25", "dense"):
         assert f"By category ({mode}):" in out and f"Refusal trade-off ({mode}; the run used {used:.3f}):" in out
+    assert "By category (pages):" in out and "Refusal trade-off (pages" not in out
     meta = json.loads((out_dir / "hybrid" / "meta.json").read_text())
     if [meta["index_key"]] == SMOKE_INDEX_KEY:  # the smoke test's one-scope run built it
         assert meta["index_reused"] is True

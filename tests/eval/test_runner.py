@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,8 +16,10 @@ from haystack import Document
 
 from connectors.settings import Settings
 from eval.cases import EvalSetError, load_cases
+from eval.metrics import summarise
 from eval.records import read_results
-from eval.runner import EvalRunError, RunOptions, run_eval, stratified
+from eval.report import run_summary_markdown
+from eval.runner import EvalRunError, RunOptions, all_modes, run_eval, stratified
 from pipelines.models import Answer, Citation, IngestResult, RetrievedChunk
 
 
@@ -66,6 +69,7 @@ class FakeService:
     def answer(self, question: str, scopes: list[str], history: Sequence[Any] = (), *, mode: str = "hybrid",
                k: int | None = None) -> Answer:
         self.calls["answer"].append((question, tuple(scopes), mode))
+        self.calls.setdefault("fusion", []).append((question, mode, self.settings.fusion))
         if self.interrupt_after is not None and len(self.calls["answer"]) > self.interrupt_after:
             raise KeyboardInterrupt
         if "unknown" in question:
@@ -282,6 +286,78 @@ def test_mode_all_writes_one_run_per_mode(setup: Any) -> None:
     assert {m for _q, _s, m in calls["answer"]} == {"hybrid", "bm25", "dense"}
     assert all((opts.out_dir / m / "results.jsonl").exists() for m in runs)
     assert len(calls["ingest"]) == 2  # indexed once for all modes
+
+
+def _pdf(pages: list[str]) -> bytes:
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf)
+    for text in pages:
+        c.drawString(72, 760, text)
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def test_mode_all_runs_both_fusions_bm25_dense_and_the_naive_page_baseline(setup: Any) -> None:
+    settings, opts, calls = setup
+    (opts.docs_dir / "one.pdf").write_bytes(_pdf(["Contents and foreword.", "Gloves can be returned within 21 days.",
+                                                  "The board met eleven times."]))
+    (opts.docs_dir / "two.pdf").write_bytes(_pdf(["Annual report cover.", "Free cash flow was 3,282 million.",
+                                                  "Hotels are paid up to 120 euros a night."]))
+    cases = [{"id": "a", "question": "How long can gloves be returned?", "sources": [{"doc": "one.pdf", "pages": [2]}]},
+             {"id": "b", "question": "What was the free cash flow?", "sources": [{"doc": "two.pdf", "pages": [2]}]},
+             {"id": "d", "question": "How much may a hotel night cost?", "sources": [{"doc": "two.pdf", "pages": [3]}]}]
+    opts.set_path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    opts.per_doc = True
+    opts.modes = all_modes(settings)
+    assert opts.modes == ["hybrid", "hybrid-rrf", "bm25", "dense", "pages"]
+    runs = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    assert list(runs) == ["hybrid", "hybrid-rrf", "bm25", "dense", "pages"]
+    # hybrid-rrf is hybrid retrieval on a service whose settings fuse by rank; the baseline asks no service
+    asked = {(mode, fusion) for _q, mode, fusion in calls["fusion"]}
+    assert asked == {("hybrid", "weighted"), ("hybrid", "rrf"), ("bm25", "weighted"), ("dense", "weighted")}
+    assert len(calls["answer"]) == 4 * 3
+    assert {m: meta["fusion"] for m, (meta, _r) in runs.items()} == {
+        "hybrid": "weighted", "hybrid-rrf": "rrf", "bm25": None, "dense": None, "pages": None}
+
+    _meta, pages = runs["pages"]
+    assert [(r.hits[0].file, r.hits[0].page_start) for r in pages] == [("one.pdf", 2), ("two.pdf", 2), ("two.pdf", 3)]
+    assert all({h.file for h in r.hits} == {r.sources[0].doc} for r in pages)  # scoped per document
+    overall = summarise(pages, opts.k)["overall"]
+    assert overall["page_hit@5"] == 1.0 and overall["answer_rate"] is None and overall["refusal_f1"] is None
+
+    printed = run_summary_markdown(runs)
+    rows = [line.split("|")[1].strip() for line in printed.split("\n\n")[0].splitlines()[2:]]
+    assert rows == ["hybrid", "hybrid-rrf", "bm25", "dense", "pages"]
+    # the fake service cites page 2 of the scope's first file: case d misses, so hybrid is a third below the floor
+    assert ("vs naive (page_hit@5, our hybrid minus the one-vector-per-page baseline): "
+            "hybrid -0.333 (0.667 vs 1.000); hybrid-rrf -0.333 (0.667 vs 1.000)") in printed
+
+
+def test_resume_never_mixes_fusions(setup: Any) -> None:
+    settings, opts, calls = setup
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    rrf = settings.model_copy(update={"fusion": "rrf"})
+    with pytest.raises(EvalRunError, match="different fusion; pass a new --out or add --fresh"):
+        run_eval(rrf, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    # a run made before fusion was a setting fused by weights: it resumes under weighted, not under rrf
+    meta = json.loads((opts.out_dir / "meta.json").read_text())
+    del meta["fusion"]
+    (opts.out_dir / "meta.json").write_text(json.dumps(meta))
+    calls["answer"].clear()
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    assert calls["answer"] == []  # resumed: every case already done
+    with pytest.raises(EvalRunError, match="different fusion"):
+        run_eval(rrf, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    # --mode all keeps each fusion in its own folder, so re-running it resumes both
+    opts.out_dir = opts.out_dir.parent / "all"
+    opts.modes = ["hybrid", "hybrid-rrf"]
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    calls["answer"].clear()
+    runs = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    assert calls["answer"] == [] and runs["hybrid-rrf"][0]["fusion"] == "rrf"
 
 
 def test_fresh_requeries_an_existing_run_without_reindexing(setup: Any) -> None:

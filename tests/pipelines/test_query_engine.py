@@ -261,6 +261,23 @@ def test_the_saved_pipeline_ranks_as_the_engine_does(settings, store, engine, mo
     assert engine_hits, "the question should retrieve something in scope A"
 
 
+@pytest.mark.parametrize("fusion", ["weighted", "rrf"])
+def test_the_fusion_setting_reaches_the_hybrid_pipeline_and_its_saved_form(settings, store, fusion):
+    """CITEBOT_FUSION picks the hybrid joiner's fusion; the saved pipeline keeps it and ranks as the engine does.
+    One-retriever modes have nothing to fuse and stay as they were."""
+    s = settings.model_copy(update={"fusion": fusion})
+    question = "How many weeks of parental leave does the primary carer get?"
+    pipeline = Pipeline.loads(build_query_pipeline(s, store, "hybrid").dumps(),
+                              allowed_modules=["connectors", "pipelines"])
+    assert str(pipeline.get_component("joiner").fusion) == fusion
+    engine = QueryEngine(s, store)
+    engine.warm_up()
+    out = pipeline.run(pipeline_inputs("hybrid", question, [A], None, s.retrieval_top_k))
+    engine_hits, _ = engine._run_retrieval("hybrid", question, [A], None)
+    assert engine_hits and [d.id for d in out["joiner"]["documents"]] == [d.id for d in engine_hits]
+    assert str(build_query_pipeline(s, store, "bm25").get_component("joiner").fusion) == "weighted"
+
+
 # --- LLM path --------------------------------------------------------------------------------------
 
 QUESTION = "How many weeks of parental leave does the primary carer get?"
