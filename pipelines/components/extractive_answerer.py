@@ -361,9 +361,9 @@ class ExtractiveAnswerer:
         ]
         text = _lead(LEAD, citations)
         line = cells_line(qterms, top.header_text, top.text) if top.header else ""
-        n = next((c["n"] for c in citations if c["quote"] == top.text), None)
-        if line and n is not None:
-            text = f"{line} [{n}]. {text}"
+        row_n = next((c["n"] for c in citations if c["quote"] == top.text), None)
+        if line and row_n is not None:
+            text = f"{line} [{row_n}]. {text}"
         return {"text": text, "citations": citations, "relevance": relevance, "max_cosine": max_cos,
                 "coverage": cov}
 
