@@ -97,6 +97,15 @@ class Settings(BaseSettings):
     dense_weight: float = Field(
         0.5, ge=0.0, le=4.0, description="Weight of dense against BM25 (1.0) in hybrid fusion; see score_fusion.py."
     )
+    page_weight: float = Field(
+        1.5, ge=0.0, le=8.0,
+        description="Weight of a page's similarity to the question in page ranking; with statement_boost 0, 0 "
+        "turns page ranking off (pipelines/components/page_ranker.py).",
+    )
+    statement_boost: float = Field(
+        2.0, ge=0.0, le=8.0,
+        description="Lift of a financial statement page the question reads from (pipelines/components/statements.py).",
+    )
     refusal_threshold: float = Field(
         0.12, ge=0.0, le=1.0,
         description="Refuse below this confidence (pipelines/components/refusal.py); chosen from the trade-off curve",

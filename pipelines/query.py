@@ -34,6 +34,7 @@ from pipelines.answer_policy import AnswerPolicy
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
 from pipelines.components.extractive_answerer import ExtractiveAnswerer
 from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer
+from pipelines.components.page_ranker import PageRanker
 from pipelines.components.query_embedder import QueryEmbedder
 from pipelines.components.query_rewriter import QueryRewriter
 from pipelines.components.question_analyzer import QuestionAnalyzer, strip_instructions, word_forms
@@ -126,6 +127,8 @@ class QueryEngine:
         self.store = store
         self.embedder = QueryEmbedder(**settings.embedding_args(batched=True))  # type: ignore[arg-type]
         self.router = StructureRouter(document_store=store, fetch_limit=40)
+        self.pages = PageRanker(document_store=store, page_weight=settings.page_weight,
+                                statement_boost=settings.statement_boost, top_pages=settings.answer_top_k)
         self.analyzer = QuestionAnalyzer()
         from connectors.stores import make_retrievers
 
@@ -209,9 +212,9 @@ class QueryEngine:
             routed = heading_docs[:MAX_ROUTED]
             if heading and routed:
                 reference = heading
-        preferred = routed_out["preferred_files"]
-        if preferred:
-            hits = _files_first(hits, set(preferred))
+        with span("rank_pages"):
+            hits = self.pages.run(question=analysis["query"], query_embedding=embedding, hits=hits,
+                                  scopes=scopes)["documents"]
         if filters is None:
             routed = _in_best_document(routed, hits)
         routed = self._in_scope(routed, scopes)
@@ -403,12 +406,6 @@ class QueryEngine:
             "validation.fuzzy": v.fuzzy, "validation.unknown_chunk": v.unknown_chunk,
             "validation.unmatched": v.unmatched, "validation.retried": v.retried,
         }
-
-
-def _files_first(hits: list[Document], files: set[str]) -> list[Document]:
-    """The hits from ``files`` (the filings whose period fits the question) first, in their order, then the rest."""
-    first = [d for d in hits if (d.meta or {}).get("file_name") in files]
-    return first + [d for d in hits if (d.meta or {}).get("file_name") not in files]
 
 
 def _in_best_document(routed: list[Document], hits: list[Document]) -> list[Document]:

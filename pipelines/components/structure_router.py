@@ -12,8 +12,9 @@ Recognised references:
   that file;
 * a company or subject a file is named after ("AMEX", "JnJ", "Activision Blizzard" for
   ``ACTIVISIONBLIZZARD_2019_10K.pdf``, see :mod:`pipelines.components.document_names`), which restricts
-  everything else to that company's files; among them ``preferred_files`` are those whose period fits the
-  question ("FY2019", "Q2'2023"), which retrieval ranks first.
+  everything else to that company's files, and to those whose period fits the question best ("FY2019",
+  "Q2'2023") when it names one (on FinanceBench's development half, one channel of 38 filings: page-hit@5
+  0.556 ranking the fitting filings first, 0.635 reading only them).
 
 The fetched chunks go first in the answerer's context. Every fetch carries the caller's scopes.
 """
@@ -303,8 +304,7 @@ class StructureRouter:
         return named_files(question, [name for name, _ in self._file_names(scopes)])
 
     @component.output_types(
-        documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool,
-        preferred_files=list[str],
+        documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool
     )
     def run(self, question: str, scopes: list[str]) -> dict[str, Any]:
         scopes = require_scopes(scopes)
@@ -313,19 +313,17 @@ class StructureRouter:
         if in_files and not files:
             file_cond = {"field": "meta.file_name", "operator": "in", "value": in_files}
         preferred = preferred_files(question, in_files) if len(in_files) > 1 else []
-        if len(preferred) == len(in_files):
-            preferred = []
-        # explicit pages and labels are looked up in the files the period points at
-        ref_cond = {"field": "meta.file_name", "operator": "in", "value": preferred} if preferred else file_cond
+        if preferred and len(preferred) < len(in_files):  # everything is read from the filings the period points at
+            file_cond = {"field": "meta.file_name", "operator": "in", "value": preferred}
         refs = parse_refs(question)
         docs: list[Document] = []
         if refs.any:
             alternatives: list[dict[str, Any]] = []
             if refs.pages:
-                docs.extend(self._pages(scopes, ref_cond, *refs.pages))
+                docs.extend(self._pages(scopes, file_cond, *refs.pages))
             if refs.nth_page:
                 seen_ids = {d.id for d in docs}
-                docs.extend(d for d in self._nth_page(scopes, ref_cond, refs.nth_page) if d.id not in seen_ids)
+                docs.extend(d for d in self._nth_page(scopes, file_cond, refs.nth_page) if d.id not in seen_ids)
             if refs.section_ids:
                 alternatives.append({"field": "meta.section_id", "operator": "in", "value": list(refs.section_ids)})
             if refs.labels:
@@ -333,7 +331,7 @@ class StructureRouter:
             seen: set[str] = {d.id for d in docs}
             for cond in alternatives:
                 for d in self.document_store.fetch(
-                    scopes=scopes, filters=_and(ref_cond, cond), limit=self.fetch_limit
+                    scopes=scopes, filters=_and(file_cond, cond), limit=self.fetch_limit
                 ):
                     if d.id not in seen:
                         seen.add(d.id)
@@ -351,5 +349,4 @@ class StructureRouter:
             "reference": reference,
             "content_question": " ".join(content.split()),
             "explicit": bool(docs),
-            "preferred_files": preferred,
         }

@@ -1,0 +1,105 @@
+"""Finding the page in a long filing: the statement a question reads from, and pages ranked as pages."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from haystack import Document
+from haystack.document_stores.types import DuplicatePolicy
+
+from connectors.embedding import embed
+from connectors.settings import Settings
+from connectors.sqlite_store import SQLiteDocumentStore
+from pipelines.components.page_ranker import PageRanker
+from pipelines.components.statements import BALANCE, CASH_FLOW, INCOME, statement_kind, wanted_statements
+from pipelines.query import QueryEngine
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("What is the FY2020 free cash flow for Acme?", (CASH_FLOW,)),
+        ("What was FY2019 capital expenditure?", (CASH_FLOW,)),
+        ("What is the FY2021 days payable outstanding (DPO)?", (BALANCE, INCOME)),
+        ("What is the FY2018 COGS? Answer from the income statement.", (INCOME,)),
+        # a named statement wins over the metrics' own statements
+        ("Using the cash flow statement and the balance sheet, what is the operating cash flow ratio?",
+         (BALANCE, CASH_FLOW)),
+        ("Who is the chief executive officer?", ()),
+    ],
+)
+def test_the_statements_a_question_reads_from(question, kinds):
+    assert wanted_statements(question) == kinds
+
+
+CASH_PAGE = ("ACME CORP.\nCONSOLIDATED STATEMENTS OF CASH FLOWS\n(in millions)\n2020 2019\n"
+             "Net cash provided by operating activities 3,676 2,807\nPurchases of land and equipment (461) (538)")
+TOC_PAGE = ("Index to Financial Statements\nConsolidated Statements of Operations 45\nConsolidated Balance Sheets 46\n"
+            "Consolidated Statements of Cash Flows 47")
+NOTE_PAGE = ("Note 7. Leases\nThe consolidated statements of cash flows include lease payments of the company "
+             "under operating leases signed with landlords in several states.")
+
+
+def test_a_statement_page_is_told_by_its_title_and_its_numbers():
+    assert statement_kind(CASH_PAGE[:200], CASH_PAGE) == CASH_FLOW
+    assert statement_kind(TOC_PAGE[:200], TOC_PAGE) == ""  # names every statement: a table of contents
+    assert statement_kind(NOTE_PAGE[:200], NOTE_PAGE) == ""  # mentions one, but is prose
+
+
+SCOPE = "slack:T1:CFIL"
+
+
+def _chunk(i: int, page: int, content: str) -> Document:
+    return Document(id=f"acme:{i:05d}", content=content, meta={
+        "scope": SCOPE, "doc_id": "acme", "file_name": "ACME_2020_10K.pdf", "page_start": page, "page_end": page,
+        "section": "", "section_id": "", "element_type": "text", "label": "", "chunk_index": i, "sha256": "0" * 64,
+        "uploaded_by": "", "uploaded_at": "2024-03-01T00:00:00Z"})
+
+
+# a long filing in miniature: prose pages that talk about cash, and a cash flow statement split into chunks of
+# numbers, only the first of which carries the title
+FILING = [
+    _chunk(0, 3, "Liquidity. We believe our cash flows from operations and available cash will be sufficient to "
+                 "fund capital expenditures, dividends and share repurchases for the next twelve months."),
+    _chunk(1, 4, "Capital expenditures are expected to be about $500 million in fiscal 2021, mainly for "
+                 "manufacturing capacity and information technology."),
+    _chunk(2, 5, "Free cash flow is a non-GAAP measure that management uses to evaluate cash generation."),
+    _chunk(3, 47, "ACME CORP.\nCONSOLIDATED STATEMENTS OF CASH FLOWS\n(in millions)\nFiscal Year 2020 2019"),
+    _chunk(4, 47, "Net earnings 2,181 1,752\nDepreciation and amortization 594 620\n"
+                  "Net cash provided by operating activities 3,676 2,807"),
+    _chunk(5, 47, "Purchases of land, buildings and equipment (461) (538)\nProceeds from disposal 1 1\n"
+                  "Net cash used by investing activities (565) (612)"),
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    settings = Settings(data_dir=tmp_path_factory.mktemp("pages"))
+    vecs = embed([d.content for d in FILING], path=settings.resolved_model_path)
+    s = SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
+    s.write_documents([replace(d, embedding=v) for d, v in zip(FILING, vecs, strict=True)], DuplicatePolicy.OVERWRITE)
+    return settings, s
+
+
+@pytest.mark.slow
+def test_the_statement_page_leads_the_hits(store):
+    settings, s = store
+    question = "What is Acme's FY2020 free cash flow? FCF is cash from operations minus capital expenditures."
+    off = QueryEngine(settings.model_copy(update={"page_weight": 0.0, "statement_boost": 0.0}), s)
+    on = QueryEngine(settings, s)
+    assert 47 not in [d.meta["page_start"] for d in off.retrieve(question, [SCOPE], k=2)]  # prose about cash wins
+    assert [d.meta["page_start"] for d in on.retrieve(question, [SCOPE], k=2)][0] == 47
+
+
+def test_page_ranker_round_trips_and_stays_in_scope(store):
+    _, s = store
+    ranker = PageRanker(document_store=s, page_weight=0.7, statement_boost=0.2, top_pages=3, page_vector="mean")
+    again = PageRanker.from_dict(ranker.to_dict())
+    assert (again.page_weight, again.statement_boost, again.top_pages, again.page_vector.value) == (0.7, 0.2, 3, "mean")
+    with pytest.raises(ValueError, match="page_vector must be one of"):
+        PageRanker(document_store=s, page_vector="tail")
+    hit = replace(FILING[0], score=1.0)
+    # a hit from a scope the question may not see brings none of its document's pages
+    assert ranker.run(question="capex", query_embedding=[0.1] * 384, hits=[hit], scopes=["slack:T1:OTHER"]) == {
+        "documents": [hit]}
