@@ -277,8 +277,8 @@ class OnnxEncoder:
         assert vecs is not None
         if len(unique) == len(texts):
             return vecs
-        row = {t: i for i, t in enumerate(unique)}
-        return vecs[[row[t] for t in texts]]
+        position = {t: i for i, t in enumerate(unique)}
+        return vecs[[position[t] for t in texts]]
 
 
 # --------------------------------------------------------------------------------------------------
