@@ -278,6 +278,10 @@ class ChatCore:
     def documents(self, scopes: Sequence[str]) -> list[DocInfo]:
         return self.service.list_documents(list(scopes))
 
+    def document_count(self, scopes: Sequence[str]) -> int:
+        """How many documents a question searches (cached: see :meth:`CitebotService.document_count`)."""
+        return self.service.document_count(list(scopes))
+
     def forget(self, ctx: ChatContext, name: str, *, is_admin: bool) -> ForgetOutcome:
         """Delete a document of the context's scope by file name or doc id: uploader or admin only."""
         found = self.service.find_documents(name, ctx.scope)

@@ -466,6 +466,10 @@ class CitebotElasticsearchStore:
         out = self._guard(self._bm25.run, query=query, filters=scope_filter(scopes, filters), top_k=int(top_k))
         return [self._light(d, return_embedding) for d in out["documents"] if d.meta.get("scope") in scopes]
 
+    def bm25_matches(self, query: str, *, scopes: Sequence[str], filters: dict[str, Any] | None = None) -> bool:
+        """Whether :meth:`bm25_search` finds anything (Elasticsearch ranks one hit as cheaply as it counts)."""
+        return bool(self.bm25_search(query, scopes=scopes, top_k=1, filters=filters))
+
     def embedding_search(
         self,
         embedding: Sequence[float],

@@ -33,7 +33,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -42,6 +42,7 @@ import numpy as np
 from connectors.log import get_logger
 
 Backend = Literal["onnx", "onnx-int8", "torch"]
+Progress = Callable[[int, int], None]
 BACKENDS: tuple[str, ...] = ("onnx", "onnx-int8", "torch")
 # The export must reproduce the torch vectors this closely to share their fingerprint.
 EXPORT_MIN_COSINE = 0.9999
@@ -70,8 +71,8 @@ class Encoder(Protocol):
     backend: str  # the backend actually running (``torch`` after a fallback)
     fingerprint: str  # what the vectors are comparable by: stores record it
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """Unit-normalised float32 embeddings, one row per text."""
+    def encode(self, texts: Sequence[str], batch_size: int = 32, on_progress: Progress | None = None) -> np.ndarray:
+        """Unit-normalised float32 embeddings, one row per text; ``on_progress(done, total)`` after each batch."""
         ...
 
 
@@ -165,14 +166,31 @@ class TorchEncoder:
             raise EmbeddingModelError(f"could not load the embedding model at {path}: {e}") from e
         self.fingerprint = fingerprint
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch_size: int = 32, on_progress: Progress | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), np.float32)
-        vecs = self.model.encode(
-            list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vecs, dtype=np.float32)
+        if on_progress is None:  # sentence-transformers sorts the whole call by length itself
+            vecs = self.model.encode(
+                list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            return np.asarray(vecs, dtype=np.float32)
+        # with progress: longest first, a few batches a call, so batches stay as evenly long as in one call
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out: np.ndarray | None = None
+        step = batch_size * 4
+        for start in range(0, len(order), step):
+            idx = order[start:start + step]
+            part = np.asarray(self.model.encode(
+                [texts[i] for i in idx], batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                show_progress_bar=False,
+            ), dtype=np.float32)
+            if out is None:
+                out = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+            out[idx] = part
+            on_progress(min(start + step, len(order)), len(order))
+        assert out is not None
+        return out
 
 
 def _st_config(path: Path) -> tuple[int, str | None]:
@@ -225,12 +243,16 @@ class OnnxEncoder:
         self.backend = backend
         self.fingerprint = fingerprint
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch_size: int = 32, on_progress: Progress | None = None) -> np.ndarray:
+        """All of ``texts`` sorted by token count, longest first, then cut into batches: padding is what a batch
+        computes for nothing, and sorting a whole document's chunks at once (not a few batches at a time) cut the
+        tokens computed for a 99-page 10-K from 109k to 84k. A text that occurs twice is embedded once."""
         if not texts:
             return np.zeros((0, 0), np.float32)
-        encodings = self.tokenizer.encode_batch(list(texts))
+        unique = list(dict.fromkeys(texts))
+        encodings = self.tokenizer.encode_batch(unique)
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))  # little padding per batch
-        out: np.ndarray | None = None
+        vecs: np.ndarray | None = None
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
             width = max(len(encodings[i].ids) for i in idx)
@@ -247,11 +269,16 @@ class OnnxEncoder:
             m = mask[..., None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
             pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-            if out is None:
-                out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
-            out[idx] = pooled
-        assert out is not None
-        return out
+            if vecs is None:
+                vecs = np.empty((len(unique), pooled.shape[1]), dtype=np.float32)
+            vecs[idx] = pooled
+            if on_progress is not None:
+                on_progress(round(len(texts) * min(start + batch_size, len(order)) / len(order)), len(texts))
+        assert vecs is not None
+        if len(unique) == len(texts):
+            return vecs
+        position = {t: i for i, t in enumerate(unique)}
+        return vecs[[position[t] for t in texts]]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -488,9 +515,17 @@ class BatchingEncoder:
         self.batches = 0  # how many encoder calls served how many requests: for tests and benchmarks
         self.requests = 0
 
-    def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+    def encode(
+        self, texts: Sequence[str], batch_size: int | None = None, on_progress: Progress | None = None
+    ) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), np.float32)
+        vecs = self._encode(texts)
+        if on_progress is not None:
+            on_progress(len(texts), len(texts))
+        return vecs
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
         req = _Request(texts)
         me = threading.get_ident()
         with self._cv:

@@ -95,6 +95,11 @@ class ChunkStore(Protocol):
         return_embedding: bool = False,
     ) -> list[Document]: ...
 
+    def bm25_matches(self, query: str, *, scopes: Sequence[str], filters: dict[str, Any] | None = None) -> bool:
+        """Whether ``bm25_search(query, scopes=scopes, filters=filters, top_k=1)`` would find anything (cheaper:
+        nothing is ranked or fetched)."""
+        ...
+
     def embedding_search(
         self,
         embedding: Sequence[float],

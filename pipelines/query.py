@@ -130,9 +130,6 @@ class QueryEngine:
         self.pages = PageRanker(document_store=store, page_weight=settings.page_weight,
                                 statement_boost=settings.statement_boost, top_pages=settings.answer_top_k)
         self.analyzer = QuestionAnalyzer()
-        from connectors.stores import make_retrievers
-
-        self._term_finder = make_retrievers(store, 1)[0]  # "does the scope hold this term at all?"
         self.extractive = ExtractiveAnswerer(**settings.embedding_args(batched=True))  # type: ignore[arg-type]
         self.llm: LLMAnswerer | None = None
         self._llm_client = llm_client
@@ -232,9 +229,7 @@ class QueryEngine:
             return 1.0
         found = 0
         for t in terms[:MAX_TERMS]:
-            if self._term_finder.run(query=" ".join(word_forms(t)), scopes=scopes, filters=filters, top_k=1)[
-                "documents"
-            ]:
+            if self.store.bm25_matches(" ".join(word_forms(t)), scopes=scopes, filters=filters):
                 found += 1
         return found / min(len(terms), MAX_TERMS)
 

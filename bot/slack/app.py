@@ -279,7 +279,7 @@ class SlackBot:
         if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
             return ""
         try:
-            n_docs = len(self.core.documents(self._search_scopes(msg) or (msg.scope,)))
+            n_docs = self.core.document_count(self._search_scopes(msg) or (msg.scope,))
         except Exception as e:  # noqa: BLE001 - the count is cosmetic; the answer reports real failures
             log.info("status_count_failed", error=type(e).__name__)
             n_docs = 0

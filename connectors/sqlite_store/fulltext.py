@@ -60,22 +60,10 @@ class _FullText(_Vectors):
         scopes = require_scopes(scopes)
         if top_k <= 0:
             return []
-        terms = fts5_terms(query)
-        if not terms:
-            return []
         with self._read() as conn:
-            gen = self._refresh(conn)
-            total, per_scope = self._counts(conn, gen)
-            in_scope = sum(per_scope.get(s, 0) for s in set(scopes))
-            if in_scope == 0:
+            match = self._match(conn, query, scopes)
+            if match is None:
                 return []
-            terms = self._prune_terms(conn, terms, total, in_scope)
-            if not terms:
-                return []
-            match = "content : (" + " OR ".join(_quote(t) for t in terms) + ")"
-            if in_scope < total:  # else every chunk is in the asked scopes
-                tags = " OR ".join(_quote(_scope_tag(s)) for s in dict.fromkeys(scopes))
-                match = f"scope_tag : ({tags}) AND {match}"
             try:
                 if filters:
                     where, params = filters_to_sql(filters)
@@ -94,6 +82,47 @@ class _FullText(_Vectors):
             except sqlite3.OperationalError as e:
                 raise StoreError(f"BM25 search failed: {e}") from e
             return self._fetch_rids(conn, [h[0] for h in hits], [-float(h[1]) for h in hits], return_embedding, scopes)
+
+    def bm25_matches(self, query: str, *, scopes: Sequence[str], filters: dict[str, Any] | None = None) -> bool:
+        """Whether :meth:`bm25_search` would find anything (same terms, same scopes and filters), without ranking:
+        the first matching row ends the look-up, where ``ORDER BY bm25`` scores every chunk holding a term."""
+        scopes = require_scopes(scopes)
+        with self._read() as conn:
+            match = self._match(conn, query, scopes)
+            if match is None:
+                return False
+            try:
+                if filters:
+                    where, params = filters_to_sql(filters)
+                    row = conn.execute(
+                        "SELECT 1 FROM chunks_fts f JOIN chunks c ON c.rid = f.rowid "
+                        f"WHERE chunks_fts MATCH ? AND coalesce({where}, 0) LIMIT 1",
+                        [match, *params],
+                    ).fetchone()
+                else:
+                    row = conn.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (match,)).fetchone()
+            except sqlite3.OperationalError as e:
+                raise StoreError(f"BM25 search failed: {e}") from e
+            return row is not None
+
+    def _match(self, conn: sqlite3.Connection, query: str, scopes: Sequence[str]) -> str | None:
+        """The FTS5 MATCH expression of a BM25 search for ``query`` in ``scopes`` (None: nothing can match)."""
+        terms = fts5_terms(query)
+        if not terms:
+            return None
+        gen = self._refresh(conn)
+        total, per_scope = self._counts(conn, gen)
+        in_scope = sum(per_scope.get(s, 0) for s in set(scopes))
+        if in_scope == 0:
+            return None
+        terms = self._prune_terms(conn, terms, total, in_scope)
+        if not terms:
+            return None
+        match = "content : (" + " OR ".join(_quote(t) for t in terms) + ")"
+        if in_scope < total:  # else every chunk is in the asked scopes
+            tags = " OR ".join(_quote(_scope_tag(s)) for s in dict.fromkeys(scopes))
+            match = f"scope_tag : ({tags}) AND {match}"
+        return match
 
     def _counts(self, conn: sqlite3.Connection, gen: int) -> tuple[int, dict[str, int]]:
         """(all chunks, chunks per scope) in the snapshot of generation ``gen``, cached until the next write."""

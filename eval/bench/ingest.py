@@ -11,10 +11,18 @@ Per run, over the given PDFs (files or folders):
   temporary store, so the ratio holds on a noisy machine,
 * peak RSS of the process after our pipeline (``ru_maxrss``), before the baseline runs,
 * the naive baseline in the same run: Haystack ``PyPDFToDocument`` + ``DocumentSplitter`` cutting
-  800-character windows with 150 characters of overlap + the configured embedder.
+  800-character windows with 150 characters of overlap + the configured embedder,
+* the embedding as it was before issue 23 (64 chunks at a time in document order, so each batch was padded to
+  its longest chunk) beside today's (every chunk of a document sorted by length first), same chunks, same run.
+
+``--save-chunks FILE`` writes what the indexer stored (id, text, metadata but the upload time) and
+``--same-chunks FILE`` compares a run with such a file, e.g. one made by an older version: a speed change must
+not change what is indexed (the development sets' indexes stay valid). ``--check`` exits 1 when a target is
+missed or the chunks differ, for a pipeline.
 
 Wall-clock and CPU seconds are both reported: these machines are shared, and CPU time is the
-steadier number when other work runs. ``--synthetic-pages N`` adds a generated N-page text report
+steadier number when other work runs (the reader's child process is not in the end-to-end CPU time: parse+chunk
+is measured on its own above). ``--synthetic-pages N`` adds a generated N-page text report
 (e.g. 500 for the memory target); ``--filing-pages N`` a generated N-page annual-report-like filing (items,
 dense financial tables, numbered notes; 160 for issue 11). Targets (issue 11): end-to-end >= 6 pages/s on
 the 117-page shared PDF and >= 5 pages/s on a 160-page text filing; parse+chunk >= 30 pages/s; OCR <= 2
@@ -45,6 +53,14 @@ def register(sub: Any) -> None:
     p.add_argument("--filing-pages", type=int, default=0,
                    help="also generate and index an N-page annual-report-like filing (tables, numbered notes)")
     p.add_argument("--no-baseline", action="store_true", help="skip the naive baseline")
+    p.add_argument("--save-chunks", metavar="FILE",
+                   help="write every chunk the indexer stored (id, text, metadata) to FILE as JSON lines")
+    p.add_argument("--same-chunks", metavar="FILE",
+                   help="compare the stored chunks with a --save-chunks FILE (e.g. made by an older version); "
+                        "a difference makes the run fail")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 when a target is missed (end-to-end pages/s, parse pages/s, peak RSS) or the "
+                        "chunks differ from --same-chunks")
     add_backends_arg(p)
     p.set_defaults(func=run_bench)
 
@@ -290,10 +306,65 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR
         "per_backend": per_backend,
         "peak_rss_mb": rss_ours,
     }
+    stored = per_backend[backends[-1]].pop("stored_chunks")
+    for b in backends[:-1]:
+        per_backend[b].pop("stored_chunks")
+    if args.save_chunks:
+        Path(args.save_chunks).write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in stored), "utf-8")
+    if args.same_chunks:
+        results["same_chunks"] = compare_chunks(stored, Path(args.same_chunks))
     if not args.no_baseline:
         results["baseline"] = _baseline(inputs, with_backend(settings, backends[-1]), pages=parse_pages)
+    results["missed"] = missed_targets(results)
     _print(results, as_json=args.json)
-    return 0
+    return 1 if args.check and results["missed"] else 0
+
+
+TARGETS = {"end_to_end_pages_per_s": 5.0, "parse_pages_per_s": 30.0, "peak_rss_mb": 1536.0}
+
+
+def missed_targets(results: dict[str, Any]) -> list[str]:
+    """What ``--check`` fails on: each target missed, and chunks that differ from ``--same-chunks``."""
+    missed = []
+    for b, r in results["per_backend"].items():
+        rate = r["end_to_end"]["pages_per_s"] or 0.0
+        if rate < TARGETS["end_to_end_pages_per_s"]:
+            missed.append(f"end to end {rate} pages/s < {TARGETS['end_to_end_pages_per_s']} ({b})")
+    parse = results["parse_structure_chunk"]["pages_per_s"] or 0.0
+    if parse < TARGETS["parse_pages_per_s"]:
+        missed.append(f"parse+structure+chunk {parse} pages/s < {TARGETS['parse_pages_per_s']}")
+    if results["peak_rss_mb"] > TARGETS["peak_rss_mb"]:
+        missed.append(f"peak RSS {results['peak_rss_mb']} MB > {TARGETS['peak_rss_mb']}")
+    same = results.get("same_chunks")
+    if same and not same["identical"]:
+        missed.append(f"chunks differ from {same['file']}: {same['first_difference']}")
+    return missed
+
+
+def stored_chunks(store: Any) -> list[dict[str, Any]]:
+    """Every chunk of the bench scope as the store holds it: id, text and metadata, without the upload time (which
+    changes every run). What ``--save-chunks`` writes and ``--same-chunks`` compares."""
+    docs = store.fetch(scopes=["bench"], limit=1_000_000)
+    return [{"id": d.id, "content": d.content, "meta": {k: v for k, v in d.meta.items() if k != "uploaded_at"}}
+            for d in docs]
+
+
+def compare_chunks(stored: list[dict[str, Any]], path: Path) -> dict[str, Any]:
+    """``stored`` against the chunks saved in ``path``: identical, or where they first differ."""
+    saved = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+    now = [json.loads(json.dumps(c, sort_keys=True)) for c in stored]  # the same JSON round trip as the file's
+    first = ""
+    if len(saved) != len(now):
+        first = f"{len(now)} chunks, the file has {len(saved)}"
+    else:
+        for a, b in zip(saved, now, strict=True):
+            if a != b:
+                keys = [k for k in ("id", "content") if a.get(k) != b.get(k)]
+                keys += [f"meta.{k}" for k in sorted(set(a["meta"]) | set(b["meta"]))
+                         if a["meta"].get(k) != b["meta"].get(k)]
+                first = f"chunk {a.get('id')}: {', '.join(keys)}"
+                break
+    return {"file": str(path), "chunks": len(now), "identical": not first, "first_difference": first}
 
 
 def _measure_backend(settings: Settings, inputs: list[tuple[str, bytes]], chunks: list[Any],
@@ -306,12 +377,21 @@ def _measure_backend(settings: Settings, inputs: list[tuple[str, bytes]], chunks
     embedder = PassageEmbedder(**settings.embedding_args(), batch_size=settings.embedding_batch_size)  # type: ignore[arg-type]
     with _Clock() as load_clock:
         embedder.warm_up()
+    from pipelines.components.embedder import passage_text
+
+    texts = [passage_text(d) for d in chunks]
+    step = max(settings.embedding_batch_size * 2, 32)
+    embedder._encoder.encode(texts[:step], settings.embedding_batch_size)  # noqa: SLF001 - first runs allocate
+    with _Clock() as before_clock:  # how the embedder called the encoder before issue 23: 64 chunks at a time
+        for start in range(0, len(texts), step):
+            embedder._encoder.encode(texts[start:start + step], settings.embedding_batch_size)  # noqa: SLF001
     with _Clock() as embed_clock:
         embedder.run(chunks)
     e2e_pages = e2e_chunks = 0
     with tempfile.TemporaryDirectory() as tmp:
         e2e_settings = settings.model_copy(update={"data_dir": Path(tmp)})
-        indexer = Indexer(e2e_settings, open_store(e2e_settings))
+        e2e_store = open_store(e2e_settings)
+        indexer = Indexer(e2e_settings, e2e_store)
         indexer.warm_up()
         with _Clock() as e2e_clock:
             for name, data in inputs:
@@ -322,12 +402,18 @@ def _measure_backend(settings: Settings, inputs: list[tuple[str, bytes]], chunks
                     e2e_chunks += res.chunks
                     if name in per_file:
                         per_file[name]["pages_per_s"][settings.embedding_backend] = _rate(res.pages, one.wall)
+        stored = stored_chunks(e2e_store)
     return {
+        "stored_chunks": stored,
         "running": str(embedder._encoder.backend),  # noqa: SLF001 - torch after a fallback
         "model_load_s": round(load_clock.wall, 2),
         "embedding": {"chunks": len(chunks), "wall_s": round(embed_clock.wall, 2), "cpu_s": round(embed_clock.cpu, 2),
                       "chunks_per_s": _rate(len(chunks), embed_clock.wall),
                       "chunks_per_cpu_s": _rate(len(chunks), embed_clock.cpu)},
+        "embedding_before": {"chunks": len(chunks), "wall_s": round(before_clock.wall, 2),
+                             "cpu_s": round(before_clock.cpu, 2),
+                             "chunks_per_s": _rate(len(chunks), before_clock.wall),
+                             "chunks_per_cpu_s": _rate(len(chunks), before_clock.cpu)},
         "end_to_end": {"pages": e2e_pages, "chunks": e2e_chunks, "wall_s": round(e2e_clock.wall, 2),
                        "cpu_s": round(e2e_clock.cpu, 2), "pages_per_s": _rate(e2e_pages, e2e_clock.wall),
                        "pages_per_cpu_s": _rate(e2e_pages, e2e_clock.cpu)},
@@ -398,6 +484,8 @@ def _print(results: dict[str, Any], *, as_json: bool) -> None:
     print(f"OCR: {o['pages']} pages, {o['s_per_page']} s/page ({o['source']})   target <= 2")
     print(f"  {'':34s}" + "".join(f"{b:>12s}" for b in backends) + "    ratio")
     rows = [("model load s", lambda r: r["model_load_s"], False),
+            ("embedding chunks/s, before #23", lambda r: r["embedding_before"]["chunks_per_s"], True),
+            ("embedding chunks per CPU-s, before", lambda r: r["embedding_before"]["chunks_per_cpu_s"], True),
             ("embedding chunks/s", lambda r: r["embedding"]["chunks_per_s"], True),
             ("embedding chunks per CPU-s", lambda r: r["embedding"]["chunks_per_cpu_s"], True),
             ("end to end pages/s", lambda r: r["end_to_end"]["pages_per_s"], True),
@@ -414,9 +502,18 @@ def _print(results: dict[str, Any], *, as_json: bool) -> None:
     print("  targets (issue 11): >= 6 pages/s on the 117-page shared PDF, >= 5 on a 160-page text filing")
     print(f"peak RSS after our pipeline: {results['peak_rss_mb']} MB (every compared backend loaded in this one "
           "process)   target <= 1536")
+    speedups = ", ".join(f"{name} {ratio(res[name]['embedding_before']['cpu_s'], res[name]['embedding']['cpu_s'])}"
+                         for name in backends)
+    print(f"  embedding now / before #23 (same chunks, same run, per CPU-s): {speedups}")
+    same = results.get("same_chunks")
+    if same:
+        print(f"chunks compared with {same['file']}: {same['chunks']} chunks, "
+              + ("identical" if same["identical"] else f"DIFFERENT ({same['first_difference']})"))
     b = results.get("baseline")
     if b:
         print(f"baseline (PyPDFToDocument + 800/150 char splitter + {backends[-1]} embedder): {b['pages']} pages -> "
               f"{b['chunks']} chunks; convert+split {b['convert_split_pages_per_s']} pages/s, embedding "
               f"{b['embedding_chunks_per_s']} chunks/s, end to end {b['end_to_end_pages_per_s']} pages/s "
               f"({b['end_to_end_pages_per_cpu_s']} per CPU-s)")
+    for m in results["missed"]:
+        print(f"target missed: {m}")

@@ -72,14 +72,12 @@ class PassageEmbedder:
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], on_progress: ProgressCallback | None = None) -> dict[str, Any]:
         self.warm_up()
-        out: list[Document] = []
         if on_progress is not None:
             on_progress(0, len(documents))
-        step = max(self.batch_size * 2, 32)
-        for start in range(0, len(documents), step):
-            batch = documents[start:start + step]
-            vectors = self._encoder.encode([passage_text(d) for d in batch], self.batch_size)
-            out.extend(dataclasses.replace(d, embedding=v.tolist()) for d, v in zip(batch, vectors, strict=True))
-            if on_progress is not None:
-                on_progress(len(out), len(documents))
-        return {"documents": out}
+        if not documents:
+            return {"documents": []}
+        # one call for the whole document: the encoder sorts every chunk by length before it cuts batches
+        texts = [passage_text(d) for d in documents]
+        vectors = self._encoder.encode(texts, self.batch_size, on_progress=on_progress)
+        return {"documents": [dataclasses.replace(d, embedding=v.tolist())
+                              for d, v in zip(documents, vectors, strict=True)]}

@@ -30,7 +30,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from connectors.store_api import ChunkStore, require_scopes
+from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.stores import store_from_dict
 from pipelines.components._text import terms
 from pipelines.components.document_names import named_files, preferred_files
@@ -158,7 +158,7 @@ class StructureRouter:
         self.document_store = document_store
         self.fetch_limit = fetch_limit
         self._files_lock = threading.Lock()
-        self._files: dict[tuple[str, ...], tuple[float, int | None, list[tuple[str, list[str]]]]] = {}
+        self._files: dict[tuple[str, ...], tuple[float, int | None, list[DocInfo], list[tuple[str, list[str]]]]] = {}
         self._files_checked: dict[tuple[str, ...], float] = {}
 
     def to_dict(self) -> dict[str, Any]:
@@ -173,27 +173,34 @@ class StructureRouter:
         return default_from_dict(cls, data)
 
     # --- files ---------------------------------------------------------------------------------
-    def _file_names(self, scopes: list[str]) -> list[tuple[str, list[str]]]:
-        """``(file name, its words)`` of every document in ``scopes``. Listing documents scans every chunk of
-        the scopes (0.7 s at 50,000 chunks), so the list is cached and re-read when the scopes' chunk count
-        changes (an upload or a removal) or after ``_FILE_CACHE_TTL_S``."""
+    def _documents(
+        self, scopes: list[str], *, recount: bool = False
+    ) -> tuple[list[DocInfo], list[tuple[str, list[str]]]]:
+        """The documents in ``scopes`` and ``(file name, its words)`` of each file. Listing documents scans every
+        chunk of the scopes (0.7 s at 50,000 chunks), so the list is cached and re-read when the scopes' chunk
+        count changes (an upload or a removal) or after ``_FILE_CACHE_TTL_S``. The count (~5 ms) is skipped for
+        ``_FILE_VERSION_CHECK_S`` after the last one unless ``recount``."""
         key = tuple(sorted(scopes))
         now = time.monotonic()
         with self._files_lock:
             hit = self._files.get(key)
             checked = self._files_checked.get(key, 0.0)
-        if hit and now - hit[0] < _FILE_CACHE_TTL_S and now - checked < _FILE_VERSION_CHECK_S:
-            return hit[2]  # counted moments ago: skip even the count
+        if hit and now - hit[0] < _FILE_CACHE_TTL_S and now - checked < _FILE_VERSION_CHECK_S and not recount:
+            return hit[2], hit[3]  # counted moments ago: skip even the count
         version = self.document_store.count_in_scopes(scopes)
         with self._files_lock:
             self._files_checked[key] = now
             if hit and hit[1] == version and now - hit[0] < _FILE_CACHE_TTL_S:
-                return hit[2]
-        names = sorted({d.file for d in self.document_store.list_documents(scopes=scopes)})
+                return hit[2], hit[3]
+        docs = self.document_store.list_documents(scopes=scopes)
+        names = sorted({d.file for d in docs})
         entries = [(n, re.sub(r"[_\-.]+", " ", re.sub(r"\.pdf$", "", n.lower())).split()) for n in names]
         with self._files_lock:
-            self._files[key] = (now, version, entries)
-        return entries
+            self._files[key] = (now, version, docs, entries)
+        return docs, entries
+
+    def _file_names(self, scopes: list[str]) -> list[tuple[str, list[str]]]:
+        return self._documents(scopes)[1]
 
     def file_filter(self, question: str, scopes: list[str]) -> tuple[dict[str, Any] | None, list[str], list[str]]:
         """A ``meta.file_name in [...]`` filter for files the question names, those names, and the phrases
@@ -280,7 +287,7 @@ class StructureRouter:
             return self._physical(scopes, file_cond, n, n)
         names = set((file_cond or {}).get("value") or [])
         docs: list[Document] = []
-        for info in self.document_store.list_documents(scopes=scopes):
+        for info in self._documents(scopes, recount=True)[0]:  # a document uploaded a moment ago has a last page
             if names and info.file not in names:
                 continue
             cond = _and({"field": "meta.doc_id", "operator": "==", "value": info.doc_id},

@@ -89,6 +89,19 @@ class TestOnnxExport:
         one_by_one = np.stack([onnx.encode([t])[0] for t in TEXTS])
         assert np.abs(onnx.encode(TEXTS, batch_size=64) - one_by_one).max() < 1e-5
 
+    @pytest.mark.parametrize("backend", ["onnx", "torch"])
+    def test_a_whole_document_at_once_gives_each_text_its_vector_and_reports_progress(self, shared_models_dir,
+                                                                                       backend):
+        enc = E.get_encoder(MODEL, 1, backend=backend, models_dir=shared_models_dir)
+        texts = [*TEXTS, TEXTS[1], *(f"Note {i}. Revenue by segment {i}" for i in range(9)), TEXTS[4]]
+        alone = {t: enc.encode([t])[0] for t in texts}
+        seen: list[tuple[int, int]] = []
+        vecs = enc.encode(texts, batch_size=3, on_progress=lambda done, total: seen.append((done, total)))
+        assert vecs.shape == (len(texts), 384)
+        assert max(float(np.abs(v - alone[t]).max()) for t, v in zip(texts, vecs, strict=True)) < 1e-5
+        assert seen[-1] == (len(texts), len(texts)) and len(seen) >= 2
+        assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
     def test_int8_is_close_but_its_own(self, shared_models_dir):
         q = E.get_encoder(MODEL, 1, backend="onnx-int8", models_dir=shared_models_dir)
         fp32 = E.get_encoder(MODEL, 1, backend="onnx", models_dir=shared_models_dir)

@@ -361,6 +361,27 @@ class TestRanking:
         assert store.bm25_search("xylophone", scopes=["local"], top_k=4) == []
         assert store.bm25_search("?!", scopes=["local"], top_k=4) == []
 
+    def test_bm25_matches_answers_whether_a_search_would_find_anything(self, store: Any) -> None:
+        store.write_documents([chunk("h", i, t) for i, t in enumerate(TEXTS)])
+        store.write_documents([chunk("o", 0, "The xylophone lessons start in March.", scope="other")])
+        only_page_3 = {"field": "meta.page_start", "operator": "==", "value": 3}
+        cases = [
+            ("parental leave", ["local"], None),
+            ("xylophone", ["local"], None),  # only in another scope
+            ("xylophone", ["other"], None),
+            ("xylophone", ["local", "other"], None),
+            ("parental leave", ["local"], only_page_3),  # page 3 has neither word
+            ("holiday", ["local"], only_page_3),
+            ("?!", ["local"], None),
+            ("notice", ["nobody"], None),
+        ]
+        for query, scopes, filters in cases:
+            found = bool(store.bm25_search(query, scopes=scopes, top_k=1, filters=filters))
+            assert store.bm25_matches(query, scopes=scopes, filters=filters) is found, (query, scopes, filters)
+        assert [store.bm25_matches(q, scopes=s, filters=f) for q, s, f in cases] == [
+            True, False, True, True, False, True, False, False,
+        ]
+
     def test_dense_ranks_nearest_first(self, store: Any) -> None:
         store.write_documents([chunk("h", i, t, embedding=unit((i, 1.0), (10, 0.3))) for i, t in enumerate(TEXTS)])
         res = store.embedding_search(unit((2, 0.9), (1, 0.4)), scopes=["local"], top_k=3)

@@ -24,3 +24,26 @@ def test_a_generated_filing_comes_after_the_given_files(tmp_path):
     (tmp_path / "a.pdf").write_bytes(filing_pdf(1))
     names = [n for n, _ in _collect([str(tmp_path)], 0, 2)]
     assert names == ["a.pdf", "filing-2-pages.pdf"]
+
+
+def test_same_chunks_says_which_chunk_and_field_changed_and_check_fails_on_it(tmp_path):
+    import json
+
+    from eval.bench.ingest import compare_chunks, missed_targets
+
+    before = [{"id": "d:00000", "content": "Revenue grew.", "meta": {"page_start": 1, "section": "Item 7"}},
+              {"id": "d:00001", "content": "Net income", "meta": {"page_start": 2, "section": "Item 8"}}]
+    saved = tmp_path / "chunks.jsonl"
+    saved.write_text("".join(json.dumps(c) + "\n" for c in before), "utf-8")
+    assert compare_chunks(before, saved)["identical"] is True
+    after = [before[0], {**before[1], "meta": {"page_start": 3, "section": "Item 8"}}]
+    diff = compare_chunks(after, saved)
+    assert diff["identical"] is False and diff["first_difference"] == "chunk d:00001: meta.page_start"
+    assert compare_chunks(before[:1], saved)["first_difference"] == "1 chunks, the file has 2"
+    results = {"per_backend": {"onnx": {"end_to_end": {"pages_per_s": 6.0}}},
+               "parse_structure_chunk": {"pages_per_s": 40.0}, "peak_rss_mb": 700.0}
+    assert missed_targets({**results, "same_chunks": compare_chunks(before, saved)}) == []
+    missed = missed_targets({**results, "same_chunks": diff})
+    assert len(missed) == 1 and "d:00001" in missed[0]
+    slow = {**results, "per_backend": {"onnx": {"end_to_end": {"pages_per_s": 2.5}}}}
+    assert missed_targets(slow) == ["end to end 2.5 pages/s < 5.0 (onnx)"]

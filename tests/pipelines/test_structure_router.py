@@ -157,6 +157,14 @@ class TestStructureRouter:
         assert sorted(got) == sorted(pages)
         assert all(d.meta["scope"] == "local" for d in out["documents"])
 
+    def test_the_last_page_follows_an_upload_made_after_the_last_question(self, store):
+        router = StructureRouter(document_store=store)
+        first = router.run(question="What is printed on the back cover?", scopes=["local"])["documents"]
+        assert sorted(d.meta["page_start"] for d in first) == [4, 9]
+        store.write_documents([_chunk("local", "nw", 0, 3, "Signed in Leeds.", file="signatures.pdf")])
+        again = router.run(question="What is printed on the back cover?", scopes=["local"])["documents"]
+        assert sorted(d.meta["page_start"] for d in again) == [3, 4, 9]
+
     def test_a_cover_that_is_not_a_page_routes_nowhere(self, store):
         out = StructureRouter(document_store=store).run(question="What does the policy cover?", scopes=["local"])
         assert out["documents"] == [] and out["explicit"] is False
