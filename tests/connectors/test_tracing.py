@@ -31,8 +31,8 @@ SCOPE = "slack:T0:C0SECRET"
 
 # the steps of QueryEngine.answer in hybrid mode, each once (see pipelines/query.py)
 QUESTION_STEPS = ["citebot.answer", "citebot.rewrite", "citebot.analyze", "citebot.route", "citebot.embed",
-                  "citebot.retrieve_dense", "citebot.retrieve_bm25", "citebot.fuse", "citebot.extract",
-                  "citebot.confidence", "citebot.decide", "citebot.validate"]
+                  "citebot.retrieve_dense", "citebot.retrieve_bm25", "citebot.fuse", "citebot.rank_pages",
+                  "citebot.extract", "citebot.confidence", "citebot.decide", "citebot.validate"]
 INGEST_COMPONENTS = ["reader", "structure", "chunker", "embedder", "writer"]
 
 
