@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -55,10 +56,12 @@ def for_terminal(answer: Answer) -> Answer:
     return answer
 
 
-def render_answer(answer: Answer, *, width: int = 100) -> str:
+def render_answer(answer: Answer, *, width: int | None = None) -> str:
     """The answer text, then each citation as a quote block with its ``file · p. N · section`` line (the file
     as its local path when it was indexed from one)."""
     answer = for_terminal(answer)
+    if width is None:  # the terminal's width (COLUMNS, else 80 when not a terminal), at least 40
+        width = max(40, shutil.get_terminal_size((100, 24)).columns)
     lines = [answer.text]
     for c in answer.citations:
         lines.append("")
@@ -99,6 +102,9 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 print(message, file=sys.stderr)
             return 1
+        from bot.cli.notices import announce_model_export
+
+        announce_model_export(settings)
         answer = service.answer(args.question, scopes, mode=args.mode, k=args.k)
         if service.query.embedding_mismatch:
             print("citebot ask: the index was built with another embedding setting; run `citebot reindex` "

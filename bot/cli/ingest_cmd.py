@@ -140,6 +140,9 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     except ScopeRequiredError as e:  # pragma: no cover - scope is always set by argparse
         print(f"citebot ingest: {e}", file=sys.stderr)
         return 2
+    from bot.cli.notices import announce_model_export
+
+    announce_model_export(settings)
     bar = _Bar(sys.stderr, len(files))
     try:
         for path in files:

@@ -102,8 +102,11 @@ def test_ingest_ask_and_eval_show_no_log_lines_in_a_terminal(workdir: Path) -> N
     assert "Alpha" in shown and "a/report.pdf" in shown
     assert not LOG_LINE.search(shown) and "confidence" not in shown, shown
 
-    status, shown = in_terminal("eval", "run", "--limit", "3", "--mode", "bm25", "--out", str(workdir / "run"),
-                                cwd=workdir, data_dir=data)
+    cases = [{"id": f"c{i}", "question": f"What is the notice period on line {i}?", "category": "lookup",
+              "sources": [{"doc": "report.pdf", "pages": [1]}]} for i in range(3)]
+    (workdir / "set.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    status, shown = in_terminal("eval", "run", "--set", "set.jsonl", "--docs", "a", "--mode", "bm25", "--out",
+                                str(workdir / "run"), cwd=workdir, data_dir=data)
     assert status == 0, shown
     assert not LOG_LINE.search(shown), shown
     assert "bm25 cases 3/3" in shown  # the progress line, drawn in place
