@@ -104,7 +104,7 @@ def _drop_secrets(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, 
     return event
 
 
-def _library_record(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def _library_record(_logger: Any, _name: str, event: Any) -> Any:
     """A record another library logged through the standard library: name its logger, as our lines name their
     event."""
     record = event.get("_record")
@@ -131,7 +131,8 @@ def configure_logging(level: str = "info", fmt: str = "auto", *, stdlib: bool = 
         _drop_secrets,
         _exc_info_to_location,  # no traceback is rendered: its messages and locals can hold secrets
     ]
-    renderer: Any = structlog.processors.JSONRenderer() if json_out else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    renderer: Any = (structlog.processors.JSONRenderer() if json_out
+                     else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
     structlog.configure(
         processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),

@@ -283,7 +283,7 @@ def compare(
         differ = different_conditions(base[0], new_meta)
         if differ:
             allowed = " (allowed: --allow-different)" if allow_different else "; --allow-different to compare anyway"
-            results.append(GateResult("same conditions", True if allow_different else False,
+            results.append(GateResult("same conditions", bool(allow_different),
                                       "; ".join(differ) + allowed))
         if base[0].get("index_checksum") and new_meta.get("index_checksum") and \
                 base[0]["index_checksum"] != new_meta["index_checksum"]:

@@ -1,8 +1,8 @@
 """``citebot ingest PATH... [--scope S] [--json]``: index PDF files or folders into a scope.
 
 One line per file (``--json``: one JSON object per line with ``file, doc_id, status, pages, chunks,
-ocr_pages, seconds, error``); a progress bar on stderr when it is a terminal; exit status 1 when
-any file failed.
+ocr_pages, seconds, error, indexed_as, renamed_from, replaced_doc_id``); a progress bar on stderr when it is a
+terminal; exit status 1 when any file failed.
 """
 
 from __future__ import annotations
@@ -120,6 +120,11 @@ def _row(path: Path, res: IngestResult) -> dict[str, Any]:
     }
 
 
+def _failed_row(file: str, error: str) -> dict[str, Any]:
+    return {"file": file, "doc_id": "", "status": "failed", "pages": 0, "chunks": 0, "ocr_pages": 0, "seconds": 0.0,
+            "error": error, "indexed_as": None, "renamed_from": None, "replaced_doc_id": None}
+
+
 def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     from connectors.store_api import ScopeRequiredError
     from pipelines.service import CitebotService
@@ -128,8 +133,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     failed = 0
     for raw in missing:
         failed += 1
-        row = {"file": raw, "doc_id": "", "status": "failed", "pages": 0, "chunks": 0, "ocr_pages": 0,
-               "seconds": 0.0, "error": "No such file or folder."}
+        row = _failed_row(raw, "No such file or folder.")
         print(json.dumps(row) if args.json else f"{raw}: failed — No such file or folder.")
     if not files:
         if not missing:
@@ -161,8 +165,7 @@ def _ingest_one(service: Any, path: Path, args: argparse.Namespace, bar: _Bar) -
     try:
         data = path.read_bytes()
     except OSError:
-        row = {"file": str(path), "doc_id": "", "status": "failed", "pages": 0, "chunks": 0, "ocr_pages": 0,
-               "seconds": 0.0, "error": "The file could not be read (permissions?)."}
+        row = _failed_row(str(path), "The file could not be read (permissions?).")
         bar.print(json.dumps(row) if args.json else f"{path}: failed — {row['error']}")
         return 1
     # a path is a file's identity here: the same path again replaces its earlier version, another file of the

@@ -5,10 +5,11 @@ native library's own buffers). So the reading runs in a child whose address spac
 caps; whatever it allocates past the cap fails in the child, and the bot goes on.
 
 The child is forked from multiprocessing's fork server, a small interpreter started once that has imported
-pdfium, pypdf and Pillow, ~64 MB mapped: a child costs a fork, not an interpreter start (~1 s with those imports). Measured per upload against reading
-in-process: ~20 ms when the server could preload our reading modules too, ~30-35 ms when each child imports
-them (see :func:`_preload`); starting the server ~0.3 s, once. Forking the bot itself is not an option: it is
-multithreaded, and with the embedding model loaded it has ~0.9 GB (ONNX Runtime) to ~1.3 GB (torch) of address
+pdfium, pypdf and Pillow, ~64 MB mapped: a child costs a fork, not an interpreter start (~1 s with those
+imports). Measured per upload against reading in-process: ~20 ms when the server could preload our reading
+modules too, ~30-35 ms when each child imports them (see :func:`_preload`); starting the server ~0.3 s, once.
+Forking the bot itself is not an option: it is multithreaded, and with the embedding model loaded it has
+~0.9 GB (ONNX Runtime) to ~1.3 GB (torch) of address
 space mapped already, most of a 1.5 GB limit.
 
 What the caller gets:

@@ -225,9 +225,12 @@ def test_ctrl_c_during_ingest_says_one_line_and_keeps_what_was_indexed(tmp_path:
     assert [d["file"] for d in listed] == ["small.pdf"]
 
 
+@pytest.mark.slow
 def test_a_wrong_model_path_is_named_with_its_setting(tmp_path: Path) -> None:
     """Row 12: our own error's text, not `failed with EmbeddingModelError at ...`; reindex --check says the
     model is missing rather than that a reindex is needed."""
+    make_pdf(tmp_path / "policy.pdf", "Policy")
+    assert citebot("ingest", "policy.pdf", cwd=tmp_path, data_dir=tmp_path / "data").returncode == 0
     for args in (["ask", "what?"], ["reindex", "--check"]):
         proc = citebot(*args, cwd=tmp_path, data_dir=tmp_path / "data", CITEBOT_MODEL_PATH=str(tmp_path / "wrong"))
         assert proc.returncode == 1
