@@ -442,7 +442,18 @@ def get_encoder(
         return enc
 
 
+def require_model(path: Path) -> None:
+    """Raise :class:`EmbeddingModelError` naming the setting and the path when ``path`` holds no model."""
+    if not path.is_dir():
+        raise EmbeddingModelError(f"no embedding model at {path} (no such folder): set CITEBOT_MODEL_PATH to a "
+                                  "sentence-transformers model folder, or unset it for the packaged model")
+    if not (path / "modules.json").exists() and not (path / "config.json").exists():
+        raise EmbeddingModelError(f"no sentence-transformers model at {path}: set CITEBOT_MODEL_PATH to a model "
+                                  "folder, or unset it for the packaged model")
+
+
 def _load(path: Path, threads: int, backend: str, models_dir: Path | None, dim: int) -> Encoder:
+    require_model(path)  # before any fallback: a missing model is missing for every backend
     if backend != "torch":
         assert models_dir is not None
         why = None if onnx_available() else "onnxruntime is not installed"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -23,6 +24,16 @@ from typing import Any
 import structlog
 
 _SECRET_KEYS = ("token", "secret", "password", "api_key", "authorization")
+# Secrets by their look, wherever they stand in a value: Slack tokens, bearer credentials, OpenAI-style keys, the
+# signature or token parameter of a signed URL, and the password in a URL's user part.
+_SECRET_VALUES = [
+    (re.compile(r"\bxox[abposre]-[A-Za-z0-9-]+|\bxapp-[A-Za-z0-9-]+"), "[redacted]"),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+"), r"\1 [redacted]"),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{12,}"), "[redacted]"),
+    (re.compile(r"(?i)([?&](?:sig|signature|x-amz-signature|x-goog-signature|token|access_token|code|key|"
+                r"api_key|tempauth|se)=)[^&\s\"']+"), r"\1[redacted]"),
+    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1[redacted]@"),
+]
 _ROOT = Path(__file__).resolve().parents[1]
 _OUR_PACKAGES = tuple(str(_ROOT / p) + os.sep for p in ("bot", "pipelines", "connectors", "eval"))
 
@@ -65,36 +76,40 @@ def _exc_info_to_location(_logger: Any, _name: str, event: dict[str, Any]) -> di
     return event
 
 
-class _NoExceptionTextFormatter(logging.Formatter):
-    """Standard-library log records (other libraries' warnings and errors) without exception messages or
-    tracebacks: the type and place only."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        cached = record.exc_text  # another handler may have cached the full traceback on the record
-        record.exc_text = None
-        try:
-            return super().format(record)
-        finally:
-            record.exc_text = cached
-
-    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's naming
-        error = _exception(ei)
-        if error is None:
-            return ""
-        fields = error_fields(error)
-        return f"[{fields['error']} at {fields['where']}]" if fields["where"] else f"[{fields['error']}]"
-
-    def formatStack(self, stack_info: str) -> str:  # noqa: N802
-        return ""
-
-
 _HANDLER_MARK = "_citebot_handler"
+
+
+def redact(value: Any) -> Any:
+    """``value`` with anything that looks like a credential replaced by ``[redacted]`` (strings, and the strings
+    inside lists, tuples and dicts)."""
+    if isinstance(value, str):
+        for pattern, replacement in _SECRET_VALUES:
+            value = pattern.sub(replacement, value)
+        return value
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact(v) for v in value)
+    return value
 
 
 def _drop_secrets(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
     for key in list(event):
+        if key.startswith("_"):  # structlog's own bookkeeping (the stdlib record)
+            continue
         if any(s in key.lower() for s in _SECRET_KEYS):
             event[key] = "[redacted]"
+        else:
+            event[key] = redact(event[key])
+    return event
+
+
+def _library_record(_logger: Any, _name: str, event: Any) -> Any:
+    """A record another library logged through the standard library: name its logger, as our lines name their
+    event."""
+    record = event.get("_record")
+    if record is not None:
+        event.setdefault("logger", record.name)
     return event
 
 
@@ -103,8 +118,9 @@ def _stderr_logger(*_args: Any) -> structlog.PrintLogger:
     return structlog.PrintLogger(sys.stderr)
 
 
-def configure_logging(level: str = "info", fmt: str = "auto") -> None:
-    """Configure structlog and the standard library loggers once per process."""
+def configure_logging(level: str = "info", fmt: str = "auto", *, stdlib: bool = True) -> None:
+    """Configure structlog and the standard library loggers (other libraries' records go through the same
+    redaction and renderer: every line JSON in JSON mode). Safe to call again: the last call wins."""
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
     json_out = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
     lvl = getattr(logging, level.upper())
@@ -115,24 +131,35 @@ def configure_logging(level: str = "info", fmt: str = "auto") -> None:
         _drop_secrets,
         _exc_info_to_location,  # no traceback is rendered: its messages and locals can hold secrets
     ]
-    renderer: Any = structlog.processors.JSONRenderer() if json_out else structlog.dev.ConsoleRenderer()
+    renderer: Any = (structlog.processors.JSONRenderer() if json_out
+                     else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
     structlog.configure(
         processors=[*processors, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
         logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
+    if not stdlib:  # the standard library's logging is someone else's (a library user set it up)
+        return
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, _HANDLER_MARK, False)]:
         root.removeHandler(old)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_NoExceptionTextFormatter("%(name)s: %(message)s"))
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[_library_record, *processors],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+    ))
     setattr(handler, _HANDLER_MARK, True)
     root.addHandler(handler)
     root.setLevel(max(lvl, logging.WARNING))
     # third-party chatter that can carry URLs with tokens or whole payloads
     for noisy in ("httpx", "urllib3", "elastic_transport", "slack_bolt", "slack_sdk", "botbuilder", "msrest"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def is_configured() -> bool:
+    """Whether :func:`configure_logging` ran in this process (a library user may never call it)."""
+    return any(getattr(h, _HANDLER_MARK, False) for h in logging.getLogger().handlers)
 
 
 def get_logger(name: str) -> Any:

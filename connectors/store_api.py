@@ -38,10 +38,10 @@ class ScopeRequiredError(ValueError):
 
 
 def require_scopes(scopes: str | Sequence[str] | None) -> list[str]:
-    """Normalise ``scopes`` to a non-empty list of non-empty strings, or raise."""
+    """Normalise ``scopes`` to a non-empty list of non-blank strings, or raise (a blank scope is none)."""
     if isinstance(scopes, str):
         scopes = [scopes]
-    out = [s for s in (scopes or []) if isinstance(s, str) and s]
+    out = [s for s in (scopes or []) if isinstance(s, str) and s.strip()]
     if not out:
         raise ScopeRequiredError("a scope is required: pass the channel's scope (e.g. 'local')")
     return out

@@ -10,11 +10,12 @@ store in ``CITEBOT_DATA_DIR``; ``open_state`` likewise returns the chat state on
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from connectors.settings import Settings
 from connectors.state_api import ChatState
-from connectors.store_api import ChunkStore
+from connectors.store_api import ChunkStore, StoreError
 
 
 def open_store(settings: Settings) -> ChunkStore:
@@ -24,8 +25,18 @@ def open_store(settings: Settings) -> ChunkStore:
         return CitebotElasticsearchStore.from_settings(settings)
     from connectors.sqlite_store import SQLiteDocumentStore
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        return SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
+    except (OSError, sqlite3.Error) as e:
+        raise StoreError(unusable_data_dir(settings, e)) from e
+
+
+def unusable_data_dir(settings: Settings, error: BaseException) -> str:
+    """What to tell a person whose data directory cannot be made or written (the path, and the setting)."""
+    why = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
+    return (f"the data directory {settings.data_dir.resolve()} cannot be used ({why}); set CITEBOT_DATA_DIR to a "
+            "folder you can write to")
 
 
 def open_state(settings: Settings) -> ChatState:
@@ -35,7 +46,10 @@ def open_state(settings: Settings) -> ChatState:
         return ElasticsearchState.from_settings(settings)
     from connectors.state_log import StateLog
 
-    return StateLog(settings.state_path)
+    try:
+        return StateLog(settings.state_path)
+    except (OSError, sqlite3.Error) as e:
+        raise StoreError(unusable_data_dir(settings, e)) from e
 
 
 def store_from_dict(data: dict[str, Any]) -> ChunkStore:

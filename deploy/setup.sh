@@ -23,14 +23,34 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
 fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 
+# torch's CPU build first, so that no dependency ever pulls the multi-GB CUDA build (plain `pip install torch` on
+# Linux does). From PyTorch's CPU index by default; CITEBOT_TORCH_INDEX_URL names another index with the CPU
+# wheels (a mirror), or, empty, uses pip's own configuration as it is (an index or find-links holding the CPU wheel).
+# Offline, when the index cannot be reached, a CPU wheel in pip's find-links is used; never a public CUDA build.
+TORCH_VERSION=2.13.0
+torch_index=${CITEBOT_TORCH_INDEX_URL-https://download.pytorch.org/whl/cpu}
+install_cpu_torch() {
+  local pip=(.venv/bin/python -m pip install --disable-pip-version-check)
+  if [ -z "$torch_index" ]; then
+    "${pip[@]}" "torch==$TORCH_VERSION"
+    return
+  fi
+  echo "setup: torch $TORCH_VERSION (CPU) from $torch_index" >&2
+  "${pip[@]}" --timeout 20 --retries 1 --index-url "$torch_index" "torch==$TORCH_VERSION" && return
+  echo "setup: $torch_index did not serve torch; trying a local CPU wheel (pip's find-links)" >&2
+  "${pip[@]}" --no-index --no-deps "torch==$TORCH_VERSION" || {
+    echo "setup: no CPU build of torch found: set CITEBOT_TORCH_INDEX_URL to an index that has it" >&2
+    return 1
+  }
+}
+
 stamp=.venv/.citebot-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages into .venv (a few minutes the first time; log: .venv/install.log)" >&2
   {
     .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip &&
-    # the CPU build first, so no dependency ever pulls a CUDA build
-    .venv/bin/python -m pip install --disable-pip-version-check torch==2.13.0 &&
+    install_cpu_torch &&
     .venv/bin/python -m pip install --disable-pip-version-check -e ".[test]"
   } > .venv/install.log 2>&1 || { tail -n 30 .venv/install.log >&2; echo "setup: pip failed (see .venv/install.log)" >&2; exit 1; }
   echo "$want" > "$stamp"

@@ -65,6 +65,10 @@ class GatesError(ValueError):
     """The gates file is unreadable or names something unknown."""
 
 
+class CompareError(ValueError):
+    """The two runs cannot be compared (they share no case)."""
+
+
 @dataclass
 class Gates:
     floors: dict[str, float] = field(default_factory=dict)
@@ -217,11 +221,35 @@ def case_regressions(
     return regressions, improved
 
 
+# What must be the same for two runs' numbers to compare: (meta key, what people call it).
+SAME_CONDITIONS = [("retrieval_mode", "retrieval mode"), ("set_sha256", "eval set"), ("k", "k"),
+                   ("per_doc", "per-document scoping")]
+
+
+def _shown(key: str, meta: dict[str, Any]) -> str:
+    if key == "set_sha256":
+        return f"{meta.get('set', '?')} ({str(meta.get(key))[:8]})"
+    return str(meta.get(key))
+
+
+def different_conditions(base_meta: dict[str, Any], new_meta: dict[str, Any]) -> list[str]:
+    """How the two runs were asked differently (mode, set, k, per-doc), in words; [] when alike (or unknown)."""
+    out = []
+    for key, label in SAME_CONDITIONS:
+        if key in base_meta and key in new_meta and base_meta[key] != new_meta[key]:
+            out.append(f"{label}: base {_shown(key, base_meta)}, new {_shown(key, new_meta)}")
+    return out
+
+
 def compare(
     base: tuple[dict[str, Any], list[CaseResult]] | None,
     new: tuple[dict[str, Any], list[CaseResult]],
     gates: Gates | None = None,
+    *,
+    allow_different: bool = False,
 ) -> Comparison:
+    """Raises :class:`CompareError` when the runs share no case: nothing would be compared. Runs asked in another
+    mode, set, k or scoping fail the "same conditions" gate unless ``allow_different``."""
     new_meta, new_results = new
     k = int(new_meta.get("k", 5))
     new_sum = summarise(new_results, k)["overall"]  # floors: the whole new run
@@ -231,6 +259,9 @@ def compare(
     new_cmp = new_sum
     if base:
         common = {r.id for r in base[1]} & {r.id for r in new_results}
+        if not common:
+            raise CompareError(f"the runs share no case (base {len(base[1])}, new {len(new_results)} cases): "
+                               "nothing was compared. Compare runs of the same eval set.")
         base_cases = [r for r in base[1] if r.id in common]
         if len(common) < max(len(base[1]), len(new_results)):
             notes.append(f"deltas and the drop gate use the {len(common)} cases both runs have "
@@ -248,6 +279,16 @@ def compare(
     regressions, improved = case_regressions(base[1], new_results, k, gates.score_tolerance) if base else ([], [])
 
     results: list[GateResult] = []
+    if base:
+        differ = different_conditions(base[0], new_meta)
+        if differ:
+            allowed = " (allowed: --allow-different)" if allow_different else "; --allow-different to compare anyway"
+            results.append(GateResult("same conditions", bool(allow_different),
+                                      "; ".join(differ) + allowed))
+        if base[0].get("index_checksum") and new_meta.get("index_checksum") and \
+                base[0]["index_checksum"] != new_meta["index_checksum"]:
+            notes.append("the runs searched different indexes (other PDFs, chunking or embedding): "
+                         "a change there moves these numbers too")
     for metric, floor in gates.floors.items():
         if metric not in new_sum:
             results.append(GateResult(f"floor {metric}", False, f"unknown metric {metric!r} (k={k} in this run?)"))
@@ -356,9 +397,10 @@ def find_gates(path: Path | None) -> Path:
     raise GatesError(f"cannot read gates file {path}: no such file here or in {SHIPPED_GATES.parents[1]}")
 
 
-def run_compare(base_dir: Path | None, new_dir: Path, gates_path: Path | None, as_json: bool = False) -> int:
+def run_compare(base_dir: Path | None, new_dir: Path, gates_path: Path | None, as_json: bool = False, *,
+                allow_different: bool = False) -> int:
     gates = load_gates(gates_path) if gates_path else None
-    c = compare(load_run(base_dir) if base_dir else None, load_run(new_dir), gates)
+    c = compare(load_run(base_dir) if base_dir else None, load_run(new_dir), gates, allow_different=allow_different)
     if gates_path is not None:
         c.notes.append(f"gates from {gates_path}")
     print(json.dumps(c.to_json(), indent=2) if as_json else render(c))

@@ -30,7 +30,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -164,13 +164,16 @@ def select(cases: Sequence[Case], ids: Sequence[str] | None = None,
 
 
 def stratified(cases: Sequence[Case], limit: int | None) -> list[Case]:
-    """The first ``limit`` cases taken round-robin over categories (in file order), so a short smoke run
-    still covers every category; all cases when ``limit`` is None."""
+    """The first ``limit`` cases taken round-robin over categories, so a short smoke run still covers every
+    category (any ``limit`` at least the number of categories); all cases when ``limit`` is None. Categories go in
+    file order, except that one holding unanswerable cases goes first: even a tiny run measures refusals."""
     if limit is None or limit >= len(cases):
         return list(cases)
     by_cat: dict[str, list[Case]] = {}
-    for c in cases:
+    for c in sorted(cases, key=lambda c: c.answerable):  # stable: file order within each group
         by_cat.setdefault(c.category, []).append(c)
+    for group in by_cat.values():
+        group.sort(key=lambda c: cases.index(c))
     picked: list[Case] = []
     i = 0
     while len(picked) < limit:
@@ -308,16 +311,25 @@ def build_index(
     cache_root: Path | None = None,
     log: Callable[[str], None] = print,
     progress: Progress | None = None,
+    only: Collection[str] | None = None,
 ) -> tuple[EvalIndex, Any]:
     """Index (or reuse) ``docs_dir``'s PDFs, each into its own scope; returns the index and a service over it.
+    ``only``: just these file names (a per-document smoke run), unless the whole folder's index is built already.
 
     An interrupted build is resumed: each PDF is written in one transaction, and ingesting the same bytes
     into the same scope again is a no-op (``unchanged``), so only the PDFs not yet written are indexed."""
     pdfs = list_pdfs(docs_dir)
-    key = index_key(pdfs, settings)
     root = cache_root or settings.data_dir / "eval" / "index"
+    if only is not None:
+        wanted = [p for p in pdfs if p.name in set(only)]
+        whole = root / index_key(pdfs, settings)[:20] / "READY.json"
+        if wanted and not whole.exists():
+            pdfs = wanted
+    key = index_key(pdfs, settings)
     path = root / key[:20]
-    eval_settings = settings.model_copy(update={"data_dir": path, "elasticsearch_url": None})
+    # the model's ONNX export is the user's one (DATA_DIR/models or CITEBOT_MODELS_DIR), not one per eval index
+    eval_settings = settings.model_copy(update={"data_dir": path, "elasticsearch_url": None,
+                                                "models_dir": settings.resolved_models_dir})
     scopes = {p.name: _scope_of(p.name) for p in pdfs}
     ready = path / "READY.json"
     if ready.exists():
@@ -504,6 +516,20 @@ def _append(path: Path, line: str) -> None:
         os.fsync(f.fileno())
 
 
+def _documents_asked(cases: Sequence[Case], opts: RunOptions) -> set[str] | None:
+    """The PDFs a per-document run of a selection (``--cases``, ``--category``, ``--limit``) asks in: it indexes
+    those only. ``None`` (every PDF) for a whole run, an all-PDF run, or a case asked across every PDF."""
+    if not opts.per_doc or not (opts.case_ids or opts.categories or opts.limit):
+        return None
+    names: set[str] = set()
+    for c in cases:
+        named = set(c.asked_in) if not c.answerable else {s.doc for s in c.sources}
+        if not named:
+            return None
+        names |= named
+    return names
+
+
 def run_eval(
     settings: Settings,
     opts: RunOptions,
@@ -530,7 +556,7 @@ def run_eval(
         judge_client = build_client(settings)
     t_start = time.perf_counter()
     index, service = build_index(settings, opts.docs_dir, service_factory=service_factory, log=log,
-                                 progress=progress)
+                                 progress=progress, only=_documents_asked(cases, opts))
     if hasattr(service, "warm_up"):
         service.warm_up()  # build the pipelines now, so the first case's latency is not start-up time
     named = {s.doc for c in cases for s in c.sources} | {d for c in cases for d in c.asked_in}

@@ -32,10 +32,24 @@ NOTE_QUESTION_CUT = f"Your question was longer than {MAX_QUESTION_CHARS:,} chara
 DOC_COUNT_TTL_S = 30.0
 
 
+def _configure_logging_once(settings: Settings) -> None:
+    """A script using the library directly gets the configured level and format too (structlog left unconfigured
+    prints every debug line); the command line and the bots have configured it already."""
+    import logging
+
+    import structlog
+
+    from connectors.log import configure_logging
+
+    if not structlog.is_configured():
+        configure_logging(settings.log_level, settings.log_format, stdlib=not logging.getLogger().handlers)
+
+
 class CitebotService:
     def __init__(self, settings: Settings, store: ChunkStore | None = None) -> None:
         from connectors.stores import open_store
 
+        _configure_logging_once(settings)
         self.settings = settings
         self.store: ChunkStore = store if store is not None else open_store(settings)
         self._lock = threading.Lock()
@@ -78,15 +92,20 @@ class CitebotService:
         is_admin: bool | Callable[[], bool] = False,
         source_url: str = "",
         progress: ProgressCallback | None = None,
+        same_source_only: bool = False,
     ) -> IngestResult:
         """Index ``data`` as ``file_name`` in ``scope``. A new version replaces the uploader's own earlier one;
         a document of that name that someone else uploaded is replaced only for an admin (``is_admin``, a
         callable is asked only then). Otherwise the file is indexed beside it under a free name
-        (``expenses (2).pdf``) and ``renamed_from`` says so; forget's uploader-or-admin rule holds for uploads too."""
+        (``expenses (2).pdf``) and ``renamed_from`` says so; forget's uploader-or-admin rule holds for uploads too.
+
+        ``same_source_only`` (the command line, where a file's path is its identity): only a document indexed
+        from the same ``source_url`` is an earlier version; a same-named one from elsewhere (``a/report.pdf``
+        beside ``b/report.pdf``) is kept and this one gets a free name."""
         (scope,) = require_scopes(scope)
         with span("ingest", **{"ingest.bytes": len(data)}) as s:
             result = self._ingest(data, file_name=file_name, scope=scope, uploaded_by=uploaded_by, is_admin=is_admin,
-                                  source_url=source_url, progress=progress)
+                                  source_url=source_url, progress=progress, same_source_only=same_source_only)
             tag(s, **{"ingest.status": result.status, "ingest.reason": result.error_code or "",
                       "ingest.pages": result.pages, "ingest.ocr_pages": result.ocr_pages,
                       "ingest.chunks": result.chunks})
@@ -102,12 +121,18 @@ class CitebotService:
         is_admin: bool | Callable[[], bool],
         source_url: str,
         progress: ProgressCallback | None,
+        same_source_only: bool = False,
     ) -> IngestResult:
-        others = [
-            d for d in self.store.list_documents(scopes=[scope]) if d.file == file_name and d.uploaded_by != uploaded_by
-        ]
-        admin = bool(others) and (is_admin() if callable(is_admin) else is_admin)
-        name = file_name if admin or not others else self._free_name(file_name, scope, uploaded_by)
+        docs = self.store.list_documents(scopes=[scope])
+
+        def mine(d: DocInfo) -> bool:
+            if same_source_only:
+                return d.source_url == source_url and d.uploaded_by == uploaded_by
+            return d.uploaded_by == uploaded_by
+
+        others = [d for d in docs if d.file == file_name and not mine(d)]
+        admin = bool(others) and not same_source_only and (is_admin() if callable(is_admin) else is_admin)
+        name = file_name if admin or not others else self._free_name(file_name, docs, mine)
         result = self.indexer.ingest(data, file_name=name, scope=scope, uploaded_by=uploaded_by,
                                      source_url=source_url, progress=progress)
         if result.status != "indexed":  # failed, or these bytes are here already: nothing was named
@@ -120,19 +145,18 @@ class CitebotService:
                 replaced = replaced or d.doc_id
         return result.model_copy(update={"replaced_doc_id": replaced})
 
-    def _free_name(self, file_name: str, scope: str, uploaded_by: str) -> str:
-        """``stem (n).ext`` for the smallest n >= 2 that no one else's document in ``scope`` is called (the
+    @staticmethod
+    def _free_name(file_name: str, docs: Sequence[DocInfo], mine: Callable[[DocInfo], bool]) -> str:
+        """``stem (n).ext`` for the smallest n >= 2 that no one else's document in the scope is called (the
         uploader's own may be: a new version of their copy replaces it)."""
-        taken: dict[str, set[str]] = {}
-        for d in self.store.list_documents(scopes=[scope]):
-            taken.setdefault(d.file, set()).add(d.uploaded_by)
+        taken = {d.file for d in docs if not mine(d)}
         stem, dot, ext = file_name.rpartition(".")
         if not dot or not stem:
             stem, ext = file_name, ""
         n = 2
         while True:
             candidate = f"{stem} ({n}).{ext}" if ext else f"{stem} ({n})"
-            if taken.get(candidate, set()) <= {uploaded_by}:
+            if candidate not in taken:
                 return candidate
             n += 1
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -54,10 +56,12 @@ def for_terminal(answer: Answer) -> Answer:
     return answer
 
 
-def render_answer(answer: Answer, *, width: int = 100) -> str:
+def render_answer(answer: Answer, *, width: int | None = None) -> str:
     """The answer text, then each citation as a quote block with its ``file · p. N · section`` line (the file
     as its local path when it was indexed from one)."""
     answer = for_terminal(answer)
+    if width is None:  # the terminal's width (COLUMNS, else 80 when not a terminal), at least 40
+        width = max(40, shutil.get_terminal_size((100, 24)).columns)
     lines = [answer.text]
     for c in answer.citations:
         lines.append("")
@@ -72,6 +76,14 @@ def render_answer(answer: Answer, *, width: int = 100) -> str:
     return "\n".join(lines)
 
 
+def nothing_indexed(scopes: list[str]) -> str:
+    """What to do when the scopes hold no PDFs yet: the command that fills exactly these scopes."""
+    scope_opt = "" if scopes == [LOCAL_SCOPE] else " --scope " + " --scope ".join(shlex.quote(s) for s in scopes)
+    demo = " (or `citebot demo` for the sample PDFs)" if LOCAL_SCOPE in scopes else ""
+    return (f"No PDFs are indexed in {', '.join(scopes)} yet. Index some first: `citebot ingest PATH{scope_opt}`"
+            f"{demo}.")
+
+
 def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     from connectors.llm import LLMError
     from connectors.store_api import ScopeRequiredError, StoreError
@@ -84,12 +96,15 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     try:
         service = CitebotService(settings)
         if not service.list_documents(scopes):
-            print(
-                f"No PDFs are indexed in {', '.join(scopes)} yet. Run `citebot demo` for the samples, "
-                "or index your own PDFs first.",
-                file=sys.stderr,
-            )
+            message = nothing_indexed(scopes)
+            if args.json:  # a script reading stdout gets an object it can branch on, as `docs --json` prints []
+                print(json.dumps({"error": "no_documents", "message": message, "scopes": scopes}))
+            else:
+                print(message, file=sys.stderr)
             return 1
+        from bot.cli.notices import announce_model_export
+
+        announce_model_export(settings)
         answer = service.answer(args.question, scopes, mode=args.mode, k=args.k)
         if service.query.embedding_mismatch:
             print("citebot ask: the index was built with another embedding setting; run `citebot reindex` "

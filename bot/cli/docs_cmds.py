@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
@@ -109,14 +110,30 @@ def run_docs(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _by_path(service: Any, raw: str, scope: str) -> list[DocInfo]:
+    """``citebot forget some/dir/file.pdf``, the path ``ingest`` echoed: the document indexed from that file (which
+    may be listed under another name, "report (2).pdf"), else a document of that file name when only one has it."""
+    path = Path(raw).expanduser()
+    if path.name == raw:
+        return []
+    uri = path.resolve().as_uri()
+    docs = service.list_documents(scope)
+    from_there = [d for d in docs if d.source_url == uri]
+    if from_there:
+        return from_there
+    named = service.find_documents(path.name, scope)
+    return named if len(named) == 1 and not named[0].source_url.startswith("file:") else []
+
+
 def run_forget(args: argparse.Namespace, settings: Settings) -> int:
     from pipelines.service import CitebotService
 
     service = CitebotService(settings)
-    found = service.find_documents(args.document, args.scope)
+    found = service.find_documents(args.document, args.scope) or _by_path(service, args.document, args.scope)
     if not found:
         print(f"No document “{args.document}” in scope {args.scope}. "
-              f"`citebot docs --scope {args.scope}` lists them.")
+              f"`citebot docs --scope {args.scope}` lists them; forget takes a listed file name, a doc id or the "
+              "path it was indexed from.")
         return 1
     for doc in found:
         n = service.forget(doc.doc_id, args.scope)

@@ -76,6 +76,8 @@ def register(sub: Any) -> None:
                    help=f"gates TOML (default: the shipped {DEMO_GATES.relative_to(EVAL_DIR.parent)}, found from any "
                    "directory)")
     c.add_argument("--no-gates", action="store_true", help="compare only: check no gates (exit 0)")
+    c.add_argument("--allow-different", action="store_true",
+                   help="compare runs asked in another retrieval mode, eval set, k or scoping (named either way)")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=run_compare_cmd)
 
@@ -153,7 +155,7 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_report_cmd(args: argparse.Namespace, settings: Settings) -> int:
-    from eval.compare import GatesError
+    from eval.compare import CompareError, GatesError
     from eval.records import RunDirError
     from eval.report import write_report, write_trend
 
@@ -165,7 +167,7 @@ def run_report_cmd(args: argparse.Namespace, settings: Settings) -> int:
                                                                  use_gates=not args.no_gates)]
         if len(args.run_dirs) > 1:
             paths = write_trend(args.run_dirs, args.out or _newest(args.run_dirs)) + paths
-    except (RunDirError, GatesError) as e:
+    except (RunDirError, GatesError, CompareError) as e:
         print(f"citebot eval report: {e}", file=sys.stderr)
         return 2
     for p in paths:
@@ -185,7 +187,7 @@ def _newest(run_dirs: list[Path]) -> Path:
 
 
 def run_compare_cmd(args: argparse.Namespace, settings: Settings) -> int:
-    from eval.compare import GatesError, find_gates, run_compare
+    from eval.compare import CompareError, GatesError, find_gates, run_compare
     from eval.records import RunDirError
 
     if len(args.runs) > 2:
@@ -197,8 +199,8 @@ def run_compare_cmd(args: argparse.Namespace, settings: Settings) -> int:
     base, new = (args.runs[0], args.runs[1]) if len(args.runs) == 2 else (None, args.runs[0])
     try:
         gates = None if args.no_gates else find_gates(args.gates)
-        return run_compare(base, new, gates, as_json=args.json)
-    except (GatesError, RunDirError) as e:
+        return run_compare(base, new, gates, as_json=args.json, allow_different=args.allow_different)
+    except (GatesError, RunDirError, CompareError) as e:
         print(f"citebot eval compare: {e}", file=sys.stderr)
         return 2
 
@@ -256,9 +258,11 @@ def run_feedback_cmd(args: argparse.Namespace, settings: Settings) -> int:
 
 def run_reindex_cmd(args: argparse.Namespace, settings: Settings) -> int:
     from bot.cli.progress import TerminalProgress
+    from connectors.embedding import require_model
     from connectors.stores import open_store
     from eval.reindex import ReindexError, reindex, reindex_status
 
+    require_model(settings.resolved_model_path)  # a missing model is that, not "a reindex is needed"
     store = open_store(settings)
     stored, current = reindex_status(settings, store)
     backend = settings.embedding_backend

@@ -1,8 +1,8 @@
 """``citebot ingest PATH... [--scope S] [--json]``: index PDF files or folders into a scope.
 
 One line per file (``--json``: one JSON object per line with ``file, doc_id, status, pages, chunks,
-ocr_pages, seconds, error``); a progress bar on stderr when it is a terminal; exit status 1 when
-any file failed.
+ocr_pages, seconds, error, indexed_as, renamed_from, replaced_doc_id``); a progress bar on stderr when it is a
+terminal; exit status 1 when any file failed.
 """
 
 from __future__ import annotations
@@ -48,31 +48,59 @@ def collect_files(paths: list[str]) -> tuple[list[Path], list[str]]:
 
 
 class _Bar:
-    """A one-line progress display on a terminal; silent otherwise."""
+    """Progress on a terminal (rich): ``2/5 report.pdf ━━━━━━╺━━━ 12/40 pages · embedding · 0:00:31 left``, as wide as
+    the terminal, the file name shortened in the middle when it must be. Silent when stderr is no terminal."""
 
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
+    def __init__(self, stream: Any, n_files: int) -> None:
         self.enabled = bool(getattr(stream, "isatty", lambda: False)())
-        self.width = 0
+        self.n_files = n_files
+        self.n = 0
+        self._progress: Any = None
+        self._task: Any = None
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    def __call__(self, p: IngestProgress) -> None:
+            self._progress = Progress(
+                TextColumn("{task.description}", style="bold"), BarColumn(),
+                TextColumn("{task.fields[pages]}"), TextColumn("{task.fields[phase]}", style="cyan"),
+                TimeRemainingColumn(compact=True, elapsed_when_finished=True),
+                console=Console(file=stream), transient=True,
+            )
+
+    def start(self, name: str) -> None:
+        self.n += 1
         if not self.enabled:
             return
-        if p.pages_total:
-            filled = int(24 * p.pages_done / p.pages_total)
-            bar = "#" * filled + "-" * (24 - filled)
-            line = f"{p.file[:40]:40} [{bar}] {p.pages_done}/{p.pages_total} {p.phase}"
+        counter = f"{self.n}/{self.n_files} " if self.n_files > 1 else ""
+        width = max(16, self._progress.console.width // 3)
+        shown = name if len(name) <= width else name[: width // 2 - 1] + "…" + name[-(width - width // 2):]
+        if self._task is None:
+            self._progress.start()
+            self._task = self._progress.add_task(counter + shown, total=None, pages="", phase="checking")
         else:
-            line = f"{p.file[:40]:40} {p.phase}"
-        self.stream.write("\r" + line.ljust(self.width))
-        self.width = len(line)
-        self.stream.flush()
+            self._progress.reset(self._task, total=None, description=counter + shown, pages="", phase="checking")
+
+    def __call__(self, p: IngestProgress) -> None:
+        if not self.enabled or self._task is None:
+            return
+        pages = f"{p.pages_done}/{p.pages_total} {'page' if p.pages_total == 1 else 'pages'}" if p.pages_total else ""
+        self._progress.update(self._task, total=p.pages_total or None, completed=p.pages_done, pages=pages,
+                              phase=p.phase)
+
+    @staticmethod
+    def print(line: str) -> None:
+        """A result line on stdout (while the bar shows, rich puts it above the bar)."""
+        print(line, flush=True)
 
     def clear(self) -> None:
-        if self.enabled and self.width:
-            self.stream.write("\r" + " " * self.width + "\r")
-            self.stream.flush()
-            self.width = 0
+        if self.enabled and self._progress is not None:
+            self._progress.stop()
+            self._task = None
+
+
+def _pages(n: int) -> str:
+    return f"{n} page" if n == 1 else f"{n} pages"
 
 
 def _row(path: Path, res: IngestResult) -> dict[str, Any]:
@@ -85,7 +113,16 @@ def _row(path: Path, res: IngestResult) -> dict[str, Any]:
         "ocr_pages": res.ocr_pages,
         "seconds": res.seconds,
         "error": res.error,
+        # the name it is indexed and listed under: another file of the same name from elsewhere keeps its own
+        "indexed_as": res.file,
+        "renamed_from": res.renamed_from,
+        "replaced_doc_id": res.replaced_doc_id,
     }
+
+
+def _failed_row(file: str, error: str) -> dict[str, Any]:
+    return {"file": file, "doc_id": "", "status": "failed", "pages": 0, "chunks": 0, "ocr_pages": 0, "seconds": 0.0,
+            "error": error, "indexed_as": None, "renamed_from": None, "replaced_doc_id": None}
 
 
 def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -96,8 +133,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     failed = 0
     for raw in missing:
         failed += 1
-        row = {"file": raw, "doc_id": "", "status": "failed", "pages": 0, "chunks": 0, "ocr_pages": 0,
-               "seconds": 0.0, "error": "No such file or folder."}
+        row = _failed_row(raw, "No such file or folder.")
         print(json.dumps(row) if args.json else f"{raw}: failed — No such file or folder.")
     if not files:
         if not missing:
@@ -108,37 +144,46 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     except ScopeRequiredError as e:  # pragma: no cover - scope is always set by argparse
         print(f"citebot ingest: {e}", file=sys.stderr)
         return 2
-    bar = _Bar(sys.stderr)
-    for path in files:
-        try:
-            data = path.read_bytes()
-        except OSError:
-            failed += 1
-            row = {"file": str(path), "doc_id": "", "status": "failed", "pages": 0, "chunks": 0, "ocr_pages": 0,
-                   "seconds": 0.0, "error": "The file could not be read (permissions?)."}
-            print(json.dumps(row) if args.json else f"{path}: failed — {row['error']}")
-            continue
-        try:
-            # the local user owns the store: a new version replaces the old one whoever uploaded it
-            res = service.ingest(data, file_name=path.name, scope=args.scope, is_admin=True, progress=bar,
-                                 source_url=path.resolve().as_uri())
-        except ScopeRequiredError as e:
-            bar.clear()
-            print(f"citebot ingest: {e}", file=sys.stderr)
-            return 2
+    from bot.cli.notices import announce_model_export
+
+    announce_model_export(settings)
+    bar = _Bar(sys.stderr, len(files))
+    try:
+        for path in files:
+            failed += _ingest_one(service, path, args, bar)
+    except ScopeRequiredError as e:
+        print(f"citebot ingest: {e}", file=sys.stderr)
+        return 2
+    finally:
         bar.clear()
-        if res.status == "failed":
-            failed += 1
-        if args.json:
-            print(json.dumps(_row(path, res)), flush=True)
-        elif res.status == "failed":
-            print(f"{path}: failed — {res.error}", flush=True)
-        else:
-            extra = f", {res.ocr_pages} OCR'd" if res.ocr_pages else ""
-            skipped = f", pages {res.skipped_pages} unreadable" if res.skipped_pages else ""
-            print(
-                f"{path}: {res.status} {res.doc_id} ({res.pages} pages, {res.chunks} chunks{extra}{skipped}, "
-                f"{res.seconds:.1f} s)",
-                flush=True,
-            )
     return 1 if failed else 0
+
+
+def _ingest_one(service: Any, path: Path, args: argparse.Namespace, bar: _Bar) -> int:
+    """Index one file and print its line; 1 when it failed."""
+    bar.start(path.name)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        row = _failed_row(str(path), "The file could not be read (permissions?).")
+        bar.print(json.dumps(row) if args.json else f"{path}: failed — {row['error']}")
+        return 1
+    # a path is a file's identity here: the same path again replaces its earlier version, another file of the
+    # same name (a/report.pdf, b/report.pdf) is indexed beside it as "report (2).pdf"
+    res = service.ingest(data, file_name=path.name, scope=args.scope, is_admin=True, progress=bar,
+                         source_url=path.resolve().as_uri(), same_source_only=True)
+    if args.json:
+        bar.print(json.dumps(_row(path, res)))
+    elif res.status == "failed":
+        bar.print(f"{path}: failed — {res.error}")
+    else:
+        extra = f", {res.ocr_pages} OCR'd" if res.ocr_pages else ""
+        skipped = f", pages {res.skipped_pages} unreadable" if res.skipped_pages else ""
+        name = ""
+        if res.renamed_from:
+            name = f" as “{res.file}” (another {res.renamed_from} is indexed already, from elsewhere)"
+        elif res.replaced_doc_id:
+            name = f", replacing its earlier version {res.replaced_doc_id}"
+        bar.print(f"{path}: {res.status} {res.doc_id}{name} ({_pages(res.pages)}, {res.chunks} chunks{extra}"
+                  f"{skipped}, {res.seconds:.1f} s)")
+    return 1 if res.status == "failed" else 0

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import json
 import sys
 import threading
 from typing import Any
 
+import jwt
 import structlog
 from aiohttp import web
 from botbuilder.core import TurnContext
@@ -150,7 +152,19 @@ def build_app(
     async def messages(request: web.Request) -> web.StreamResponse:
         if not probe.ready:  # still loading the model: the Bot Connector retries
             return web.Response(status=503, headers={"Retry-After": "5"})
-        response = await adapter.process(request, bot)
+        if "application/json" in request.headers.get("Content-Type", ""):
+            try:  # aiohttp keeps the body: the adapter reads it again
+                activity = json.loads(await request.read())
+            except ValueError:
+                activity = None
+            if not isinstance(activity, dict):
+                log.warning("teams_bad_request", reason="body is not a JSON object")
+                return web.Response(status=400, text="400: the body is not a JSON activity")
+        try:
+            response = await adapter.process(request, bot)
+        except (jwt.PyJWTError, PermissionError) as e:  # a token that is no JWT: botbuilder lets it escape
+            log.warning("teams_unauthorized", **error_fields(e))
+            return web.Response(status=401, text="401: Unauthorized")
         return response if response is not None else web.Response(status=201)
 
     async def healthz(request: web.Request) -> web.Response:

@@ -5,11 +5,11 @@ native library's own buffers). So the reading runs in a child whose address spac
 caps; whatever it allocates past the cap fails in the child, and the bot goes on.
 
 The child is forked from multiprocessing's fork server, a small interpreter started once that has imported
-pdfium, pypdf and Pillow (and the main module, which the children would import otherwise), ~64 MB mapped: a
-child costs a fork, not an interpreter start (~1 s with those imports). Measured per upload against reading
-in-process: ~20 ms when the server could preload our reading modules too, ~30-35 ms when each child imports
-them (see :func:`_preload`); starting the server ~0.3 s, once. Forking the bot itself is not an option: it is
-multithreaded, and with the embedding model loaded it has ~0.9 GB (ONNX Runtime) to ~1.3 GB (torch) of address
+pdfium, pypdf and Pillow, ~64 MB mapped: a child costs a fork, not an interpreter start (~1 s with those
+imports). Measured per upload against reading in-process: ~20 ms when the server could preload our reading
+modules too, ~30-35 ms when each child imports them (see :func:`_preload`); starting the server ~0.3 s, once.
+Forking the bot itself is not an option: it is multithreaded, and with the embedding model loaded it has
+~0.9 GB (ONNX Runtime) to ~1.3 GB (torch) of address
 space mapped already, most of a 1.5 GB limit.
 
 What the caller gets:
@@ -24,6 +24,10 @@ What the caller gets:
   a child whose parent died ends itself by ``alarm`` soon after);
 - :class:`ChildCrashedError` for anything else: an exception in our code, another signal, a silent exit. That is
   our bug, not the user's file, and is reported as such.
+
+Neither the server nor a child imports the caller's main module (multiprocessing would, to find the target: ours
+lives in this package). A script that calls the library at its top level, without ``if __name__ ==
+"__main__":``, runs once, and its children do not start a second fork server from inside the first.
 """
 
 from __future__ import annotations
@@ -36,10 +40,12 @@ import os
 import resource
 import signal
 import sys
+import threading
 import time
 import traceback
+import types
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing import forkserver
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -53,7 +59,7 @@ GRACE_S = 5.0
 _MB = 1024 * 1024
 # what the fork server imports once: the libraries and the standard modules the reading uses (see _preload)
 _PRELOAD = [
-    "__main__", "pypdfium2", "pypdf", "pypdf.filters", "PIL.Image",
+    "pypdfium2", "pypdf", "pypdf.filters", "PIL.Image",
     "ctypes", "dataclasses", "shutil", "statistics", "unicodedata", "zlib",
 ]
 _HEADROOM_MB = 64  # below what the child has mapped at start plus this, the limit is misconfigured
@@ -126,7 +132,8 @@ def run_isolated(
         target=_child_main, args=(send, target, args, max_memory_mb, deadline), name="citebot-reader", daemon=True
     )
     try:
-        process.start()
+        with _main_module_hidden():
+            process.start()
     finally:
         send.close()
     outcome: tuple[Any, ...] = ("died",)
@@ -143,6 +150,24 @@ def run_isolated(
     if exitcode is not None:
         process.close()
     return _result(outcome, exitcode)
+
+
+_START_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """While a child is started, ``__main__`` is a blank module: multiprocessing tells the child to import the
+    caller's main module (by path or name) so that a target defined there unpickles, which would run a script's
+    top-level code again in the child (and an unguarded ``ingest`` call there fails: a process started while
+    bootstrapping). Our targets live in this package; the child needs no ``__main__``. Held for the pickling only."""
+    with _START_LOCK:
+        real = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            sys.modules["__main__"] = real
 
 
 def _wait(

@@ -37,7 +37,8 @@ def test_ingest_json_lines_exit_status_and_rerun(tmp_path: Path, capsys: pytest.
     by_name = {Path(r["file"]).name: r for r in rows}
     assert set(by_name) == {p.name for p in samples} | {"report.pdf"}
     for r in rows:
-        assert set(r) == {"file", "doc_id", "status", "pages", "chunks", "ocr_pages", "seconds", "error"}
+        assert set(r) == {"file", "doc_id", "status", "pages", "chunks", "ocr_pages", "seconds", "error",
+                          "indexed_as", "renamed_from", "replaced_doc_id"}
     assert by_name["report.pdf"]["status"] == "failed" and "not a PDF" in by_name["report.pdf"]["error"]
     hb = by_name[sample_pdfs.HANDBOOK]
     assert hb["status"] == "indexed" and hb["pages"] == 14 and hb["ocr_pages"] == 1 and hb["chunks"] > 20

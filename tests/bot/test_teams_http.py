@@ -622,3 +622,36 @@ def test_with_app_id_unsigned_requests_are_refused(tmp_path: Path) -> None:
     assert resp.status_code == 401
     assert fake.calls == []
     assert health["authenticated"] is True
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "status", "event"),
+    [
+        ({"Authorization": "Bearer not.a.jwt"}, None, 401, "teams_unauthorized"),  # a token that is no JWT
+        ({"Authorization": "Bearer x"}, "{not json", 400, "teams_bad_request"),
+        ({}, "[1, 2]", 400, "teams_bad_request"),  # JSON, but no activity
+    ],
+)
+def test_a_malformed_token_or_body_gets_401_or_400_and_one_log_line(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], headers: dict[str, str], body: str | None, status: int,
+    event: str,
+) -> None:
+    """Issue 29 row 13: not a 500 with aiohttp's 'Error handling request' traceback."""
+    from connectors.log import configure_logging
+
+    with FakeMicrosoft() as fake:
+        settings = Settings(data_dir=tmp_path, teams_app_id=APP_ID, teams_app_password=APP_PASSWORD)
+        core = ChatCore.from_settings(settings)
+        with AppThread(build_app(settings, core)) as app:
+            configure_logging("info", "json")
+            world = World(fake=fake, app=app, core=core, settings=settings)
+            data = body if body is not None else json.dumps(world.chat_message("help"))
+            resp = requests.post(f"{app.url}/api/messages", data=data, timeout=30,
+                                 headers={"Content-Type": "application/json", **headers})
+            ok = requests.post(f"{app.url}/api/messages", json=world.chat_message("help"), timeout=30)
+    assert resp.status_code == status
+    assert ok.status_code == 401  # and the server goes on refusing unsigned requests as before
+    assert fake.calls == []
+    logged = [ln for ln in capfd.readouterr().err.splitlines() if ln.strip()]
+    assert [json.loads(ln)["event"] for ln in logged if ln.startswith("{")].count(event) == 1
+    assert not any("Error handling request" in ln or "Traceback" in ln for ln in logged)

@@ -5,6 +5,7 @@ tests: ``docker compose config`` and an image build are the admin's first step, 
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from bot.health import READY_PATH
 from connectors.settings import Settings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+VERSION = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
 BOTS = {"citebot-slack": "slack", "citebot-teams": "teams"}
 # Read by compose itself (interpolation), not by Citebot.
 COMPOSE_ONLY = {"ELASTIC_PASSWORD", "ES_HEAP", "ES_MEM_LIMIT", "CITEBOT_IMAGE", "CITEBOT_TEAMS_PUBLISH_PORT"}
@@ -42,14 +44,18 @@ def compose(compose_text: str) -> dict[str, Any]:
     return yaml.safe_load(compose_text)
 
 
+def read_env(name: str) -> dict[str, str]:
+    out = {}
+    for line in (DEPLOY / name).read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            var, _, value = line.partition("=")
+            out[var.strip()] = value.split(" #", 1)[0].strip()
+    return out
+
+
 @pytest.fixture(scope="module")
 def env_example() -> dict[str, str]:
-    out = {}
-    for line in (DEPLOY / ".env.example").read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            name, _, value = line.partition("=")
-            out[name.strip()] = value.split(" #", 1)[0].strip()
-    return out
+    return read_env(".env.example")
 
 
 def test_services_and_what_they_wait_for(compose: dict[str, Any]) -> None:
@@ -61,7 +67,7 @@ def test_services_and_what_they_wait_for(compose: dict[str, Any]) -> None:
         assert (DEPLOY.parent / bot["build"]["dockerfile"]).is_file()
         assert bot["depends_on"] == {"elasticsearch": {"condition": "service_healthy"}}
         assert bot["command"][:2] == ["serve", platform] and "0.0.0.0" in bot["command"]
-        assert "8080" in bot["command"] and bot["env_file"] == ".env"
+        assert "8080" in bot["command"] and bot["env_file"] == [".env", f"{platform}.env"]
         assert bot["restart"] == "unless-stopped"
     assert "--http" not in services["citebot-slack"]["command"]  # Socket Mode: no public URL on one server
     assert services["citebot-teams"]["ports"] == ["127.0.0.1:${CITEBOT_TEAMS_PUBLISH_PORT:-3978}:8080"]
@@ -116,9 +122,43 @@ def test_env_example_lists_every_variable_and_only_real_ones(compose_text: str, 
     assert used >= COMPOSE_ONLY
     unknown = set(env_example) - COMPOSE_ONLY - setting_names()
     assert not unknown, f"not a setting: {unknown}"
-    for credential in ("SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "TEAMS_APP_ID",
-                       "TEAMS_APP_PASSWORD", "ELASTIC_PASSWORD"):
-        assert env_example[credential] == "", credential  # no example secret that someone might keep
+    assert env_example["ELASTIC_PASSWORD"] == ""  # no example secret that someone might keep
+    assert env_example["CITEBOT_IMAGE"] == f"citebot:{VERSION}"
+
+
+def test_each_bot_reads_only_its_own_credentials() -> None:
+    """Issue 29 row 17: deploy/.env reaches both bots, so no platform's token is there; each bot's own file holds
+    its credentials and no other platform's."""
+    shared = read_env(".env.example")
+    assert not {v for v in shared if v.startswith(("SLACK_", "TEAMS_"))}
+    slack, teams = read_env("slack.env.example"), read_env("teams.env.example")
+    assert set(slack) == {"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"}
+    assert {"TEAMS_APP_ID", "TEAMS_APP_PASSWORD", "TEAMS_APP_TENANT_ID"} <= set(teams)
+    assert all(v.startswith("TEAMS_") for v in teams) and set(slack) | set(teams) <= setting_names()
+    assert not any(slack.values()) and not (teams["TEAMS_APP_ID"] or teams["TEAMS_APP_PASSWORD"])
+
+
+def test_the_build_context_leaves_out_secret_files_anywhere() -> None:
+    """Issue 29 row 19: `.env` in .dockerignore matches the root only; deploy/.env is where the tokens are."""
+    import fnmatch
+
+    patterns = [ln.strip() for ln in (DEPLOY.parent / ".dockerignore").read_text(encoding="utf-8").splitlines()
+                if ln.strip() and not ln.startswith("#")]
+
+    def ignored(path: str) -> bool:  # Docker's rule: the last matching pattern wins; `!` re-includes
+        result = False
+        for pat in patterns:
+            negate = pat.startswith("!")
+            pat = pat.lstrip("!")
+            if fnmatch.fnmatch(path, pat) or (pat.startswith("**/") and fnmatch.fnmatch(path, pat[3:])):
+                result = not negate
+        return result
+
+    for secret in (".env", "deploy/.env", "deploy/slack.env", "deploy/teams.env", "deploy/.env.local",
+                   "deploy/k8s/secret.yaml", "deploy/tls.key"):
+        assert ignored(secret), secret
+    for needed in ("deploy/.env.example", "deploy/slack.env.example", "bot/cli/main.py", "pyproject.toml"):
+        assert not ignored(needed), needed
 
 
 def test_env_example_loads_as_the_bots_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,6 +184,6 @@ def test_the_dockerfile_builds_what_compose_and_kubernetes_expect() -> None:
     assert re.search(r'^ENTRYPOINT \["citebot"\]$', text, re.MULTILINE)
     assert re.search(r"^EXPOSE 8080$", text, re.MULTILINE)
     ignored = (DEPLOY.parent / ".dockerignore").read_text(encoding="utf-8").split()
-    assert {".git", ".venv", ".env", ".citebot"} <= set(ignored)
+    assert {".git", ".venv", "**/.env", ".citebot"} <= set(ignored)
     for copied in re.findall(r"^COPY (?!--from)(\S+)", text, re.MULTILINE):
         assert (DEPLOY.parent / copied).exists(), copied

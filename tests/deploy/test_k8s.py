@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,9 @@ def test_the_validator_does_catch_mistakes() -> None:
 def test_kustomization_lists_the_manifests_but_not_the_secret_example() -> None:
     kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text(encoding="utf-8"))
     assert set(kustomization["resources"]) == {"configmap.yaml", "slack.yaml", "teams.yaml", "quality-cronjob.yaml"}
-    assert kustomization["images"] == [{"name": "citebot", "newTag": "latest"}]
+    # the package version: a rollout of a new release changes what runs (issue 29 row 18)
+    version = tomllib.loads((K8S.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert kustomization["images"] == [{"name": "citebot", "newTag": version}]
 
 
 @pytest.mark.parametrize("bot", ["slack", "teams"])
@@ -84,7 +87,8 @@ def test_each_bot_runs_two_probed_non_root_replicas_behind_a_service(bot: str) -
     assert container["securityContext"]["readOnlyRootFilesystem"]
     assert {v["mountPath"] for v in container["volumeMounts"]} == {"/data", "/tmp"}
     sources = {next(iter(k for k in s if k.endswith("Ref"))): s for s in container["envFrom"]}
-    assert sources["secretRef"]["secretRef"]["name"] == by_kind("Secret")["citebot-credentials"]["metadata"]["name"]
+    assert sources["secretRef"]["secretRef"]["name"] == f"citebot-{bot}-credentials"
+    assert f"citebot-{bot}-credentials" in by_kind("Secret")
     assert sources["configMapRef"]["configMapRef"]["name"] == "citebot-settings"
 
     service = by_kind("Service")[f"citebot-{bot}"]
@@ -98,12 +102,24 @@ def test_each_bot_runs_two_probed_non_root_replicas_behind_a_service(bot: str) -
 def test_settings_and_credentials_are_real_settings_and_secrets_stay_in_the_secret() -> None:
     names = setting_names()
     config = by_kind("ConfigMap")["citebot-settings"]["data"]
-    secret = by_kind("Secret")["citebot-credentials"]["stringData"]
+    secret = {k: v for s in by_kind("Secret").values() for k, v in s["stringData"].items()}
     assert set(config) <= names and set(secret) <= names, (set(config) | set(secret)) - names
     assert config["CITEBOT_ELASTICSEARCH_URL"].startswith(("http://", "https://"))  # Elasticsearch by URL
     assert not any(v for v in secret.values())  # an example: no value anyone could keep
     secretish = {n for n in names if any(w in n for w in ("TOKEN", "SECRET", "PASSWORD", "API_KEY"))}
     assert not secretish & set(config)
+
+
+def test_each_workload_gets_a_secret_with_only_what_it_uses() -> None:
+    """Issue 29 row 17: the Teams pods hold no Slack token, the Slack pods no Teams password, the quality check
+    only the Elasticsearch password."""
+    secrets = {name: set(s["stringData"]) for name, s in by_kind("Secret").items()}
+    assert set(secrets) == {"citebot-slack-credentials", "citebot-teams-credentials", "citebot-quality-credentials"}
+    assert not any(k.startswith("TEAMS_") for k in secrets["citebot-slack-credentials"])
+    assert not any(k.startswith("SLACK_") for k in secrets["citebot-teams-credentials"])
+    assert secrets["citebot-quality-credentials"] == {"CITEBOT_ELASTICSEARCH_PASSWORD"}
+    cron = by_kind("CronJob")["citebot-quality"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert {"secretRef": {"name": "citebot-quality-credentials"}} in cron["envFrom"]
 
 
 def test_a_daily_cronjob_runs_the_quality_check_and_fails_on_an_alarm() -> None:

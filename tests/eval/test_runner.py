@@ -586,3 +586,85 @@ def test_the_index_key_follows_the_vectors_not_the_runtime(tmp_path: Path) -> No
     backends = ("torch", "onnx", "onnx-int8")
     keys = {b: index_key([pdf], Settings(data_dir=tmp_path, embedding_backend=b)) for b in backends}
     assert keys["torch"] == keys["onnx"] != keys["onnx-int8"]
+
+
+# --- issue 29: a new user's first eval runs ---------------------------------------------------------------------
+
+
+def test_a_small_limit_includes_a_refusal_case_and_a_limit_of_the_categories_covers_them_all(tmp_path: Path) -> None:
+    """Row 10: unanswerable cases come last in most sets; `--limit 2` still asks one."""
+    cases = [{"id": f"{cat}{i}", "question": f"q {cat} {i}", "category": cat,
+              **({"answerable": False} if cat == "unanswerable" else {"sources": [{"doc": "one.pdf", "pages": [1]}]})}
+             for cat in ("lookup", "table", "summary", "unanswerable") for i in range(3)]
+    path = tmp_path / "set.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    loaded = load_cases(path)
+    assert any(not c.answerable for c in stratified(loaded, 2))
+    assert {c.category for c in stratified(loaded, 4)} == {"lookup", "table", "summary", "unanswerable"}
+    assert [c.id for c in stratified(loaded, 4)] == ["lookup0", "table0", "summary0", "unanswerable0"]  # file order
+
+
+def test_a_per_doc_selection_indexes_only_the_pdfs_its_cases_ask_in(setup: Any) -> None:
+    """Row 7b: one case of a many-PDF set indexes one PDF, not all of them."""
+    settings, opts, calls = setup
+    opts.per_doc, opts.case_ids = True, ["b"]
+    meta, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert [f for f, _s in calls["ingest"]] == ["two.pdf"]
+    assert [r.id for r in results] == ["b"] and results[0].retrieved[0].file == "two.pdf"
+    # the whole set (or a case asked across every PDF) needs every PDF
+    opts.case_ids, opts.out_dir = None, opts.out_dir.with_name("whole")
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    assert sorted(f for f, _s in calls["ingest"]) == ["one.pdf", "two.pdf", "two.pdf"]
+
+
+def test_every_eval_index_uses_the_one_onnx_export_of_the_model(setup: Any) -> None:
+    """Row 7: DATA_DIR/models (or CITEBOT_MODELS_DIR), not DATA_DIR/eval/index/<key>/models per index."""
+    settings, opts, calls = setup
+    settings = settings.model_copy(update={"models_dir": None})  # the default: CITEBOT_MODELS_DIR unset
+    seen: list[Path] = []
+
+    def factory(s: Settings) -> FakeService:
+        seen.append(s.resolved_models_dir)
+        return FakeService(s, calls)
+
+    run_eval(settings, opts, service_factory=factory, log=_quiet)
+    (opts.docs_dir / "three.pdf").write_bytes(b"%PDF-1 three")  # another folder of PDFs: another eval index
+    opts.out_dir = opts.out_dir.with_name("other")
+    run_eval(settings, opts, service_factory=factory, log=_quiet)
+    assert seen and set(seen) == {settings.data_dir / "models"}
+
+
+def _citebot(*args: str, cwd: Path) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    return subprocess.run([sys.executable, "-m", "bot.cli.main", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_compare_refuses_runs_that_share_no_case_and_names_a_mode_change(setup: Any, tmp_path: Path) -> None:
+    """Rows 8 and 9, through the real `citebot eval compare`: two runs without a common case are an error, not
+    `RESULT: all gates passed`; a hybrid run against a bm25 one names the mode and fails unless allowed."""
+    settings, opts, calls = setup
+    opts.case_ids, opts.out_dir = ["a"], tmp_path / "run-a"
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    opts.case_ids, opts.out_dir = ["b"], tmp_path / "run-b"
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    none = _citebot("eval", "compare", "run-a", "run-b", "--no-gates", cwd=tmp_path)
+    assert none.returncode == 2
+    assert "share no case" in none.stderr and "nothing was compared" in none.stderr
+    assert "passed" not in none.stdout
+
+    opts.case_ids, opts.modes = None, ["hybrid"]
+    opts.out_dir = tmp_path / "hybrid"
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    opts.modes, opts.out_dir = ["bm25"], tmp_path / "bm25"
+    run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+    differ = _citebot("eval", "compare", "hybrid", "bm25", "--no-gates", cwd=tmp_path)
+    assert differ.returncode == 1
+    assert "FAIL  same conditions: retrieval mode: base hybrid, new bm25" in differ.stdout
+    allowed = _citebot("eval", "compare", "hybrid", "bm25", "--no-gates", "--allow-different", cwd=tmp_path)
+    assert allowed.returncode == 0 and "retrieval mode: base hybrid, new bm25" in allowed.stdout
