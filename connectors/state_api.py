@@ -28,7 +28,7 @@ import json
 import os
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 Polarity = Literal["up", "down"]
@@ -56,11 +56,12 @@ class WorkItem:
     attempts: int
     owner: str = ""
     lease_until: float = 0.0
-    note: dict[str, str] | None = None
+    note: dict[str, str] = field(default_factory=dict)
 
     @property
     def notes(self) -> dict[str, str]:
-        return dict(self.note or {})
+        """What the work did so far; the handler's own notes are added to it as it goes."""
+        return self.note
 
 
 class StateError(Exception):

@@ -44,11 +44,11 @@ from connectors.state_api import (
     RUN,
     FeedbackEntry,
     Polarity,
-    WorkItem,
-    WorkState,
     PostedAnswer,
     RecordedAnswer,
     ThreadTurn,
+    WorkItem,
+    WorkState,
     claim_abandoned,
 )
 

@@ -338,12 +338,20 @@ def serve(
             except KeyboardInterrupt:
                 pass
             finally:
-                handler.close()
+                health.set_not_ready()
+                handler.close()  # intake stops: Slack sends the next envelopes to another connection
+                _drain(bot, settings)
             return 0
         assert server is not None
-        log.info("slack_http_started", host=host, port=server.server_address[1], workers=settings.slack_workers)
+        log.info("slack_http_started", host=host, port=server.server_address[1], workers=settings.slack_workers,
+                 upload_workers=settings.upload_workers)
         with contextlib.suppress(KeyboardInterrupt):
             stop.wait()
+        health.set_not_ready()
+        server.shutdown()  # intake stops (Slack re-sends to a ready replica); what was acknowledged is journaled
+        server.server_close()
+        server = None
+        _drain(bot, settings)
         return 0
     finally:
         for listener in (server, metrics_server):
@@ -351,3 +359,10 @@ def serve(
                 listener.shutdown()
                 listener.server_close()
         bot.close()
+
+
+def _drain(bot: Any, settings: Settings) -> None:
+    """The bounded stop: running work may finish within ``CITEBOT_DRAIN_S``; the rest goes back to the journal
+    for another replica, or this bot's next start."""
+    log.info("draining", budget_s=settings.drain_s)
+    bot.drain(settings.drain_s)

@@ -71,6 +71,10 @@ class FakeSlack:
         self.rate_limit_once: set[str] = set()
         self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
         self.socket_url = ""  # what apps.connections.open hands out (see FakeSocketMode)
+        self.messages: dict[str, list[dict[str, Any]]] = {}  # channel -> the bot's posts, oldest first
+        # method -> until when its replies are held back (the call is done, its answer not yet on its way back),
+        # e.g. to kill a bot between a post and its reply
+        self.hold_replies: dict[str, threading.Event] = {}
         self._cond = threading.Condition()
         self._ts = itertools.count(1)
         self._server = _Server(("127.0.0.1", 0), self._handler())
@@ -179,7 +183,16 @@ class FakeSlack:
             }
         if method == "chat.postMessage":
             ts = f"{int(time.time())}.{next(self._ts):06d}"
+            message: dict[str, Any] = {"type": "message", "text": p.get("text"), "ts": ts, "bot_id": self.bot_id}
+            if p.get("thread_ts"):
+                message["thread_ts"] = str(p["thread_ts"])
+            if p.get("metadata"):
+                message["metadata"] = p["metadata"]
+            with self._cond:
+                self.messages.setdefault(str(p.get("channel")), []).append(message)
             return {"ok": True, "channel": p.get("channel"), "ts": ts, "message": {"text": p.get("text"), "ts": ts}}
+        if method in ("conversations.replies", "conversations.history"):
+            return {"ok": True, "messages": self._history(p), "has_more": False}
         if method == "chat.update":
             return {"ok": True, "channel": p.get("channel"), "ts": p.get("ts"), "text": p.get("text")}
         if method == "views.open":
@@ -206,6 +219,19 @@ class FakeSlack:
             return {"ok": True, "file": self.file_object(file_id)}
         return {"ok": True}
 
+    def _history(self, p: dict[str, Any]) -> list[dict[str, Any]]:
+        """The bot's posts of a channel (``conversations.history``, newest first) or of one thread
+        (``conversations.replies`` with ``ts``, oldest first); ``metadata`` only with ``include_all_metadata``."""
+        with self._cond:
+            posted = list(self.messages.get(str(p.get("channel")), []))
+        if p.get("ts"):
+            posted = [m for m in posted if m.get("thread_ts") == str(p["ts"]) or m["ts"] == str(p["ts"])]
+        else:
+            posted.reverse()
+        if str(p.get("include_all_metadata")).lower() not in ("1", "true"):
+            posted = [{k: v for k, v in m.items() if k != "metadata"} for m in posted]
+        return posted[: int(p.get("limit") or 100)]
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -231,7 +257,7 @@ class FakeSlack:
                     params.update(json.loads(raw))
                 elif raw:
                     params.update({k: v[0] for k, v in urllib.parse.parse_qs(raw.decode()).items()})
-                for key in ("blocks", "view", "prompts", "loading_messages"):
+                for key in ("blocks", "view", "prompts", "loading_messages", "metadata"):
                     if isinstance(params.get(key), str):
                         params[key] = json.loads(params[key])
                 return params
@@ -264,6 +290,9 @@ class FakeSlack:
                 authorized = self._authorized()
                 reply = fake._reply(method, params) if authorized else {"ok": False, "error": "invalid_auth"}
                 fake._record(method, params, authorized, reply)
+                held = fake.hold_replies.get(method)
+                if held is not None:
+                    held.wait(120)
                 self._send(200, json.dumps(reply).encode())
 
             def do_POST(self) -> None:  # noqa: N802
