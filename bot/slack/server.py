@@ -225,13 +225,50 @@ def make_http_server(
     return Server((host, port), Handler)
 
 
+SOCKET_PING_S = 2.0  # slack_sdk calls a link stale after 4 pings without a pong: a silent link is replaced in ~10 s
+SOCKET_WATCH_S = 0.5
+
+
 def socket_mode_handler(app: App, settings: Settings) -> Any:
-    """Bolt's Socket Mode adapter (slack_sdk's built-in WebSocket client) for ``app``."""
+    """Bolt's Socket Mode adapter (slack_sdk's built-in WebSocket client) for ``app``, pinging every
+    :data:`SOCKET_PING_S`, that acknowledges every envelope: one Bolt routes to no listener (an unknown
+    ``action_id``, an event Citebot does not subscribe to, a malformed payload) is logged once and acknowledged,
+    so Slack does not re-send it up to its limit."""
+    from slack_bolt import BoltResponse
     from slack_bolt.adapter.socket_mode import SocketModeHandler
+    from slack_bolt.adapter.socket_mode.internals import run_bolt_app, send_response
 
     if settings.slack_app_token is None:
         raise ValueError("SLACK_APP_TOKEN (xapp-...) is needed for Socket Mode")
-    return SocketModeHandler(app, settings.slack_app_token.get_secret_value())
+
+    class AckingHandler(SocketModeHandler):  # type: ignore[misc]
+        def handle(self, client: Any, req: Any) -> None:
+            start = time.time()
+            try:
+                resp = run_bolt_app(self.app, req)
+            except Exception as e:  # noqa: BLE001 - a payload Bolt cannot even parse
+                log.info("envelope_dropped", kind=str(getattr(req, "type", "")), error=type(e).__name__)
+                resp = BoltResponse(status=200, body="")
+            if resp.status != 200:
+                log.info("envelope_not_routed", kind=str(getattr(req, "type", "")), status=resp.status)
+                resp = BoltResponse(status=200, body="")
+            send_response(client, req, resp, start)
+
+    return AckingHandler(app, settings.slack_app_token.get_secret_value(), ping_interval=SOCKET_PING_S)
+
+
+def watch_socket(handler: Any, health: Health, stop: threading.Event) -> None:
+    """Ready only while a WebSocket is connected; each link lost and each reconnect is logged."""
+    connected = False
+    while not stop.wait(SOCKET_WATCH_S):
+        now = bool(handler.client.is_connected())
+        if now and not connected:
+            health.set_ready()
+            log.info("slack_socket_connected", session=str(handler.client.session_id() or ""))
+        elif connected and not now:
+            health.set_not_ready()
+            log.warning("slack_socket_lost")
+        connected = now
 
 
 def cannot_reach(settings: Settings, error: BaseException) -> str:
@@ -321,7 +358,8 @@ def serve(
     try:
         log.info("warming_up")
         core.service.warm_up()
-        health.set_ready()
+        if not socket_mode:
+            health.set_ready()
         if socket_mode:
             handler = socket_mode_handler(bot.app, settings)
             try:
@@ -333,6 +371,7 @@ def serve(
                 print(cannot_reach(settings, e), file=sys.stderr)
                 return 2
             log.info("slack_socket_mode_started", workers=settings.slack_workers, health_port=health_port)
+            threading.Thread(target=watch_socket, args=(handler, health, stop), daemon=True).start()
             try:
                 stop.wait()
             except KeyboardInterrupt:

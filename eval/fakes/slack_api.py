@@ -461,6 +461,8 @@ class FakeSocketMode:
         self._cond = threading.Condition()
         self._loop = asyncio.new_event_loop()
         self._sockets: list[Any] = []
+        self._transports: list[Any] = []
+        self.connections = 0  # WebSocket connections opened so far
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.port = 0
@@ -476,6 +478,8 @@ class FakeSocketMode:
             await ws.send_str(json.dumps({"type": "hello", "num_connections": 1, "debug_info": {}}))
             with self._cond:
                 self._sockets.append(ws)
+                self._transports.append(request.transport)
+                self.connections += 1
                 self._cond.notify_all()
             async for msg in ws:
                 if msg.type == WSMsgType.TEXT:
@@ -515,13 +519,14 @@ class FakeSocketMode:
             if not self._cond.wait_for(lambda: bool(self._sockets), timeout):
                 raise TimeoutError("the app never opened the Socket Mode connection")
 
-    def deliver(self, body: dict[str, Any], *, envelope_id: str) -> None:
-        """Send an Events API body as Slack's Socket Mode does."""
+    def deliver(self, body: Any, *, envelope_id: str, kind: str = "events_api") -> None:
+        """Send a body as Slack's Socket Mode does (``kind``: ``events_api``, ``interactive``, ``slash_commands``);
+        ``body`` may be anything, as a malformed envelope's payload may."""
         import asyncio
 
         envelope = {
             "envelope_id": envelope_id,
-            "type": "events_api",
+            "type": kind,
             "accepts_response_payload": False,
             "retry_attempt": 0,
             "retry_reason": "",
@@ -529,6 +534,20 @@ class FakeSocketMode:
         }
         ws = self._sockets[-1]
         asyncio.run_coroutine_threadsafe(ws.send_str(json.dumps(envelope)), self._loop).result(10)
+
+    def drop(self, how: str) -> None:
+        """Lose the newest link: ``close`` (a close frame) or ``reset`` (the TCP connection cut, no handshake)."""
+        import asyncio
+
+        ws, transport = self._sockets[-1], self._transports[-1]
+
+        async def cut() -> None:
+            if how == "close":
+                await ws.close()
+            else:
+                transport.abort()
+
+        asyncio.run_coroutine_threadsafe(cut(), self._loop).result(10)
 
     def wait_ack(self, envelope_id: str, timeout: float = 30.0) -> dict[str, Any]:
         with self._cond:

@@ -13,7 +13,6 @@ journal, and its lease running out is all it takes.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -80,6 +79,7 @@ class Bot:
         self.port = _free_port()
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("CITEBOT_", "SLACK_"))},
+            "CITEBOT_MODELS_DIR": os.environ.get("CITEBOT_MODELS_DIR", str(data_dir / "models")),  # one export
             "PYTHONPATH": str(REPO), "HAYSTACK_TELEMETRY_ENABLED": "False",
             "CITEBOT_DATA_DIR": str(data_dir), "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET,
             "CITEBOT_SLACK_API_URL": fake.url, "CITEBOT_OCR_ENABLED": "false", "CITEBOT_LOG_FORMAT": "json",
@@ -99,7 +99,7 @@ class Bot:
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"the bot exited: {self.log.read_text()[-3000:]}"
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as resp:  # noqa: S310
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=10) as resp:  # noqa: S310
                     if resp.status == 200:
                         return time.monotonic()
             except OSError:
@@ -167,7 +167,8 @@ def test_a_bot_killed_mid_burst_and_mid_upload_answers_everything_once_after_the
         first.kill()
     answered_before = sum(_answers(fake).values())
     assert answered_before < 20, "the bot answered everything before the kill: nothing left to test"
-    [status] = [c for c in fake.calls_to("chat.postMessage", channel=CHANNEL) if c.params["text"] == "Indexing report.pdf…"]
+    [status] = [c for c in fake.calls_to("chat.postMessage", channel=CHANNEL)
+                if c.params["text"] == "Indexing report.pdf…"]
     fake.files.release.set()
 
     second = Bot(fake, data, tmp_path / "second.log")
