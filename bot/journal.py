@@ -187,6 +187,10 @@ class WorkJournal:
                 self._sleep(lane)
                 continue
             for item in items:
+                with self._running_lock:
+                    ours = item.key in self._running
+                if ours:  # its lease ran out while this process still works on it (a starved renewer): the
+                    continue  # take renewed it for us; the run under way finishes it
                 if self._stopping.is_set():  # taken just as the drain began: give it straight back
                     self.state.release_work(item.key, owner=self.owner)
                     continue

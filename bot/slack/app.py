@@ -317,7 +317,7 @@ class SlackBot:
         if msg.question:  # the asker sees work start within a moment, never a silent wait
             working = self.work.ui.submit(self._show_working, msg)
             self._working[key] = working
-        if not self.work.journal.accept(key, "slack.answer", {"body": body}):
+        if not self.work.accept(key, "slack.answer", {"body": body}):
             self._working.pop(key, None)
             self.work.ui.submit(self._take_back, working, msg)
 
@@ -374,6 +374,7 @@ class SlackBot:
         msg = parse_message(payload["body"])
         if msg is None:
             return
+        structlog.contextvars.bind_contextvars(event_id=msg.event_id, user=msg.user)
         working = self._working.pop(item.key, None)
         try:
             self._answer(item, msg)
@@ -443,7 +444,7 @@ class SlackBot:
             log.warning("upload_queue_full", waiting=self.settings.upload_queue)
             self.work.ui.submit(self._say_busy, shared)
             return
-        self.work.journal.accept(key, "slack.ingest", {"body": body, "file_id": shared.file.id})
+        self.work.accept(key, "slack.ingest", {"body": body, "file_id": shared.file.id})
 
     def _say_busy(self, shared: FileShared) -> None:
         name = shared.file.name or "your file"
@@ -465,7 +466,7 @@ class SlackBot:
         shared = self._shared_of(payload)
         if shared is None:
             return
-        structlog.contextvars.bind_contextvars(file_id=shared.file.id)
+        structlog.contextvars.bind_contextvars(event_id=shared.event_id, file_id=shared.file.id, user=shared.user)
         file, thread_ts = shared.file, shared.message_ts
         if not file.complete or not thread_ts:
             info = self.client.files_info(file=file.id)["file"]
@@ -537,7 +538,7 @@ class SlackBot:
     def _on_file_deleted(self, body: dict[str, Any]) -> None:
         deleted = parse_file_deleted(body)
         if deleted is not None:
-            self.work.journal.accept(_event_key(deleted.event_id), "slack.forget_file", {"file_id": deleted.file_id})
+            self.work.accept(_event_key(deleted.event_id), "slack.forget_file", {"file_id": deleted.file_id})
 
     def _run_forget_file(self, item: WorkItem, payload: dict[str, Any]) -> None:
         self.core.forget_file("slack", str(payload["file_id"]))
@@ -549,16 +550,15 @@ class SlackBot:
             return
         vote = {"message_ref": reaction.message_ref, "user": reaction.user, "polarity": reaction.polarity,
                 "added": reaction.added}
-        self.work.journal.accept(_event_key(reaction.event_id), "slack.vote", vote)
+        self.work.accept(_event_key(reaction.event_id), "slack.vote", vote)
 
     def _on_feedback_click(self, ack: Ack, body: dict[str, Any]) -> None:
         """👍/👎 under an answer: recorded at once (the latest vote wins); 👎 also opens "What was wrong?"."""
         click = parse_feedback_click(body, FEEDBACK_ACTION)
         if click is not None:
-            action_ts = str(((body.get("actions") or [{}])[0] or {}).get("action_ts") or "")
-            key = ClaimKey.slack_vote(click.user, click.message_ref, action_ts or click.trigger_id or _unique())
-            self.work.accept(key, "slack.vote", {"message_ref": click.message_ref, "user": click.user,
-                                                 "polarity": click.polarity, "added": True})
+            # Slack does not re-send interactions: each click is its own item
+            vote = {"message_ref": click.message_ref, "user": click.user, "polarity": click.polarity, "added": True}
+            self.work.accept(ClaimKey.slack_vote(_unique()), "slack.vote", vote)
         ack()
         if click is not None and click.polarity == "down" and click.trigger_id:
             self.work.ui.submit(self._open_feedback_modal, click)  # the trigger id is only good for 3 s
@@ -573,8 +573,7 @@ class SlackBot:
         """The 👎 form was sent: store what was wrong with the answer, then close it."""
         form = parse_feedback_form(body)
         if form is not None:
-            view_id = str((body.get("view") or {}).get("id") or "") or _unique()
-            self.work.accept(ClaimKey.slack_vote("form", view_id), "slack.vote", {
+            self.work.accept(ClaimKey.slack_vote(_unique()), "slack.vote", {
                 "message_ref": form.message_ref, "user": form.user, "polarity": "down", "added": True,
                 "comment": form.comment, "choice": form.choice})
         ack()
@@ -593,7 +592,7 @@ class SlackBot:
         channel they are viewing, greet them once and suggest questions from that channel's PDFs."""
         thread = parse_assistant_thread(body)
         if thread is not None:
-            self.work.journal.accept(_event_key(thread.event_id), "slack.assistant", {"body": body})
+            self.work.accept(_event_key(thread.event_id), "slack.assistant", {"body": body})
 
     def _run_assistant(self, item: WorkItem, payload: dict[str, Any]) -> None:
         thread = parse_assistant_thread(payload["body"])

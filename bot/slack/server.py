@@ -254,7 +254,17 @@ def socket_mode_handler(app: App, settings: Settings) -> Any:
                 resp = BoltResponse(status=200, body="")
             send_response(client, req, resp, start)
 
-    return AckingHandler(app, settings.slack_app_token.get_secret_value(), ping_interval=SOCKET_PING_S)
+    def ack_unparsable(client: Any, message: dict[str, Any], raw: str) -> None:
+        """An envelope whose payload slack_sdk cannot even make a request of (a list...): acknowledged here."""
+        from slack_sdk.socket_mode.response import SocketModeResponse
+
+        if message.get("envelope_id") and not isinstance(message.get("payload"), (dict, str)):
+            log.info("envelope_dropped", kind=str(message.get("type") or ""), error="payload")
+            client.send_socket_mode_response(SocketModeResponse(envelope_id=str(message["envelope_id"])))
+
+    handler = AckingHandler(app, settings.slack_app_token.get_secret_value(), ping_interval=SOCKET_PING_S)
+    handler.client.message_listeners.append(ack_unparsable)
+    return handler
 
 
 def watch_socket(handler: Any, health: Health, stop: threading.Event) -> None:

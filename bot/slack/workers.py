@@ -108,7 +108,7 @@ class SlackWorkers:
     def start(self) -> None:
         self.journal.start()
 
-    def accept(self, key: ClaimKey, kind: str, payload: dict[str, Any]) -> bool:
+    def accept(self, key: ClaimKey | str, kind: str, payload: dict[str, Any]) -> bool:
         """Journal the work (before the ack leaves); False for a re-delivery."""
         return self.journal.accept(str(key), kind, payload)
 
