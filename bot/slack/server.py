@@ -254,7 +254,7 @@ def socket_mode_handler(app: App, settings: Settings) -> Any:
                 resp = BoltResponse(status=200, body="")
             send_response(client, req, resp, start)
 
-    def ack_unparsable(client: Any, message: dict[str, Any], raw: str) -> None:
+    def ack_unparsable(client: Any, message: dict[str, Any], raw: str | None) -> None:
         """An envelope whose payload slack_sdk cannot even make a request of (a list...): acknowledged here."""
         from slack_sdk.socket_mode.response import SocketModeResponse
 
