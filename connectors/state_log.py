@@ -284,6 +284,8 @@ class StateLog:
         if key is not None:
             sql += " AND key = ?"
             args.append(key)
+        if self._conn().execute(sql + " LIMIT 1", args).fetchone() is None:
+            return []  # idle workers poll: no write lock for them when there is nothing to take
         with self._tx() as db:
             self._prune_work(db, now)
             rows = db.execute(sql + " ORDER BY created, rowid LIMIT ?", (*args, limit)).fetchall()

@@ -463,6 +463,7 @@ class FakeSocketMode:
         self._sockets: list[Any] = []
         self._transports: list[Any] = []
         self.connections = 0  # WebSocket connections opened so far
+        self.refuse = False  # True: new connections are turned away
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.port = 0
@@ -472,7 +473,9 @@ class FakeSocketMode:
 
         from aiohttp import WSMsgType, web
 
-        async def ws_handler(request: web.Request) -> web.WebSocketResponse:
+        async def ws_handler(request: web.Request) -> web.StreamResponse:
+            if self.refuse:  # Slack unreachable: no new links
+                return web.Response(status=503)
             ws = web.WebSocketResponse(autoping=True)
             await ws.prepare(request)
             await ws.send_str(json.dumps({"type": "hello", "num_connections": 1, "debug_info": {}}))

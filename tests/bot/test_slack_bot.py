@@ -873,17 +873,26 @@ def test_socket_mode_is_ready_only_while_connected_reconnects_within_ten_seconds
             socket.deliver(body, envelope_id=f"bad-{n}", kind=kind)
             assert socket.wait_ack(f"bad-{n}", timeout=10)  # acknowledged: Slack does not re-send it
         q = "How many weeks of parental leave do employees get?"
-        for n, how in enumerate(("close", "reset")):
+        for n, how in enumerate(("close", "reset", "close")):
+            before = socket.connections
+            refused = n == 2  # the third time Slack cannot be reached for a while: not ready meanwhile
+            socket.refuse = refused
+            t0 = time.monotonic()
             socket.drop(how)
-            wait_ready(False, 5)
-            back = wait_ready(True, 10)  # a new link within 10 s, and ready again
-            assert back < 10
+            if refused:
+                wait_ready(False, 10)
+                time.sleep(1)
+                assert not health.ready
+                socket.refuse = False
+                t0 = time.monotonic()
+            slack.fake.wait_until(lambda b=before: socket.connections > b, timeout=10)  # noqa: B023
+            wait_ready(True, 10)
+            assert time.monotonic() - t0 < 10  # a new link, and ready, within 10 s
             ts = f"250.00000{n}"
-            socket.deliver(event_callback(mention(C_LEAVE, MEMBER, q, ts)), envelope_id=f"env-{how}")
-            socket.wait_ack(f"env-{how}")
+            socket.deliver(event_callback(mention(C_LEAVE, MEMBER, q, ts)), envelope_id=f"env-{n}")
+            socket.wait_ack(f"env-{n}")
             posted = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts=ts)[0].params
             assert "eighteen weeks" in posted["text"]
-        assert socket.connections == 3
     finally:
         stop.set()
         handler.close()
