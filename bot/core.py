@@ -40,10 +40,11 @@ class ClaimKey:
 
     ``event``: a Slack event id (any listener's work); ``answer``: one answer per Slack message (its
     ``app_mention`` and ``message`` events share it); ``file``: one ingest per file share in a channel;
-    ``msg``: one Teams activity."""
+    ``command``: one slash command (its trigger id); ``vote``: one button click or feedback form;
+    ``msg``: one Teams activity. They are the keys of the work journal too."""
 
     platform: Platform
-    kind: Literal["event", "answer", "file", "msg"]
+    kind: Literal["event", "answer", "file", "command", "vote", "msg"]
     parts: tuple[str, ...]
 
     def __str__(self) -> str:
@@ -60,6 +61,14 @@ class ClaimKey:
     @classmethod
     def slack_file(cls, team: str, channel: str, file_id: str) -> ClaimKey:
         return cls("slack", "file", (team, channel, file_id))
+
+    @classmethod
+    def slack_command(cls, trigger_id: str) -> ClaimKey:
+        return cls("slack", "command", (trigger_id,))
+
+    @classmethod
+    def slack_vote(cls, *parts: str) -> ClaimKey:
+        return cls("slack", "vote", parts)
 
     @classmethod
     def teams_message(cls, conversation_id: str, activity_id: str) -> ClaimKey:
@@ -112,6 +121,10 @@ class ChatCore:
 
     def note_claim(self, key: ClaimKey, **note: str) -> None:
         self.state.note_claim(str(key), **note)
+
+    def note_work(self, key: ClaimKey | str, **note: str) -> None:
+        """Keep what a journaled item's work did so far (e.g. the ts of a message it posted)."""
+        self.state.note_work(str(key), **note)
 
     @property
     def answer_budget_s(self) -> float:

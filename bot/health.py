@@ -47,6 +47,10 @@ class Health:
     def set_ready(self) -> None:
         self._ready.set()
 
+    def set_not_ready(self) -> None:
+        """Stopping (SIGTERM): probes and load balancers send nothing new here."""
+        self._ready.clear()
+
     @property
     def ready(self) -> bool:
         return self._ready.is_set()

@@ -183,6 +183,10 @@ def download_failed_text(file: str, error: DownloadError, *, max_file_mb: float,
     return f"I couldn't index {file}: {why}."
 
 
+UPLOADS_BUSY_TEXT = (
+    "Too many uploads are waiting to be indexed right now, so I haven't started on {file}. "
+    "Please share it again in a few minutes."
+)
 INGEST_FAILED_TEXT = "I couldn't index {file}: something went wrong on my side. Please try uploading it again."
 EXTERNAL_FILE_TEXT = (
     "I can only read files uploaded to Slack: {file} is a link to a file stored elsewhere. "

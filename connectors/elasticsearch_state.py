@@ -47,6 +47,8 @@ from connectors.state_api import (
     RecordedAnswer,
     StateError,
     ThreadTurn,
+    WorkItem,
+    WorkState,
     claim_abandoned,
 )
 
@@ -69,6 +71,11 @@ MAPPINGS: dict[str, dict[str, Any]] = {
         "properties": {"platform": _KW, "file_ref": _KW, "scope": _KW, "doc_id": _KW},
     },
     "threads": {"dynamic": False, "properties": {"platform": _KW, "thread_ref": _KW}},
+    "work": {
+        "dynamic": False,
+        "properties": {"kind": _KW, "state": _KW, "lease_until": {"type": "double"}, "created": {"type": "double"},
+                       "updated": {"type": "double"}},
+    },
 }
 _MAX_ID_BYTES = 200  # Elasticsearch allows 512; longer keys (Teams conversation ids) are hashed
 _CAS_ATTEMPTS = 8
@@ -127,6 +134,7 @@ class ElasticsearchState:
         self._ready = False
         self._ready_lock = threading.Lock()
         self._pruned_at = 0.0
+        self._work_pruned_at = 0.0
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> ElasticsearchState:
@@ -304,6 +312,127 @@ class ElasticsearchState:
             self.es.indices.refresh(index=index)
             self.es.delete_by_query(
                 index=index, query={"range": {"at": {"lt": now - CLAIM_TTL_S}}}, conflicts="proceed", refresh=True
+            )
+
+    # --- the work journal ------------------------------------------------------------------------
+    # Each item is one document under its key's id; every change of state is a write conditioned on the
+    # _seq_no/_primary_term read (one taker wins), and is refreshed so other replicas' searches find it.
+    def add_work(self, key: str, *, kind: str, payload: str) -> bool:
+        from elasticsearch import ConflictError
+
+        now = self._clock()
+        doc = {"key": key, "kind": kind, "payload": payload, "state": "pending", "attempts": 0, "owner": "",
+               "lease_until": 0.0, "note": {}, "created": now, "updated": now}
+        try:
+            with self._guard(ConflictError):
+                self.es.create(index=self.index("work"), id=doc_id(key), document=doc, refresh="wait_for")
+        except ConflictError:
+            return False
+        return True
+
+    def take_work(
+        self, *, owner: str, lease_s: float, kinds: tuple[str, ...], key: str | None = None, limit: int = 1
+    ) -> list[WorkItem]:
+        if not kinds or limit < 1:
+            return []
+        now = self._clock()
+        self._prune_work(now)
+        if key is not None:
+            got = self._get("work", doc_id(key))
+            candidates = [got] if got is not None else []
+        else:
+            query = {"bool": {
+                "filter": [{"terms": {"kind": list(kinds)}}],
+                "should": [{"term": {"state": "pending"}},
+                           {"bool": {"filter": [{"term": {"state": "running"}},
+                                                {"range": {"lease_until": {"lt": now}}}]}}],
+                "minimum_should_match": 1,
+            }}
+            with self._guard():
+                found = self.es.search(index=self.index("work"), query=query, sort=[{"created": "asc"}],
+                                       size=limit * 4, seq_no_primary_term=True)
+            candidates = found["hits"]["hits"]
+        taken: list[WorkItem] = []
+        for got in candidates:
+            old = got["_source"]
+            if len(taken) >= limit or old.get("kind") not in kinds:
+                continue
+            expired = old.get("state") == "running" and float(old.get("lease_until") or 0) < now
+            if old.get("state") != "pending" and not expired:
+                continue
+            doc = {**old, "state": "running", "owner": owner, "lease_until": now + lease_s,
+                   "attempts": int(old.get("attempts") or 0) + 1, "updated": now}
+            if self._put_if("work", got["_id"], doc, got, refresh="wait_for"):
+                if expired:
+                    record_claim_taken_over(str(old.get("key")))
+                taken.append(_work_item(doc))
+        return taken
+
+    def _change_work(self, key: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bool:
+        """Apply ``change`` (None: leave it) to an item, retrying on a concurrent write; True when written."""
+        id_ = doc_id(key)
+        for _ in range(_CAS_ATTEMPTS):
+            got = self._get("work", id_)
+            if got is None:
+                return False
+            doc = change(dict(got["_source"]))
+            if doc is None:
+                return False
+            if self._put_if("work", id_, {**doc, "updated": self._clock()}, got, refresh="wait_for"):
+                return True
+        return False
+
+    def renew_work(self, keys: list[str], *, owner: str, lease_s: float) -> list[str]:
+        def renew(doc: dict[str, Any]) -> dict[str, Any] | None:
+            if doc.get("owner") != owner or doc.get("state") != "running":
+                return None
+            return {**doc, "lease_until": self._clock() + lease_s}
+
+        return [key for key in keys if self._change_work(key, renew)]
+
+    def end_work(self, key: str, *, owner: str, failed: bool = False) -> bool:
+        def end(doc: dict[str, Any]) -> dict[str, Any] | None:
+            if doc.get("owner") != owner or doc.get("state") != "running":
+                return None
+            return {**doc, "state": "failed" if failed else "done"}
+
+        return self._change_work(key, end)
+
+    def release_work(self, key: str, *, owner: str) -> None:
+        def release(doc: dict[str, Any]) -> dict[str, Any] | None:
+            if doc.get("owner") != owner or doc.get("state") != "running":
+                return None
+            return {**doc, "state": "pending", "owner": "", "lease_until": 0.0,
+                    "attempts": max(int(doc.get("attempts") or 0) - 1, 0)}
+
+        self._change_work(key, release)
+
+    def note_work(self, key: str, **note: str) -> None:
+        self._change_work(key, lambda doc: {**doc, "note": {**(doc.get("note") or {}), **note}})
+
+    def work_items(self, *, state: WorkState | None = None) -> list[WorkItem]:
+        query: dict[str, Any] = {"term": {"state": state}} if state else {"match_all": {}}
+        with self._guard():
+            self.es.indices.refresh(index=self.index("work"))
+        docs = sorted(self._search_all("work", query), key=lambda d: float(d.get("created") or 0))
+        return [_work_item(doc) for doc in docs]
+
+    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...]) -> int:
+        if not kinds or not states:
+            return 0
+        query = {"bool": {"filter": [{"terms": {"kind": list(kinds)}}, {"terms": {"state": list(states)}}]}}
+        with self._guard():
+            return int(self.es.count(index=self.index("work"), query=query)["count"])
+
+    def _prune_work(self, now: float) -> None:
+        if now - self._work_pruned_at < PRUNE_EVERY_S:
+            return
+        self._work_pruned_at = now
+        with self._guard():
+            self.es.delete_by_query(
+                index=self.index("work"), conflicts="proceed",
+                query={"bool": {"filter": [{"terms": {"state": ["done", "failed"]}},
+                                           {"range": {"updated": {"lt": now - CLAIM_TTL_S}}}]}},
             )
 
     # --- uploads ---------------------------------------------------------------------------------
@@ -485,6 +614,13 @@ class ElasticsearchState:
             if src is not None:  # as the SQLite log's join: a vote needs its answer
                 out.append(FeedbackEntry.of(vote, src["question"], src["answer_json"]))
         return out
+
+
+def _work_item(doc: dict[str, Any]) -> WorkItem:
+    note = doc.get("note") if isinstance(doc.get("note"), dict) else {}
+    return WorkItem(str(doc["key"]), str(doc["kind"]), str(doc["payload"]), doc["state"], int(doc.get("attempts") or 0),
+                    str(doc.get("owner") or ""), float(doc.get("lease_until") or 0.0),
+                    {str(k): str(v) for k, v in (note or {}).items()})
 
 
 def _id(*parts: str) -> str:

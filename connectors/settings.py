@@ -122,7 +122,25 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(None, validation_alias=_alias("SLACK_SIGNING_SECRET"))
     slack_app_token: SecretStr | None = Field(None, validation_alias=_alias("SLACK_APP_TOKEN"))
     slack_api_url: str = "https://slack.com/api/"
-    slack_workers: int = Field(4, ge=1, le=64)
+    slack_workers: int = Field(4, ge=1, le=64, description="Slack: threads that answer questions and run commands.")
+    upload_workers: int = Field(
+        1, ge=1, le=16, description="Threads that index uploads (each holds one for the whole PDF), per bot process."
+    )
+    upload_queue: int = Field(
+        20, ge=1, le=10_000, description="Uploads waiting for an upload worker (all replicas); one more is refused "
+        "with a line asking to share it again later."
+    )
+    work_lease_s: float = Field(
+        20.0, ge=1.0, le=600.0, description="Lease of a running work item, renewed every third of it; a killed "
+        "bot's work is taken over once its lease has run out."
+    )
+    work_scan_s: float = Field(
+        2.0, gt=0.0, le=60.0, description="How often idle workers look for pending or left-behind work."
+    )
+    drain_s: float = Field(
+        45.0, ge=0.0, le=3600.0, description="On SIGTERM: how long running work may finish before the rest is handed "
+        "back for another replica; keep it below the pod's terminationGracePeriodSeconds."
+    )
     download_timeout_s: float = Field(60.0, gt=0)
 
     # --- Microsoft Teams -------------------------------------------------------------------

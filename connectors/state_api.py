@@ -11,6 +11,15 @@ for it. A claim taken with a time budget stays ``started`` until ``finish_event`
 over once (:data:`MAX_CLAIM_ATTEMPTS`) when its worker is gone: its budget has run out, or it records a
 process of this host that no longer exists. Claims are forgotten after :data:`CLAIM_TTL_S` (chat platforms
 re-send within minutes).
+
+The work journal. Every piece of work a chat adapter acknowledged is a :class:`WorkItem`, written with
+``add_work`` before the acknowledgement leaves (the key makes a re-delivery a no-op). Workers take items with
+``take_work``: an item is ``pending`` until taken, then ``running`` under a lease (``lease_until``, an owner id
+per process) that the owner renews with ``renew_work`` while it works, and ``done`` or ``failed`` once ended.
+A ``running`` item whose lease ran out (its process was killed, its host died) is taken again by any replica:
+leases are plain times, so no process ids that mean nothing across hosts. ``attempts`` counts the takes;
+``note`` keeps what the work did so far (the ts of a message it posted), so a take-over does not do it twice.
+Ended items are forgotten after :data:`CLAIM_TTL_S`.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import json
 import os
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 Polarity = Literal["up", "down"]
@@ -30,6 +39,29 @@ PRUNE_EVERY_S = 600.0
 # This process's run: a claim with our pid but another run was taken by an earlier process that had our pid
 # (pid 1 in a container restarted after a crash).
 RUN = uuid.uuid4().hex
+
+
+WorkState = Literal["pending", "running", "done", "failed"]
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One acknowledged piece of chat work: ``kind`` says which handler does it, ``payload`` (JSON) what it
+    needs, ``note`` what earlier attempts did so far."""
+
+    key: str
+    kind: str
+    payload: str
+    state: WorkState
+    attempts: int
+    owner: str = ""
+    lease_until: float = 0.0
+    note: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def notes(self) -> dict[str, str]:
+        """What the work did so far; the handler's own notes are added to it as it goes."""
+        return self.note
 
 
 class StateError(Exception):
@@ -153,6 +185,25 @@ class ChatState(Protocol):
     def claim_note(self, key: str) -> dict[str, str]: ...
 
     def note_claim(self, key: str, **note: str) -> None: ...
+
+    # --- the work journal
+    def add_work(self, key: str, *, kind: str, payload: str) -> bool: ...
+
+    def take_work(
+        self, *, owner: str, lease_s: float, kinds: tuple[str, ...], key: str | None = None, limit: int = 1
+    ) -> list[WorkItem]: ...
+
+    def renew_work(self, keys: list[str], *, owner: str, lease_s: float) -> list[str]: ...
+
+    def end_work(self, key: str, *, owner: str, failed: bool = False) -> bool: ...
+
+    def release_work(self, key: str, *, owner: str) -> None: ...
+
+    def note_work(self, key: str, **note: str) -> None: ...
+
+    def work_items(self, *, state: WorkState | None = None) -> list[WorkItem]: ...
+
+    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...]) -> int: ...
 
     # --- uploads
     def record_upload(self, *, platform: str, file_ref: str, scope: str, doc_id: str, user: str) -> None: ...

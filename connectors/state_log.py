@@ -14,6 +14,8 @@ the file (WAL, ``BEGIN IMMEDIATE`` for every claim). Replicas on several hosts u
   worker's process dies first (kill -9, out of memory), a re-delivery takes the claim over once: when
   the claim is older than its budget, or at once when it records a process of this host that is gone.
   Claims are forgotten after 24 hours (chat platforms re-send within minutes).
+* ``work_items``: the work journal (see :mod:`connectors.state_api`): every acknowledged piece of work, its
+  payload, state, lease and attempts; taken in one ``BEGIN IMMEDIATE`` transaction, so one taker wins.
 * ``uploads``: which document a chat platform's file became (platform file id -> scope, doc_id), so a
   platform event that carries only the file id (Slack's ``file_deleted``) can remove the document.
 * ``assistant_threads``: the channel a person is viewing beside a Slack assistant-pane thread (its
@@ -45,6 +47,8 @@ from connectors.state_api import (
     PostedAnswer,
     RecordedAnswer,
     ThreadTurn,
+    WorkItem,
+    WorkState,
     claim_abandoned,
 )
 
@@ -80,6 +84,19 @@ CREATE TABLE IF NOT EXISTS seen_events (
     key TEXT PRIMARY KEY,
     at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS work_items (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'done', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    owner TEXT NOT NULL DEFAULT '',
+    lease_until REAL NOT NULL DEFAULT 0,
+    note TEXT NOT NULL DEFAULT '{}',
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS work_items_open ON work_items (state, kind, created);
 CREATE TABLE IF NOT EXISTS uploads (
     platform TEXT NOT NULL,
     file_ref TEXT NOT NULL,
@@ -139,6 +156,7 @@ class StateLog:
         self._clock = clock
         self._host = host or socket.gethostname()
         self._pruned_at = 0.0
+        self._work_pruned_at = 0.0
         conn = self._conn()
         conn.executescript(_SCHEMA)
         with self._tx() as db:
@@ -237,6 +255,124 @@ class StateLog:
             return
         self._pruned_at = now
         db.execute("DELETE FROM seen_events WHERE at < ?", (_iso(now - CLAIM_TTL_S),))
+
+    # --- the work journal ----------------------------------------------------------------------
+    def add_work(self, key: str, *, kind: str, payload: str) -> bool:
+        """Journal a piece of acknowledged work as ``pending``; False when ``key`` is journaled already."""
+        now = self._clock()
+        with self._tx() as db:
+            cur = db.execute(
+                """INSERT OR IGNORE INTO work_items (key, kind, payload, state, created, updated)
+                   VALUES (?, ?, ?, 'pending', ?, ?)""",
+                (key, kind, payload, now, now),
+            )
+            return cur.rowcount > 0
+
+    def take_work(
+        self, *, owner: str, lease_s: float, kinds: tuple[str, ...], key: str | None = None, limit: int = 1
+    ) -> list[WorkItem]:
+        """Take up to ``limit`` items of ``kinds`` (oldest first) that are pending or whose lease ran out: each
+        becomes ``running`` for ``owner`` until ``now + lease_s``, its ``attempts`` one higher. ``key``: only
+        that item."""
+        if not kinds or limit < 1:
+            return []
+        now = self._clock()
+        marks = ",".join("?" * len(kinds))
+        sql = f"""SELECT * FROM work_items WHERE kind IN ({marks})
+                  AND (state = 'pending' OR (state = 'running' AND lease_until < ?))"""
+        args: list[Any] = [*kinds, now]
+        if key is not None:
+            sql += " AND key = ?"
+            args.append(key)
+        if self._conn().execute(sql + " LIMIT 1", args).fetchone() is None:
+            return []  # idle workers poll: no write lock for them when there is nothing to take
+        with self._tx() as db:
+            self._prune_work(db, now)
+            rows = db.execute(sql + " ORDER BY created, rowid LIMIT ?", (*args, limit)).fetchall()
+            taken = []
+            for row in rows:
+                db.execute(
+                    """UPDATE work_items SET state = 'running', owner = ?, lease_until = ?, attempts = attempts + 1,
+                       updated = ? WHERE key = ?""",
+                    (owner, now + lease_s, now, row["key"]),
+                )
+                if row["state"] == "running":
+                    record_claim_taken_over(row["key"])
+                taken.append(
+                    WorkItem(row["key"], row["kind"], row["payload"], "running", row["attempts"] + 1, owner,
+                             now + lease_s, json.loads(row["note"] or "{}"))
+                )
+            return taken
+
+    def renew_work(self, keys: list[str], *, owner: str, lease_s: float) -> list[str]:
+        """Extend the leases ``owner`` still holds; returns those keys (a lost one was taken over)."""
+        if not keys:
+            return []
+        now = self._clock()
+        kept = []
+        with self._tx() as db:
+            for key in keys:
+                cur = db.execute(
+                    """UPDATE work_items SET lease_until = ?, updated = ?
+                       WHERE key = ? AND owner = ? AND state = 'running'""",
+                    (now + lease_s, now, key, owner),
+                )
+                if cur.rowcount:
+                    kept.append(key)
+        return kept
+
+    def end_work(self, key: str, *, owner: str, failed: bool = False) -> bool:
+        """``done`` (or ``failed``: its user was told) if ``owner`` still holds it; False when it was taken over."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE work_items SET state = ?, updated = ? WHERE key = ? AND owner = ? AND state = 'running'",
+                ("failed" if failed else "done", self._clock(), key, owner),
+            )
+            return cur.rowcount > 0
+
+    def release_work(self, key: str, *, owner: str) -> None:
+        """Hand an item back unfinished (a bot stopping): pending at once for anyone, the attempt not counted."""
+        with self._tx() as db:
+            db.execute(
+                """UPDATE work_items SET state = 'pending', lease_until = 0, owner = '',
+                   attempts = MAX(attempts - 1, 0), updated = ? WHERE key = ? AND owner = ? AND state = 'running'""",
+                (self._clock(), key, owner),
+            )
+
+    def note_work(self, key: str, **note: str) -> None:
+        """Merge ``note`` into what the item's work noted so far (e.g. ``answer_ts``)."""
+        with self._tx() as db:
+            row = db.execute("SELECT note FROM work_items WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                merged = {**json.loads(row["note"] or "{}"), **note}
+                db.execute("UPDATE work_items SET note = ? WHERE key = ?", (json.dumps(merged), key))
+
+    def work_items(self, *, state: WorkState | None = None) -> list[WorkItem]:
+        """Journaled items (of one ``state``), oldest first."""
+        sql, args = "SELECT * FROM work_items", []
+        if state is not None:
+            sql += " WHERE state = ?"
+            args.append(state)
+        rows = self._conn().execute(sql + " ORDER BY created, rowid", args).fetchall()
+        return [
+            WorkItem(r["key"], r["kind"], r["payload"], r["state"], r["attempts"], r["owner"], r["lease_until"],
+                     json.loads(r["note"] or "{}"))
+            for r in rows
+        ]
+
+    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...]) -> int:
+        if not kinds or not states:
+            return 0
+        sql = (f"SELECT COUNT(*) FROM work_items WHERE kind IN ({','.join('?' * len(kinds))}) "
+               f"AND state IN ({','.join('?' * len(states))})")
+        return int(self._conn().execute(sql, (*kinds, *states)).fetchone()[0])
+
+    def _prune_work(self, db: sqlite3.Connection, now: float) -> None:
+        """Forget ended items older than :data:`CLAIM_TTL_S` (checked at most every few minutes)."""
+        if now - self._work_pruned_at < _PRUNE_EVERY_S:
+            return
+        self._work_pruned_at = now
+        db.execute("DELETE FROM work_items WHERE state IN ('done', 'failed') AND updated < ?", (now - CLAIM_TTL_S,))
 
     # --- uploads -----------------------------------------------------------------------------
     def record_upload(self, *, platform: str, file_ref: str, scope: str, doc_id: str, user: str) -> None:

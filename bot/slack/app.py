@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -34,13 +35,11 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
-from bot.commands import CoreVerb, is_core_verb, run_command
+from bot.commands import is_core_verb, run_command
 from bot.core import ChatContext, ChatCore, ClaimKey
+from bot.journal import Kind, RetryLater
 from bot.slack.events import (
-    AssistantThread,
-    Command,
     FeedbackClick,
-    FeedbackForm,
     FileShared,
     Message,
     SlackFile,
@@ -67,14 +66,17 @@ from bot.texts import (
     SLACK_FORGET_USAGE,
     SLACK_HELP_TEXT,
     SUGGESTED_PROMPTS_TITLE,
+    UPLOADS_BUSY_TEXT,
     indexing_text,
     progress_text,
     searching_text,
     unknown_command_text,
 )
 from connectors.download import download, host_of
+from connectors.log import error_fields
 from connectors.settings import Settings
-from pipelines.models import IngestProgress, slack_scope
+from connectors.state_api import WorkItem
+from pipelines.models import Answer, IngestProgress, slack_scope
 
 log = structlog.get_logger("citebot.slack")
 
@@ -83,6 +85,9 @@ PROGRESS_MIN_INTERVAL_S = 1.0
 # Slack serves uploaded files from this host; the bot token is sent nowhere else.
 SLACK_FILE_HOST = "files.slack.com"
 _RETRY_HEADER = "x-slack-retry-num"
+# The metadata event type of every message the bot posts for a work item: its payload names the item and the
+# slot (answer, status, apology...), so a take-over finds a post that left just before a kill.
+WORK_METADATA = "citebot_work"
 
 
 class _DropTokenUnusedWarning(logging.Filter):
@@ -129,7 +134,15 @@ class SlackBot:
         self.core = core
         self.client = client if client is not None else web_client(settings)
         self.members = MembershipCache(self.client)
-        self.work = SlackWorkers(core, workers=settings.slack_workers)
+        self._working: dict[str, Future[str]] = {}  # the 👀 or status this process showed, per answer item
+        self.work = SlackWorkers(core, kinds=[
+            Kind("slack.answer", self._run_answer, self._give_up_answer),
+            Kind("slack.ingest", self._run_ingest, self._give_up_ingest),
+            Kind("slack.command", self._run_command, self._give_up_command),
+            Kind("slack.vote", self._run_vote),
+            Kind("slack.forget_file", self._run_forget_file),
+            Kind("slack.assistant", self._run_assistant),
+        ])
         secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
         _quiet_bolt_token_warning()
         self.app = App(
@@ -155,11 +168,16 @@ class SlackBot:
         self.app.view(FEEDBACK_MODAL)(self._on_feedback_form)
         self.app.command("/citebot")(self._on_command)
         self.app.error(self._on_error)
+        self.work.start()  # takes over what a killed bot left in the journal, at once
 
     # --- lifecycle -------------------------------------------------------------------------------
     def wait_idle(self, timeout_s: float = 60.0) -> bool:
-        """Block until no submitted work is running (for shutdown and benchmarks)."""
+        """Block until no journaled work is pending or running (for tests and benchmarks)."""
         return self.work.wait_idle(timeout_s)
+
+    def drain(self, budget_s: float) -> bool:
+        """SIGTERM: finish what runs within ``budget_s``, hand the rest back to the journal."""
+        return self.work.drain(budget_s)
 
     def close(self) -> None:
         self.work.close()
@@ -173,14 +191,14 @@ class SlackBot:
             self.work.gate.leave()
 
     def _log_context(self, body: dict[str, Any], next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
-        event = body.get("event") or {}
+        event = _event_of(body)
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(
             platform="slack",
-            event_id=body.get("event_id", ""),
-            event_type=event.get("type", body.get("command", body.get("type", ""))),
-            team=body.get("team_id", ""),
-            user=event.get("user") or body.get("user_id", ""),
+            event_id=str(body.get("event_id", "")),
+            event_type=str(event.get("type", body.get("command", body.get("type", "")))),
+            team=str(body.get("team_id", "")),
+            user=str(event.get("user") or body.get("user_id", "")),
         )
         return next()
 
@@ -190,9 +208,9 @@ class SlackBot:
         request: BoltRequest,
         next: Callable[[], BoltResponse],  # noqa: A002
     ) -> BoltResponse:
-        """Drop an ``event_id`` seen before. Slack re-sends an event (``X-Slack-Retry-Num``) when it did
+        """Drop an ``event_id`` seen before. Slack re-sends an event (``X-Slack-Retry-Num`` 1, 2, 3) when it did
         not see our ack in time; the retry carries the same event id, so it is dropped here (and, after a
-        restart, by the worker's durable claim). A retry whose first delivery never arrived is processed."""
+        restart, by the work journal's key). A retry whose first delivery never arrived is processed."""
         event_id = body.get("event_id")
         if body.get("type") != "event_callback" or not event_id:
             return next()
@@ -200,29 +218,82 @@ class SlackBot:
         if not self.work.recent.add(str(event_id)):
             log.info("duplicate_event_skipped", retry_num=retry)
             return BoltResponse(status=200, body="")
-        if retry:
+        if retry not in ("", "0"):  # Bolt passes the header as "0" on a first delivery in Socket Mode
             log.info("retried_event_first_seen", retry_num=retry)
         return next()
 
-    def _on_error(self, error: Exception, body: dict[str, Any]) -> BoltResponse:
-        """Bolt's one error handler: a listener raised before handing off its work."""
-        event = body.get("event") or {}
-        on_failure = None
-        if event.get("type") in ("app_mention", "message") and event.get("channel") and event.get("ts"):
-            channel, thread = str(event["channel"]), str(event.get("thread_ts") or event["ts"])
-            on_failure = lambda: self._apologise(channel, thread)  # noqa: E731
-        self.work.failed(error, event_id=str(body.get("event_id") or ""), on_failure=on_failure)
-        # The event is claimed; a retry would be dropped anyway, so tell Slack not to bother.
+    def _on_error(self, error: Exception, body: Any) -> BoltResponse:
+        """Bolt's one error handler: a listener raised before its work was journaled. It survives any payload."""
+        body = body if isinstance(body, dict) else {}
+        event = _event_of(body)
+        channel, ts = event.get("channel"), event.get("ts")
+        log.error("slack_listener_failed", **error_fields(error))
+        if event.get("type") in ("app_mention", "message") and isinstance(channel, str) and isinstance(ts, str):
+            thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else ts
+            self.work.ui.submit(self._apologise_quietly, channel, str(thread))
+        # Slack would re-send only to hit the same failure: answer 200.
         return BoltResponse(status=200, body="")
 
-    def _apologise(self, channel: str, thread_ts: str) -> None:
-        self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=APOLOGY)
+    def _apologise_quietly(self, channel: str, thread_ts: str) -> None:
+        try:
+            self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=APOLOGY)
+        except Exception as e:  # noqa: BLE001 - best effort: the apology itself may fail
+            log.warning("apology_failed", error=type(e).__name__)
+
+    # --- posting once per work item ----------------------------------------------------------------
+    def _posted(self, item: WorkItem, slot: str, channel: str, thread_ts: str) -> str:
+        """The ts of the message this item posted in ``slot`` before: noted, or (after a take-over, when the
+        post may have left just before the kill) found in the thread by the metadata it carries. "" if none."""
+        ts = item.notes.get(slot, "")
+        if ts or item.attempts <= 1:
+            return ts
+        try:
+            if thread_ts:
+                resp = self.client.conversations_replies(channel=channel, ts=thread_ts, include_all_metadata=True,
+                                                         limit=200)
+            else:
+                resp = self.client.conversations_history(channel=channel, include_all_metadata=True, limit=100)
+        except SlackApiError as e:  # e.g. a missing history scope: post again rather than stay silent
+            log.info("posted_lookup_refused", error=str(e.response.get("error") or "SlackApiError"))
+            return ""
+        except (SlackClientError, OSError) as e:
+            raise RetryLater(5.0) from e
+        for message in resp.get("messages") or []:
+            meta = message.get("metadata") or {}
+            payload = meta.get("event_payload") or {}
+            if (meta.get("event_type") == WORK_METADATA and payload.get("work") == item.key
+                    and payload.get("slot") == slot and message.get("ts")):
+                found = str(message["ts"])
+                log.info("posted_before_found", slot=slot)
+                self._note(item, **{slot: found})
+                return found
+        return ""
+
+    def _post(self, item: WorkItem, slot: str, *, channel: str, thread_ts: str, **kw: Any) -> str:
+        """Post a message carrying the item's key in its metadata, and note its ts under ``slot``."""
+        resp = self.client.chat_postMessage(
+            channel=channel, thread_ts=thread_ts or None,
+            metadata={"event_type": WORK_METADATA, "event_payload": {"work": item.key, "slot": slot}}, **kw,
+        )
+        ts = str(resp["ts"])
+        self._note(item, **{slot: ts})
+        return ts
+
+    def _note(self, item: WorkItem, **note: str) -> None:
+        """Keep what the item's work did, in the journal (for a take-over) and on the item (for this run)."""
+        self.core.note_work(item.key, **note)
+        item.notes.update(note)
+
+    def _post_once(self, item: WorkItem, slot: str, *, channel: str, thread_ts: str, **kw: Any) -> str:
+        return self._posted(item, slot, channel, thread_ts) or self._post(
+            item, slot, channel=channel, thread_ts=thread_ts, **kw
+        )
 
     # --- questions -------------------------------------------------------------------------------
     def _on_mention(self, body: dict[str, Any]) -> None:
         msg = parse_message(body)
         if msg is not None:
-            self._start_answer(msg)
+            self._start_answer(msg, body)
 
     def _on_message(self, body: dict[str, Any], context: BoltContext) -> None:
         msg = parse_message(body)
@@ -230,25 +301,25 @@ class SlackBot:
             return
         if msg.subtype == "file_share":
             for shared in files_of_message(msg):
-                self._start_ingest(shared)
+                self._start_ingest(shared, body)
             return
         if not msg.is_dm and mentions(msg.text, context.bot_user_id or ""):
             return  # the app_mention event for this message answers it
         if msg.is_dm:
-            self._start_answer(msg)
-        elif msg.in_thread:
-            self._start_answer(msg, only_if_answered=True)
+            self._start_answer(msg, body)
+        elif msg.in_thread and self.core.thread_answered("slack", msg.thread_ref):
+            self._start_answer(msg, body)  # a follow-up in a thread the bot answered; others are people talking
 
-    def _start_answer(self, msg: Message, *, only_if_answered: bool = False) -> None:
+    def _start_answer(self, msg: Message, body: dict[str, Any]) -> None:
+        # app_mention and message events for one message share this key: one answer per message.
+        key = str(ClaimKey.slack_answer(msg.team, msg.channel, msg.ts))
         working: Future[str] | None = None
         if msg.question:  # the asker sees work start within a moment, never a silent wait
-            working = self.work.ui.submit(self._show_working, msg, only_if_answered)
-        self.work.submit(
-            lambda: self._answer(msg, only_if_answered=only_if_answered, working=working),
-            event_id=msg.event_id,
-            on_failure=lambda: self._apologise(msg.channel, msg.reply_thread_ts),
-            on_duplicate=lambda: self._take_back(working, msg),
-        )
+            working = self.work.ui.submit(self._show_working, msg)
+            self._working[key] = working
+        if not self.work.accept(key, "slack.answer", {"body": body}):
+            self._working.pop(key, None)
+            self.work.ui.submit(self._take_back, working, msg)
 
     def _take_back(self, working: Future[str] | None, msg: Message) -> None:
         """The message was answered before (e.g. before a restart): take back the status or 👀 this delivery
@@ -272,12 +343,10 @@ class SlackBot:
             return (own, slack_scope(msg.team, pane[1])) if pane[1] in member_of else (own,)
         return dm_search_scopes(self.members, team=msg.team, dm_channel=msg.channel, user=msg.user)
 
-    def _show_working(self, msg: Message, only_if_answered: bool) -> str:
+    def _show_working(self, msg: Message) -> str:
         """Show that an answer is coming: ``assistant.threads.setStatus`` ("Searching 3 PDFs…") where Slack
         allows it, else the 👀 reaction. Returns what was shown ("status", "reaction" or "")."""
         self.work.gate.wait_quiet()
-        if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
-            return ""
         try:
             n_docs = self.core.document_count(self._search_scopes(msg) or (msg.scope,))
         except Exception as e:  # noqa: BLE001 - the count is cosmetic; the answer reports real failures
@@ -301,51 +370,53 @@ class SlackBot:
             return False
         return True
 
-    def _answer(self, msg: Message, *, only_if_answered: bool = False, working: Future[str] | None = None) -> None:
-        if only_if_answered and not self.core.thread_answered("slack", msg.thread_ref):
-            return  # people talking in a thread the bot never answered
-        # app_mention and message events for one message share this key: one answer per message.
-        key = ClaimKey.slack_answer(msg.team, msg.channel, msg.ts)
-        if not self.core.claim(key, budget_s=self.core.answer_budget_s):
-            self._take_back(working, msg)
+    def _run_answer(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        msg = parse_message(payload["body"])
+        if msg is None:
             return
+        structlog.contextvars.bind_contextvars(event_id=msg.event_id, user=msg.user)
+        working = self._working.pop(item.key, None)
         try:
-            self._answer_claimed(msg, working)
+            self._answer(item, msg)
         finally:
-            self.work.finish(key)
-
-    def _answer_claimed(self, msg: Message, working: Future[str] | None) -> None:
-        question = msg.question
-        if not question:
-            self.client.chat_postMessage(
-                channel=msg.channel, thread_ts=msg.reply_thread_ts, text=plain(SLACK_HELP_TEXT)
-            )
-            return
-        try:
-            ctx = ChatContext("slack", msg.scope, msg.user, search_scopes=self._search_scopes(msg),
-                              event_id=msg.event_id)
-            history = self.core.history("slack", msg.thread_ref) if msg.in_thread else []
-            answer = self.core.ask(ctx, question, history)
-            text, blocks = render_answer(answer)
-            resp = self.client.chat_postMessage(
-                channel=msg.channel,
-                thread_ts=msg.reply_thread_ts,
-                text=text,
-                blocks=blocks,
-                unfurl_links=False,
-                unfurl_media=False,
-            )
-            self.core.record_answer(
-                ctx,
-                message_ref=f"{msg.channel}:{resp['ts']}",
-                thread_ref=msg.thread_ref,
-                question=question,
-                answer=answer,
-            )
-        finally:
-            # never remove the 👀 before it was added; a status goes away by itself with the bot's reply
-            if working is not None and working.result(timeout=60) == "reaction":
+            # never remove the 👀 before it was added; a status goes away by itself with the bot's reply. A
+            # take-over does not know what the dead process showed: it tries to take a 👀 back.
+            shown = working.result(timeout=60) if working is not None else ("" if item.attempts <= 1 else "reaction")
+            if shown == "reaction":
                 self._react(msg.channel, msg.ts, add=False)
+
+    def _answer(self, item: WorkItem, msg: Message) -> None:
+        question = msg.question
+        where = {"channel": msg.channel, "thread_ts": msg.reply_thread_ts}
+        if not question:
+            self._post_once(item, "help_ts", **where, text=plain(SLACK_HELP_TEXT))
+            return
+        ctx = ChatContext("slack", msg.scope, msg.user, search_scopes=self._search_scopes(msg), event_id=msg.event_id)
+        posted = self._posted(item, "answer_ts", **where)
+        if posted:  # answered before a kill: keep its record, post nothing
+            if item.notes.get("answer") and not item.notes.get("recorded"):
+                self._record(item, ctx, msg, posted, Answer.model_validate_json(item.notes["answer"]))
+            return
+        history = self.core.history("slack", msg.thread_ref) if msg.in_thread else []
+        answer = self.core.ask(ctx, question, history)
+        text, blocks = render_answer(answer)
+        self._note(item, answer=answer.model_dump_json())  # the post is noted before it leaves
+        ts = self._post(item, "answer_ts", **where, text=text, blocks=blocks, unfurl_links=False, unfurl_media=False)
+        self._record(item, ctx, msg, ts, answer)
+
+    def _record(self, item: WorkItem, ctx: ChatContext, msg: Message, ts: str, answer: Answer) -> None:
+        self.core.record_answer(
+            ctx, message_ref=f"{msg.channel}:{ts}", thread_ref=msg.thread_ref, question=msg.question, answer=answer
+        )
+        self._note(item, recorded="1")
+
+    def _give_up_answer(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        """After the last attempt: a short apology in the thread (it also replaces the "Searching…" status)."""
+        msg = parse_message(payload["body"])
+        if msg is None or self._posted(item, "answer_ts", msg.channel, msg.reply_thread_ts):
+            return
+        self._post_once(item, "apology_ts", channel=msg.channel, thread_ts=msg.reply_thread_ts, text=APOLOGY)
+        self._react(msg.channel, msg.ts, add=False)
 
     def _react(self, channel: str, ts: str, *, add: bool) -> None:
         """The 👀 that says work started (removed when done); cosmetic, so failures are only logged."""
@@ -361,23 +432,41 @@ class SlackBot:
     def _on_file_shared(self, body: dict[str, Any]) -> None:
         shared = parse_file_shared(body)
         if shared is not None:
-            self._start_ingest(shared)
+            self._start_ingest(shared, body)
 
-    def _start_ingest(self, shared: FileShared) -> None:
+    def _start_ingest(self, shared: FileShared, body: dict[str, Any]) -> None:
         if shared.file.complete and not shared.file.is_pdf:
             return  # other file types are none of our business
         structlog.contextvars.bind_contextvars(file_id=shared.file.id)
         # file_shared and message/file_share both announce one share: ingest it once per channel.
-        key = ClaimKey.slack_file(shared.team, shared.channel, shared.file.id)
-        self.work.submit(
-            lambda: self._ingest(shared, key),
-            event_id=shared.event_id,
-            on_failure=None,
-            claim=key,
-            budget_s=self.core.ingest_budget_s,
-        )
+        key = str(ClaimKey.slack_file(shared.team, shared.channel, shared.file.id))
+        if self.work.uploads_waiting() >= self.settings.upload_queue:
+            log.warning("upload_queue_full", waiting=self.settings.upload_queue)
+            self.work.ui.submit(self._say_busy, shared)
+            return
+        self.work.accept(key, "slack.ingest", {"body": body, "file_id": shared.file.id})
 
-    def _ingest(self, shared: FileShared, key: ClaimKey) -> None:
+    def _say_busy(self, shared: FileShared) -> None:
+        name = shared.file.name or "your file"
+        try:
+            self.client.chat_postMessage(channel=shared.channel, thread_ts=shared.message_ts or None,
+                                         text=plain(UPLOADS_BUSY_TEXT.format(file=name)))
+        except Exception as e:  # noqa: BLE001 - best effort
+            log.warning("busy_notice_failed", error=type(e).__name__)
+
+    def _shared_of(self, payload: dict[str, Any]) -> FileShared | None:
+        body, file_id = payload["body"], payload.get("file_id")
+        shared = parse_file_shared(body)
+        if shared is not None:
+            return shared
+        msg = parse_message(body)
+        return next((s for s in files_of_message(msg) if s.file.id == file_id), None) if msg is not None else None
+
+    def _run_ingest(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        shared = self._shared_of(payload)
+        if shared is None:
+            return
+        structlog.contextvars.bind_contextvars(event_id=shared.event_id, file_id=shared.file.id, user=shared.user)
         file, thread_ts = shared.file, shared.message_ts
         if not file.complete or not thread_ts:
             info = self.client.files_info(file=file.id)["file"]
@@ -386,26 +475,35 @@ class SlackBot:
             thread_ts = thread_ts or _share_ts(info, shared.channel)
         if not file.is_pdf:
             return
+        self._note(item, file_name=file.name, thread_ts=thread_ts)
+        where = {"channel": shared.channel, "thread_ts": thread_ts}
         if file.is_external or not self._is_slack_file_url(file.url_private_download):
             log.info("external_file_refused", external=file.is_external)
-            self.client.chat_postMessage(channel=shared.channel, thread_ts=thread_ts or None,
-                                         text=plain(EXTERNAL_FILE_TEXT.format(file=file.name)))
+            self._post_once(item, "refused_ts", **where, text=plain(EXTERNAL_FILE_TEXT.format(file=file.name)))
             return
         indexing = plain(indexing_text(file.name))
-        earlier = self.core.claim_note(key).get("status_ts")
-        if earlier:  # a retry after the first worker died: carry on in the status message it posted
+        earlier = self._posted(item, "status_ts", **where)
+        if earlier:  # a take-over after the first worker died: carry on in the status message it posted
             status = _StatusMessage(self.client, shared.channel, earlier, text="")
             status.set(indexing, force=True)
         else:
-            posted = self.client.chat_postMessage(channel=shared.channel, thread_ts=thread_ts or None, text=indexing)
-            status = _StatusMessage(self.client, shared.channel, str(posted["ts"]), text=indexing)
-            self.core.note_claim(key, status_ts=status.ts)
-        try:
-            text = self._download_and_index(shared, file, status)
-        except Exception:
-            status.set(plain(INGEST_FAILED_TEXT.format(file=file.name)), force=True)
-            raise
+            status = _StatusMessage(self.client, shared.channel, self._post(item, "status_ts", **where, text=indexing),
+                                    text=indexing)
+        text = self._download_and_index(shared, file, status)
         status.set(plain(text), force=True)
+
+    def _give_up_ingest(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        """The upload failed, or every attempt died: its status message (or a new one) says so and how to retry."""
+        shared = self._shared_of(payload)
+        if shared is None:
+            return
+        text = plain(INGEST_FAILED_TEXT.format(file=item.notes.get("file_name") or shared.file.name or "your file"))
+        thread_ts = item.notes.get("thread_ts") or shared.message_ts
+        status_ts = self._posted(item, "status_ts", shared.channel, thread_ts)
+        if status_ts:
+            self.client.chat_update(channel=shared.channel, ts=status_ts, text=text)
+        else:
+            self._post_once(item, "failed_ts", channel=shared.channel, thread_ts=thread_ts, text=text)
 
     @property
     def _file_hosts(self) -> set[str]:
@@ -440,43 +538,30 @@ class SlackBot:
     def _on_file_deleted(self, body: dict[str, Any]) -> None:
         deleted = parse_file_deleted(body)
         if deleted is not None:
-            self.work.submit(
-                lambda: self.core.forget_file("slack", deleted.file_id), event_id=deleted.event_id, on_failure=None
-            )
+            self.work.accept(_event_key(deleted.event_id), "slack.forget_file", {"file_id": deleted.file_id})
+
+    def _run_forget_file(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        self.core.forget_file("slack", str(payload["file_id"]))
 
     # --- feedback --------------------------------------------------------------------------------
     def _on_reaction(self, body: dict[str, Any]) -> None:
         reaction = parse_reaction(body)
         if reaction is None:
             return
-
-        def record() -> None:
-            if reaction.added:
-                self.core.feedback(
-                    "slack", message_ref=reaction.message_ref, user=reaction.user, polarity=reaction.polarity
-                )
-            else:
-                self.core.retract_feedback(
-                    "slack", message_ref=reaction.message_ref, user=reaction.user, polarity=reaction.polarity
-                )
-
-        self.work.submit(record, event_id=reaction.event_id, on_failure=None)
+        vote = {"message_ref": reaction.message_ref, "user": reaction.user, "polarity": reaction.polarity,
+                "added": reaction.added}
+        self.work.accept(_event_key(reaction.event_id), "slack.vote", vote)
 
     def _on_feedback_click(self, ack: Ack, body: dict[str, Any]) -> None:
         """👍/👎 under an answer: recorded at once (the latest vote wins); 👎 also opens "What was wrong?"."""
-        ack()
         click = parse_feedback_click(body, FEEDBACK_ACTION)
-        if click is None:
-            return
-        if click.polarity == "down" and click.trigger_id:
+        if click is not None:
+            # Slack does not re-send interactions: each click is its own item
+            vote = {"message_ref": click.message_ref, "user": click.user, "polarity": click.polarity, "added": True}
+            self.work.accept(ClaimKey.slack_vote(_unique()), "slack.vote", vote)
+        ack()
+        if click is not None and click.polarity == "down" and click.trigger_id:
             self.work.ui.submit(self._open_feedback_modal, click)  # the trigger id is only good for 3 s
-        self.work.submit(
-            lambda: self.core.feedback(
-                "slack", message_ref=click.message_ref, user=click.user, polarity=click.polarity
-            ),
-            event_id="",
-            on_failure=None,
-        )
 
     def _open_feedback_modal(self, click: FeedbackClick) -> None:
         try:
@@ -485,28 +570,34 @@ class SlackBot:
             log.info("feedback_modal_failed", error=type(e).__name__)
 
     def _on_feedback_form(self, ack: Ack, body: dict[str, Any]) -> None:
-        """The 👎 form was sent: close it and store what was wrong with the answer."""
-        ack()
+        """The 👎 form was sent: store what was wrong with the answer, then close it."""
         form = parse_feedback_form(body)
         if form is not None:
-            self.work.submit(lambda: self._record_form(form), event_id="", on_failure=None)
+            self.work.accept(ClaimKey.slack_vote(_unique()), "slack.vote", {
+                "message_ref": form.message_ref, "user": form.user, "polarity": "down", "added": True,
+                "comment": form.comment, "choice": form.choice})
+        ack()
 
-    def _record_form(self, form: FeedbackForm) -> None:
-        self.core.feedback(
-            "slack", message_ref=form.message_ref, user=form.user, polarity="down", comment=form.comment,
-            choice=form.choice,
-        )
+    def _run_vote(self, item: WorkItem, vote: dict[str, Any]) -> None:
+        if vote.get("added", True):
+            self.core.feedback("slack", message_ref=vote["message_ref"], user=vote["user"], polarity=vote["polarity"],
+                               comment=vote.get("comment") or "", choice=vote.get("choice") or "")
+        else:
+            self.core.retract_feedback("slack", message_ref=vote["message_ref"], user=vote["user"],
+                                       polarity=vote["polarity"])
 
     # --- the assistant pane ------------------------------------------------------------------------
     def _on_assistant_thread(self, body: dict[str, Any]) -> None:
         """A person opened Citebot's assistant pane (or switched the channel beside it): remember which
         channel they are viewing, greet them once and suggest questions from that channel's PDFs."""
         thread = parse_assistant_thread(body)
+        if thread is not None:
+            self.work.accept(_event_key(thread.event_id), "slack.assistant", {"body": body})
+
+    def _run_assistant(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        thread = parse_assistant_thread(payload["body"])
         if thread is None:
             return
-        self.work.submit(lambda: self._assistant_thread(thread), event_id=thread.event_id, on_failure=None)
-
-    def _assistant_thread(self, thread: AssistantThread) -> None:
         self.core.save_thread_context(
             "slack", thread_ref=thread.thread_ref, user=thread.user, context_channel=thread.context_channel
         )
@@ -515,7 +606,7 @@ class SlackBot:
         )
         if thread.started:
             greeting = ASSISTANT_GREETING if thread.context_channel else ASSISTANT_GREETING_NO_CHANNEL
-            self.client.chat_postMessage(channel=thread.channel, thread_ts=thread.thread_ts, text=greeting)
+            self._post_once(item, "greeting_ts", channel=thread.channel, thread_ts=thread.thread_ts, text=greeting)
         scopes = [slack_scope(thread.team, thread.channel)]
         if viewing:  # section titles of a channel are shown only to its members
             scopes.insert(0, slack_scope(thread.team, thread.context_channel))
@@ -533,7 +624,7 @@ class SlackBot:
             log.info("suggested_prompts_failed", error=type(e).__name__)
 
     # --- /citebot --------------------------------------------------------------------------------
-    def _on_command(self, ack: Ack, body: dict[str, Any], respond: Respond) -> None:
+    def _on_command(self, ack: Ack, body: dict[str, Any]) -> None:
         cmd = parse_command(body)
         if not is_core_verb(cmd.verb):
             ack(text=plain(SLACK_HELP_TEXT if cmd.verb == "help" else unknown_command_text(cmd.verb, SLACK_HELP_TEXT)))
@@ -541,11 +632,24 @@ class SlackBot:
         if cmd.verb == "forget" and not cmd.arg:
             ack(text=SLACK_FORGET_USAGE)
             return
+        key = ClaimKey.slack_command(_unique())  # Slack never re-sends a slash command
+        self.work.accept(key, "slack.command", {"body": body})
         ack()
-        verb = cmd.verb
-        self.work.submit(lambda: self._command(cmd, verb, respond), event_id="", on_failure=lambda: respond(APOLOGY))
 
-    def _command(self, cmd: Command, verb: CoreVerb, respond: Respond) -> None:
+    def _respond(self, item: WorkItem, payload: dict[str, Any], text: str) -> None:
+        """Reply at the command's ``response_url`` once (noted: a take-over does not reply again)."""
+        if item.notes.get("responded"):
+            return
+        url = str(payload["body"].get("response_url") or "")
+        if url:
+            Respond(response_url=url)(text)
+        self._note(item, responded="1")
+
+    def _run_command(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        cmd = parse_command(payload["body"])
+        verb = cmd.verb
+        if not is_core_verb(verb):
+            return
         scopes = (
             dm_search_scopes(self.members, team=cmd.team, dm_channel=cmd.channel, user=cmd.user)
             if cmd.is_dm
@@ -553,7 +657,11 @@ class SlackBot:
         )
         ctx = ChatContext("slack", cmd.scope, cmd.user)
         is_admin = verb == "forget" and self._is_admin(cmd.user)
-        respond(plain(run_command(self.core, ctx, verb, cmd.arg, scopes=scopes, is_admin=is_admin)))
+        text = run_command(self.core, ctx, verb, cmd.arg, scopes=scopes, is_admin=is_admin)
+        self._respond(item, payload, plain(text))
+
+    def _give_up_command(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        self._respond(item, payload, APOLOGY)
 
     def _is_admin(self, user: str) -> bool:
         info = self.client.users_info(user=user).get("user") or {}
@@ -581,6 +689,21 @@ class _StatusMessage:
             if force:
                 raise
             log.info("progress_update_failed", error=type(e).__name__)
+
+
+def _event_of(body: Any) -> dict[str, Any]:
+    """The ``event`` of a payload, ``{}`` when there is none or it is not an object (malformed envelopes)."""
+    event = body.get("event") if isinstance(body, dict) else None
+    return event if isinstance(event, dict) else {}
+
+
+def _unique() -> str:
+    return uuid.uuid4().hex
+
+
+def _event_key(event_id: str) -> ClaimKey:
+    """The journal key of an event's work: its event id (a re-delivery carries the same), else a fresh one."""
+    return ClaimKey.slack_event(event_id or _unique())
 
 
 def _share_ts(info: dict[str, Any], channel: str) -> str:

@@ -225,13 +225,60 @@ def make_http_server(
     return Server((host, port), Handler)
 
 
+SOCKET_PING_S = 1.0  # slack_sdk drops a link after 4 s without a pong, or 5 failed pings: replaced within ~6 s
+SOCKET_WATCH_S = 0.5
+
+
 def socket_mode_handler(app: App, settings: Settings) -> Any:
-    """Bolt's Socket Mode adapter (slack_sdk's built-in WebSocket client) for ``app``."""
+    """Bolt's Socket Mode adapter (slack_sdk's built-in WebSocket client) for ``app``, pinging every
+    :data:`SOCKET_PING_S`, that acknowledges every envelope: one Bolt routes to no listener (an unknown
+    ``action_id``, an event Citebot does not subscribe to, a malformed payload) is logged once and acknowledged,
+    so Slack does not re-send it up to its limit."""
+    from slack_bolt import BoltResponse
     from slack_bolt.adapter.socket_mode import SocketModeHandler
+    from slack_bolt.adapter.socket_mode.internals import run_bolt_app, send_response
 
     if settings.slack_app_token is None:
         raise ValueError("SLACK_APP_TOKEN (xapp-...) is needed for Socket Mode")
-    return SocketModeHandler(app, settings.slack_app_token.get_secret_value())
+
+    class AckingHandler(SocketModeHandler):  # type: ignore[misc]
+        def handle(self, client: Any, req: Any) -> None:
+            start = time.time()
+            try:
+                resp = run_bolt_app(self.app, req)
+            except Exception as e:  # noqa: BLE001 - a payload Bolt cannot even parse
+                log.info("envelope_dropped", kind=str(getattr(req, "type", "")), error=type(e).__name__)
+                resp = BoltResponse(status=200, body="")
+            if resp.status != 200:
+                log.info("envelope_not_routed", kind=str(getattr(req, "type", "")), status=resp.status)
+                resp = BoltResponse(status=200, body="")
+            send_response(client, req, resp, start)
+
+    def ack_unparsable(client: Any, message: dict[str, Any], raw: str | None) -> None:
+        """An envelope whose payload slack_sdk cannot even make a request of (a list...): acknowledged here."""
+        from slack_sdk.socket_mode.response import SocketModeResponse
+
+        if message.get("envelope_id") and not isinstance(message.get("payload"), (dict, str)):
+            log.info("envelope_dropped", kind=str(message.get("type") or ""), error="payload")
+            client.send_socket_mode_response(SocketModeResponse(envelope_id=str(message["envelope_id"])))
+
+    handler = AckingHandler(app, settings.slack_app_token.get_secret_value(), ping_interval=SOCKET_PING_S)
+    handler.client.message_listeners.append(ack_unparsable)
+    return handler
+
+
+def watch_socket(handler: Any, health: Health, stop: threading.Event) -> None:
+    """Ready only while a WebSocket is connected; each link lost and each reconnect is logged."""
+    connected = False
+    while not stop.wait(SOCKET_WATCH_S):
+        now = bool(handler.client.is_connected())
+        if now and not connected:
+            health.set_ready()
+            log.info("slack_socket_connected", session=str(handler.client.session_id() or ""))
+        elif connected and not now:
+            health.set_not_ready()
+            log.warning("slack_socket_lost")
+        connected = now
 
 
 def cannot_reach(settings: Settings, error: BaseException) -> str:
@@ -321,7 +368,8 @@ def serve(
     try:
         log.info("warming_up")
         core.service.warm_up()
-        health.set_ready()
+        if not socket_mode:
+            health.set_ready()
         if socket_mode:
             handler = socket_mode_handler(bot.app, settings)
             try:
@@ -333,17 +381,26 @@ def serve(
                 print(cannot_reach(settings, e), file=sys.stderr)
                 return 2
             log.info("slack_socket_mode_started", workers=settings.slack_workers, health_port=health_port)
+            threading.Thread(target=watch_socket, args=(handler, health, stop), daemon=True).start()
             try:
                 stop.wait()
             except KeyboardInterrupt:
                 pass
             finally:
-                handler.close()
+                health.set_not_ready()
+                handler.close()  # intake stops: Slack sends the next envelopes to another connection
+                _drain(bot, settings)
             return 0
         assert server is not None
-        log.info("slack_http_started", host=host, port=server.server_address[1], workers=settings.slack_workers)
+        log.info("slack_http_started", host=host, port=server.server_address[1], workers=settings.slack_workers,
+                 upload_workers=settings.upload_workers)
         with contextlib.suppress(KeyboardInterrupt):
             stop.wait()
+        health.set_not_ready()
+        server.shutdown()  # intake stops (Slack re-sends to a ready replica); what was acknowledged is journaled
+        server.server_close()
+        server = None
+        _drain(bot, settings)
         return 0
     finally:
         for listener in (server, metrics_server):
@@ -351,3 +408,10 @@ def serve(
                 listener.shutdown()
                 listener.server_close()
         bot.close()
+
+
+def _drain(bot: Any, settings: Settings) -> None:
+    """The bounded stop: running work may finish within ``CITEBOT_DRAIN_S``; the rest goes back to the journal
+    for another replica, or this bot's next start."""
+    log.info("draining", budget_s=settings.drain_s)
+    bot.drain(settings.drain_s)

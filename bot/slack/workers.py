@@ -3,27 +3,27 @@
 * :class:`RecentKeys`: the in-memory first line of dedup (Slack re-sends an event it saw no ack for);
 * :class:`AckBackPressure`: a worker about to start waits while acks are in flight (capped), so a burst of
   deliveries is acknowledged before the answering takes the interpreter;
-* :class:`SlackWorkers`: the explicitly sized worker pool (answers, ingests, commands) and a small pool for
-  the "working on it" signals, each job run once per durable claim in the chat state.
+* :class:`SlackWorkers`: the work journal's lanes (:mod:`bot.journal`), explicitly sized: answers and commands
+  (``CITEBOT_SLACK_WORKERS``), uploads (``CITEBOT_UPLOAD_WORKERS``); and a small pool for the "working on it"
+  signals.
 """
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import structlog
 
 from bot.core import ChatCore, ClaimKey
-from connectors import metrics
-from connectors.log import error_fields
+from bot.journal import Kind, Lane, WorkJournal
 
 log = structlog.get_logger("citebot.slack")
 
+INGEST_KINDS = ("slack.ingest",)
 RECENT_EVENTS = 100_000  # event ids remembered in memory; Slack retries within minutes
 
 
@@ -81,91 +81,49 @@ class AckBackPressure:
 
 
 class SlackWorkers:
-    """The worker pools of one Slack bot, and the claims and log context each job runs under."""
+    """The Slack bot's work: the journal's lanes (answers and commands; uploads) and a small pool for the
+    "working on it" signals, with the ack gate the workers wait on."""
 
-    def __init__(self, core: ChatCore, *, workers: int) -> None:
+    def __init__(self, core: ChatCore, *, kinds: list[Kind]) -> None:
+        s = core.settings
         self.core = core
         self.recent = RecentKeys()
         self.gate = AckBackPressure()
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="citebot-slack")
+        ingest = tuple(k.name for k in kinds if k.name in INGEST_KINDS)
+        self.journal = WorkJournal(
+            core.state,
+            platform="slack",
+            kinds=kinds,
+            lanes=[
+                Lane("answers", tuple(k.name for k in kinds if k.name not in INGEST_KINDS), s.slack_workers),
+                Lane("uploads", ingest, s.upload_workers),
+            ],
+            lease_s=s.work_lease_s,
+            scan_s=s.work_scan_s,
+            before_start=self.gate.wait_quiet,
+        )
         # the 👀 that says "working on it" must not wait for a free worker behind a queue of answers
         self.ui = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citebot-slack-ui")
-        self._pending: set[Future[None]] = set()
-        self._pending_lock = threading.Lock()
+
+    def start(self) -> None:
+        self.journal.start()
+
+    def accept(self, key: ClaimKey | str, kind: str, payload: dict[str, Any]) -> bool:
+        """Journal the work (before the ack leaves); False for a re-delivery."""
+        return self.journal.accept(str(key), kind, payload)
+
+    def uploads_waiting(self) -> int:
+        return self.core.state.count_work(kinds=INGEST_KINDS, states=("pending",))
 
     def wait_idle(self, timeout_s: float = 60.0) -> bool:
-        """Block until no submitted work is running (for shutdown and benchmarks)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with self._pending_lock:
-                if not self._pending:
-                    return True
-            time.sleep(0.01)
-        return False
+        """Block until no journaled work is pending or running (for benchmarks and tests)."""
+        return self.journal.wait_idle(timeout_s)
+
+    def drain(self, budget_s: float) -> bool:
+        ok = self.journal.drain(budget_s)
+        self.ui.shutdown(wait=False, cancel_futures=True)
+        return ok
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=False)
-        self.ui.shutdown(wait=True)
-
-    def submit(
-        self,
-        job: Callable[[], object],
-        *,
-        event_id: str,
-        on_failure: Callable[[], object] | None,
-        claim: ClaimKey | None = None,
-        on_duplicate: Callable[[], object] | None = None,
-        budget_s: float | None = None,
-    ) -> None:
-        """Run ``job`` on the worker pool with this request's log context, once per ``event_id`` and
-        once per ``claim`` key (durable claims in the state log); failures go to :meth:`failed`.
-        The claims stay ``started`` while the job runs (``budget_s``, default an answer's) and are finished
-        however it ends; if the process dies first, Slack's retry takes them over once."""
-        ctx = contextvars.copy_context()
-        budget = budget_s if budget_s is not None else self.core.answer_budget_s
-        keys = [k for k in (ClaimKey.slack_event(event_id) if event_id else None, claim) if k is not None]
-
-        def guarded() -> None:
-            taken: list[ClaimKey] = []
-            try:
-                self.gate.wait_quiet()
-                for key in keys:
-                    if not self.core.claim(key, budget_s=budget):
-                        log.info("duplicate_skipped", durable=True)
-                        if on_duplicate is not None:
-                            on_duplicate()
-                        return
-                    taken.append(key)
-                job()
-            except Exception as e:  # noqa: BLE001 - a listener's failure must never stop the bot
-                self.failed(e, event_id=event_id, on_failure=on_failure)
-            finally:
-                for key in taken:
-                    self.finish(key)
-
-        metrics.queue_changed("slack", +1)
-        future = self.pool.submit(ctx.run, guarded)
-        with self._pending_lock:
-            self._pending.add(future)
-        future.add_done_callback(self._done)
-
-    def finish(self, key: ClaimKey) -> None:
-        try:
-            self.core.finish(key)
-        except Exception as e:  # noqa: BLE001 - the claim then expires with its budget
-            log.warning("claim_finish_failed", error=type(e).__name__)
-
-    def _done(self, future: Future[None]) -> None:
-        metrics.queue_changed("slack", -1)
-        with self._pending_lock:
-            self._pending.discard(future)
-
-    def failed(self, error: BaseException, *, event_id: str, on_failure: Callable[[], object] | None) -> None:
-        # Where it failed, not what it held: no exception message or locals (they can carry text or tokens).
-        log.error("slack_work_failed", event_id=event_id, **error_fields(error))
-        if on_failure is None:
-            return
-        try:
-            on_failure()
-        except Exception as e:  # noqa: BLE001 - best effort: the apology itself may fail
-            log.warning("apology_failed", event_id=event_id, error=type(e).__name__)
+        self.journal.close()
+        self.ui.shutdown(wait=False, cancel_futures=True)

@@ -71,6 +71,10 @@ class FakeSlack:
         self.rate_limit_once: set[str] = set()
         self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
         self.socket_url = ""  # what apps.connections.open hands out (see FakeSocketMode)
+        self.messages: dict[str, list[dict[str, Any]]] = {}  # channel -> the bot's posts, oldest first
+        # method -> until when its replies are held back (the call is done, its answer not yet on its way back),
+        # e.g. to kill a bot between a post and its reply
+        self.hold_replies: dict[str, threading.Event] = {}
         self._cond = threading.Condition()
         self._ts = itertools.count(1)
         self._server = _Server(("127.0.0.1", 0), self._handler())
@@ -179,7 +183,16 @@ class FakeSlack:
             }
         if method == "chat.postMessage":
             ts = f"{int(time.time())}.{next(self._ts):06d}"
+            message: dict[str, Any] = {"type": "message", "text": p.get("text"), "ts": ts, "bot_id": self.bot_id}
+            if p.get("thread_ts"):
+                message["thread_ts"] = str(p["thread_ts"])
+            if p.get("metadata"):
+                message["metadata"] = p["metadata"]
+            with self._cond:
+                self.messages.setdefault(str(p.get("channel")), []).append(message)
             return {"ok": True, "channel": p.get("channel"), "ts": ts, "message": {"text": p.get("text"), "ts": ts}}
+        if method in ("conversations.replies", "conversations.history"):
+            return {"ok": True, "messages": self._history(p), "has_more": False}
         if method == "chat.update":
             return {"ok": True, "channel": p.get("channel"), "ts": p.get("ts"), "text": p.get("text")}
         if method == "views.open":
@@ -206,6 +219,19 @@ class FakeSlack:
             return {"ok": True, "file": self.file_object(file_id)}
         return {"ok": True}
 
+    def _history(self, p: dict[str, Any]) -> list[dict[str, Any]]:
+        """The bot's posts of a channel (``conversations.history``, newest first) or of one thread
+        (``conversations.replies`` with ``ts``, oldest first); ``metadata`` only with ``include_all_metadata``."""
+        with self._cond:
+            posted = list(self.messages.get(str(p.get("channel")), []))
+        if p.get("ts"):
+            posted = [m for m in posted if m.get("thread_ts") == str(p["ts"]) or m["ts"] == str(p["ts"])]
+        else:
+            posted.reverse()
+        if str(p.get("include_all_metadata")).lower() not in ("1", "true"):
+            posted = [{k: v for k, v in m.items() if k != "metadata"} for m in posted]
+        return posted[: int(p.get("limit") or 100)]
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -231,7 +257,7 @@ class FakeSlack:
                     params.update(json.loads(raw))
                 elif raw:
                     params.update({k: v[0] for k, v in urllib.parse.parse_qs(raw.decode()).items()})
-                for key in ("blocks", "view", "prompts", "loading_messages"):
+                for key in ("blocks", "view", "prompts", "loading_messages", "metadata"):
                     if isinstance(params.get(key), str):
                         params[key] = json.loads(params[key])
                 return params
@@ -264,6 +290,9 @@ class FakeSlack:
                 authorized = self._authorized()
                 reply = fake._reply(method, params) if authorized else {"ok": False, "error": "invalid_auth"}
                 fake._record(method, params, authorized, reply)
+                held = fake.hold_replies.get(method)
+                if held is not None:
+                    held.wait(120)
                 self._send(200, json.dumps(reply).encode())
 
             def do_POST(self) -> None:  # noqa: N802
@@ -432,6 +461,9 @@ class FakeSocketMode:
         self._cond = threading.Condition()
         self._loop = asyncio.new_event_loop()
         self._sockets: list[Any] = []
+        self._transports: list[Any] = []
+        self.connections = 0  # WebSocket connections opened so far
+        self.refuse = False  # True: new connections are turned away
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.port = 0
@@ -441,12 +473,16 @@ class FakeSocketMode:
 
         from aiohttp import WSMsgType, web
 
-        async def ws_handler(request: web.Request) -> web.WebSocketResponse:
+        async def ws_handler(request: web.Request) -> web.StreamResponse:
+            if self.refuse:  # Slack unreachable: no new links
+                return web.Response(status=503)
             ws = web.WebSocketResponse(autoping=True)
             await ws.prepare(request)
             await ws.send_str(json.dumps({"type": "hello", "num_connections": 1, "debug_info": {}}))
             with self._cond:
                 self._sockets.append(ws)
+                self._transports.append(request.transport)
+                self.connections += 1
                 self._cond.notify_all()
             async for msg in ws:
                 if msg.type == WSMsgType.TEXT:
@@ -486,13 +522,14 @@ class FakeSocketMode:
             if not self._cond.wait_for(lambda: bool(self._sockets), timeout):
                 raise TimeoutError("the app never opened the Socket Mode connection")
 
-    def deliver(self, body: dict[str, Any], *, envelope_id: str) -> None:
-        """Send an Events API body as Slack's Socket Mode does."""
+    def deliver(self, body: Any, *, envelope_id: str, kind: str = "events_api") -> None:
+        """Send a body as Slack's Socket Mode does (``kind``: ``events_api``, ``interactive``, ``slash_commands``);
+        ``body`` may be anything, as a malformed envelope's payload may."""
         import asyncio
 
         envelope = {
             "envelope_id": envelope_id,
-            "type": "events_api",
+            "type": kind,
             "accepts_response_payload": False,
             "retry_attempt": 0,
             "retry_reason": "",
@@ -500,6 +537,20 @@ class FakeSocketMode:
         }
         ws = self._sockets[-1]
         asyncio.run_coroutine_threadsafe(ws.send_str(json.dumps(envelope)), self._loop).result(10)
+
+    def drop(self, how: str) -> None:
+        """Lose the newest link: ``close`` (a close frame) or ``reset`` (the TCP connection cut, no handshake)."""
+        import asyncio
+
+        ws, transport = self._sockets[-1], self._transports[-1]
+
+        async def cut() -> None:
+            if how == "close":
+                await ws.close()
+            else:
+                transport.abort()
+
+        asyncio.run_coroutine_threadsafe(cut(), self._loop).result(10)
 
     def wait_ack(self, envelope_id: str, timeout: float = 30.0) -> dict[str, Any]:
         with self._cond:

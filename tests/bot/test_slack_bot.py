@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -825,3 +826,76 @@ def test_socket_mode_gets_events_over_the_websocket_acks_and_answers(slack: Harn
         socket.stop()
         slack.fake.socket_url = ""
     assert slack.fake.calls_to("apps.connections.open")[-1].authorized  # opened with the app-level token
+
+
+def test_socket_mode_is_ready_only_while_connected_reconnects_within_ten_seconds_and_acks_every_envelope(
+    slack: Harness,
+) -> None:
+    from pydantic import SecretStr
+
+    from bot.health import Health
+    from bot.slack.server import watch_socket
+
+    socket = FakeSocketMode().start()
+    slack.fake.socket_url = socket.url
+    settings = slack.bot.settings.model_copy(
+        update={"slack_app_token": SecretStr(APP_TOKEN), "slack_signing_secret": None}
+    )
+    bot = build_bot(settings, slack.core)
+    handler = socket_mode_handler(bot.app, settings)
+    health, stop = Health("slack"), threading.Event()
+    threading.Thread(target=watch_socket, args=(handler, health, stop), daemon=True).start()
+
+    def wait_ready(ready: bool, within: float) -> float:
+        t0 = time.monotonic()
+        while health.ready != ready:
+            assert time.monotonic() - t0 < within, f"/readyz did not turn {'200' if ready else '503'} in {within} s"
+            time.sleep(0.05)
+        return time.monotonic() - t0
+
+    try:
+        assert not health.ready  # no socket yet: not ready
+        handler.connect()
+        socket.wait_connected()
+        wait_ready(True, 5)
+        malformed: list[tuple[str, Any]] = [
+            ("events_api", {"type": "event_callback", "event_id": "Ev0NOEVENT", "team_id": TEAM}),
+            ("events_api", event_callback({"type": "channel_created", "channel": {"id": "C0NEW"}})),
+            ("interactive", feedback_click(user=MEMBER, channel=C_LEAVE, message_ts="1.0", thread_ts="1.0",
+                                           value="up", action_id="no_such_action", trigger_id="t-1")),
+            ("events_api", "a string"),
+            ("events_api", [1, 2]),
+            ("events_api", {"type": "event_callback", "event_id": "Ev0STREVENT", "event": "app_mention"}),
+            ("events_api", event_callback({"type": "app_mention", "user": 123, "channel": C_LEAVE, "ts": "9.1",
+                                           "text": "hi"})),
+        ]
+        for n, (kind, body) in enumerate(malformed):
+            socket.deliver(body, envelope_id=f"bad-{n}", kind=kind)
+            assert socket.wait_ack(f"bad-{n}", timeout=10)  # acknowledged: Slack does not re-send it
+        q = "How many weeks of parental leave do employees get?"
+        for n, how in enumerate(("close", "reset", "close")):
+            before = socket.connections
+            refused = n == 2  # the third time Slack cannot be reached for a while: not ready meanwhile
+            socket.refuse = refused
+            t0 = time.monotonic()
+            socket.drop(how)
+            if refused:
+                wait_ready(False, 10)
+                time.sleep(1)
+                assert not health.ready
+                socket.refuse = False
+                t0 = time.monotonic()
+            slack.fake.wait_until(lambda b=before: socket.connections > b, timeout=10)  # noqa: B023
+            wait_ready(True, 10)
+            assert time.monotonic() - t0 < 10  # a new link, and ready, within 10 s
+            ts = f"250.00000{n}"
+            socket.deliver(event_callback(mention(C_LEAVE, MEMBER, q, ts)), envelope_id=f"env-{n}")
+            socket.wait_ack(f"env-{n}")
+            posted = slack.fake.wait_for("chat.postMessage", channel=C_LEAVE, thread_ts=ts)[0].params
+            assert "eighteen weeks" in posted["text"]
+    finally:
+        stop.set()
+        handler.close()
+        bot.close()
+        socket.stop()
+        slack.fake.socket_url = ""

@@ -270,6 +270,71 @@ def test_a_claim_past_its_budget_is_taken_over_once_by_one_replica(make_state: F
     assert not c.claim_event(key, budget_s=60)
 
 
+# --- the work journal -----------------------------------------------------------------------------
+
+KINDS = ("slack.answer", "slack.ingest")
+
+
+def test_journaled_work_is_taken_by_one_worker_among_racing_replicas(make_state: Factory) -> None:
+    a, b = make_state(host="replica-a"), make_state(host="replica-b")
+    assert a.add_work("slack:answer:T1:C1:1.0", kind="slack.answer", payload='{"q": 1}')
+    assert not b.add_work("slack:answer:T1:C1:1.0", kind="slack.answer", payload='{"q": 2}')  # a re-delivery
+    assert a.add_work("slack:file:T1:C1:F1", kind="slack.ingest", payload="{}")
+    barrier = threading.Barrier(8)
+    taken: list[str] = []
+
+    def take(replica: ChatState, owner: str) -> None:
+        barrier.wait(10)
+        taken.extend(f"{owner}={i.key}" for i in replica.take_work(owner=owner, lease_s=60, kinds=KINDS, limit=5))
+
+    threads = [threading.Thread(target=take, args=(r, f"w{n}")) for n, r in enumerate([a, b] * 4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(t.split("=", 1)[1] for t in taken) == ["slack:answer:T1:C1:1.0", "slack:file:T1:C1:F1"]
+    [item] = [i for i in a.work_items() if i.kind == "slack.answer"]
+    assert (item.state, item.attempts, json.loads(item.payload)) == ("running", 1, {"q": 1})  # the first payload
+    assert a.take_work(owner="late", lease_s=60, kinds=KINDS) == []  # nothing left to take
+    assert a.count_work(kinds=KINDS, states=("running",)) == 2
+
+
+def test_work_whose_lease_ran_out_is_taken_over_once_and_its_old_owner_cannot_end_it(make_state: Factory) -> None:
+    now = [3_000_000.0]
+    a = make_state(clock=lambda: now[0], host="replica-a")
+    b = make_state(clock=lambda: now[0], host="replica-b")
+    a.add_work("k1", kind="slack.answer", payload="{}")
+    [first] = a.take_work(owner="a", lease_s=30, kinds=KINDS)
+    a.note_work("k1", answer_ts="111.1")
+    now[0] += 20
+    assert a.renew_work(["k1"], owner="a", lease_s=30) == ["k1"]  # a live owner keeps it
+    now[0] += 20
+    assert b.take_work(owner="b", lease_s=30, kinds=KINDS) == []  # renewed: not expired yet
+    now[0] += 31  # owner a was killed: its lease runs out
+    [again] = b.take_work(owner="b", lease_s=30, kinds=KINDS)
+    assert (again.key, again.attempts, again.notes) == ("k1", 2, {"answer_ts": "111.1"})  # what a did is known
+    assert a.take_work(owner="a2", lease_s=30, kinds=KINDS) == []  # only once
+    assert a.renew_work(["k1"], owner="a", lease_s=30) == [] and not a.end_work("k1", owner="a")
+    assert b.end_work("k1", owner="b")
+    now[0] += 3600
+    assert b.take_work(owner="c", lease_s=30, kinds=KINDS) == []  # done is never redone
+    assert [i.state for i in b.work_items()] == ["done"]
+
+
+def test_released_work_is_pending_at_once_and_failed_work_is_never_retaken(make_state: Factory) -> None:
+    a, b = make_state(host="a"), make_state(host="b")
+    a.add_work("k1", kind="slack.answer", payload="{}")
+    a.add_work("k2", kind="slack.ingest", payload="{}")
+    [one] = a.take_work(owner="a", lease_s=3600, kinds=("slack.answer",))
+    assert b.take_work(owner="b", lease_s=60, kinds=("slack.answer",)) == []
+    a.release_work("k1", owner="a")  # a bot draining on SIGTERM
+    [back] = b.take_work(owner="b", lease_s=60, kinds=("slack.answer",), key="k1")
+    assert back.attempts == 1  # a clean hand-back is not a failed attempt
+    assert b.end_work("k1", owner="b", failed=True)
+    assert b.take_work(owner="c", lease_s=60, kinds=KINDS, limit=5)[0].key == "k2"
+    assert a.count_work(kinds=KINDS, states=("failed",)) == 1
+
+
 def test_a_claim_without_budget_or_finished_is_never_redone(make_state: Factory) -> None:
     now = [2_000_000.0]
     a, b = make_state(clock=lambda: now[0], host="a"), make_state(clock=lambda: now[0], host="b")

@@ -2,7 +2,9 @@
 
 Before the fix the durable claim was final the moment it was taken: after kill -9 (or the OOM killer) mid-
 upload, Slack's retry of the event was dropped as a duplicate and the "Indexing…" message was never updated.
-Here a real bot process is killed with SIGKILL while it holds the claim, and the retry goes to a new one.
+Here a real bot process is killed with SIGKILL while it holds the claim, and the retry goes to a new one. Since
+the work journal (issue 30) the retry is not even needed: the new bot takes the work over once the killed one's
+lease runs out, and the retries find it journaled and do nothing.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ def _settings(data_dir: Path, fake: FakeSlack) -> dict[str, Any]:
         "slack_signing_secret": SIGNING_SECRET,
         "slack_api_url": fake.url,
         "ocr_enabled": False,
+        "work_lease_s": 3.0,  # the killed process's lease runs out quickly
+        "work_scan_s": 0.5,
     }
 
 

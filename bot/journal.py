@@ -1,0 +1,279 @@
+"""Accept, journal, do: how both chat adapters run the work they acknowledged, so a kill loses none of it.
+
+An adapter's listener parses an event and calls :meth:`WorkJournal.accept` before it acknowledges: the work
+item (its key, kind and JSON payload, see :class:`connectors.state_api.WorkItem`) is in the chat state before
+the platform hears "got it", and a re-delivery of the same key is a no-op. Worker threads, explicitly sized per
+lane (answers and commands; uploads, which hold a worker for minutes), take items from the journal, not from
+memory: the one just accepted (woken at once), and every few seconds (``CITEBOT_WORK_SCAN_S``) anything
+pending or whose lease ran out — work a killed process or another replica left behind, at start-up too.
+
+While an item runs its lease (``CITEBOT_WORK_LEASE_S``) is renewed by one thread for all of them; if the
+process dies the lease runs out and any replica takes the item over. A handler keeps what it already did in
+the item's note (the ts of a message it posted), so a take-over carries on instead of doing it again. After
+:data:`MAX_ATTEMPTS` takes, or when a handler fails, the kind's ``give_up`` tells the user (an apology in the
+thread, a failed status), never silence. :meth:`drain` is the bounded stop of SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from connectors import metrics
+from connectors.log import error_fields
+from connectors.state_api import ChatState, WorkItem
+
+log = structlog.get_logger("citebot.journal")
+
+MAX_ATTEMPTS = 3  # takes of one item (the first and two take-overs); the next take tells the user it failed
+
+
+class RetryLater(Exception):  # noqa: N818 - a signal to the journal, not an error to report
+    """Raised by a handler when the work may succeed later (the platform's API unreachable): the item is retried
+    after ``delay_s`` (by any replica) instead of failing at once; it still counts as an attempt."""
+
+    def __init__(self, delay_s: float = 5.0) -> None:
+        super().__init__(f"retry in {delay_s} s")
+        self.delay_s = delay_s
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What one kind of work item does: ``run(item, payload)``, and ``give_up(item, payload)`` to tell the user
+    it could not be done (None: nobody waits for it, e.g. a vote)."""
+
+    name: str
+    run: Callable[[WorkItem, dict[str, Any]], object]
+    give_up: Callable[[WorkItem, dict[str, Any]], object] | None = None
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Worker threads that take items of some kinds; each lane is sized on its own."""
+
+    name: str
+    kinds: tuple[str, ...]
+    workers: int
+
+
+class WorkJournal:
+    """The journal's worker lanes in one process. ``start()`` them once; ``accept()`` from listeners."""
+
+    def __init__(
+        self,
+        state: ChatState,
+        *,
+        platform: str,
+        kinds: list[Kind],
+        lanes: list[Lane],
+        lease_s: float,
+        scan_s: float,
+        before_start: Callable[[], None] | None = None,
+        max_attempts: int = MAX_ATTEMPTS,
+    ) -> None:
+        if lease_s <= 0 or scan_s <= 0 or max_attempts < 1:
+            raise ValueError("lease_s and scan_s must be positive, max_attempts at least 1")
+        for lane in lanes:
+            if lane.workers < 1:
+                raise ValueError(f"lane {lane.name} needs at least one worker")
+        self.state = state
+        self.platform = platform
+        self.kinds = {k.name: k for k in kinds}
+        self.lanes = lanes
+        self.lease_s, self.scan_s, self.max_attempts = lease_s, scan_s, max_attempts
+        self.owner = uuid.uuid4().hex  # this process's leases: a restart is a new owner, whatever its pid
+        self._before_start = before_start
+        self._lane_of = {kind: lane.name for lane in lanes for kind in lane.kinds}
+        self._wake = {lane.name: threading.Condition() for lane in lanes}
+        self._woken = {lane.name: 0 for lane in lanes}
+        self._running: dict[str, WorkItem] = {}
+        self._running_lock = threading.Condition()
+        self._stopping = threading.Event()
+        self._closed = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # --- intake ----------------------------------------------------------------------------------
+    def accept(self, key: str, kind: str, payload: dict[str, Any]) -> bool:
+        """Journal one acknowledged piece of work (before the ack goes out) and wake a worker; False when ``key``
+        was journaled before (a re-delivery: nothing to do)."""
+        if kind not in self.kinds or kind not in self._lane_of:
+            raise ValueError(f"no handler or lane for work of kind {kind!r}")
+        added = self.state.add_work(key, kind=kind, payload=json.dumps(payload))
+        if not added:
+            log.info("duplicate_skipped", durable=True, kind=kind)
+            return False
+        lane = self._lane_of[kind]
+        with self._wake[lane]:
+            self._woken[lane] += 1
+            self._wake[lane].notify()
+        return True
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> WorkJournal:
+        """Start the workers (they take over left-behind work at once) and the lease renewer."""
+        if self._threads:
+            return self
+        for lane in self.lanes:
+            for n in range(lane.workers):
+                self._spawn(self._work_loop, lane, name=f"citebot-{self.platform}-{lane.name}-{n}")
+        self._spawn(self._renew_loop, name=f"citebot-{self.platform}-leases")
+        return self
+
+    def _spawn(self, target: Callable[..., None], *args: Any, name: str) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def running(self) -> list[str]:
+        with self._running_lock:
+            return list(self._running)
+
+    def wait_idle(self, timeout_s: float = 60.0) -> bool:
+        """Block until nothing of this journal's kinds is pending or running anywhere (tests, benchmarks)."""
+        deadline = time.monotonic() + timeout_s
+        kinds = tuple(self.kinds)
+        while time.monotonic() < deadline:
+            if not self.running() and self.state.count_work(kinds=kinds, states=("pending", "running")) == 0:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def drain(self, budget_s: float) -> bool:
+        """The bounded stop (SIGTERM): take nothing new, let what runs finish within ``budget_s``, then hand
+        what is left back to the journal, pending at once for another replica (or this bot's next start).
+        True when everything finished in time."""
+        self._stopping.set()
+        for lane in self.lanes:
+            with self._wake[lane.name]:
+                self._wake[lane.name].notify_all()
+        deadline = time.monotonic() + max(budget_s, 0.0)
+        with self._running_lock:
+            while self._running and time.monotonic() < deadline:
+                self._running_lock.wait(min(0.2, max(deadline - time.monotonic(), 0.01)))
+            left = list(self._running)
+        for key in left:
+            try:
+                self.state.release_work(key, owner=self.owner)
+            except Exception as e:  # noqa: BLE001 - then its lease runs out and it is taken over anyway
+                log.warning("work_release_failed", error=type(e).__name__)
+        log.info("drained", platform=self.platform, handed_back=len(left), budget_s=budget_s)
+        self._closed.set()
+        return not left
+
+    def close(self) -> None:
+        """Stop at once (tests): running items keep their leases, which then run out."""
+        self._stopping.set()
+        self._closed.set()
+        for lane in self.lanes:
+            with self._wake[lane.name]:
+                self._wake[lane.name].notify_all()
+
+    # --- workers ---------------------------------------------------------------------------------
+    def _work_loop(self, lane: Lane) -> None:
+        while not self._stopping.is_set():
+            try:
+                items = self.state.take_work(owner=self.owner, lease_s=self.lease_s, kinds=lane.kinds)
+            except Exception as e:  # noqa: BLE001 - the state store is down: try again on the next scan
+                log.warning("work_take_failed", lane=lane.name, error=type(e).__name__)
+                items = []
+            if not items:
+                self._sleep(lane)
+                continue
+            for item in items:
+                with self._running_lock:
+                    ours = item.key in self._running
+                if ours:  # its lease ran out while this process still works on it (a starved renewer): the
+                    continue  # take renewed it for us; the run under way finishes it
+                if self._stopping.is_set():  # taken just as the drain began: give it straight back
+                    self.state.release_work(item.key, owner=self.owner)
+                    continue
+                self._run(item)
+
+    def _sleep(self, lane: Lane) -> None:
+        """Until an item of this lane is accepted here, or the next scan."""
+        cond = self._wake[lane.name]
+        with cond:
+            if self._woken[lane.name] == 0 and not self._stopping.is_set():
+                cond.wait(self.scan_s)
+            self._woken[lane.name] = max(self._woken[lane.name] - 1, 0)
+
+    def _run(self, item: WorkItem) -> None:
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(platform=self.platform, work_kind=item.kind, attempt=item.attempts)
+        with self._running_lock:
+            self._running[item.key] = item
+        metrics.queue_changed(self.platform, +1)
+        failed, retry_in = False, 0.0
+        try:
+            payload = json.loads(item.payload)
+            kind = self.kinds[item.kind]  # lanes take only the kinds given: a KeyError is an unreadable item
+            if item.attempts > 1:
+                log.info("work_taken_over", attempt=item.attempts)
+            if item.attempts > self.max_attempts:  # every earlier take died with its process: say so
+                failed = True
+                self._give_up(kind, item, payload)
+                return
+            if self._before_start is not None:
+                self._before_start()
+            try:
+                kind.run(item, payload)
+            except RetryLater as e:
+                if item.attempts >= self.max_attempts:
+                    failed = True
+                    self._give_up(kind, item, payload)
+                else:
+                    retry_in = e.delay_s
+                    log.info("work_retry_later", delay_s=e.delay_s)
+            except Exception as e:  # noqa: BLE001 - a handler's failure must never stop the bot
+                log.error(f"{self.platform}_work_failed", **error_fields(e))
+                failed = True
+                self._give_up(kind, item, payload)
+        except Exception as e:  # noqa: BLE001 - an unreadable item: failed, never retried for ever
+            log.error("work_unreadable", **error_fields(e))
+            failed = True
+        finally:
+            with self._running_lock:
+                self._running.pop(item.key, None)
+                self._running_lock.notify_all()
+            metrics.queue_changed(self.platform, -1)
+            self._end(item, failed=failed, retry_in=retry_in)
+
+    def _give_up(self, kind: Kind, item: WorkItem, payload: dict[str, Any]) -> None:
+        log.warning("work_given_up", attempts=item.attempts)
+        if kind.give_up is None:
+            return
+        try:
+            kind.give_up(item, payload)
+        except Exception as e:  # noqa: BLE001 - best effort: the apology itself may fail
+            log.warning("apology_failed", error=type(e).__name__)
+
+    def _end(self, item: WorkItem, *, failed: bool, retry_in: float) -> None:
+        try:
+            if retry_in > 0:  # leave it running under a short lease: any replica takes it again after that
+                self.state.renew_work([item.key], owner=self.owner, lease_s=retry_in)
+            elif not self.state.end_work(item.key, owner=self.owner, failed=failed):
+                log.warning("work_lost_lease")  # someone took it over meanwhile: their run decides
+        except Exception as e:  # noqa: BLE001 - the lease then runs out and the item is done again
+            log.warning("work_end_failed", error=type(e).__name__)
+
+    # --- leases ----------------------------------------------------------------------------------
+    def _renew_loop(self) -> None:
+        every = max(self.lease_s / 3, 0.05)
+        while not self._closed.wait(every):
+            keys = self.running()
+            if not keys:
+                continue
+            try:
+                kept = self.state.renew_work(keys, owner=self.owner, lease_s=self.lease_s)
+            except Exception as e:  # noqa: BLE001 - try again shortly; a lease has room for two misses
+                log.warning("work_renew_failed", error=type(e).__name__)
+                continue
+            if len(kept) < len(keys):
+                log.warning("work_lease_lost", n=len(keys) - len(kept))

@@ -1,0 +1,138 @@
+"""The work journal's promises, on the embedded chat state: once per key, taken over after a lease runs out,
+the user told after the last attempt or a failure, retried when asked to, and a bounded drain that hands back
+what did not finish."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.journal import Kind, Lane, RetryLater, WorkJournal
+from connectors.state_api import WorkItem
+from connectors.state_log import StateLog
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, int, dict[str, Any]]] = []
+        self.given_up: list[str] = []
+        self.block = threading.Event()
+        self.block.set()
+        self.fail_with: Exception | None = None
+        self.started = threading.Event()
+
+    def run(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        self.runs.append((item.key, item.attempts, payload))
+        self.started.set()
+        self.block.wait(30)
+        if self.fail_with is not None:
+            error, self.fail_with = self.fail_with, None
+            raise error
+
+    def give_up(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        self.given_up.append(item.key)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Iterator[StateLog]:
+    log = StateLog(tmp_path / "state.sqlite3")
+    yield log
+    log.close()
+
+
+def journal(state: StateLog, rec: Recorder, *, lease_s: float = 5.0) -> WorkJournal:
+    return WorkJournal(state, platform="slack", kinds=[Kind("slack.answer", rec.run, rec.give_up)],
+                       lanes=[Lane("answers", ("slack.answer",), 2)], lease_s=lease_s, scan_s=0.1).start()
+
+
+def states(state: StateLog) -> dict[str, str]:
+    return {i.key: i.state for i in state.work_items()}
+
+
+def test_accepted_work_runs_once_and_a_redelivery_is_a_no_op(state: StateLog) -> None:
+    rec = Recorder()
+    j = journal(state, rec)
+    try:
+        assert j.accept("k1", "slack.answer", {"q": "leave?"})
+        assert not j.accept("k1", "slack.answer", {"q": "leave?"})
+        assert j.wait_idle(10)
+        time.sleep(0.3)
+        assert not j.accept("k1", "slack.answer", {"q": "leave?"})  # after it is done, too
+        assert j.wait_idle(10)
+    finally:
+        j.close()
+    assert rec.runs == [("k1", 1, {"q": "leave?"})]
+    assert states(state) == {"k1": "done"}
+
+
+def test_work_left_by_a_killed_owner_is_taken_over_when_its_lease_runs_out(state: StateLog) -> None:
+    state.add_work("k1", kind="slack.answer", payload='{"q": 1}')
+    [dead] = state.take_work(owner="killed-process", lease_s=0.5, kinds=("slack.answer",))
+    rec = Recorder()
+    j = journal(state, rec)  # a restarted bot: nothing is re-sent
+    try:
+        t0 = time.monotonic()
+        assert j.wait_idle(10)
+        assert time.monotonic() - t0 >= 0.3  # not before the lease ran out
+    finally:
+        j.close()
+    assert rec.runs == [("k1", 2, {"q": 1})]
+    assert states(state) == {"k1": "done"}
+
+
+def test_after_the_last_attempt_the_user_is_told_instead_of_a_fourth_try(state: StateLog) -> None:
+    state.add_work("k1", kind="slack.answer", payload="{}")
+    for _ in range(3):  # three takes, each by a process that then died
+        state.take_work(owner="dead", lease_s=0.0, kinds=("slack.answer",))
+        time.sleep(0.01)
+    rec = Recorder()
+    j = journal(state, rec)
+    try:
+        assert j.wait_idle(10)
+    finally:
+        j.close()
+    assert rec.runs == [] and rec.given_up == ["k1"]
+    assert states(state) == {"k1": "failed"}
+
+
+def test_a_failing_handler_tells_the_user_once_and_retry_later_tries_again(state: StateLog) -> None:
+    rec = Recorder()
+    j = journal(state, rec)
+    try:
+        rec.fail_with = ValueError("boom")
+        j.accept("k1", "slack.answer", {})
+        assert j.wait_idle(10)
+        assert rec.given_up == ["k1"] and states(state)["k1"] == "failed"
+        rec.fail_with = RetryLater(0.3)  # Slack unreachable for a moment
+        j.accept("k2", "slack.answer", {})
+        assert j.wait_idle(10)
+    finally:
+        j.close()
+    assert [(k, a) for k, a, _ in rec.runs] == [("k1", 1), ("k2", 1), ("k2", 2)]
+    assert rec.given_up == ["k1"] and states(state) == {"k1": "failed", "k2": "done"}
+
+
+def test_a_drain_lets_work_finish_within_its_budget_and_hands_back_the_rest(state: StateLog) -> None:
+    rec = Recorder()
+    rec.block.clear()  # the work outlasts the drain budget
+    j = journal(state, rec, lease_s=60)
+    j.accept("k1", "slack.answer", {})
+    assert rec.started.wait(10)
+    t0 = time.monotonic()
+    assert not j.drain(0.5)
+    assert 0.4 < time.monotonic() - t0 < 5
+    [item] = state.work_items()
+    assert (item.state, item.attempts) == ("pending", 0)  # at once for another replica, not after 60 s
+    rec.block.set()
+    other = Recorder()
+    j2 = journal(state, other)
+    try:
+        assert j2.wait_idle(10)
+    finally:
+        j2.close()
+    assert [(k, a) for k, a, _ in other.runs] == [("k1", 1)]

@@ -1,0 +1,239 @@
+"""Nothing acknowledged is lost: the real ``citebot serve slack --http``, killed with SIGKILL mid-work.
+
+Each test runs the command line itself as a process group on one data directory, against the local Slack
+stand-in (:class:`eval.fakes.slack_api.FakeSlack`), and kills the group as the OOM killer or a node failure
+would. The restarted bot (or the other replica) is sent nothing again: what was acknowledged is in the work
+journal, and its lease running out is all it takes.
+
+* a burst of mentions and an upload, killed with answers half posted and the upload mid-download: after the
+  restart every mention is answered exactly once and the upload is indexed in its own status message;
+* two replicas, one killed mid-burst: the live one takes its work over;
+* an answer posted just before the kill, then Slack's retry of the event: no second answer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, event_callback, mention, post_signed
+from tests.bot.test_slack_bot import make_pdf
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+CHANNEL, ASKER, UPLOADER = "C0DURABLE", "U0ASKER", "U0UPLOADER"
+POLICY = [["4 Leave", "Employees may take eighteen weeks of paid parental leave after the birth of a child."]]
+QUESTION, EXPECTED = "How many weeks of parental leave do employees get?", "eighteen weeks"
+LEASE_S = 4.0
+AFTER_RESTART_S = 30.0  # the issue's promise: all of it within 30 s of the restart
+
+
+class _DownloadsHeld(dict):  # type: ignore[type-arg]
+    """FakeSlack's hosted files; downloads of the files in ``held`` wait (the bot is mid-ingest) until
+    ``release``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: set[str] = set()
+        self.release = threading.Event()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key in self.held:
+            self.release.wait(120)
+        return super().get(key, default)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeSlack]:
+    with FakeSlack() as f:
+        f.files = _DownloadsHeld()
+        yield f
+        f.files.release.set()
+        for held in f.hold_replies.values():
+            held.set()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Bot:
+    """``citebot serve slack --http`` in its own process group."""
+
+    def __init__(self, fake: FakeSlack, data_dir: Path, log: Path, **settings: str) -> None:
+        self.port = _free_port()
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("CITEBOT_", "SLACK_"))},
+            "CITEBOT_MODELS_DIR": os.environ.get("CITEBOT_MODELS_DIR", str(data_dir / "models")),  # one export
+            "PYTHONPATH": str(REPO), "HAYSTACK_TELEMETRY_ENABLED": "False",
+            "CITEBOT_DATA_DIR": str(data_dir), "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "CITEBOT_SLACK_API_URL": fake.url, "CITEBOT_OCR_ENABLED": "false", "CITEBOT_LOG_FORMAT": "json",
+            "CITEBOT_WORK_LEASE_S": str(LEASE_S), "CITEBOT_WORK_SCAN_S": "0.5", "CITEBOT_SLACK_WORKERS": "1",
+            **settings,
+        }
+        self.log = log
+        with log.open("a") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "bot.cli.main", "serve", "slack", "--http", "--port", str(self.port)],
+                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=data_dir.parent, start_new_session=True,
+            )
+        self.url = f"http://127.0.0.1:{self.port}/slack/events"
+
+    def wait_ready(self, timeout: float = 240.0) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, f"the bot exited: {self.log.read_text()[-3000:]}"
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=10) as resp:  # noqa: S310
+                    if resp.status == 200:
+                        return time.monotonic()
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"not ready in {timeout} s: {self.log.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group (the OOM killer, a node failure, an eviction past its grace)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+
+def _answers(fake: FakeSlack) -> Counter[str]:
+    """How many answers (posts noted as an item's answer) each thread got."""
+    with fake._cond:
+        posted = list(fake.messages.get(CHANNEL, []))
+    return Counter(
+        m["thread_ts"] for m in posted
+        if (m.get("metadata") or {}).get("event_payload", {}).get("slot") == "answer_ts"
+    )
+
+
+def _answer_texts(fake: FakeSlack) -> list[str]:
+    return [c.params["text"] for c in fake.calls_to("chat.postMessage", channel=CHANNEL) if c.params.get("blocks")]
+
+
+def _index_handbook(fake: FakeSlack, bot: Bot) -> None:
+    fake.add_file("F0HANDBOOK", "handbook.pdf", make_pdf(POLICY))
+    shared = {"type": "file_shared", "file_id": "F0HANDBOOK", "user_id": UPLOADER, "file": {"id": "F0HANDBOOK"},
+              "channel_id": CHANNEL}
+    assert post_signed(bot.url, event_callback(shared))[0] == 200
+    fake.wait_until(lambda: any(str(c.params.get("text", "")).startswith("Indexed handbook.pdf")
+                                for c in fake.calls_to("chat.update", channel=CHANNEL)), timeout=180)
+
+
+def _ask(fake: FakeSlack, url: str, n: int, *, first: int = 0) -> list[str]:
+    asked = []
+    for i in range(first, first + n):
+        ts = f"{2000 + i}.000100"
+        status, _ = post_signed(url, event_callback(mention(CHANNEL, ASKER, QUESTION, ts), event_id=f"Ev0DUR{i:04d}"))
+        assert status == 200
+        asked.append(ts)
+    return asked
+
+
+def test_a_bot_killed_mid_burst_and_mid_upload_answers_everything_once_after_the_restart(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    data = tmp_path / "data"
+    first = Bot(fake, data, tmp_path / "first.log")
+    try:
+        first.wait_ready()
+        _index_handbook(fake, first)
+        # an upload whose download hangs: killed mid-ingest, with its "Indexing…" status posted
+        fake.files.held.add("F0REPORT")
+        fake.add_file("F0REPORT", "report.pdf", make_pdf([["1 Results", "Revenue grew by nine percent."]]))
+        shared = {"type": "file_shared", "file_id": "F0REPORT", "user_id": UPLOADER, "file": {"id": "F0REPORT"},
+                  "channel_id": CHANNEL}
+        assert post_signed(first.url, event_callback(shared, event_id="Ev0DURFILE"))[0] == 200
+        asked = _ask(fake, first.url, 20)  # all acknowledged
+        fake.wait_until(lambda: sum(_answers(fake).values()) >= 5, timeout=180)
+    finally:
+        first.kill()
+    answered_before = sum(_answers(fake).values())
+    assert answered_before < 20, "the bot answered everything before the kill: nothing left to test"
+    [status] = [c for c in fake.calls_to("chat.postMessage", channel=CHANNEL)
+                if c.params["text"] == "Indexing report.pdf…"]
+    fake.files.release.set()
+
+    second = Bot(fake, data, tmp_path / "second.log")
+    try:
+        ready = second.wait_ready()
+        fake.wait_until(lambda: set(_answers(fake)) >= set(asked), timeout=AFTER_RESTART_S + LEASE_S)
+        fake.wait_until(lambda: any(str(c.params.get("text", "")).startswith("Indexed report.pdf")
+                                    for c in fake.calls_to("chat.update", channel=CHANNEL)), timeout=AFTER_RESTART_S)
+        took = time.monotonic() - ready
+        time.sleep(LEASE_S + 1)  # room for a wrong second answer to show
+    finally:
+        second.kill()
+    assert took < AFTER_RESTART_S
+    assert _answers(fake) == Counter({ts: 1 for ts in asked})  # each mention answered exactly once
+    assert all(EXPECTED in text for text in _answer_texts(fake))
+    updates = [c.params for c in fake.calls_to("chat.update", channel=CHANNEL) if c.params["ts"] == status.reply["ts"]]
+    assert updates[-1]["text"].startswith("Indexed report.pdf")  # in the status message the killed bot posted
+    assert len([c for c in fake.calls_to("chat.postMessage", channel=CHANNEL)
+                if c.params["text"] == "Indexing report.pdf…"]) == 1
+
+
+def test_the_other_replica_takes_over_the_work_of_a_killed_one(tmp_path: Path, fake: FakeSlack) -> None:
+    data = tmp_path / "data"
+    a, b = Bot(fake, data, tmp_path / "a.log"), Bot(fake, data, tmp_path / "b.log")
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        _index_handbook(fake, a)
+        asked = _ask(fake, a.url, 12)  # all to replica a
+        fake.wait_until(lambda: sum(_answers(fake).values()) >= 2, timeout=180)
+        a.kill()
+        assert sum(_answers(fake).values()) < 12
+        fake.wait_until(lambda: set(_answers(fake)) >= set(asked), timeout=120)
+        time.sleep(LEASE_S + 1)
+    finally:
+        a.kill()
+        b.kill()
+    assert _answers(fake) == Counter({ts: 1 for ts in asked})
+    assert '"work_taken_over"' in b.log.read_text()  # b did a's work, nobody re-sent it
+
+
+def test_an_answer_posted_just_before_the_kill_is_not_posted_again_on_slacks_retry(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    data = tmp_path / "data"
+    first = Bot(fake, data, tmp_path / "first.log")
+    try:
+        first.wait_ready()
+        _index_handbook(fake, first)
+        fake.hold_replies["chat.postMessage"] = threading.Event()  # the answer is posted; its reply never comes
+        delivery = event_callback(mention(CHANNEL, ASKER, QUESTION, "3000.000100"), event_id="Ev0DURPOSTED")
+        assert post_signed(first.url, delivery)[0] == 200
+        fake.wait_until(lambda: sum(_answers(fake).values()) == 1, timeout=180)
+    finally:
+        first.kill()
+    fake.hold_replies.pop("chat.postMessage").set()
+
+    second = Bot(fake, data, tmp_path / "second.log")
+    try:
+        second.wait_ready()
+        for retry in (1, 2):  # Slack re-sends the event it saw no ack for... to the restarted bot
+            assert post_signed(second.url, delivery, retry_num=retry)[0] == 200
+        fake.wait_until(lambda: '"posted_before_found"' in second.log.read_text(), timeout=LEASE_S + 30)
+        time.sleep(2)
+    finally:
+        second.kill()
+    assert _answers(fake) == Counter({"3000.000100": 1})
+    assert len(_answer_texts(fake)) == 1
