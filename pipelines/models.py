@@ -37,7 +37,8 @@ from pydantic import BaseModel, Field
 ElementType = Literal["text", "table", "list", "caption", "ocr"]
 RetrievalMode = Literal["hybrid", "bm25", "dense"]
 # What kind of answer it is (issue 24): a look-up, or one of the question types of pipelines/questions.py.
-AnswerKind = Literal["answer", "compare", "summary", "not_found", "clarify", "table", "document_type", "partial"]
+AnswerKind = Literal["answer", "compare", "summary", "not_found", "clarify", "table", "document_type", "partial",
+                     "multi_part"]
 
 LOCAL_SCOPE = "local"
 

@@ -21,8 +21,8 @@ The handlers, in the order they are tried (:func:`classify` decides which apply)
 * ``table``: "which year had the highest revenue": the max / min of a parsed table column, its row quoted;
 * ``clarify``: a short "what is the <thing>?" whose best passages are in different sections with close
   scores: ask back, the candidates numbered, each quoted, each a follow-up question in ``choices``;
-* ``partial``: "what is X and what is Y?" with one part the PDFs don't cover: the covered part answered,
-  the other named.
+* ``partial`` / ``multi_part``: "what is X and what is Y?": each part answered on a line of its own, and a
+  part the PDFs don't cover named as such.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ MAX_PARTS = 4
 CHOICE_ARROW = "→ ask"
 CHOICE_HINT = "Reply with the number (in this thread), or ask again naming the one you mean."
 _CHOICE_REPLY = re.compile(r"\s*(?:#|no\.?\s*|number\s*|option\s*)?(\d)\s*[.)]?\s*", re.I)
+NOTE_PARTIAL = "Part of your question isn't covered by the PDFs here."
 NOT_FOUND_NO_LABELS = "The PDFs here have no numbered tables or figures."
 
 _COMPARE = re.compile(r"\b(compare|comparison|comparing|differ|differs|difference|differences|versus|vs\.?|"
@@ -624,8 +625,8 @@ class QuestionTypes:
                 missing.append(p)
             else:
                 answered.append((p, a))
-        if not missing or not answered:
-            return None  # all covered (the look-up path answers the whole) or none (it refuses, with pointers)
+        if not answered:
+            return None  # none covered: the look-up path refuses, with pointers to the closest passages
         draft = _Draft()
         for p, a in answered:
             by_id = {chunk_id_of(d): d for d in self._chunks(scopes, [c.chunk_id for c in a.citations])}
@@ -633,7 +634,9 @@ class QuestionTypes:
             draft.lines.append(f"• {p} {marks}")
         for p in missing:
             draft.lines.append(f"• {p} The PDFs don't say.")
-        return self._finish(draft, "partial", note="Part of your question isn't covered by the PDFs here.")
+        if not missing:  # every part covered: still one cited line a part, so no part is lost to the others
+            return self._finish(draft, "multi_part")
+        return self._finish(draft, "partial", note=NOTE_PARTIAL)
 
     def _chunks(self, scopes: list[str], chunk_ids: list[str]) -> list[Document]:
         doc_ids = sorted({c.rsplit(":", 1)[0] for c in chunk_ids})
