@@ -105,7 +105,7 @@ class Answer(BaseModel):
         description="The relevance the refusal check compared with settings.refusal_threshold (refused below it); "
         "None when no check ran.",
     )
-    kind: AnswerKind = Field("answer", description="A look-up ('answer'), or the question type answered.")
+    kind: AnswerKind = Field(default="answer", description="A look-up ('answer'), or the question type answered.")
     choices: list[str] = Field(
         default_factory=list,
         description="For kind 'clarify': follow-up questions, one per reading, in the order the text numbers them.",

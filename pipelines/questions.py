@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from haystack import Document
@@ -92,7 +92,8 @@ _EXTREME = re.compile(r"\b(highest|lowest|largest|smallest|biggest|greatest|most
                       r"max|min|top|bottom|peak|best|worst)\b", re.I)
 _LOW_WORDS = {"lowest", "smallest", "least", "fewest", "minimum", "min", "bottom", "worst"}
 _SHORT_DEFINITE = re.compile(
-    r"^\s*(?:what|which|how \w+)\s+(?:is|are|was|were|'s)\s+(?:the|our|my)\s+([a-z][\w\-]*(?:\s[a-z][\w\-]*)?)\s*\??\s*$",
+    r"^\s*(?:what|which|how \w+)\s+(?:is|are|was|were|'s)\s+(?:the|our|my)\s+"
+    r"([a-z][\w\-]*(?:\s[a-z][\w\-]*)?)\s*\??\s*$",
     re.I,
 )
 _APPENDIX = re.compile(r"\b(appendix|annex|schedule|exhibit|attachment)\s+([A-Z]|\d{1,3}|[IVX]{1,5})\b", re.I)
@@ -114,7 +115,7 @@ _PART_SPLIT = re.compile(r"\s*(?:\?\s*|[;,]?\s+)(?:and|also|plus)\s+(?=(?:what|h
 _NUMBER = re.compile(r"^[^\d\-]*(-?\d[\d,]*(?:\.\d+)?)\s*%?\s*[a-zA-Z]*$")
 
 
-class QuestionKind(str, Enum):
+class QuestionKind(StrEnum):
     """What a question asks for, as far as the words tell (:func:`classify`)."""
 
     LOOKUP = "lookup"

@@ -93,7 +93,8 @@ TABLE = "Table 2: Revenue\nYear | Revenue (GBP million) | Headcount\n2020 | 78.9
 @pytest.mark.parametrize(
     ("question", "low", "expected"),
     [
-        ("Which year had the highest revenue?", False, ("2022", "Revenue (GBP million)", "118.6", "2022 | 118.6 | 1,180")),
+        ("Which year had the highest revenue?", False,
+         ("2022", "Revenue (GBP million)", "118.6", "2022 | 118.6 | 1,180")),
         ("Which year had the lowest headcount?", True, ("2020", "Headcount", "940", "2020 | 78.9 | 940")),
         ("Which year had the highest staff turnover?", False, None),  # no such column: no guess
     ],
