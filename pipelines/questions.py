@@ -520,10 +520,10 @@ class QuestionTypes:
             cits = [c for c in ext["citations"] if c["chunk_id"] in by_id]
             if conf < self.threshold or not cits:
                 silent.append(d.file)
-                draft.lines.append(f"• *{d.file}*: says nothing about {topic} that I could find.")
+                draft.lines.append(f"• {d.file}: says nothing about {topic} that I could find.")
                 continue
             marks = "".join(draft.cite(by_id[c["chunk_id"]], c["quote"]) for c in cits[:3])
-            draft.lines.append(f"• *{d.file}* {marks}")
+            draft.lines.append(f"• {d.file} {marks}")
         if len(silent) == len(named):
             return None  # neither says anything: the look-up path's refusal names the closest passages
         return self._finish(draft, "compare")
