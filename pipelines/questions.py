@@ -305,6 +305,25 @@ class QuestionTypes:
             kind=kind, choices=list(choices),
         )
 
+    def _written(self, instruction: str, draft: _Draft, context: list[Document], kind: AnswerKind) -> Answer | None:
+        """With an LLM configured, the model writes the comparison or summary from ``context`` (the answer
+        policy's own generation: citations validated, one stricter retry, unsupported claims dropped); without
+        one, or when the model fails or refuses, the extractive ``draft``."""
+        llm = self.engine.llm
+        if llm is None:
+            return self._finish(draft, kind)
+        fallback = self._finish(draft, kind)
+        if fallback is None:
+            return None
+        for d in draft.docs.values():  # the draft's quotes are the fallback: their chunks must be in the context
+            if all(chunk_id_of(c) != chunk_id_of(d) for c in context):
+                context.append(d)
+        ext = {"text": "\n".join(draft.lines), "citations": draft.citations}
+        written = self.engine.policy._llm_answer(llm, instruction, context, [], ext)  # noqa: SLF001
+        if written.refused or written.mode != "llm":
+            return fallback.model_copy(update={"note": written.note or fallback.note})
+        return written.model_copy(update={"kind": kind, "retrieved": [_retrieved(d) for d in context]})
+
     def _documents(self, scopes: list[str]) -> list[DocInfo]:
         return sorted(self.store.list_documents(scopes=scopes), key=lambda d: d.file)
 
@@ -487,7 +506,9 @@ class QuestionTypes:
         draft.lines.insert(0, head)
         if more > 0:
             draft.lines.append(f"…and {more} more section{'s' if more != 1 else ''} not shown.")
-        return self._finish(draft, "summary")
+        instruction = (f"{question}\nSummarise {d.file} section by section from these passages (the opening of "
+                       "each section), one sentence a section, every sentence cited.")
+        return self._written(instruction, draft, list(draft.docs.values()), "summary")
 
     # --- comparisons ---------------------------------------------------------------------------
     def compare(self, question: str, scopes: list[str], mode: RetrievalMode, k: int) -> Answer | None:
@@ -514,6 +535,7 @@ class QuestionTypes:
         draft = _Draft()
         draft.lines.append(f"What each PDF says about {topic}:")
         silent: list[str] = []
+        context: list[Document] = []
         for d in named:
             hits, ext, conf = self._search(topic, scopes, mode, k, _doc_filter(d.doc_id))
             by_id = {chunk_id_of(h): h for h in hits}
@@ -524,9 +546,13 @@ class QuestionTypes:
                 continue
             marks = "".join(draft.cite(by_id[c["chunk_id"]], c["quote"]) for c in cits[:3])
             draft.lines.append(f"• {d.file} {marks}")
+            context += hits[:3]
         if len(silent) == len(named):
             return None  # neither says anything: the look-up path's refusal names the closest passages
-        return self._finish(draft, "compare")
+        told = f" The passages hold nothing about it from {', '.join(silent)}: say so." if silent else ""
+        instruction = (f"{question}\nCompare what each document says, one short paragraph per document "
+                       f"({', '.join(d.file for d in named)}), each naming its document.{told}")
+        return self._written(instruction, draft, context, "compare")
 
     # --- tables --------------------------------------------------------------------------------
     def table_extreme(self, question: str, scopes: list[str], mode: RetrievalMode) -> Answer | None:

@@ -257,3 +257,52 @@ def test_a_multi_part_question_the_pdfs_fully_cover_answers_each_part(service):
     assert "37.5 hours" in a.citations[0].quote
     assert any("Core hours are 10:00 to 15:00" in c.quote for c in a.citations[1:])
     _verbatim(service, a, HB_ONLY)
+
+
+# --- LLM mode: the model writes comparisons and summaries (local OpenAI-wire fake on 127.0.0.1) ------------
+
+@pytest.fixture
+def llm_service(service):
+    from eval.fakes.openai_api import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        settings = service.settings.model_copy(update={"openai_base_url": fake.base_url})
+        yield CitebotService(settings, store=service.store), fake
+
+
+@pytest.mark.slow
+def test_with_an_llm_the_model_writes_the_comparison_from_each_documents_passages(service, llm_service):
+    from eval.fakes.openai_api import passages_in
+
+    svc, fake = llm_service
+    a = svc.answer("Compare the notice periods in the handbook and the services agreement", BOTH)
+    assert a.kind == "compare" and a.mode == "llm" and not a.refused
+    assert a.text == "The document says so [1]." and a.citations[0].quote  # the model's words, its quote validated
+    _verbatim(service, a, BOTH)
+    (request,) = fake.requests
+    prompt = request["messages"][-1]["content"]
+    assert "one short paragraph per document" in prompt and HANDBOOK in prompt and CONTRACT in prompt
+    given = {chunk_id.split(":")[0] for chunk_id, _ in passages_in(request)}
+    assert given == {d.doc_id for d in service.list_documents(BOTH)}  # passages from both, retrieved apart
+
+
+@pytest.mark.slow
+def test_with_an_llm_the_summary_is_written_from_each_sections_opening(service, llm_service):
+    from eval.fakes.openai_api import passages_in
+
+    svc, fake = llm_service
+    a = svc.answer("Summarize the services agreement", BOTH)
+    assert a.kind == "summary" and a.mode == "llm" and a.citations
+    _verbatim(service, a, BOTH)
+    assert len(passages_in(fake.requests[-1])) >= 8  # every section's opening went to the model
+
+
+@pytest.mark.slow
+def test_with_an_llm_that_fails_the_extractive_comparison_is_shown_with_a_note(service, llm_service):
+    svc, fake = llm_service
+    for _ in range(5):
+        fake.push(status=500, body=b'{"error": {"message": "down"}}')
+    a = svc.answer("Compare the two PDFs on confidentiality", BOTH)
+    assert a.kind == "compare" and a.mode == "extractive"
+    assert f"• {HANDBOOK}: says nothing about confidentiality that I could find." in _lines(a)
+    assert a.note == "The language model was unavailable, so this answer quotes the PDFs directly."
