@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -70,7 +71,6 @@ from bot.texts import (
     indexing_text,
     progress_text,
     searching_text,
-    unknown_command_text,
 )
 from connectors.download import download, host_of
 from connectors.settings import Settings
@@ -535,8 +535,13 @@ class SlackBot:
     # --- /citebot --------------------------------------------------------------------------------
     def _on_command(self, ack: Ack, body: dict[str, Any], respond: Respond) -> None:
         cmd = parse_command(body)
-        if not is_core_verb(cmd.verb):
-            ack(text=plain(SLACK_HELP_TEXT if cmd.verb == "help" else unknown_command_text(cmd.verb, SLACK_HELP_TEXT)))
+        if cmd.verb == "help":
+            ack(text=plain(SLACK_HELP_TEXT))
+            return
+        if not is_core_verb(cmd.verb):  # `/citebot how long is parental leave?`: a private answer
+            ack(text=searching_text(0))
+            self.work.submit(lambda: self._private_answer(cmd, respond), event_id="",
+                             on_failure=lambda: respond(APOLOGY, response_type="ephemeral", replace_original=True))
             return
         if cmd.verb == "forget" and not cmd.arg:
             ack(text=SLACK_FORGET_USAGE)
@@ -545,12 +550,26 @@ class SlackBot:
         verb = cmd.verb
         self.work.submit(lambda: self._command(cmd, verb, respond), event_id="", on_failure=lambda: respond(APOLOGY))
 
+    def _command_scopes(self, cmd: Command) -> tuple[str, ...]:
+        """What a command may see: the channel's PDFs; in a DM, the DM's plus those of the asker's channels."""
+        if cmd.is_dm:
+            return tuple(dm_search_scopes(self.members, team=cmd.team, dm_channel=cmd.channel, user=cmd.user))
+        return (cmd.scope,)
+
+    def _private_answer(self, cmd: Command, respond: Respond) -> None:
+        """The answer only the asker sees (ephemeral, through the command's ``response_url``), with the same
+        citations and 👍/👎 as a thread answer; recorded under an id of its own, which the buttons carry."""
+        ctx = ChatContext("slack", cmd.scope, cmd.user, search_scopes=self._command_scopes(cmd) if cmd.is_dm else ())
+        answer = self.core.ask(ctx, cmd.text, [])
+        ref = f"cmd-{uuid.uuid4().hex[:16]}"
+        text, blocks = render_answer(answer, answer_ref=ref)
+        respond(text=text, blocks=blocks, response_type="ephemeral", replace_original=True,
+                unfurl_links=False, unfurl_media=False)
+        ref = f"{cmd.channel}:{ref}"
+        self.core.record_answer(ctx, message_ref=ref, thread_ref=ref, question=cmd.text, answer=answer)
+
     def _command(self, cmd: Command, verb: CoreVerb, respond: Respond) -> None:
-        scopes = (
-            dm_search_scopes(self.members, team=cmd.team, dm_channel=cmd.channel, user=cmd.user)
-            if cmd.is_dm
-            else (cmd.scope,)
-        )
+        scopes = self._command_scopes(cmd)
         ctx = ChatContext("slack", cmd.scope, cmd.user)
         is_admin = verb == "forget" and self._is_admin(cmd.user)
         respond(plain(run_command(self.core, ctx, verb, cmd.arg, scopes=scopes, is_admin=is_admin)))
