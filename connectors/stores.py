@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from connectors.private_files import private_dir
 from connectors.settings import Settings
 from connectors.state_api import ChatState
 from connectors.store_api import ChunkStore
@@ -24,7 +25,7 @@ def open_store(settings: Settings) -> ChunkStore:
         return CitebotElasticsearchStore.from_settings(settings)
     from connectors.sqlite_store import SQLiteDocumentStore
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.data_dir)
     return SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
 
 
@@ -35,6 +36,7 @@ def open_state(settings: Settings) -> ChatState:
         return ElasticsearchState.from_settings(settings)
     from connectors.state_log import StateLog
 
+    private_dir(settings.data_dir)
     return StateLog(settings.state_path)
 
 
