@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.tracing import span, tag
+from pipelines.file_names import clean_name, name_key
 from pipelines.models import Answer, IngestProgress, IngestResult, RetrievalMode, Turn
 
 if TYPE_CHECKING:
@@ -97,10 +98,15 @@ class CitebotService:
         source_url: str,
         progress: ProgressCallback | None,
     ) -> IngestResult:
+        file_name = clean_name(file_name)
+        key = name_key(file_name)
         others = [
-            d for d in self.store.list_documents(scopes=[scope]) if d.file == file_name and d.uploaded_by != uploaded_by
+            d for d in self.store.list_documents(scopes=[scope])
+            if name_key(d.file) == key and d.uploaded_by != uploaded_by
         ]
-        admin = bool(others) and (is_admin() if callable(is_admin) else is_admin)
+        exact = [d for d in others if d.file == file_name]
+        # an admin may replace someone's document of exactly this name; a look-alike name never replaces anything
+        admin = bool(exact) and len(exact) == len(others) and (is_admin() if callable(is_admin) else is_admin)
         name = file_name if admin or not others else self._free_name(file_name, scope, uploaded_by)
         result = self.indexer.ingest(data, file_name=name, scope=scope, uploaded_by=uploaded_by,
                                      source_url=source_url, progress=progress)
@@ -109,24 +115,24 @@ class CitebotService:
         if name != file_name:
             return result.model_copy(update={"renamed_from": file_name})
         replaced = result.replaced_doc_id
-        for d in others if admin else []:
+        for d in exact if admin else []:
             if d.doc_id != result.doc_id and self.store.delete_document(d.doc_id, scopes=[scope]):
                 replaced = replaced or d.doc_id
         return result.model_copy(update={"replaced_doc_id": replaced})
 
     def _free_name(self, file_name: str, scope: str, uploaded_by: str) -> str:
-        """``stem (n).ext`` for the smallest n >= 2 that no one else's document in ``scope`` is called (the
-        uploader's own may be: a new version of their copy replaces it)."""
+        """``stem (n).ext`` for the smallest n >= 2 that no one else's document in ``scope`` is called, or looks
+        like (the uploader's own may be: a new version of their copy replaces it)."""
         taken: dict[str, set[str]] = {}
         for d in self.store.list_documents(scopes=[scope]):
-            taken.setdefault(d.file, set()).add(d.uploaded_by)
+            taken.setdefault(name_key(d.file), set()).add(d.uploaded_by)
         stem, dot, ext = file_name.rpartition(".")
         if not dot or not stem:
             stem, ext = file_name, ""
         n = 2
         while True:
             candidate = f"{stem} ({n}).{ext}" if ext else f"{stem} ({n})"
-            if taken.get(candidate, set()) <= {uploaded_by}:
+            if taken.get(name_key(candidate), set()) <= {uploaded_by}:
                 return candidate
             n += 1
 
@@ -151,9 +157,10 @@ class CitebotService:
 
     def find_documents(self, file_name_or_id: str, scopes: str | Sequence[str]) -> list[DocInfo]:
         """Documents in ``scopes`` whose doc_id or file name (case-insensitive) is ``file_name_or_id``."""
-        key = file_name_or_id.strip().lower()
+        key = clean_name(file_name_or_id).casefold()
         return [
-            d for d in self.list_documents(scopes) if d.doc_id == file_name_or_id or d.file.lower() == key
+            d for d in self.list_documents(scopes)
+            if d.doc_id == file_name_or_id or clean_name(d.file).casefold() == key
         ]
 
     def forget(self, doc_id: str, scopes: str | Sequence[str]) -> int:
