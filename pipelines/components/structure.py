@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from collections import Counter
@@ -46,6 +47,7 @@ _BULLET = re.compile(
     r"^(?:[\u2022\u25cf\u25aa\u25e6\u2023\u2043\u00b7\u2013\u2014*\-]|\(?[a-z]\)|\(\d{1,2}\)|\d{1,2}\))\s+"
 )
 _SENTENCE_END = re.compile(r"[.!?:;\u201d\"')]$")
+_FIGURE = re.compile(r"[$€£(\-\u2014\u2013]*\s*[\d.,]+\s*%?\)?|[\u2014\u2013\-]")
 
 
 _LABEL_KINDS = {"tab": "Table", "fig": "Figure", "abb": "Figure", "exh": "Exhibit", "cha": "Chart"}
@@ -132,6 +134,26 @@ def _join(prev: str, nxt: str, hyphen_join: bool) -> str:
 
 def _is_table_row(ln: Line) -> bool:
     return len(ln.cells) >= 2 and all(len(c) <= 60 for c in ln.cells) and len(ln.text) <= 240
+
+
+def _continues_row(row: dict[int, str], line: list[tuple[int, str]], full: int, *, header: bool) -> bool:
+    """Whether a table line (cells by column) is the wrapped rest of the row above, not a row of its own.
+
+    A line holding as many cells as a typical row, or starting a new label (a capitalised first cell in
+    the first column), is a row: "Maturities of short-term investments | 769,228" under "Purchases of
+    short-term investments | (2,285,222)" stays a row of its own. A line in lower case under a label
+    alone ("activities | 1,234" under "Net cash provided by operating") or a short tail of text cells
+    continues the row; so do lines under the header that leave the label column empty ("| 2019 | 2018"
+    under "| Year ended | Year ended"). A line of figures under filled cells is a total, never a wrap.
+    """
+    first_col, first = min(line)
+    if set(row) == {0} and first_col == 0 and first[:1].islower():
+        return True
+    if header and first_col > 0:
+        return True
+    if len(line) >= full or (first_col == 0 and not first[:1].islower()):
+        return False
+    return not any(col in row and _FIGURE.fullmatch(t) for col, t in line)
 
 
 @component
@@ -394,33 +416,38 @@ class StructureDetector:
         multi = [r for r in region if r.cells]
         if len(multi) < 2:
             return None
-        cols = self._columns(col_x)
+        # cells by baseline (a line and the short lines beside it on the same baseline)
+        baselines: list[dict[str, Any]] = []
+        for r in sorted(region, key=lambda r: (r.bottom, r.x0)):
+            parts = list(zip(r.cell_x, r.cells, strict=True)) if r.cells else [(r.x0, r.text.strip())]
+            if baselines and abs(baselines[-1]["bottom"] - r.bottom) <= 0.4 * max(1.0, r.bottom - r.top):
+                baselines[-1]["cells"] = sorted(baselines[-1]["cells"] + parts)
+                baselines[-1]["top"] = min(baselines[-1]["top"], r.top)
+                baselines[-1]["low"] = max(baselines[-1]["low"], r.bottom)
+            else:
+                baselines.append({"bottom": r.bottom, "low": r.bottom, "top": r.top, "page": r.page, "cells": parts})
+        counts = Counter(len(b["cells"]) for b in baselines if len(b["cells"]) >= 2)
+        full = counts.most_common(1)[0][0] if counts else 0
+        cols = self._columns(col_x, [b["cells"] for b in baselines if len(b["cells"]) == full])
         if len(cols) < 2:
             return None
-        # rows by baseline, then wrapped lines folded into the row above
-        cells: list[tuple[float, float, int, str, int]] = []  # (bottom, top, col, text, page)
-        for r in region:
-            parts = list(zip(r.cell_x, r.cells, strict=True)) if r.cells else [(r.x0, r.text.strip())]
-            for x, t in parts:
-                col = min(range(len(cols)), key=lambda k: abs(cols[k] - x))
-                cells.append((r.bottom, r.top, col, t, r.page))
-        cells.sort(key=lambda c: (c[0], c[2]))
+        for b in baselines:  # a row of the typical width fills the columns in order; others go by position
+            in_order = len(b["cells"]) == len(cols)
+            b["cells"] = [(k if in_order else min(range(len(cols)), key=lambda c: abs(cols[c] - x)), t)
+                          for k, (x, t) in enumerate(b["cells"])]
+        # rows, with wrapped lines folded into the row above
         rows: list[dict[str, Any]] = []
-        for bottom, top, col, t, page in cells:
-            size = max(1.0, bottom - top)
-            if rows and abs(rows[-1]["bottom"] - bottom) <= 0.4 * size:
+        for b in baselines:
+            size = max(1.0, b["low"] - b["top"])
+            close = bool(rows) and -0.2 * size <= b["top"] - rows[-1]["bottom"] < 0.5 * size
+            if close and _continues_row(rows[-1]["cells"], b["cells"], full, header=len(rows) == 1):
                 row = rows[-1]
-            elif (
-                rows
-                and -0.2 * size <= top - rows[-1]["bottom"] < 0.5 * size
-                and len([c for c in cells if abs(c[0] - bottom) <= 0.4 * size]) < len(cols)
-            ):
-                row = rows[-1]  # a wrapped line of a cell in the row above
             else:
-                row = {"cells": {}, "bottom": bottom, "page": page}
+                row = {"cells": {}, "bottom": b["low"], "page": b["page"]}
                 rows.append(row)
-            row["cells"][col] = (row["cells"][col] + " " + t) if col in row["cells"] else t
-            row["bottom"] = max(row["bottom"], bottom)
+            for col, t in b["cells"]:
+                row["cells"][col] = (row["cells"][col] + " " + t) if col in row["cells"] else t
+            row["bottom"] = max(row["bottom"], b["low"])
         table_rows = [tuple(r["cells"].get(k, "") for k in range(len(cols))) for r in rows]
         header, body_rows = table_rows[0], table_rows[1:]
         if not body_rows:
@@ -434,14 +461,20 @@ class StructureDetector:
         return element, j
 
     @staticmethod
-    def _columns(xs: list[float]) -> list[float]:
-        cols: list[list[float]] = []
+    def _columns(xs: list[float], typical: list[list[tuple[float, str]]]) -> list[float]:
+        """Column positions: from the rows of the typical width when they agree (centred or right-aligned
+        figures start at different x), else clusters of the cells' left edges."""
+        if len(typical) >= 2:
+            cols = [statistics.median(row[k][0] for row in typical) for k in range(len(typical[0]))]
+            if all(a < b for a, b in itertools.pairwise(cols)):
+                return cols
+        cols_: list[list[float]] = []
         for x in sorted(xs):
-            if cols and x - statistics.mean(cols[-1]) <= 8.0:
-                cols[-1].append(x)
+            if cols_ and x - statistics.mean(cols_[-1]) <= 8.0:
+                cols_[-1].append(x)
             else:
-                cols.append([x])
-        return [statistics.mean(c) for c in cols]
+                cols_.append([x])
+        return [statistics.mean(c) for c in cols_]
 
     @staticmethod
     def _attach_caption(out: list[Element], table: Element, lines: list[Line], j: int) -> None:

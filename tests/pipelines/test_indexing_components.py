@@ -441,6 +441,42 @@ class TestStructureDetector:
         assert ("2022", "118.6", "1,180", "4") in t2.rows and len(t2.rows) == 6
         assert tables["Table 1"].header[2] == "Extra days bought or sold (max)"
 
+    def test_statement_rows_stay_rows_when_set_tight(self) -> None:
+        """A cash flow statement as filings set it: rows 11 pt apart, figures right-aligned (so each starts
+        at its own x), a label wrapped onto the line of its figures and a total without a label."""
+        from reportlab.pdfgen import canvas
+
+        buf = io.BytesIO()
+        pdf = canvas.Canvas(buf, pagesize=(612, 792))
+        pdf.setFont("Helvetica", 9)
+        lines = [
+            ("", "2016", "2015"),
+            ("Purchases of short-term investments", "(2,285,222)", "(2,064,833)"),
+            ("Maturities of short-term investments", "769,228", "371,790"),
+            ("Purchases of property and equipment", "(203,805)", "(184,936)"),
+            ("Net cash used for investing", "", ""),
+            ("activities", "(960,033)", "(1,488,358)"),
+            ("", "(8,828)", "14"),
+        ]
+        y = 700.0
+        for label, a, b in lines:
+            pdf.drawString(72, y, label)
+            pdf.drawRightString(400, y, a)
+            pdf.drawRightString(500, y, b)
+            y -= 11
+        pdf.save()
+        parsed = PdfParser().run(buf.getvalue())["parsed"]
+        tables = [e for e in StructureDetector().run(parsed)["elements"] if e.kind == "table"]
+        assert len(tables) == 1
+        assert tables[0].header == ("", "2016", "2015")
+        assert tables[0].rows == [
+            ("Purchases of short-term investments", "(2,285,222)", "(2,064,833)"),
+            ("Maturities of short-term investments", "769,228", "371,790"),
+            ("Purchases of property and equipment", "(203,805)", "(184,936)"),
+            ("Net cash used for investing activities", "(960,033)", "(1,488,358)"),
+            ("", "(8,828)", "14"),
+        ]
+
     def test_bulleted_list_is_one_element(self, handbook_elements: list[Element]) -> None:
         lists = [e for e in handbook_elements if e.kind == "list"]
         assert len(lists) == 1 and len(lists[0].items) == 5

@@ -97,3 +97,17 @@ def test_large_shared_pdf_parses_structures_and_chunks_within_budget(path: Path 
         assert parsed.page_count == 117 and len(docs) > 200
         assert sum(1 for e in elements if e.kind == "heading") > 30
         assert any(d.meta["section_id"] for d in docs)
+
+
+def test_latex_table_reads_row_by_row() -> None:
+    """The EU table of the LaTeX two-column sample: each country's row with its own figures, not one row of
+    all countries, and its centred columns under their header."""
+    _skip_if_absent()
+    multi = next(p for p in _FILES if "multicolumn" in p.name)
+    parsed = PdfParser().run(multi.read_bytes())["parsed"]
+    table = next(e for e in StructureDetector().run(parsed)["elements"] if e.kind == "table")
+    assert table.caption == "Table 1: EU Countries Information"
+    assert [r[0] for r in table.rows] == ["Austria", "Belgium", "Czech Republic", "Denmark", "Finland"]
+    capital = table.header.index("Capital")
+    assert [r[capital] for r in table.rows] == ["Vienna", "Brussels", "Prague", "Copenhagen", "Helsinki"]
+    assert ("Belgium", "11.5", "30,689", "Brussels", "Dutch, French, German") in table.rows
