@@ -12,6 +12,9 @@ Special cases:
 
 * a table named in the question ("table 2") is quoted whole (up to ``max_table_chars``), since the
   answer to "which year has the highest revenue" is the table itself;
+* a metric no statement prints ("free cash flow", "quick ratio"; :func:`pipelines.components.statements.formula_for`)
+  quotes, under their header, the row of each statement line its definition computes it from (the best-ranked
+  passage's), and the lead line gives the definition: the figure is the reader's to compute, never written here;
 * a structural question with no content words ("summarize pages 5-7") quotes the opening sentence
   of up to three of the referenced chunks (distinct pages first).
 
@@ -37,6 +40,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 from pipelines.components._text import coverage, sentence_spans, terms
 from pipelines.components.citation_validator import chunk_id_of
 from pipelines.components.query_embedder import check_backend, shared_encoder
+from pipelines.components.statements import Formula, formula_for, is_line
 
 LEAD = "Here is what the PDFs say"
 _MIN_CHARS = 20
@@ -124,6 +128,41 @@ def cells_line(qterms: set[str], header: str, row: str) -> str:
     if not 1 <= len(named) <= 2:
         return ""
     return f"{cells[0]}: " + "; ".join(f"{heads[j]} {cells[j]}" for j in named)
+
+
+def _formula_rows(formula: Formula, cands: list[Candidate]) -> list[tuple[str, Candidate]]:
+    """For each statement line the metric is computed from, the table row of the best-ranked passage that
+    is that line and holds a figure (a passage's first row, which heads its other rows, counts too)."""
+    rows = {(c.doc.id, c.start): c for c in cands if c.header is not None}
+    for c in list(rows.values()):
+        if c.header is not None:
+            rows.setdefault((c.doc.id, c.header[0]), Candidate(c.doc_rank, c.doc, *c.header, set()))
+    found: list[tuple[str, Candidate]] = []
+    for line in formula.lines:
+        for c in sorted(rows.values(), key=lambda c: (c.doc_rank, c.start)):
+            label, bar, figures = c.text.partition("|")
+            if bar and any(ch.isdigit() for ch in figures) and is_line(label, line):
+                found.append((line, c))
+                break
+    return found
+
+
+def _computed_answer(formula: Formula, found: list[tuple[str, Candidate]]) -> dict[str, Any]:
+    """A metric no statement prints: its definition, and each row it is computed from quoted under its header.
+    The figure itself is left to the reader (or to the LLM mode, which computes it from the same rows)."""
+    spans: list[tuple[Document, str]] = []
+    for c in sorted({id(c): c for _, c in found}.values(), key=lambda c: (c.doc_rank, c.start)):
+        if c.header is not None and (c.doc, c.header_text) not in spans:
+            spans.append((c.doc, c.header_text))
+        if (c.doc, c.text) not in spans:
+            spans.append((c.doc, c.text))
+    citations = [{"n": i, "chunk_id": chunk_id_of(d), "quote": text} for i, (d, text) in enumerate(spans, 1)]
+    row_ns = "".join(f"[{cit['n']}]" for cit in citations if any(cit["quote"] == c.text for _, c in found))
+    missing = [line for line in formula.lines if line not in {name for name, _ in found}]
+    name = formula.name[:1].upper() + formula.name[1:]
+    text = f"{name} is not printed as such: it is {formula.formula}, to compute from the quoted rows {row_ns}"
+    text += f" ({', '.join(missing)}: not in these passages). " if missing else ". "
+    return {"text": text + _lead(LEAD, citations), "citations": citations}
 
 
 def _nothing() -> dict[str, Any]:
@@ -318,6 +357,7 @@ class ExtractiveAnswerer:
         for c in cands:
             c.overlap = sum(idf[t] for t in qterms & c.terms) / total if qterms else 0.0
         # pre-select by overlap and passage rank, then embed
+        every = list(cands)
         cands.sort(key=lambda c: c.overlap + 0.15 / (1 + c.doc_rank), reverse=True)
         cands = cands[: self.max_candidates]
         q_vec = np.asarray(query_embedding, "float32") if query_embedding is not None else self._embed([question])[0]
@@ -331,6 +371,11 @@ class ExtractiveAnswerer:
         cov = coverage(qterms, [d.content or "" for d in context])
         max_cos = max(c.cosine for c in cands)
         relevance = self.cosine_weight * max_cos + (1 - self.cosine_weight) * cov
+        signals = {"relevance": relevance, "max_cosine": max_cos, "coverage": cov}
+        formula = formula_for(cq)
+        computed = _formula_rows(formula, every) if formula else []
+        if formula and len(computed) >= 2:
+            return _computed_answer(formula, computed) | signals
         cands.sort(key=lambda c: c.score, reverse=True)
         chosen: list[Candidate] = []
         best = cands[0].score
@@ -364,8 +409,7 @@ class ExtractiveAnswerer:
         row_n = next((c["n"] for c in citations if c["quote"] == top.text), None)
         if line and row_n is not None:
             text = f"{line} [{row_n}]. {text}"
-        return {"text": text, "citations": citations, "relevance": relevance, "max_cosine": max_cos,
-                "coverage": cov}
+        return {"text": text, "citations": citations} | signals
 
     def _summary(self, routed: list[Document], reference: str) -> dict[str, Any]:
         picked: list[tuple[Document, int, int]] = []

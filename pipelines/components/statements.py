@@ -18,6 +18,7 @@ Both are plain tuples so a reviewer can read and extend them; nothing here was f
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 INCOME, BALANCE, CASH_FLOW, EQUITY = "income", "balance", "cash_flow", "equity"
 KINDS = (INCOME, BALANCE, CASH_FLOW, EQUITY)
@@ -104,3 +105,107 @@ def statement_kind(head: str, text: str) -> str:
     if len(found) != 1 or numeric_share(text) < 0.2:
         return ""
     return found[0]
+
+
+# --- metrics computed from statement lines --------------------------------------------------------------
+# How statements label the lines a metric is computed from (lower case, the row's label cell); a reviewer can
+# check each against a 10-K's primary statements.
+_LINES: dict[str, str] = {
+    "cash from operations": r"net cash.{0,40}operating activities|cash (?:provided by|generated from|from) operations",
+    "capital expenditure": r"purchases? of property|capital expenditures?|additions to property|"
+                           r"payments for (?:acquisitions? of )?property|purchases? of (?:fixed|capital) assets",
+    "revenue": r"^(?:total )?(?:net )?(?:revenues?|sales)\b|^net sales",
+    "cost of goods sold": r"^(?:total )?cost of (?:goods sold|sales|revenues?|products sold)",
+    "operating income": r"^(?:total )?operating (?:income|profit)|^income from operations",
+    "net income": r"^net (?:income|earnings)\b",
+    "income before taxes": r"(?:income|earnings) (?:\(loss\) )?before (?:provision for )?income tax",
+    "income tax expense": r"^(?:provision for|\(?benefit from\)?|provision \(benefit\) for) income tax|"
+                          r"^income tax (?:expense|provision)",
+    "interest expense": r"^interest expense",
+    "total current assets": r"^total current assets",
+    "total current liabilities": r"^total current liabilities",
+    "cash and equivalents": r"^cash and cash equivalents",
+    "short-term investments": r"short-term investments|marketable securities",
+    "receivables": r"(?:accounts|trade) receivables?|^receivables",
+    "inventory": r"^inventor(?:y|ies)",
+    "accounts payable": r"^(?:accounts|trade) payables?",
+    "total assets": r"^total assets",
+    "net PP&E": r"property(?:,)? (?:plant )?and equipment(?:,)? net|^net property",
+    "shareholders' equity": r"^total (?:shareholders'?|stockholders'?|share ?owners'?) equity|^total equity",
+    "depreciation and amortization": r"^depreciation(?:,| and) (?:depletion and )?amortization|^depreciation\b",
+    "dividends paid": r"dividends paid|cash dividends|payments? (?:of|for) dividends",
+    "long-term debt": r"^long-term debt",
+}
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A metric that no statement prints, and the lines its textbook definition computes it from."""
+
+    name: str
+    formula: str
+    lines: tuple[str, ...]
+
+
+# (how a question names the metric, the formula); specific before general ("fixed asset turnover" before
+# "asset turnover"); definitions after CFA Institute's financial-analysis curriculum, like _METRICS above
+_FORMULAS: tuple[tuple[str, Formula], ...] = (
+    (r"free cash ?flow|\bfcf\b", Formula("free cash flow", "cash from operations − capital expenditure",
+                                         ("cash from operations", "capital expenditure"))),
+    (r"cash conversion cycle|\bccc\b", Formula(
+        "the cash conversion cycle", "days inventory + days sales outstanding − days payable (each × 365 ÷ year)",
+        ("inventory", "receivables", "accounts payable", "cost of goods sold", "revenue"))),
+    (r"days payable|\bdpo\b", Formula("days payable outstanding", "accounts payable ÷ cost of goods sold × 365",
+                                      ("accounts payable", "cost of goods sold"))),
+    (r"days (?:of )?inventory|\bdio\b", Formula("days inventory outstanding", "inventory ÷ cost of goods sold × 365",
+                                               ("inventory", "cost of goods sold"))),
+    (r"days sales outstanding|\bdso\b", Formula("days sales outstanding", "receivables ÷ revenue × 365",
+                                               ("receivables", "revenue"))),
+    (r"inventory turnover", Formula("inventory turnover", "cost of goods sold ÷ average inventory",
+                                    ("cost of goods sold", "inventory"))),
+    (r"fixed asset turnover", Formula("fixed asset turnover", "revenue ÷ average net PP&E", ("revenue", "net PP&E"))),
+    (r"asset turnover", Formula("asset turnover", "revenue ÷ average total assets", ("revenue", "total assets"))),
+    (r"return on (?:total )?assets|\broa\b", Formula("return on assets", "net income ÷ average total assets",
+                                                     ("net income", "total assets"))),
+    (r"return on (?:shareholders'? |stockholders'? )?equity|\broe\b", Formula(
+        "return on equity", "net income ÷ average shareholders' equity", ("net income", "shareholders' equity"))),
+    (r"quick ratio", Formula("the quick ratio", "(cash and equivalents + short-term investments + receivables)"
+                                                " ÷ total current liabilities",
+                             ("cash and equivalents", "short-term investments", "receivables",
+                              "total current liabilities"))),
+    (r"current ratio", Formula("the current ratio", "total current assets ÷ total current liabilities",
+                               ("total current assets", "total current liabilities"))),
+    (r"working capital", Formula("working capital", "total current assets − total current liabilities",
+                                 ("total current assets", "total current liabilities"))),
+    (r"gross (?:profit )?margin", Formula("gross margin", "(revenue − cost of goods sold) ÷ revenue",
+                                          ("revenue", "cost of goods sold"))),
+    (r"operating (?:profit |income )?margin", Formula("operating margin", "operating income ÷ revenue",
+                                                      ("operating income", "revenue"))),
+    (r"net (?:profit |income )?margin|profit margin", Formula("net margin", "net income ÷ revenue",
+                                                              ("net income", "revenue"))),
+    (r"\bebitda\b", Formula("EBITDA", "operating income + depreciation and amortization",
+                            ("operating income", "depreciation and amortization"))),
+    (r"effective tax rate", Formula("the effective tax rate", "income tax expense ÷ income before taxes",
+                                    ("income tax expense", "income before taxes"))),
+    (r"interest coverage", Formula("interest coverage", "operating income ÷ interest expense",
+                                   ("operating income", "interest expense"))),
+    (r"(?:dividend )?payout ratio", Formula("the dividend payout ratio", "dividends paid ÷ net income",
+                                            ("dividends paid", "net income"))),
+    (r"(?:capex|capital expenditures?).{0,40}(?:%|percent|ratio|share) of (?:total )?(?:revenue|sales)", Formula(
+        "capital expenditure as a share of revenue", "capital expenditure ÷ revenue",
+        ("capital expenditure", "revenue"))),
+    (r"debt[- ]to[- ]equity", Formula("debt to equity", "long-term debt ÷ shareholders' equity",
+                                      ("long-term debt", "shareholders' equity"))),
+)
+
+
+def formula_for(question: str) -> Formula | None:
+    """The computed metric a question asks for, or None (a look-up, or a metric a statement prints)."""
+    q = _norm(question)
+    return next((f for pattern, f in _FORMULAS if re.search(pattern, q)), None)
+
+
+def is_line(label: str, line: str) -> bool:
+    """Whether a table row's label is the statement line ``line`` (a name in the formulas):
+    "Purchases of property and equipment" is "capital expenditure"."""
+    return re.search(_LINES[line], _norm(label)) is not None

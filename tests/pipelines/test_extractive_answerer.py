@@ -95,6 +95,28 @@ class TestExtractiveAnswerer:
         assert line.startswith("2020: Revenue (GBP m) 78.9 [")
         assert quotes[int(line.split("[")[1].split("]")[0])].startswith("2020 | 78.9")  # it points at the row
 
+    @pytest.mark.slow
+    def test_a_computed_metric_quotes_each_row_it_needs(self, answerer):
+        cash_flows = _chunk(
+            7,
+            "Net cash provided by operating activities | 2,199,728 | 1,469,502\n"
+            "Purchases of short-term investments | (2,285,222) | (2,064,833)\n"
+            "Purchases of property and equipment | (203,805) | (184,936)\n"
+            "Proceeds from sale of property | — | 57,779",
+            page=65, etype="table",
+        )
+        out = answerer.run(question="What is Adobe's FY2016 free cash flow?", documents=[HOURS, cash_flows, LEAVE])
+        quotes = [c["quote"] for c in out["citations"]]
+        # the first line is the passage's header row here, and one of the two lines the metric needs
+        assert quotes == ["Net cash provided by operating activities | 2,199,728 | 1,469,502",
+                          "Purchases of property and equipment | (203,805) | (184,936)"]
+        assert out["text"].startswith("Free cash flow is not printed as such: it is cash from operations − capital "
+                                      "expenditure, to compute from the quoted rows [1][2].")
+        # a look-up of a printed line is answered as before
+        out = answerer.run(question="What were Adobe's purchases of property and equipment?", documents=[cash_flows])
+        assert "Purchases of property and equipment | (203,805) | (184,936)" in [c["quote"] for c in out["citations"]]
+        assert "to compute" not in out["text"]
+
     @pytest.mark.parametrize(
         ("question", "line"),
         [

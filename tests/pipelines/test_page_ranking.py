@@ -12,7 +12,15 @@ from connectors.embedding import embed
 from connectors.settings import Settings
 from connectors.sqlite_store import SQLiteDocumentStore
 from pipelines.components.page_ranker import PageRanker
-from pipelines.components.statements import BALANCE, CASH_FLOW, INCOME, statement_kind, wanted_statements
+from pipelines.components.statements import (
+    BALANCE,
+    CASH_FLOW,
+    INCOME,
+    formula_for,
+    is_line,
+    statement_kind,
+    wanted_statements,
+)
 from pipelines.query import QueryEngine
 
 
@@ -39,6 +47,36 @@ TOC_PAGE = ("Index to Financial Statements\nConsolidated Statements of Operation
             "Consolidated Statements of Cash Flows 47")
 NOTE_PAGE = ("Note 7. Leases\nThe consolidated statements of cash flows include lease payments of the company "
              "under operating leases signed with landlords in several states.")
+
+
+@pytest.mark.parametrize(
+    ("question", "metric"),
+    [
+        ("What is the FY2019 fixed asset turnover ratio for Activision Blizzard?", "fixed asset turnover"),
+        ("What is Amcor's FY2020 asset turnover ratio?", "asset turnover"),
+        ("What is the FY2020 free cash flow (FCF) for General Mills?", "free cash flow"),
+        ("What is 3M's FY2022 quick ratio?", "the quick ratio"),
+        ("What is the FY2018 capital expenditure amount (in USD millions) for 3M?", None),  # a printed line
+        ("Who is the CEO of Nike?", None),
+    ],
+)
+def test_the_computed_metric_a_question_asks_for(question, metric):
+    formula = formula_for(question)
+    assert (formula.name if formula else None) == metric
+
+
+@pytest.mark.parametrize(
+    ("label", "line", "expected"),
+    [
+        ("Purchases of property, plant and equipment (PP&E)", "capital expenditure", True),
+        ("Net cash provided by operating activities", "cash from operations", True),
+        ("Net cash used for investing activities", "cash from operations", False),
+        ("Total current liabilities", "total current liabilities", True),
+        ("Total liabilities", "total current liabilities", False),
+    ],
+)
+def test_a_statement_row_is_told_by_its_label(label, line, expected):
+    assert is_line(label, line) is expected
 
 
 def test_a_statement_page_is_told_by_its_title_and_its_numbers():
