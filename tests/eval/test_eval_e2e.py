@@ -139,7 +139,11 @@ def test_per_doc_all_modes_k10_with_asked_in_beside_the_set(citebot, tmp_path: P
     if [meta["index_key"]] == SMOKE_INDEX_KEY:  # the smoke test's one-scope run built it
         assert meta["index_reused"] is True
     rows = [json.loads(x) for x in (out_dir / "hybrid" / "results.jsonl").read_text().splitlines()]
-    assert all(r["confidence"] is not None for r in rows)
+    # a look-up records the confidence its refusal check compared; a question type decided without one keeps its
+    # outcome on the trade-off curve ("there is no Figure 1" is refused at any threshold)
+    assert all(r["confidence"] is not None for r in rows if r["answer_kind"] == "answer")
+    assert any(r["answer_kind"] != "answer" for r in rows)  # the subset holds a question type of issue 24
+    # with --k 10 a look-up's passages are the ranking; a question type's (its quoted rows, a part's quotes) are not
     assert all(len(r["ranking"]) >= 10 for r in rows if r["answerable"])
     handbook_scope = {s for r in rows if not r["answerable"] for s in r["scopes"]}
     assert len(handbook_scope) == 1  # every unanswerable case asked in the handbook's scope only
