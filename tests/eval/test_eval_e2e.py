@@ -135,7 +135,7 @@ def test_per_doc_all_modes_k10_with_asked_in_beside_the_set(citebot, tmp_path: P
     code, out = citebot("eval", "run", "--set", str(tmp_path / "set.jsonl"), "--per-doc", "--mode", "all", "--k", "10",
                         "--limit", "8", "--out", str(out_dir))
     assert code == 0
-    assert "asked_in of 6 unanswerable case(s) read from" in out
+    assert f"asked_in of {len(unanswerable)} unanswerable case(s) read from" in out
     used = Settings().refusal_threshold
     for mode in ("hybrid", "hybrid-rrf", "bm25", "dense"):
         assert f"By category ({mode}):" in out and f"Refusal trade-off ({mode}; the run used {used:.3f}):" in out
