@@ -168,9 +168,13 @@ def test_llm_mode_with_judge_against_a_local_fake_openai(citebot, tmp_path: Path
     from eval.fakes.openai_api import FakeOpenAI, quoting_responder
     from eval.judge import SYSTEM
 
+    # the judge grades one answer 0 (every other 0.75): that case fails, and the report shows why, in the judge's words
+    poor = json.loads(DEMO.read_text().splitlines()[0])  # the first case: in every stratified subset
+
     def responder(request: dict) -> str:  # type: ignore[type-arg]
         if request["messages"][0]["content"] == SYSTEM:  # the judge
-            return json.dumps({"score": 0.75, "explanation": f"graded by {request['model']}"})
+            score = 0.0 if f"QUESTION: {poor['question']}\n" in request["messages"][-1]["content"] else 0.75
+            return json.dumps({"score": score, "explanation": f"graded by {request['model']}"})
         return quoting_responder(request)  # the generator: quotes its first passage
 
     fake = FakeOpenAI(responder).start()
@@ -191,9 +195,14 @@ def test_llm_mode_with_judge_against_a_local_fake_openai(citebot, tmp_path: Path
     rows = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
     answered = [r for r in rows if not r["refused"]]
     assert any(r["answer_mode"] == "llm" for r in answered)
-    assert all(r["judge"]["groundedness"] == {"score": 0.75, "explanation": "graded by judge-model"}
-               for r in answered)
+    assert poor["id"] in {r["id"] for r in answered}
+    assert all(r["judge"]["groundedness"] == {"score": 0.0 if r["id"] == poor["id"] else 0.75,
+                                              "explanation": "graded by judge-model"} for r in answered)
     assert {r["model"] for r in fake.requests} == {"gen-model", "judge-model"}
-    assert summary["judge_groundedness"] == 0.75
+    assert summary["judge_groundedness"] == pytest.approx(0.75 * (len(answered) - 1) / len(answered))
     code, _ = citebot("eval", "report", str(run))
-    assert code == 0 and "graded by judge-model" in (run / "report.md").read_text()
+    assert code == 0
+    report = (run / "report.md").read_text()
+    assert "## Verdict: FAIL" in report and "| judge groundedness | FAIL |" in report  # under the shipped 0.8 floor
+    failing = report.split("## Failing cases")[1]
+    assert f"### {poor['id']} — " in failing and "- **Judge groundedness:** 0.000 — graded by judge-model" in failing
