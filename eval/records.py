@@ -52,6 +52,10 @@ class CaseResult(BaseModel):
     scopes: list[str] = Field(default_factory=list)
     retrieval_mode: str = "hybrid"
     answer_mode: str = "extractive"
+    answer_kind: str = Field(
+        default="answer",
+        description="A look-up ('answer'), or the question type that answered (compare, not_found, ...: issue 24).",
+    )
     answer: str = ""
     refused: bool = False
     confidence: float | None = Field(

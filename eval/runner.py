@@ -452,6 +452,7 @@ def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_
         scopes=scopes,
         retrieval_mode=mode,
         answer_mode=answer.mode,
+        answer_kind=getattr(answer, "kind", "answer"),
         answer=answer.text,
         refused=answer.refused,
         confidence=answer.confidence,
@@ -659,7 +660,10 @@ def run_eval(
                     latency = (time.perf_counter() - t0) * 1000
                     result = to_result(case, answer, mode=mode, scopes=scopes, latency_ms=latency,
                                        store=mode_service.store)
-                    if opts.k >= RANKING_DEPTH:  # the answer's passages are that ranking: no second retrieval
+                    if opts.k >= RANKING_DEPTH and result.answer_kind == "answer":
+                        # a look-up's passages are that ranking: no second retrieval. A question type's passages are
+                        # its own pick (the quoted rows, each section's opening; none for "there is no Figure 1"),
+                        # not a ranking: MRR and nDCG@10 would read that pick, or nothing.
                         result.ranking = list(result.retrieved)
                     else:
                         result.ranking = ranking(mode_service, case.question, scopes, query_mode, opts.k)

@@ -36,6 +36,9 @@ from pydantic import BaseModel, Field
 
 ElementType = Literal["text", "table", "list", "caption", "ocr"]
 RetrievalMode = Literal["hybrid", "bm25", "dense"]
+# What kind of answer it is (issue 24): a look-up, or one of the question types of pipelines/questions.py.
+AnswerKind = Literal["answer", "compare", "summary", "not_found", "clarify", "table", "document_type", "partial",
+                     "multi_part"]
 
 LOCAL_SCOPE = "local"
 
@@ -101,6 +104,11 @@ class Answer(BaseModel):
         default=None,
         description="The relevance the refusal check compared with settings.refusal_threshold (refused below it); "
         "None when no check ran.",
+    )
+    kind: AnswerKind = Field(default="answer", description="A look-up ('answer'), or the question type answered.")
+    choices: list[str] = Field(
+        default_factory=list,
+        description="For kind 'clarify': follow-up questions, one per reading, in the order the text numbers them.",
     )
 
 

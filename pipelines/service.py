@@ -171,10 +171,25 @@ class CitebotService:
     ) -> Answer:
         scopes = require_scopes(scopes)
         if len(question) <= MAX_QUESTION_CHARS:
-            return self.query.answer(question, scopes, history, mode=mode, k=k)
-        answer = self.query.answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k)
+            return self._answer(question, scopes, history, mode=mode, k=k)
+        answer = self._answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k)
         note = f"{NOTE_QUESTION_CUT} {answer.note}" if answer.note else NOTE_QUESTION_CUT
         return answer.model_copy(update={"note": note})
+
+    def _answer(
+        self, question: str, scopes: list[str], history: Sequence[Turn], *, mode: RetrievalMode, k: int | None
+    ) -> Answer:
+        """The question types of :mod:`pipelines.questions` (compare, summarise, not there, which one, table
+        max / min, document type, partly covered) first; every other question the look-up path answers."""
+        from pipelines.questions import QuestionTypes
+
+        engine = self.query
+        engine.warm_up()
+        chosen = QuestionTypes.resolve_choice(question, history)
+        if chosen is not None:  # "2" after "which limit do you mean?": that reading, asked afresh
+            question, history = chosen, ()
+        typed = QuestionTypes(engine).answer(question, scopes, history, mode=mode, k=k)
+        return typed if typed is not None else engine.answer(question, scopes, history, mode=mode, k=k)
 
     def list_documents(self, scopes: str | Sequence[str]) -> list[DocInfo]:
         return self.store.list_documents(scopes=require_scopes(scopes))

@@ -37,6 +37,21 @@ def test_demo_then_ask(capsys, monkeypatch):
     assert main(["ask", "What is the annual subscription fee?", "--mode", "bm25"]) == 0
     assert "EUR 184,000" in capsys.readouterr().out
 
+    # the question types beyond look-ups (issue 24), as the terminal shows them
+    assert main(["ask", "Compare the two PDFs on confidentiality"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("What each PDF says about confidentiality:\n")
+    assert "• halvorsen_pike_employee_handbook.pdf: says nothing about confidentiality that I could find." in out
+    assert "Confidential Information secret" in out and "· p. 4 · ARTICLE V CONFIDENTIALITY" in out
+    assert main(["ask", "What is the limit?"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Which limit do you mean? The PDFs mention several:\n1. ARTICLE VI LIABILITY")
+    assert "\n2. 2.1 Flexitime (halvorsen_pike_employee_handbook.pdf, p. 2) [2]" in out
+    assert main(["ask", "What does Figure 1 show?"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("There is no Figure 1 in the PDFs here.\nThey have: ")
+    assert "[1]" not in out  # never unrelated passages
+
     # another scope has nothing indexed
     assert main(["ask", "What is the annual subscription fee?", "--scope", "slack:T1:C1"]) == 1
     assert "No PDFs are indexed in slack:T1:C1" in capsys.readouterr().err

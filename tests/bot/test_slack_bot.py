@@ -279,6 +279,28 @@ def test_follow_up_in_an_answered_thread_needs_no_mention_and_uses_history(
     assert len(slack.fake.calls_to("chat.postMessage", channel=C_LEAVE, thread_ts=root)) == 2
 
 
+def test_a_question_with_several_readings_asks_back_and_a_numbered_reply_answers_that_one(slack: Harness) -> None:
+    from eval.sample_pdfs import CONTRACT, HANDBOOK, sample_bytes
+
+    channel = "C0BOTHPDFS"
+    for name in (HANDBOOK, CONTRACT):
+        ctx = ChatContext("slack", slack_scope(TEAM, channel), MEMBER)
+        assert slack.core.upload(ctx, file_name=name, data=sample_bytes(name)).status == "indexed"
+    root = "130.000001"
+    slack.send(mention(channel, MEMBER, "What is the limit?", root))
+    asked = slack.fake.wait_for("chat.postMessage", channel=channel, thread_ts=root)[0].params
+    lines = asked["text"].splitlines()
+    assert lines[0] == "Which limit do you mean? The PDFs mention several:"
+    assert lines[1].startswith(f"1. ARTICLE VI LIABILITY ({CONTRACT}, p. 5) [1] → ask")
+    assert lines[2].startswith(f"2. 2.1 Flexitime ({HANDBOOK}, p. 2) [2] → ask")
+    assert slack.files_cited(asked) == {CONTRACT, HANDBOOK}  # each reading quoted, with its place
+    slack.idle()
+    slack.send(message(channel, MEMBER, "2", "130.000002", thread_ts=root))
+    posted = slack.fake.wait_for("chat.postMessage", 2, channel=channel, thread_ts=root)
+    assert "up to 20 hours may be carried over" in posted[1].params["text"]
+    assert slack.files_cited(posted[1].params) == {HANDBOOK}
+
+
 def test_dm_searches_the_dm_and_the_askers_channels_only(slack: Harness) -> None:
     # MEMBER is in C_LEAVE, not C_CONTRACT: the leave policy and the DM's own notes answer, the contract never
     for ts, question in [

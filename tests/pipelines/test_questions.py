@@ -1,0 +1,308 @@
+"""Question types beyond look-ups (issue 24), end to end on the sample PDFs in extractive mode: what the asker
+reads in the answer, and that every quote is verbatim in the chunk it cites."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectors.settings import Settings
+from eval.sample_pdfs import CONTRACT, HANDBOOK, sample_bytes
+from pipelines.models import Turn
+from pipelines.questions import QuestionKind, _extreme_row, classify, split_parts
+from pipelines.service import CitebotService
+
+BOTH, HB_ONLY = "slack:T1:CBOTH", "slack:T1:CHB"
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    svc = CitebotService(Settings(data_dir=tmp_path_factory.mktemp("questions"), ocr_enabled=False))
+    for name, scope in [(HANDBOOK, BOTH), (CONTRACT, BOTH), (HANDBOOK, HB_ONLY)]:
+        assert svc.ingest(sample_bytes(name), file_name=name, scope=scope).status == "indexed"
+    return svc
+
+
+def _verbatim(service, answer, scope):
+    for c in answer.citations:
+        chunks = service.store.fetch(scopes=[scope], filters={"field": "meta.doc_id", "operator": "==",
+                                                               "value": c.doc_id})
+        content = {f"{d.meta['doc_id']}:{d.meta['chunk_index']:05d}": d.content for d in chunks}[c.chunk_id]
+        assert c.quote in content
+
+
+def _lines(answer):
+    return answer.text.splitlines()
+
+
+# --- the words alone ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("Compare the notice periods in the handbook and the services agreement", QuestionKind.COMPARE),
+        ("Do both PDFs mention confidentiality?", QuestionKind.COMPARE),
+        ("Summarize the services agreement", QuestionKind.SUMMARY),
+        ("Give me an overview of the handbook", QuestionKind.SUMMARY),
+        ("What does Figure 1 show?", QuestionKind.REFERENCE),
+        ("What is in Appendix C?", QuestionKind.REFERENCE),
+        ("What is the limit?", QuestionKind.SHORT),
+        ("Which year in table 2 had the highest revenue?", QuestionKind.TABLE),
+        ("What kind of document is this?", QuestionKind.DOCUMENT_TYPE),
+        ("What is the mileage rate and what is the dress code?", QuestionKind.MULTI_PART),
+    ],
+)
+def test_classify_names_the_kind_and_always_falls_back_to_a_lookup(question, kind):
+    kinds = classify(question)
+    assert kind in kinds and kinds[-1] == QuestionKind.LOOKUP
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["How many days per week may employees work remotely?", "Where is the fire assembly point?",
+     "How long is the standard working week?", "Who signed the services agreement for Kestrel Freight Lines?"],
+)
+def test_plain_lookups_are_lookups(question):
+    assert classify(question) == [QuestionKind.LOOKUP]
+
+
+def test_question_kind_from_str_fails_clearly():
+    assert QuestionKind.from_str("compare") is QuestionKind.COMPARE
+    with pytest.raises(ValueError, match="unknown question kind 'gossip'"):
+        QuestionKind.from_str("gossip")
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        ("What is the mileage rate and what is the dress code?",
+         ["What is the mileage rate?", "What is the dress code?"]),
+        ("How long is the notice period? Who approves overtime?",
+         ["How long is the notice period?", "Who approves overtime?"]),
+        ("What are the hotel limit per night in London and the daily meal allowance?",
+         ["What are the hotel limit per night in London and the daily meal allowance?"]),
+    ],
+)
+def test_split_parts_splits_only_where_each_part_asks_its_own_question(question, parts):
+    assert split_parts(question) == parts
+
+
+TABLE = "Table 2: Revenue\nYear | Revenue (GBP million) | Headcount\n2020 | 78.9 | 940\n2021 | 102.3 | 1,050\n" \
+        "2022 | 118.6 | 1,180"
+
+
+@pytest.mark.parametrize(
+    ("question", "low", "expected"),
+    [
+        ("Which year had the highest revenue?", False,
+         ("2022", "Revenue (GBP million)", "118.6", "2022 | 118.6 | 1,180")),
+        ("Which year had the lowest headcount?", True, ("2020", "Headcount", "940", "2020 | 78.9 | 940")),
+        ("Which year had the highest staff turnover?", False, None),  # no such column: no guess
+    ],
+)
+def test_extreme_row_reads_the_column_the_question_names(question, low, expected):
+    from pipelines.questions import _content_words
+
+    assert _extreme_row(TABLE, set(_content_words(question)), question, low=low) == expected
+
+
+# --- the answers a user reads ---------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_compare_answers_one_cited_block_per_document(service):
+    a = service.answer("Compare the notice periods in the handbook and the services agreement", BOTH)
+    assert a.kind == "compare" and not a.refused
+    lines = _lines(a)
+    assert lines[0] == "What each PDF says about the notice periods:"
+    hb = next(ln for ln in lines if HANDBOOK in ln)
+    ct = next(ln for ln in lines if CONTRACT in ln)
+    cited = {c.n: c for c in a.citations}
+    hb_quotes = [cited[int(n)].quote for n in hb.split("[")[1:] for n in [n.split("]")[0]]]
+    assert any("notice period for employees is one month" in q for q in hb_quotes)
+    assert all(cited[int(x.split("]")[0])].file == CONTRACT for x in ct.split("[")[1:])
+    assert {c.file for c in a.citations} == {HANDBOOK, CONTRACT}
+    _verbatim(service, a, BOTH)
+
+
+@pytest.mark.slow
+def test_compare_names_the_document_that_says_nothing(service):
+    a = service.answer("Compare the two PDFs on confidentiality", BOTH)
+    assert a.kind == "compare"
+    assert f"• {HANDBOOK}: says nothing about confidentiality that I could find." in _lines(a)
+    assert any("Confidential Information secret" in c.quote for c in a.citations)
+    assert {c.file for c in a.citations} == {CONTRACT}
+    _verbatim(service, a, BOTH)
+
+
+@pytest.mark.slow
+def test_summary_of_a_document_quotes_each_sections_opening_with_pages(service):
+    a = service.answer("Summarize the services agreement", BOTH)
+    assert a.kind == "summary" and not a.refused
+    assert a.text.startswith(f"A summary of {CONTRACT} (7 pages): the opening sentence of each section.")
+    assert "• ARTICLE IV TERM AND TERMINATION (p. 4) [5]" in _lines(a)
+    quotes = [c.quote for c in a.citations]
+    assert any("initial term of 36 months" in q for q in quotes)
+    assert any("governed by the laws of Ireland" in q for q in quotes)
+    assert all(c.file == CONTRACT for c in a.citations) and len(a.citations) >= 8
+    assert all(len(c.quote) <= 300 for c in a.citations)
+    _verbatim(service, a, BOTH)
+
+
+@pytest.mark.slow
+def test_a_part_named_by_its_heading_is_still_summarised_by_the_lookup_path(service):
+    a = service.answer("Summarize pages 4-5 of the employee handbook.", HB_ONLY)
+    assert a.kind == "answer" and a.text.startswith("From pages 4–5")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("question", "first_line"),
+    [
+        ("What does Figure 1 show?", "There is no Figure 1 in the PDFs here."),
+        ("What does table 7 say about pensions?", "There is no Table 7 in the PDFs here."),
+        ("What does section 19 say?", "There is no section 19 in the PDFs here."),
+        ("Summarise page 40", "There is no page 40 in the PDFs here."),
+        ("What is in Appendix C?", "There is no Appendix C in the PDFs here."),
+    ],
+)
+def test_a_reference_to_something_that_does_not_exist_says_so_and_what_does(service, question, first_line):
+    a = service.answer(question, BOTH)
+    assert a.kind == "not_found" and a.refused and not a.citations
+    lines = _lines(a)
+    assert lines[0] == first_line
+    if "Figure" in question or "table" in question:
+        assert lines[1] == (f"They have: {CONTRACT}: Table 1 (p. 3); {HANDBOOK}: Table 1 (p. 4), Table 2 (p. 9).")
+    if "section" in question:
+        assert f"{HANDBOOK}: sections 1, 2, 3, 4, 5" in lines[1]
+    if "page" in question:
+        assert lines[1] == f"They have {CONTRACT}: 7 pages, {HANDBOOK}: 14 pages."
+
+
+@pytest.mark.slow
+def test_a_reference_that_exists_is_answered_as_before(service):
+    a = service.answer("What does section 4.2 say about parental leave for the secondary carer?", HB_ONLY)
+    assert a.kind == "answer" and any("6 weeks" in c.quote for c in a.citations)
+
+
+@pytest.mark.slow
+def test_which_limit_asks_back_with_the_candidates_and_a_reply_answers_that_reading(service):
+    a = service.answer("What is the limit?", BOTH)
+    assert a.kind == "clarify" and not a.refused
+    lines = _lines(a)
+    assert lines[0] == "Which limit do you mean? The PDFs mention several:"
+    assert lines[1].startswith(f"1. ARTICLE VI LIABILITY ({CONTRACT}, p. 5) [1] → ask")
+    assert lines[2].startswith(f"2. 2.1 Flexitime ({HANDBOOK}, p. 2) [2] → ask")
+    assert a.choices == [f"What is the limit in section VI of {CONTRACT}?",
+                         f"What is the limit in section 2.1 of {HANDBOOK}?"]
+    assert "total liability" in a.citations[0].quote and "up to 20 hours" in a.citations[1].quote
+    _verbatim(service, a, BOTH)
+
+    history = [Turn(role="user", text="What is the limit?"), Turn(role="assistant", text=a.text)]
+    reply = service.answer("2", BOTH, history)
+    assert reply.kind == "answer" and not reply.refused
+    assert "up to 20 hours" in reply.citations[0].quote and reply.citations[0].file == HANDBOOK
+
+
+@pytest.mark.slow
+def test_a_specific_short_question_is_answered_not_asked_back(service):
+    a = service.answer("What is the notice period?", HB_ONLY)
+    assert a.kind == "answer" and "one month" in a.citations[0].quote
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("question", "text", "row"),
+    [
+        ("Which year in table 2 had the highest revenue?",
+         f"2022: the highest Revenue (GBP million) in Table 2 of {HANDBOOK} (p. 9) is 118.6 [1].",
+         "2022 | 118.6 | 1,180 | 4"),
+        ("Which year had the lowest headcount?",
+         f"2018: the lowest Headcount at year end in Table 2 of {HANDBOOK} (p. 9) is 910 [1].",
+         "2018 | 84.2 | 910 | 3"),
+    ],
+)
+def test_table_max_and_min_state_the_value_and_cite_the_row(service, question, text, row):
+    a = service.answer(question, HB_ONLY)
+    assert a.kind == "table" and a.text == text
+    assert [c.quote for c in a.citations] == [row] and a.citations[0].page_start == 9
+    _verbatim(service, a, HB_ONLY)
+
+
+@pytest.mark.slow
+def test_what_kind_of_document_names_the_type_its_title_page_prints(service):
+    a = service.answer("What kind of document is this?", BOTH)
+    assert a.kind == "document_type"
+    assert f"{CONTRACT} is a master services agreement; its first page reads [1]" in _lines(a)
+    assert f"{HANDBOOK} is an employee handbook; its first page reads [2]" in _lines(a)
+    assert a.citations[1].quote.startswith("Employee Handbook")
+    _verbatim(service, a, BOTH)
+
+
+@pytest.mark.slow
+def test_a_multi_part_question_answers_the_covered_part_and_names_the_other(service):
+    a = service.answer("What is the mileage rate and what is the dress code?", HB_ONLY)
+    assert a.kind == "partial" and not a.refused
+    assert _lines(a) == ["• What is the mileage rate? [1]", "• What is the dress code? The PDFs don't say."]
+    assert "45 pence per mile" in a.citations[0].quote
+    assert a.note == "Part of your question isn't covered by the PDFs here."
+    _verbatim(service, a, HB_ONLY)
+
+
+@pytest.mark.slow
+def test_a_multi_part_question_the_pdfs_fully_cover_answers_each_part(service):
+    a = service.answer("How long is the standard working week and what are the core hours?", HB_ONLY)
+    assert a.kind == "multi_part" and not a.refused and not a.note
+    week, core = _lines(a)
+    assert week.startswith("• How long is the standard working week? [1]")
+    assert core.startswith("• What are the core hours? [")
+    assert "37.5 hours" in a.citations[0].quote
+    assert any("Core hours are 10:00 to 15:00" in c.quote for c in a.citations[1:])
+    _verbatim(service, a, HB_ONLY)
+
+
+# --- LLM mode: the model writes comparisons and summaries (local OpenAI-wire fake on 127.0.0.1) ------------
+
+@pytest.fixture
+def llm_service(service):
+    from eval.fakes.openai_api import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        settings = service.settings.model_copy(update={"openai_base_url": fake.base_url})
+        yield CitebotService(settings, store=service.store), fake
+
+
+@pytest.mark.slow
+def test_with_an_llm_the_model_writes_the_comparison_from_each_documents_passages(service, llm_service):
+    from eval.fakes.openai_api import passages_in
+
+    svc, fake = llm_service
+    a = svc.answer("Compare the notice periods in the handbook and the services agreement", BOTH)
+    assert a.kind == "compare" and a.mode == "llm" and not a.refused
+    assert a.text == "The document says so [1]." and a.citations[0].quote  # the model's words, its quote validated
+    _verbatim(service, a, BOTH)
+    (request,) = fake.requests
+    prompt = request["messages"][-1]["content"]
+    assert "one short paragraph per document" in prompt and HANDBOOK in prompt and CONTRACT in prompt
+    given = {chunk_id.split(":")[0] for chunk_id, _ in passages_in(request)}
+    assert given == {d.doc_id for d in service.list_documents(BOTH)}  # passages from both, retrieved apart
+
+
+@pytest.mark.slow
+def test_with_an_llm_the_summary_is_written_from_each_sections_opening(service, llm_service):
+    from eval.fakes.openai_api import passages_in
+
+    svc, fake = llm_service
+    a = svc.answer("Summarize the services agreement", BOTH)
+    assert a.kind == "summary" and a.mode == "llm" and a.citations
+    _verbatim(service, a, BOTH)
+    assert len(passages_in(fake.requests[-1])) >= 8  # every section's opening went to the model
+
+
+@pytest.mark.slow
+def test_with_an_llm_that_fails_the_extractive_comparison_is_shown_with_a_note(service, llm_service):
+    svc, fake = llm_service
+    for _ in range(5):
+        fake.push(status=500, body=b'{"error": {"message": "down"}}')
+    a = svc.answer("Compare the two PDFs on confidentiality", BOTH)
+    assert a.kind == "compare" and a.mode == "extractive"
+    assert f"• {HANDBOOK}: says nothing about confidentiality that I could find." in _lines(a)
+    assert a.note == "The language model was unavailable, so this answer quotes the PDFs directly."
