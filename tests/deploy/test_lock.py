@@ -171,6 +171,9 @@ def test_setup_and_the_image_install_every_package_but_torch_from_the_lock() -> 
             # pip itself, or nothing resolved: torch alone, the lock, Citebot itself
             assert "--upgrade pip" in command or "--no-deps" in command, command
         assert "pip check" in text  # a lock that misses a dependency fails the install
+    # the locks hold the dependencies of this torch release (deploy/lock.sh reads it from setup.sh)
+    (torch,) = re.findall(r"^TORCH_VERSION=(\S+)$", setup, re.MULTILINE)
+    assert re.search(rf"^ARG TORCH_VERSION={re.escape(torch)}$", docker, re.MULTILINE)
 
 
 @pytest.mark.parametrize("lock", LOCKS)
