@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set up Citebot on a fresh Debian machine: tesseract-ocr, a venv in .venv, torch (CPU), the package, and the
 # embedding model's ONNX export (made once from the packaged weights; the first start would make it otherwise).
-# Idempotent: a second run only re-installs when pyproject.toml changed.
+# Every package but torch comes from the hashed lock deploy/requirements-test.lock (refresh: bash deploy/lock.sh),
+# so that two set-ups install the same files. Idempotent: a second run only re-installs when pyproject.toml or
+# the lock changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,10 +29,11 @@ fi
 # Linux does). From PyTorch's CPU index by default; CITEBOT_TORCH_INDEX_URL names another index with the CPU
 # wheels (a mirror), or, empty, uses pip's own configuration as it is (an index or find-links holding the CPU wheel).
 # Offline, when the index cannot be reached, a CPU wheel in pip's find-links is used; never a public CUDA build.
+# torch alone (--no-deps): its dependencies are in the lock, with their hashes.
 TORCH_VERSION=2.13.0
 torch_index=${CITEBOT_TORCH_INDEX_URL-https://download.pytorch.org/whl/cpu}
 install_cpu_torch() {
-  local pip=(.venv/bin/python -m pip install --disable-pip-version-check)
+  local pip=(.venv/bin/python -m pip install --disable-pip-version-check --no-deps)
   if [ -z "$torch_index" ]; then
     "${pip[@]}" "torch==$TORCH_VERSION"
     return
@@ -38,20 +41,23 @@ install_cpu_torch() {
   echo "setup: torch $TORCH_VERSION (CPU) from $torch_index" >&2
   "${pip[@]}" --timeout 20 --retries 1 --index-url "$torch_index" "torch==$TORCH_VERSION" && return
   echo "setup: $torch_index did not serve torch; trying a local CPU wheel (pip's find-links)" >&2
-  "${pip[@]}" --no-index --no-deps "torch==$TORCH_VERSION" || {
+  "${pip[@]}" --no-index "torch==$TORCH_VERSION" || {
     echo "setup: no CPU build of torch found: set CITEBOT_TORCH_INDEX_URL to an index that has it" >&2
     return 1
   }
 }
 
+lock=deploy/requirements-test.lock
 stamp=.venv/.citebot-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$(cat pyproject.toml "$lock" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages into .venv (a few minutes the first time; log: .venv/install.log)" >&2
   {
     .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip &&
     install_cpu_torch &&
-    .venv/bin/python -m pip install --disable-pip-version-check -e ".[test]"
+    .venv/bin/python -m pip install --disable-pip-version-check --require-hashes --no-deps -r "$lock" &&
+    .venv/bin/python -m pip install --disable-pip-version-check --no-deps --no-build-isolation -e . &&
+    .venv/bin/python -m pip check  # a lock that misses a dependency fails here (refresh: bash deploy/lock.sh)
   } > .venv/install.log 2>&1 || { tail -n 30 .venv/install.log >&2; echo "setup: pip failed (see .venv/install.log)" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
