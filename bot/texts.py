@@ -27,6 +27,7 @@ APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it
 SLACK_HELP_TEXT = (
     "*Citebot* answers questions about the PDFs shared here, quoting them.\n"
     "• Mention me with a question; I reply in a thread and answer follow-ups there without a new mention.\n"
+    "• `/citebot <question>` answers privately: only you see the answer.\n"
     "• Upload a PDF to this channel and I index it (scanned pages are OCR'd).\n"
     "• Use 👍 or 👎 under an answer (or react with them) to tell us whether it helped; 👎 asks what was wrong.\n"
     "• Commands: `help`, `docs` (what I have indexed here), `forget <file>` (uploader or admin), `stats`."
@@ -41,10 +42,6 @@ TEAMS_HELP_TEXT = (
     "- Commands: `help`, `docs` (what I have indexed here), `forget <file>` (the uploader), `stats`, `sync`."
 )
 SLACK_FORGET_USAGE = "Tell me which file: `/citebot forget handbook.pdf` (`/citebot docs` lists them)."
-
-
-def unknown_command_text(verb: str, help_text: str) -> str:
-    return f"I don't know `{verb}`.\n{help_text}"
 
 
 def docs_text(docs: Sequence[DocInfo]) -> str:

@@ -25,6 +25,9 @@ _MAX_QUOTE_CHARS = 2900
 _REFUSED_HEADER = "The closest passages I found (they don't answer it):"
 FEEDBACK_ACTION = "citebot_feedback"  # action_id of the feedback buttons
 FEEDBACK_MODAL = "citebot_feedback_modal"  # callback_id of the 👎 modal
+# block_id prefix of the feedback buttons under a private (ephemeral) answer: a click on an ephemeral message
+# carries no ts Citebot knows, so the block says which answer it was
+ANSWER_REF_BLOCK = "citebot_answer:"
 MAX_COMMENT_CHARS = 2000
 
 Block = dict[str, Any]
@@ -117,12 +120,13 @@ def _retrieved_lines(chunks: Sequence[RetrievedChunk], limit: int = 3) -> list[B
     return [context(loc) for loc in seen]
 
 
-def feedback_buttons() -> Block:
-    """Slack's 👍/👎 feedback buttons for AI answers; a click arrives as a ``block_actions`` payload."""
+def feedback_buttons(answer_ref: str = "") -> Block:
+    """Slack's 👍/👎 feedback buttons for AI answers; a click arrives as a ``block_actions`` payload. With
+    ``answer_ref`` (a private answer's id) the block's ``block_id`` carries it back."""
     def button(emoji: str, value: str, label: str) -> dict[str, Any]:
         return {"text": {"type": "plain_text", "text": emoji}, "value": value, "accessibility_label": label}
 
-    return {
+    block: Block = {
         "type": "context_actions",
         "elements": [
             {
@@ -133,6 +137,9 @@ def feedback_buttons() -> Block:
             }
         ],
     }
+    if answer_ref:
+        block["block_id"] = ANSWER_REF_BLOCK + answer_ref
+    return block
 
 
 def feedback_modal(private_metadata: str) -> dict[str, Any]:
@@ -171,8 +178,9 @@ def feedback_modal(private_metadata: str) -> dict[str, Any]:
     }
 
 
-def answer_blocks(answer: Answer) -> list[Block]:
-    """The answer as at most 50 blocks, no section text over 3,000 characters."""
+def answer_blocks(answer: Answer, answer_ref: str = "") -> list[Block]:
+    """The answer as at most 50 blocks, no section text over 3,000 characters; ``answer_ref`` names a private
+    answer in its feedback buttons."""
     head = [section(part) for part in split_text(escape(answer.text or "…"))]
     if len(head) > _MAX_ANSWER_SECTIONS:
         head = head[:_MAX_ANSWER_SECTIONS]
@@ -181,7 +189,7 @@ def answer_blocks(answer: Answer) -> list[Block]:
     if answer.note:
         tail.append(context(escape(answer.note)))
     tail.append(context(FEEDBACK_HINT))
-    tail.append(feedback_buttons())
+    tail.append(feedback_buttons(answer_ref))
 
     body: list[Block] = []
     if answer.refused and (answer.citations or answer.retrieved):
@@ -216,9 +224,9 @@ def answer_fallback(answer: Answer) -> str:
     return _clip(escape("\n".join(lines)), MAX_FALLBACK_CHARS)
 
 
-def render_answer(answer: Answer) -> tuple[str, list[Block]]:
-    """(``text`` fallback, ``blocks``) for ``chat.postMessage``."""
-    return answer_fallback(answer), answer_blocks(answer)
+def render_answer(answer: Answer, answer_ref: str = "") -> tuple[str, list[Block]]:
+    """(``text`` fallback, ``blocks``) for ``chat.postMessage`` or, with ``answer_ref``, a private answer."""
+    return answer_fallback(answer), answer_blocks(answer, answer_ref)
 
 
 def plain(text: str) -> str:

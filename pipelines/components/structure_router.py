@@ -60,9 +60,10 @@ _DOC_NAMED = re.compile(r"\b([a-z0-9][\w\-]{3,})\s+(?:document|doc|pdf|file|pape
 _PAGE_OF = re.compile(rf"\b(?:pages?|pp?\.)\s*{_NUM}(?:\s*(?:-|–|—|to|and)\s*{_NUM})?\s+(?:of|in|from)\s+"
                       r"(?:the\s+)?([a-z0-9][\w\-]{3,})", re.I)
 _KIND_WORDS = frozenset(
-    """this that these those what which whose each every some such your their same other another whole entire first second third last latest previous next new
-    old attached uploaded shared original above below following document documents pdf pdfs file files paper report
-    handbook manual guide presentation deck slides article brochure booklet contract policy form""".split()  # noqa: SIM905
+    """this that these those what which whose each every some such your their same other another whole entire
+    first second third last latest previous next new old attached uploaded shared original above below following
+    document documents pdf pdfs file files paper report handbook manual guide presentation deck slides article
+    brochure booklet contract policy form""".split()  # noqa: SIM905
 )
 _FILE_CACHE_TTL_S = 600.0
 _FILE_VERSION_CHECK_S = 2.0  # a file uploaded this long ago is named-matchable; counting costs ~5 ms at 50k

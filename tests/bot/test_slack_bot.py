@@ -690,6 +690,35 @@ def test_slash_help_docs_stats(slack: Harness) -> None:
     assert stats.startswith("1 documents, 2 pages")
 
 
+def test_slash_question_is_answered_privately_with_quotes_and_feedback(slack: Harness) -> None:
+    q = "How many weeks of paid parental leave do employees get?"
+    posted_before = len(slack.fake.calls_to("chat.postMessage"))
+    status, body = slack.command(q, channel=C_LEAVE, user=MEMBER, name="private")
+    assert status == 200 and b"Searching" in body  # acknowledged at once, only to the asker
+    private = slack.fake.wait_for("response_url", name="private")[0].params
+    assert private["response_type"] == "ephemeral"
+    assert "eighteen weeks" in private["text"] and slack.files_cited(private) == {LEAVE_PDF}
+    slack.idle()
+    assert len(slack.fake.calls_to("chat.postMessage")) == posted_before  # nothing posted for all to see
+
+    # 👎 under the private answer is recorded against it and opens the same form
+    buttons = next(b for b in private["blocks"] if b["type"] == "context_actions")
+    payload = feedback_click(user=MEMBER, channel=C_LEAVE, message_ts="1700000000.000100", value="down",
+                             action_id=buttons["elements"][0]["action_id"], block_id=buttons["block_id"],
+                             ephemeral=True)
+    assert post_interaction(slack.url, payload)[0] == 200
+    opened = slack.fake.wait_for("views.open")[-1].params
+    slack.idle()
+    votes = [e for e in slack.core.state.feedback() if e.message_ref == opened["view"]["private_metadata"]]
+    assert [(e.user, e.polarity, e.question) for e in votes] == [(MEMBER, "down", q)]
+
+    # the channel's own PDFs only: another channel's contract is not searched from here
+    slack.command("What is the penalty for late delivery of the turbines?", channel=C_LEAVE, user=MEMBER,
+                  name="private-other")
+    other = slack.fake.wait_for("response_url", name="private-other")[0].params
+    assert CONTRACT_PDF not in str(other) and "two percent" not in other["text"]
+
+
 def test_forget_needs_the_uploader_or_an_admin(slack: Harness) -> None:
     channel, scope = "C0FORGET", slack_scope(TEAM, "C0FORGET")
     slack.core.upload(ChatContext("slack", scope, MEMBER), file_name="old_policy.pdf", data=make_pdf(LEAVE_PAGES))
