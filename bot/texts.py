@@ -85,7 +85,6 @@ def location_text(file: str, page_start: int, page_end: int, section: str, *, wh
 
 # --- answers and feedback ----------------------------------------------------------------------------
 
-FEEDBACK_HINT = "Quotes are checked against the PDFs. Did this help? (A 👍 or 👎 reaction works too.)"
 
 # What a 👎 can say was wrong (stored as the key, shown as the label); both platforms and `citebot feedback`.
 FEEDBACK_CHOICES: dict[str, str] = {
@@ -103,8 +102,17 @@ def searching_text(n_documents: int) -> str:
     return f"Searching {n_documents} PDF{'s' if n_documents != 1 else ''}…"
 
 
-def suggested_question(file: str, title: str) -> str:
-    return f"What does {file} say about {title}?"
+def suggested_question(topic: str, document: str = "") -> str:
+    """A suggested prompt from a heading: "What does “Staff Handbook” say about parental leave?"."""
+    topic = topic if topic.isupper() or topic[1:2].isupper() else topic[:1].lower() + topic[1:]
+    if document:
+        return f"What does “{document}” say about {topic}?"
+    return f"What do the PDFs say about {topic}?"
+
+
+def about_question(document: str) -> str:
+    """The suggested prompt for a document with a title and no topic under it."""
+    return f"What is “{document}” about?"
 
 
 SUGGESTED_PROMPTS_TITLE = "Ask about these PDFs"

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.texts import FEEDBACK_CHOICES, FEEDBACK_HINT, location_text, pages_text
+from bot.texts import FEEDBACK_CHOICES, location_text, pages_text
+from pipelines.components.refusal import CLOSEST_PASSAGES
 from pipelines.models import Answer, Citation, RetrievedChunk
 
 MAX_BLOCKS = 50
@@ -22,7 +23,7 @@ MAX_SECTION_CHARS = 3000
 MAX_FALLBACK_CHARS = 3000
 _MAX_ANSWER_SECTIONS = 10
 _MAX_QUOTE_CHARS = 2900
-_REFUSED_HEADER = "The closest passages I found (they don't answer it):"
+_REFUSED_HEADER = "The closest passages, if you want to check:"
 FEEDBACK_ACTION = "citebot_feedback"  # action_id of the feedback buttons
 FEEDBACK_MODAL = "citebot_feedback_modal"  # callback_id of the 👎 modal
 # block_id prefix of the feedback buttons under a private (ephemeral) answer: a click on an ephemeral message
@@ -178,17 +179,24 @@ def feedback_modal(private_metadata: str) -> dict[str, Any]:
     }
 
 
+def _answer_text(answer: Answer) -> str:
+    """The answer's text; a refusal's without its list of closest passages, which the blocks draw with links."""
+    if answer.refused and (answer.citations or answer.retrieved):
+        return answer.text.split(CLOSEST_PASSAGES, 1)[0]
+    return answer.text
+
+
 def answer_blocks(answer: Answer, answer_ref: str = "") -> list[Block]:
     """The answer as at most 50 blocks, no section text over 3,000 characters; ``answer_ref`` names a private
-    answer in its feedback buttons."""
-    head = [section(part) for part in split_text(escape(answer.text or "…"))]
+    answer in its feedback buttons. Under it: the quotes (a refusal: the closest passages, once), a note if
+    any, and the 👍/👎 buttons, which say what they are for themselves."""
+    head = [section(part) for part in split_text(escape(_answer_text(answer) or "…"))]
     if len(head) > _MAX_ANSWER_SECTIONS:
         head = head[:_MAX_ANSWER_SECTIONS]
         head[-1] = section(_clip(head[-1]["text"]["text"], MAX_SECTION_CHARS - 40) + " _(answer shortened)_")
     tail: list[Block] = []
     if answer.note:
         tail.append(context(escape(answer.note)))
-    tail.append(context(FEEDBACK_HINT))
     tail.append(feedback_buttons(answer_ref))
 
     body: list[Block] = []
@@ -215,7 +223,8 @@ def answer_blocks(answer: Answer, answer_ref: str = "") -> list[Block]:
 
 def answer_fallback(answer: Answer) -> str:
     """Plain text of the answer and its sources for notifications and clients without Block Kit."""
-    lines = [answer.text or "…"]
+    # a refusal keeps its own list of the closest passages here, unless quotes of them follow
+    lines = [(_answer_text(answer) if answer.citations else answer.text) or "…"]
     if answer.refused and answer.citations:
         lines.append(_REFUSED_HEADER)
     for c in answer.citations:

@@ -641,6 +641,8 @@ def test_assistant_pane_searches_the_viewed_channel_and_answers_only_the_asker(s
     titles = [p["title"] for p in prompts.params["prompts"]]
     assert "Parental leave" in titles  # from the section titles of the channel being viewed
     assert all(p["message"].endswith("?") for p in prompts.params["prompts"])
+    assert "What do the PDFs say about parental leave?" in [p["message"] for p in prompts.params["prompts"]]
+    assert not any(".pdf" in p["message"] for p in prompts.params["prompts"])  # topics, not file names
 
     # a question in the pane searches the channel being viewed plus the asker's own DM uploads
     before = len(slack.fake.calls_to("chat.postMessage", channel=C_LEAVE))
