@@ -366,6 +366,9 @@ def test_retry_after_a_restart_is_not_answered_again(slack: Harness) -> None:
         status, _ = post_signed(url, event_callback(event, event_id="EvRESTART1"), retry_num=1)
         assert status == 200
         assert restarted.wait_idle(60)
+        # the status and its take-back run on the bot's small UI pool, which wait_idle does not cover and close()
+        # cancels: wait for them, or on a busy machine the restarted bot is closed before it shows anything
+        slack.fake.wait_for("assistant.threads.setStatus", count=3, thread_ts="145.000001", timeout=60)
     finally:
         server.shutdown()
         server.server_close()
