@@ -336,25 +336,34 @@ class ChatCore:
         return self.state.thread_context(platform=platform, thread_ref=thread_ref)
 
     def suggested_questions(self, scopes: Sequence[str], limit: int = 4) -> list[tuple[str, str]]:
-        """Up to ``limit`` (title, question) pairs from the section titles of the documents in ``scopes``,
-        taking one section from each document in turn so every PDF gets a say."""
+        """Up to ``limit`` (title, question) pairs from the headings of the documents in ``scopes``, taking one
+        from each document in turn so every PDF gets a say. A document is called by its title (the heading
+        above all its others) where it has one, never by its file name; a document with a title and no topic
+        under it gets "What is “title” about?"."""
         per_doc: dict[str, list[str]] = {}
-        files: dict[str, str] = {}
+        paths: dict[str, list[list[str]]] = {}
         for doc in self.service.store.fetch(scopes=list(scopes), limit=400):
             meta = doc.meta or {}
-            title = section_title(str(meta.get("section") or ""))
             doc_id = str(meta.get("doc_id") or "")
-            if not title or not doc_id:
+            section = str(meta.get("section") or "")
+            if not doc_id or not section:
                 continue
-            files.setdefault(doc_id, printable(str(meta.get("file_name") or "the PDF")))
+            paths.setdefault(doc_id, []).append(section.split(" > "))
+            title = section_title(section)
             titles = per_doc.setdefault(doc_id, [])
-            if title.lower() not in (t.lower() for t in titles):
+            if title and title.lower() not in (t.lower() for t in titles):
                 titles.append(title)
+        names = {doc_id: document_title(p) for doc_id, p in paths.items()}
+        for doc_id, titles in per_doc.items():
+            name = names[doc_id]
+            per_doc[doc_id] = [t for t in titles if t.lower() != name.lower()] or ([name] if name else [])
         out: list[tuple[str, str]] = []
         for i in range(max((len(t) for t in per_doc.values()), default=0)):
             for doc_id, titles in per_doc.items():
                 if i < len(titles) and len(out) < limit:
-                    out.append((titles[i], texts.suggested_question(files[doc_id], titles[i])))
+                    name, topic = names[doc_id], titles[i]
+                    question = texts.about_question(name) if topic == name else texts.suggested_question(topic, name)
+                    out.append((topic, question))
         return out
 
     def stats(self, scopes: Sequence[str]) -> dict[str, int]:
@@ -367,7 +376,16 @@ class ChatCore:
 _NUMBERING = re.compile(
     r"^(?:(?i:section|article|chapter|part|clause)\s+)?(?:\d+(?:\.\d+)*\.?|[IVXLC]{1,6}[.)]|[IVXLC]{2,6}|[A-Z][.)])\s+"
 )
-_NOT_TOPICS = {"contents", "table of contents", "index", "appendix", "references", "introduction", "preface"}
+_NOT_TOPICS = {"contents", "table of contents", "index", "appendix", "references", "introduction", "preface",
+               "abstract", "bibliography", "acknowledgements", "acknowledgments", "list of figures", "list of tables",
+               "foreword", "keywords", "notes", "untitled"}
+# a date or a byline line set as a heading ("January 3, 2024", "3 March 2021", "2023-01-03") is no topic
+_DATE_LIKE = re.compile(
+    r"^(?:\d{1,2}\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?"
+    r"\s*\d{4}$|^\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?,?\s+\d{4}$"
+    r"|^(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?,?\s+\d{4}$|^\d{4}[-/.]\d{1,2}[-/.]\d{1,2}$|^\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}$",
+    re.I,
+)
 
 
 def section_title(section: str) -> str:
@@ -379,4 +397,16 @@ def section_title(section: str) -> str:
         title = title.capitalize()
     if not 3 <= len(title) <= 60 or title.lower() in _NOT_TOPICS or not any(ch.isalpha() for ch in title):
         return ""
+    if _DATE_LIKE.match(title):
+        return ""
     return title
+
+
+def document_title(paths: Sequence[Sequence[str]]) -> str:
+    """A document's title from its chunks' section paths: the one outermost heading every nested path shares
+    ("Two-Column Document with Lorem Ipsum > Abstract"), unnumbered and readable as a title; "" otherwise."""
+    tops = {p[0] for p in paths if p}
+    if len(tops) != 1 or not any(len(p) >= 2 for p in paths):
+        return ""
+    top = next(iter(tops))
+    return "" if _NUMBERING.match(top) else section_title(top)

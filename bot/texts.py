@@ -27,6 +27,7 @@ APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it
 SLACK_HELP_TEXT = (
     "*Citebot* answers questions about the PDFs shared here, quoting them.\n"
     "• Mention me with a question; I reply in a thread and answer follow-ups there without a new mention.\n"
+    "• `/citebot <question>` answers privately: only you see the answer.\n"
     "• Upload a PDF to this channel and I index it (scanned pages are OCR'd).\n"
     "• Use 👍 or 👎 under an answer (or react with them) to tell us whether it helped; 👎 asks what was wrong.\n"
     "• Commands: `help`, `docs` (what I have indexed here), `forget <file>` (uploader or admin), `stats`."
@@ -41,10 +42,6 @@ TEAMS_HELP_TEXT = (
     "- Commands: `help`, `docs` (what I have indexed here), `forget <file>` (the uploader), `stats`, `sync`."
 )
 SLACK_FORGET_USAGE = "Tell me which file: `/citebot forget handbook.pdf` (`/citebot docs` lists them)."
-
-
-def unknown_command_text(verb: str, help_text: str) -> str:
-    return f"I don't know `{verb}`.\n{help_text}"
 
 
 def docs_text(docs: Sequence[DocInfo]) -> str:
@@ -88,7 +85,6 @@ def location_text(file: str, page_start: int, page_end: int, section: str, *, wh
 
 # --- answers and feedback ----------------------------------------------------------------------------
 
-FEEDBACK_HINT = "Quotes are checked against the PDFs. Did this help? (A 👍 or 👎 reaction works too.)"
 
 # What a 👎 can say was wrong (stored as the key, shown as the label); both platforms and `citebot feedback`.
 FEEDBACK_CHOICES: dict[str, str] = {
@@ -106,8 +102,17 @@ def searching_text(n_documents: int) -> str:
     return f"Searching {n_documents} PDF{'s' if n_documents != 1 else ''}…"
 
 
-def suggested_question(file: str, title: str) -> str:
-    return f"What does {file} say about {title}?"
+def suggested_question(topic: str, document: str = "") -> str:
+    """A suggested prompt from a heading: "What does “Staff Handbook” say about parental leave?"."""
+    topic = topic if topic.isupper() or topic[1:2].isupper() else topic[:1].lower() + topic[1:]
+    if document:
+        return f"What does “{document}” say about {topic}?"
+    return f"What do the PDFs say about {topic}?"
+
+
+def about_question(document: str) -> str:
+    """The suggested prompt for a document with a title and no topic under it."""
+    return f"What is “{document}” about?"
 
 
 SUGGESTED_PROMPTS_TITLE = "Ask about these PDFs"

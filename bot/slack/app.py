@@ -39,6 +39,7 @@ from bot.commands import is_core_verb, run_command
 from bot.core import ChatContext, ChatCore, ClaimKey
 from bot.journal import Kind, RetryLater
 from bot.slack.events import (
+    Command,
     FeedbackClick,
     FileShared,
     Message,
@@ -70,7 +71,6 @@ from bot.texts import (
     indexing_text,
     progress_text,
     searching_text,
-    unknown_command_text,
 )
 from connectors.download import download, host_of
 from connectors.log import error_fields
@@ -626,42 +626,72 @@ class SlackBot:
     # --- /citebot --------------------------------------------------------------------------------
     def _on_command(self, ack: Ack, body: dict[str, Any]) -> None:
         cmd = parse_command(body)
-        if not is_core_verb(cmd.verb):
-            ack(text=plain(SLACK_HELP_TEXT if cmd.verb == "help" else unknown_command_text(cmd.verb, SLACK_HELP_TEXT)))
+        if cmd.verb == "help":
+            ack(text=plain(SLACK_HELP_TEXT))
             return
         if cmd.verb == "forget" and not cmd.arg:
             ack(text=SLACK_FORGET_USAGE)
             return
         key = ClaimKey.slack_command(_unique())  # Slack never re-sends a slash command
         self.work.accept(key, "slack.command", {"body": body})
-        ack()
+        if is_core_verb(cmd.verb):
+            ack()
+        else:  # `/citebot how long is parental leave?`: a private answer, journaled like any command
+            ack(text=searching_text(0))
 
-    def _respond(self, item: WorkItem, payload: dict[str, Any], text: str) -> None:
+    def _respond(self, item: WorkItem, payload: dict[str, Any], text: str, **kw: Any) -> None:
         """Reply at the command's ``response_url`` once (noted: a take-over does not reply again)."""
         if item.notes.get("responded"):
             return
         url = str(payload["body"].get("response_url") or "")
         if url:
-            Respond(response_url=url)(text)
+            Respond(response_url=url)(text, **kw)
         self._note(item, responded="1")
+
+    def _command_scopes(self, cmd: Command) -> tuple[str, ...]:
+        """What a command may see: the channel's PDFs; in a DM, the DM's plus those of the asker's channels."""
+        if cmd.is_dm:
+            return tuple(dm_search_scopes(self.members, team=cmd.team, dm_channel=cmd.channel, user=cmd.user))
+        return (cmd.scope,)
 
     def _run_command(self, item: WorkItem, payload: dict[str, Any]) -> None:
         cmd = parse_command(payload["body"])
         verb = cmd.verb
         if not is_core_verb(verb):
+            self._private_answer(item, payload, cmd)
             return
-        scopes = (
-            dm_search_scopes(self.members, team=cmd.team, dm_channel=cmd.channel, user=cmd.user)
-            if cmd.is_dm
-            else (cmd.scope,)
-        )
         ctx = ChatContext("slack", cmd.scope, cmd.user)
         is_admin = verb == "forget" and self._is_admin(cmd.user)
-        text = run_command(self.core, ctx, verb, cmd.arg, scopes=scopes, is_admin=is_admin)
+        text = run_command(self.core, ctx, verb, cmd.arg, scopes=self._command_scopes(cmd), is_admin=is_admin)
         self._respond(item, payload, plain(text))
 
+    def _private_answer(self, item: WorkItem, payload: dict[str, Any], cmd: Command) -> None:
+        """The answer only the asker sees (ephemeral, through the command's ``response_url``), with the same
+        citations and 👍/👎 as a thread answer. An ephemeral message has no ts Citebot could key feedback on, so
+        the answer is recorded under an id derived from the work item, which its buttons carry; a take-over uses
+        the same id, and records an answer that left just before a kill instead of answering again."""
+        ctx = ChatContext("slack", cmd.scope, cmd.user, search_scopes=self._command_scopes(cmd) if cmd.is_dm else ())
+        answer_ref = "cmd-" + item.key.rsplit(":", 1)[-1]
+        if not item.notes.get("responded"):
+            answer = self.core.ask(ctx, cmd.text, [])
+            text, blocks = render_answer(answer, answer_ref=answer_ref)
+            self._note(item, answer=answer.model_dump_json())  # noted before it leaves, as a thread answer is
+            self._respond(item, payload, text, blocks=blocks, response_type="ephemeral", replace_original=True,
+                          unfurl_links=False, unfurl_media=False)
+        elif item.notes.get("answer") and not item.notes.get("recorded"):
+            answer = Answer.model_validate_json(item.notes["answer"])
+        else:
+            return
+        ref = f"{cmd.channel}:{answer_ref}"
+        self.core.record_answer(ctx, message_ref=ref, thread_ref=ref, question=cmd.text, answer=answer)
+        self._note(item, recorded="1")
+
     def _give_up_command(self, item: WorkItem, payload: dict[str, Any]) -> None:
-        self._respond(item, payload, APOLOGY)
+        """After the last attempt: an apology at the ``response_url`` (replacing a question's "Searching…")."""
+        if is_core_verb(parse_command(payload["body"]).verb):
+            self._respond(item, payload, APOLOGY)
+        else:
+            self._respond(item, payload, APOLOGY, response_type="ephemeral", replace_original=True)
 
     def _is_admin(self, user: str) -> bool:
         info = self.client.users_info(user=user).get("user") or {}

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bot.slack.render import ANSWER_REF_BLOCK
 from pipelines.models import slack_scope
 
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
@@ -226,7 +227,7 @@ def parse_reaction(body: dict[str, Any]) -> Reaction | None:
 
 @dataclass(frozen=True)
 class Command:
-    """``/citebot <verb> <arg>``."""
+    """``/citebot <verb> <arg>``, or ``/citebot <question>`` (``text``: everything after the command)."""
 
     team: str
     channel: str
@@ -234,6 +235,7 @@ class Command:
     verb: str
     arg: str
     is_dm: bool
+    text: str = ""
 
     @property
     def scope(self) -> str:
@@ -251,6 +253,7 @@ def parse_command(body: dict[str, Any]) -> Command:
         verb=verb.lower() or "help",
         arg=arg.strip().strip("“”\"'`"),
         is_dm=body.get("channel_name") == "directmessage" or channel.startswith("D"),
+        text=text,
     )
 
 
@@ -279,6 +282,9 @@ def parse_feedback_click(body: dict[str, Any], action_id: str) -> FeedbackClick 
     container = body.get("container") or {}
     channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
     ts = str((body.get("message") or {}).get("ts") or container.get("message_ts") or "")
+    block_id = str(actions[0].get("block_id") or "")
+    if block_id.startswith(ANSWER_REF_BLOCK):  # a private answer: its id, not the ephemeral message's ts
+        ts = block_id[len(ANSWER_REF_BLOCK):]
     user = str((body.get("user") or {}).get("id") or "")
     if polarity is None or not (channel and ts and user):
         return None

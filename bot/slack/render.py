@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.texts import FEEDBACK_CHOICES, FEEDBACK_HINT, location_text, pages_text
+from bot.texts import FEEDBACK_CHOICES, location_text, pages_text
+from pipelines.components.refusal import CLOSEST_PASSAGES
 from pipelines.models import Answer, Citation, RetrievedChunk
 
 MAX_BLOCKS = 50
@@ -22,9 +23,12 @@ MAX_SECTION_CHARS = 3000
 MAX_FALLBACK_CHARS = 3000
 _MAX_ANSWER_SECTIONS = 10
 _MAX_QUOTE_CHARS = 2900
-_REFUSED_HEADER = "The closest passages I found (they don't answer it):"
+_REFUSED_HEADER = "The closest passages, if you want to check:"
 FEEDBACK_ACTION = "citebot_feedback"  # action_id of the feedback buttons
 FEEDBACK_MODAL = "citebot_feedback_modal"  # callback_id of the 👎 modal
+# block_id prefix of the feedback buttons under a private (ephemeral) answer: a click on an ephemeral message
+# carries no ts Citebot knows, so the block says which answer it was
+ANSWER_REF_BLOCK = "citebot_answer:"
 MAX_COMMENT_CHARS = 2000
 
 Block = dict[str, Any]
@@ -117,12 +121,13 @@ def _retrieved_lines(chunks: Sequence[RetrievedChunk], limit: int = 3) -> list[B
     return [context(loc) for loc in seen]
 
 
-def feedback_buttons() -> Block:
-    """Slack's 👍/👎 feedback buttons for AI answers; a click arrives as a ``block_actions`` payload."""
+def feedback_buttons(answer_ref: str = "") -> Block:
+    """Slack's 👍/👎 feedback buttons for AI answers; a click arrives as a ``block_actions`` payload. With
+    ``answer_ref`` (a private answer's id) the block's ``block_id`` carries it back."""
     def button(emoji: str, value: str, label: str) -> dict[str, Any]:
         return {"text": {"type": "plain_text", "text": emoji}, "value": value, "accessibility_label": label}
 
-    return {
+    block: Block = {
         "type": "context_actions",
         "elements": [
             {
@@ -133,6 +138,9 @@ def feedback_buttons() -> Block:
             }
         ],
     }
+    if answer_ref:
+        block["block_id"] = ANSWER_REF_BLOCK + answer_ref
+    return block
 
 
 def feedback_modal(private_metadata: str) -> dict[str, Any]:
@@ -171,17 +179,25 @@ def feedback_modal(private_metadata: str) -> dict[str, Any]:
     }
 
 
-def answer_blocks(answer: Answer) -> list[Block]:
-    """The answer as at most 50 blocks, no section text over 3,000 characters."""
-    head = [section(part) for part in split_text(escape(answer.text or "…"))]
+def _answer_text(answer: Answer) -> str:
+    """The answer's text; a refusal's without its list of closest passages, which the blocks draw with links."""
+    if answer.refused and (answer.citations or answer.retrieved):
+        return answer.text.split(CLOSEST_PASSAGES, 1)[0]
+    return answer.text
+
+
+def answer_blocks(answer: Answer, answer_ref: str = "") -> list[Block]:
+    """The answer as at most 50 blocks, no section text over 3,000 characters; ``answer_ref`` names a private
+    answer in its feedback buttons. Under it: the quotes (a refusal: the closest passages, once), a note if
+    any, and the 👍/👎 buttons, which say what they are for themselves."""
+    head = [section(part) for part in split_text(escape(_answer_text(answer) or "…"))]
     if len(head) > _MAX_ANSWER_SECTIONS:
         head = head[:_MAX_ANSWER_SECTIONS]
         head[-1] = section(_clip(head[-1]["text"]["text"], MAX_SECTION_CHARS - 40) + " _(answer shortened)_")
     tail: list[Block] = []
     if answer.note:
         tail.append(context(escape(answer.note)))
-    tail.append(context(FEEDBACK_HINT))
-    tail.append(feedback_buttons())
+    tail.append(feedback_buttons(answer_ref))
 
     body: list[Block] = []
     if answer.refused and (answer.citations or answer.retrieved):
@@ -207,7 +223,8 @@ def answer_blocks(answer: Answer) -> list[Block]:
 
 def answer_fallback(answer: Answer) -> str:
     """Plain text of the answer and its sources for notifications and clients without Block Kit."""
-    lines = [answer.text or "…"]
+    # a refusal keeps its own list of the closest passages here, unless quotes of them follow
+    lines = [(_answer_text(answer) if answer.citations else answer.text) or "…"]
     if answer.refused and answer.citations:
         lines.append(_REFUSED_HEADER)
     for c in answer.citations:
@@ -216,9 +233,9 @@ def answer_fallback(answer: Answer) -> str:
     return _clip(escape("\n".join(lines)), MAX_FALLBACK_CHARS)
 
 
-def render_answer(answer: Answer) -> tuple[str, list[Block]]:
-    """(``text`` fallback, ``blocks``) for ``chat.postMessage``."""
-    return answer_fallback(answer), answer_blocks(answer)
+def render_answer(answer: Answer, answer_ref: str = "") -> tuple[str, list[Block]]:
+    """(``text`` fallback, ``blocks``) for ``chat.postMessage`` or, with ``answer_ref``, a private answer."""
+    return answer_fallback(answer), answer_blocks(answer, answer_ref)
 
 
 def plain(text: str) -> str:

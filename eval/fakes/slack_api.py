@@ -363,27 +363,32 @@ def post_interaction(url: str, payload: dict[str, Any], *, secret: str = SIGNING
 
 def feedback_click(
     *, user: str, channel: str, message_ts: str, value: str, action_id: str, thread_ts: str = "",
-    team: str = TEAM, trigger_id: str = "13345224609.738474920.8088930838d88f008e0",
+    team: str = TEAM, trigger_id: str = "13345224609.738474920.8088930838d88f008e0", block_id: str = "fb",
+    ephemeral: bool = False,
 ) -> dict[str, Any]:
-    """A ``block_actions`` payload for a click on a ``feedback_buttons`` element of a bot message."""
+    """A ``block_actions`` payload for a click on a ``feedback_buttons`` element of a bot message; of an
+    ephemeral message (a slash command's private answer), Slack sends no ``message``, only the container."""
     message: dict[str, Any] = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "ts": message_ts}
     if thread_ts:
         message["thread_ts"] = thread_ts
-    return {
+    payload = {
         "type": "block_actions",
         "user": {"id": user, "username": user.lower(), "team_id": team},
         "api_app_id": "ACITEBOT",
         "token": "unused-verification-token",
-        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": ephemeral},
         "trigger_id": trigger_id,
         "team": {"id": team, "domain": "fake"},
         "channel": {"id": channel, "name": "channel"},
         "message": message,
         "actions": [
-            {"type": "feedback_buttons", "action_id": action_id, "block_id": "fb", "value": value,
+            {"type": "feedback_buttons", "action_id": action_id, "block_id": block_id, "value": value,
              "action_ts": f"{time.time():.6f}"}
         ],
     }
+    if ephemeral:
+        del payload["message"]
+    return payload
 
 
 def view_submission(view: dict[str, Any], *, user: str, values: dict[str, Any], team: str = TEAM) -> dict[str, Any]:

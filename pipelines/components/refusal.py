@@ -8,6 +8,8 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 REFUSAL_TEXT = "The PDFs in this channel don't seem to answer that."
+# what introduces a refusal's list of closest passages (a chat adapter that draws its own list drops the text's)
+CLOSEST_PASSAGES = " The closest passages, if you want to check:\n"
 # How much a missing term lowers confidence: a specific term (year, number, name) the scope never mentions is
 # strong evidence the PDFs don't answer; an ordinary content word less so (it may be a synonym or a typo).
 ANCHOR_PENALTY = 2.0
@@ -79,7 +81,7 @@ def refusal_text(documents: list[Document], *, max_pointers: int = 3) -> str:
             break
     text = REFUSAL_TEXT
     if pointers:
-        text += " The closest passages, if you want to check:\n" + "\n".join(f"• {p}" for p in pointers)
+        text += CLOSEST_PASSAGES + "\n".join(f"• {p}" for p in pointers)
     elif not documents:
         text += " I found no passages about it here."
     return text

@@ -54,6 +54,17 @@ _MAX_PAGE_SPAN = 30
 # Section numbers (and, apart, table/figure labels) looked up per question: a question naming more is not
 # asking about each of them, and every one is a term of the store's filter.
 MAX_REFS = 50
+# "page 3 of the multicolumn document", "the outline PDF", "page 3 of multicolumn": one distinctive word of a
+# file's name, said as the name of a document. Words that say what kind of document it is name no file.
+_DOC_NAMED = re.compile(r"\b([a-z0-9][\w\-]{3,})\s+(?:document|doc|pdf|file|paper)s?\b", re.I)
+_PAGE_OF = re.compile(rf"\b(?:pages?|pp?\.)\s*{_NUM}(?:\s*(?:-|–|—|to|and)\s*{_NUM})?\s+(?:of|in|from)\s+"
+                      r"(?:the\s+)?([a-z0-9][\w\-]{3,})", re.I)
+_KIND_WORDS = frozenset(
+    """this that these those what which whose each every some such your their same other another whole entire
+    first second third last latest previous next new old attached uploaded shared original above below following
+    document documents pdf pdfs file files paper report handbook manual guide presentation deck slides article
+    brochure booklet contract policy form""".split()  # noqa: SIM905
+)
 _FILE_CACHE_TTL_S = 600.0
 _FILE_VERSION_CHECK_S = 2.0  # a file uploaded this long ago is named-matchable; counting costs ~5 ms at 50k
 
@@ -225,8 +236,27 @@ class StructureRouter:
                 named.append(name)
                 phrases.append(best or words[0])
         if not named:
+            named, phrases = self._files_by_word(question, scopes)
+        if not named:
             return None, [], []
         return {"field": "meta.file_name", "operator": "in", "value": named}, named, phrases
+
+    def _files_by_word(self, question: str, scopes: list[str]) -> tuple[list[str], list[str]]:
+        """The files one word of whose name the question uses as a document's name ("page 3 of the multicolumn
+        document" for 026-latex-multicolumn_multicolumn.pdf), and the phrases that named them."""
+        said = [(m.group(1), m.group(0)) for m in _DOC_NAMED.finditer(question)]
+        said += [(m.group(3), m.group(3)) for m in _PAGE_OF.finditer(question)]
+        named: list[str] = []
+        phrases: list[str] = []
+        for word, phrase in said:
+            low = word.lower()
+            if low in _KIND_WORDS or low.isdigit():
+                continue
+            hits = [name for name, words in self._file_names(scopes) if low in words and name not in named]
+            if hits:
+                named += hits
+                phrases.append(" ".join(re.sub(r"[^\w]+|_", " ", phrase.lower()).split()))
+        return named, phrases
 
     # --- headings ------------------------------------------------------------------------------
     def heading_documents(

@@ -8,7 +8,9 @@ journal, and its lease running out is all it takes.
 * a burst of mentions and an upload, killed with answers half posted and the upload mid-download: after the
   restart every mention is answered exactly once and the upload is indexed in its own status message;
 * two replicas, one killed mid-burst: the live one takes its work over;
-* an answer posted just before the kill, then Slack's retry of the event: no second answer.
+* an answer posted just before the kill, then Slack's retry of the event: no second answer;
+* a ``/citebot <question>`` acknowledged ("Searching…") but not yet answered at the kill: the restarted bot
+  gives the private answer, once, at the command's ``response_url`` (Slack never re-sends a slash command).
 """
 
 from __future__ import annotations
@@ -28,7 +30,15 @@ from typing import Any
 
 import pytest
 
-from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, event_callback, mention, post_signed
+from eval.fakes.slack_api import (
+    BOT_TOKEN,
+    SIGNING_SECRET,
+    TEAM,
+    FakeSlack,
+    event_callback,
+    mention,
+    post_signed,
+)
 from tests.bot.test_slack_bot import make_pdf
 
 pytestmark = pytest.mark.slow
@@ -237,3 +247,42 @@ def test_an_answer_posted_just_before_the_kill_is_not_posted_again_on_slacks_ret
         second.kill()
     assert _answers(fake) == Counter({"3000.000100": 1})
     assert len(_answer_texts(fake)) == 1
+
+
+def test_a_private_question_acknowledged_before_the_kill_is_answered_after_the_restart(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    data = tmp_path / "data"
+    first = Bot(fake, data, tmp_path / "first.log")
+    try:
+        first.wait_ready()
+        _index_handbook(fake, first)
+        # the one worker is held posting a thread answer (its reply never comes): the command waits behind it
+        fake.hold_replies["chat.postMessage"] = threading.Event()
+        busy = event_callback(mention(CHANNEL, ASKER, QUESTION, "4000.000100"), event_id="Ev0DURBUSY")
+        assert post_signed(first.url, busy)[0] == 200
+        fake.wait_until(lambda: sum(_answers(fake).values()) == 1, timeout=180)
+        command = {
+            "token": "unused", "team_id": TEAM, "channel_id": CHANNEL, "channel_name": "general", "user_id": ASKER,
+            "command": "/citebot", "text": QUESTION, "response_url": fake.response_url("private"),
+            "trigger_id": "4.5.6",
+        }
+        status, ack = post_signed(first.url, command, form=True)
+        assert status == 200 and b"Searching" in ack  # acknowledged, only to the asker
+        time.sleep(1)
+        assert not fake.calls_to("response_url")  # not answered before the kill
+    finally:
+        first.kill()
+    fake.hold_replies.pop("chat.postMessage").set()
+
+    second = Bot(fake, data, tmp_path / "second.log")
+    try:
+        second.wait_ready()
+        fake.wait_for("response_url", name="private", timeout=AFTER_RESTART_S + LEASE_S)
+        time.sleep(LEASE_S + 1)  # room for a second answer to show
+    finally:
+        second.kill()
+    [private] = [c.params for c in fake.calls_to("response_url")]
+    assert private["response_type"] == "ephemeral" and EXPECTED in private["text"]
+    assert any(b["type"] == "context_actions" for b in private["blocks"])  # with its 👍/👎
+    assert _answers(fake) == Counter({"4000.000100": 1})  # nothing posted for the channel to see

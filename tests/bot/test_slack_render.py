@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from haystack import Document
 
 from bot.slack.events import (
     parse_command,
@@ -12,7 +13,7 @@ from bot.slack.events import (
     strip_mentions,
 )
 from bot.slack.render import MAX_BLOCKS, MAX_SECTION_CHARS, location, render_answer, split_text
-from bot.texts import FEEDBACK_HINT
+from pipelines.components.refusal import REFUSAL_TEXT, refusal_text
 from pipelines.models import Answer, Citation, RetrievedChunk
 
 
@@ -42,10 +43,10 @@ def _texts(blocks: list[dict]) -> list[str]:
 
 
 class TestRenderAnswer:
-    def test_answer_then_each_citation_as_quote_with_location_and_feedback_hint(self) -> None:
+    def test_answer_then_each_citation_as_quote_with_location_and_the_feedback_buttons(self) -> None:
         answer = Answer(text="Eighteen weeks [1].", citations=[_citation(1)])
         text, blocks = render_answer(answer)
-        assert [b["type"] for b in blocks] == ["section", "rich_text", "context", "context", "context_actions"]
+        assert [b["type"] for b in blocks] == ["section", "rich_text", "context", "context_actions"]
         assert blocks[0]["text"]["text"] == "Eighteen weeks [1]."
         quote = blocks[1]["elements"][0]
         assert quote["type"] == "rich_text_quote"
@@ -53,8 +54,7 @@ class TestRenderAnswer:
             "[1] Employees may take eighteen weeks of parental leave."
         )
         assert blocks[2]["elements"][0]["text"] == "handbook.pdf · p. 4 · 4 Leave &gt; 4.2 Parental leave"
-        assert blocks[3]["elements"][0]["text"] == FEEDBACK_HINT
-        assert [e["type"] for e in blocks[4]["elements"]] == ["feedback_buttons"]
+        assert [e["type"] for e in blocks[3]["elements"]] == ["feedback_buttons"]  # no hint line repeating them
         assert "Eighteen weeks [1]." in text and "handbook.pdf · p. 4" in text
 
     def test_a_citation_with_a_link_shows_file_and_page_as_the_link_text(self) -> None:
@@ -85,12 +85,13 @@ class TestRenderAnswer:
             if b["type"] == "rich_text":
                 assert sum(len(e["text"]) for q in b["elements"] for e in q["elements"]) <= MAX_SECTION_CHARS
         assert any("more sources not shown" in t for t in _texts(blocks))
-        assert blocks[-2]["elements"][0]["text"] == FEEDBACK_HINT and blocks[-1]["type"] == "context_actions"
+        assert blocks[-1]["type"] == "context_actions"
         assert 0 < len(text) <= 3000
 
-    def test_refusal_shows_closest_passages(self) -> None:
+    def test_refusal_shows_closest_passages_once_as_links(self) -> None:
         answer = Answer(
-            text="The PDFs here don't say.",
+            text=refusal_text([Document(content="x", meta={"file_name": "a.pdf", "page_start": 2, "page_end": 3}),
+                               Document(content="y", meta={"file_name": "a.pdf", "page_start": 7, "page_end": 7})]),
             refused=True,
             retrieved=[
                 RetrievedChunk(chunk_id="d:1", doc_id="d", file="a.pdf", page_start=2, page_end=3, score=0.1),
@@ -99,9 +100,9 @@ class TestRenderAnswer:
         )
         _, blocks = render_answer(answer)
         texts = _texts(blocks)
-        assert texts[0] == "The PDFs here don't say."
-        assert any("closest passages" in t for t in texts)
-        assert "a.pdf · pp. 2–3" in texts and "a.pdf · p. 7" in texts
+        assert texts[0] == REFUSAL_TEXT
+        assert sum("closest passages" in t for t in texts) == 1
+        assert sum("a.pdf · pp. 2–3" in t for t in texts) == 1 and sum("a.pdf · p. 7" in t for t in texts) == 1
 
     def test_mrkdwn_control_characters_are_escaped(self) -> None:
         _, blocks = render_answer(Answer(text="Use <b> & <@U123> carefully"))

@@ -183,6 +183,29 @@ class TestStructureRouter:
         assert out["filters"]["value"] == ["services_agreement.pdf"]
         assert out["content_question"] == "How long is the term in ?" and out["explicit"] is False
 
+    @pytest.mark.parametrize(
+        "question",
+        ["What is on page 4 of the services document?", "What is on page 4 of services?", "page 4 of the services pdf"],
+    )
+    def test_one_word_of_a_name_said_as_a_document_picks_its_page(self, store, question):
+        # hb.pdf has a page 4 too: the word names the document whose page 4 is meant
+        out = StructureRouter(document_store=store).run(question=question, scopes=["local"])
+        assert [d.id for d in out["documents"]] == ["ct:00000"]
+        assert out["reference"] == "page 4 of services_agreement.pdf"
+
+    @pytest.mark.parametrize(
+        ("question", "scopes"),
+        [
+            ("What is on page 4 of this document?", ["local"]),  # a kind of document names none
+            ("What is on page 4 of the report?", ["local"]),
+            ("What is on page 4 of the secret document?", ["local"]),  # a file of another channel
+        ],
+    )
+    def test_words_that_name_no_file_of_the_scope_restrict_nothing(self, store, question, scopes):
+        out = StructureRouter(document_store=store).run(question=question, scopes=scopes)
+        assert out["filters"] is None
+        assert sorted(d.id for d in out["documents"]) == ["ct:00000", "hb:00001"]
+
     def test_run_never_crosses_scopes(self, store):
         router = StructureRouter(document_store=store)
         out = router.run(question="table 2 and section 4.2 of secret.pdf", scopes=["local"])
