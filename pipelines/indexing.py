@@ -27,7 +27,7 @@ from typing import Any
 
 from haystack import Pipeline
 
-from connectors.embedding import EmbeddingModelError, embedding_fingerprint
+from connectors.embedding import EmbeddingModelError, embedding_fingerprint, previous_embedding_fingerprint
 from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import (
@@ -207,7 +207,10 @@ class Indexer:
         (new vectors would be mixed with them); a new store records this embedder's fingerprint."""
         current = str(self.pipeline.get_component("embedder").fingerprint)  # type: ignore[attr-defined]
         legacy = embedding_fingerprint(self.settings.resolved_model_path, self.settings.embedding_dim, "torch")
-        stored = check_embeddings(self.store, current, legacy=legacy)
+        previous = previous_embedding_fingerprint(
+            self.settings.resolved_model_path, self.settings.embedding_dim, self.settings.embedding_backend
+        )
+        stored = check_embeddings(self.store, current, legacy=legacy, previous=previous)
         if stored is not None:
             raise EmbeddingMismatchError(stored, current)
 
