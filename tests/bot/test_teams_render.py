@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from botbuilder.schema import Activity

@@ -52,14 +52,14 @@ def test_a_look_alike_upload_is_marked_like_a_same_name_and_cannot_touch_hrs_fil
     hr = core.upload(HR, file_name="handbook.pdf", data=_policy("sixteen weeks"))
     assert hr.file == "handbook.pdf"
 
-    for i, fake in enumerate(["hand\u200bbook.pdf", "hаndbook.pdf"], start=2):  # zero-width space; Cyrillic а
-        result = core.upload(MALLORY, file_name=fake, data=_policy(f"{i} days"))
+    for i, fake in enumerate(["hand\u200bbook.pdf", "hаndbook.pdf"]):  # zero-width space; Cyrillic а
+        result = core.upload(MALLORY, file_name=fake, data=_policy(f"{i + 2} days"))
         assert result.status == "indexed" and result.replaced_doc_id is None
-        assert result.file.endswith(f" ({i}).pdf"), result.file
+        assert result.file.endswith(" (2).pdf"), result.file  # marked, whatever it imitates
         assert f"because {clean_name(fake)} was uploaded by someone else" in ingest_result_text(result)
 
     listed = {d.file: d.uploaded_by for d in core.documents([SCOPE])}
-    assert listed == {"handbook.pdf": "UHR", "handbook (2).pdf": "UMALLORY", "hаndbook (3).pdf": "UMALLORY"}
+    assert listed == {"handbook.pdf": "UHR", "handbook (2).pdf": "UMALLORY", "hаndbook (2).pdf": "UMALLORY"}
     shown = docs_text(core.documents([SCOPE]))
     assert "handbook.pdf — 1 pages" in shown and "uploaded by UHR" in shown and "uploaded by UMALLORY" in shown
     assert "sixteen weeks" in " ".join(d.content or "" for d in core.service.store.fetch(scopes=[SCOPE], limit=99))
