@@ -44,7 +44,7 @@ def _message(world: World, text: str, *, user: str, aad: str) -> dict[str, Any]:
 
 def _say(world: World, activity: dict[str, Any], needle: str) -> str:
     assert world.post(activity).status_code in (200, 201)
-    return world.wait_text(activity["conversation"]["id"], needle).text
+    return world.wait_text(activity["conversation"]["id"], needle, timeout=300).text
 
 
 @pytest.fixture
@@ -53,6 +53,7 @@ def world(tmp_path: Any) -> Iterator[World]:
         settings = Settings(data_dir=tmp_path / "data", teams_app_id=APP_ID, teams_app_password=APP_PASSWORD,
                             teams_graph_url=fake.graph_url, teams_token_url=fake.token_url, download_timeout_s=15)
         core = ChatCore.from_settings(settings)
+        core.service.warm_up()  # the model (and its first ONNX export) before the clock of any reply starts
         app = build_app(settings, core, auth=anonymous_authentication())
         with AppThread(app) as thread:
             yield World(fake=fake, app=thread, core=core, settings=settings)
