@@ -19,7 +19,7 @@ from connectors.download import (
     TooLargeError,
 )
 from connectors.store_api import DocInfo
-from pipelines.file_names import name_key
+from pipelines.file_names import family_key
 from pipelines.models import IngestProgress, IngestResult
 
 APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it; please try again in a minute."
@@ -52,11 +52,11 @@ def unknown_command_text(verb: str, help_text: str) -> str:
 def docs_text(docs: Sequence[DocInfo]) -> str:
     if not docs:
         return "No PDFs are indexed here yet. Upload one to this channel and I'll index it."
-    keys = Counter(name_key(d.file) for d in docs)
+    keys = Counter(family_key(d.file) for d in docs)
     lines = [
         f"• {d.file} — {d.pages} pages, {d.chunks} passages (added {d.uploaded_at[:10]}"
         + (f", uploaded by {d.uploaded_by or 'unknown'}, another file here has a name like it)"
-           if keys[name_key(d.file)] > 1 else ")")
+           if keys[family_key(d.file)] > 1 else ")")
         for d in docs
     ]
     return f"{len(docs)} PDF{'s' if len(docs) != 1 else ''} indexed here:\n" + "\n".join(lines)

@@ -56,6 +56,15 @@ def _latin(ch: str) -> str:
     return ch
 
 
+_COPY_NUMBER = re.compile(r" \(\d+\)(?=(\.[^.]*)?$)")
+
+
+def family_key(name: str) -> str:
+    """:func:`name_key` without the `` (n)`` that marks a copy indexed beside another's file: ``handbook (2).pdf``
+    and a look-alike ``hаndbook (2).pdf`` are of the ``handbook.pdf`` family, so a listing can say whose each is."""
+    return _COPY_NUMBER.sub("", name_key(name), count=1)
+
+
 def is_look_alike(a: str, b: str) -> bool:
     """Different names that read the same."""
     return clean_name(a) != clean_name(b) and name_key(a) == name_key(b)
