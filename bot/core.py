@@ -84,6 +84,12 @@ class ChatContext:
     user: str
     search_scopes: tuple[str, ...] = field(default=())
     event_id: str = ""
+    # other ids of the same person that an upload's owner may be recorded under (Teams: ``aad:{object id}``, the
+    # owner of a file synced from a channel's Files tab)
+    also_known_as: tuple[str, ...] = field(default=())
+
+    def is_user(self, user_id: str) -> bool:
+        return bool(user_id) and (user_id == self.user or user_id in self.also_known_as)
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -300,7 +306,7 @@ class ChatCore:
         found = self.service.find_documents(name, ctx.scope)
         if not found:
             return ForgetOutcome("not_found", texts.forget_not_found_text(name))
-        allowed = [d for d in found if is_admin or d.uploaded_by == ctx.user]
+        allowed = [d for d in found if is_admin or ctx.is_user(d.uploaded_by)]
         if not allowed:
             return ForgetOutcome("not_allowed", texts.forget_not_allowed_text(found[0].file))
         for doc in allowed:

@@ -7,6 +7,7 @@ exception's message: each error class has its fixed text, saying what to do.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from connectors.download import (
@@ -18,6 +19,7 @@ from connectors.download import (
     TooLargeError,
 )
 from connectors.store_api import DocInfo
+from pipelines.file_names import family_key
 from pipelines.models import IngestProgress, IngestResult
 
 APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it; please try again in a minute."
@@ -39,7 +41,7 @@ TEAMS_HELP_TEXT = (
     "- In a group chat, @mention me (Teams gives me only those messages, and no files there).\n"
     "- `@Citebot sync` in a channel indexes the PDFs in the channel's Files tab.\n"
     "- Use 👍/👎 under an answer to tell us whether it helped.\n"
-    "- Commands: `help`, `docs` (what I have indexed here), `forget <file>` (the uploader), `stats`, `sync`."
+    "- Commands: `help`, `docs` (what I have indexed here), `forget FILE` (the uploader), `stats`, `sync`."
 )
 SLACK_FORGET_USAGE = "Tell me which file: `/citebot forget handbook.pdf` (`/citebot docs` lists them)."
 
@@ -47,7 +49,13 @@ SLACK_FORGET_USAGE = "Tell me which file: `/citebot forget handbook.pdf` (`/cite
 def docs_text(docs: Sequence[DocInfo]) -> str:
     if not docs:
         return "No PDFs are indexed here yet. Upload one to this channel and I'll index it."
-    lines = [f"• {d.file} — {d.pages} pages, {d.chunks} passages (added {d.uploaded_at[:10]})" for d in docs]
+    keys = Counter(family_key(d.file) for d in docs)
+    lines = [
+        f"• {d.file} — {d.pages} pages, {d.chunks} passages (added {d.uploaded_at[:10]}"
+        + (f", uploaded by {d.uploaded_by or 'unknown'}, another file here has a name like it)"
+           if keys[family_key(d.file)] > 1 else ")")
+        for d in docs
+    ]
     return f"{len(docs)} PDF{'s' if len(docs) != 1 else ''} indexed here:\n" + "\n".join(lines)
 
 

@@ -105,6 +105,7 @@ class ElasticsearchState:
         username: str | None = None,
         password: str | None = None,
         request_timeout: float = 30.0,
+        ca_certs: str | None = None,
         clock: Callable[[], float] = time.time,
         host: str | None = None,
     ) -> None:
@@ -119,6 +120,8 @@ class ElasticsearchState:
             raise ValueError("request_timeout must be positive")
         from elasticsearch import Elasticsearch
 
+        from connectors.elasticsearch_store import tls_options
+
         self.hosts = hosts
         self.prefix = prefix
         self._es = Elasticsearch(
@@ -128,6 +131,7 @@ class ElasticsearchState:
             request_timeout=request_timeout,
             retry_on_timeout=True,
             max_retries=2,
+            **tls_options(hosts, ca_certs),
         )
         self._clock = clock
         self._host = host or socket.gethostname()
@@ -147,6 +151,7 @@ class ElasticsearchState:
             api_key=key.get_secret_value() if key is not None else None,
             username=settings.elasticsearch_username,
             password=pw.get_secret_value() if pw is not None else None,
+            ca_certs=str(settings.elasticsearch_ca_certs) if settings.elasticsearch_ca_certs else None,
             **kwargs,
         )
 

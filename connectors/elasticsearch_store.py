@@ -83,6 +83,16 @@ def _secret_from_settings(value: Any, env_var: str) -> Secret | None:
     return Secret.from_token(value.get_secret_value())
 
 
+def tls_options(hosts: str, ca_certs: str | None) -> dict[str, Any]:
+    """The client's TLS options: certificates always verified; against ``ca_certs`` when it is set (an https:// URL
+    only: credentials never go over plain HTTP because a CA was configured)."""
+    if ca_certs is None:
+        return {}
+    if not hosts.startswith("https://"):
+        raise ValueError("CITEBOT_ELASTICSEARCH_CA_CERTS needs an https:// CITEBOT_ELASTICSEARCH_URL")
+    return {"ca_certs": ca_certs, "verify_certs": True}
+
+
 class CitebotElasticsearchStore:
     """Haystack ``DocumentStore`` + Citebot ``ChunkStore`` on one Elasticsearch index."""
 
@@ -96,6 +106,7 @@ class CitebotElasticsearchStore:
         username: str | None = None,
         password: Secret | None = None,
         request_timeout: float = 30.0,
+        ca_certs: str | None = None,
     ) -> None:
         from haystack_integrations.components.retrievers.elasticsearch import (
             ElasticsearchBM25Retriever,
@@ -118,7 +129,8 @@ class CitebotElasticsearchStore:
         self.username = username
         self.password = password
         self.request_timeout = request_timeout
-        client_kwargs: dict[str, Any] = {"request_timeout": request_timeout}
+        self.ca_certs = ca_certs
+        client_kwargs: dict[str, Any] = {"request_timeout": request_timeout, **tls_options(hosts, ca_certs)}
         if username is not None and password is not None:
             client_kwargs["basic_auth"] = (username, password.resolve_value())
         self.document_store = ElasticsearchDocumentStore(
@@ -145,6 +157,7 @@ class CitebotElasticsearchStore:
             api_key=_secret_from_settings(settings.elasticsearch_api_key, "CITEBOT_ELASTICSEARCH_API_KEY"),
             username=settings.elasticsearch_username,
             password=_secret_from_settings(settings.elasticsearch_password, "CITEBOT_ELASTICSEARCH_PASSWORD"),
+            ca_certs=str(settings.elasticsearch_ca_certs) if settings.elasticsearch_ca_certs else None,
         )
 
     # --- serialisation -------------------------------------------------------------------------------
@@ -158,6 +171,7 @@ class CitebotElasticsearchStore:
             username=self.username,
             password=self.password.to_dict() if self.password is not None else None,
             request_timeout=self.request_timeout,
+            ca_certs=self.ca_certs,
         )
 
     @classmethod
@@ -187,6 +201,7 @@ class CitebotElasticsearchStore:
             if self.username is not None and self.password is not None
             else None,
             request_timeout=self.request_timeout,
+            **tls_options(self.hosts, self.ca_certs),
         )
         try:
             if not raw.indices.exists(index=self.index):

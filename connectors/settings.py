@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     elasticsearch_api_key: SecretStr | None = None
     elasticsearch_username: str | None = None
     elasticsearch_password: SecretStr | None = None
+    elasticsearch_ca_certs: Path | None = Field(
+        None, description="PEM file of the CA that signed Elasticsearch's certificate (an https:// URL; ECK's "
+        "<cluster>-es-http-certs-public ca.crt); unset: the system's CAs."
+    )
     elasticsearch_index: str = "citebot-chunks"
     elasticsearch_state_prefix: str = Field(
         "citebot-state", description="Chat state indices ({prefix}-claims, -answers...) when Elasticsearch is used."
@@ -75,7 +79,19 @@ class Settings(BaseSettings):
     max_decoded_mb: float = Field(
         1024.0, gt=0, description="All streams of one PDF decoded together (a stream pages list again counts again)."
     )
-    ingest_timeout_s: float = Field(900.0, gt=0, description="Per-document time budget for parsing and OCR.")
+    ingest_timeout_s: float = Field(
+        900.0, gt=0, description="Per-document time budget: reading, OCR, structure, chunking, embedding, writing."
+    )
+    max_document_chars: int = Field(
+        5_000_000, ge=1000, description="Most text one PDF may hold (checked in the reading child); past it: refused."
+    )
+    max_document_elements: int = Field(
+        60_000, ge=100, description="Most text lines one PDF may hold (checked in the reading child): what the bot "
+        "expands and keeps while indexing grows with them (~1.7 KB each); past it: refused."
+    )
+    max_document_chunks: int = Field(
+        20_000, ge=10, description="Most passages one PDF may be cut into (checked before embedding); past it: refused."
+    )
     ingest_max_memory_mb: int = Field(
         1500, ge=256, le=1_048_576,
         description="Address space of the child process that parses and OCRs one upload; past it: too large.",
@@ -188,6 +204,8 @@ class Settings(BaseSettings):
             raise ValueError("CITEBOT_MAX_STREAM_MB must not be above CITEBOT_MAX_DECODED_MB")
         if self.elasticsearch_url and not self.elasticsearch_url.startswith(("http://", "https://")):
             raise ValueError("CITEBOT_ELASTICSEARCH_URL must start with http:// or https://")
+        if self.elasticsearch_ca_certs is not None and not self.elasticsearch_ca_certs.is_file():
+            raise ValueError("CITEBOT_ELASTICSEARCH_CA_CERTS must name a readable PEM file")
         return self
 
     @property

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.metrics import record_claim_taken_over
+from connectors.private_files import private_sqlite_file
 from connectors.state_api import (
     CLAIM_TTL_S,
     MAX_CLAIM_ATTEMPTS,
@@ -151,7 +152,7 @@ class StateLog:
     def __init__(self, path: Path, *, clock: Callable[[], float] = time.time, host: str | None = None) -> None:
         """``clock`` and ``host`` (default: this machine's name) exist for tests of claim takeover."""
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_sqlite_file(path)
         self._local = threading.local()
         self._clock = clock
         self._host = host or socket.gethostname()

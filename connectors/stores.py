@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from connectors.private_files import private_dir
 from connectors.settings import Settings
 from connectors.state_api import ChatState
 from connectors.store_api import ChunkStore, StoreError
@@ -26,7 +27,7 @@ def open_store(settings: Settings) -> ChunkStore:
     from connectors.sqlite_store import SQLiteDocumentStore
 
     try:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.data_dir)
         return SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
     except (OSError, sqlite3.Error) as e:
         raise StoreError(unusable_data_dir(settings, e)) from e
@@ -47,6 +48,7 @@ def open_state(settings: Settings) -> ChatState:
     from connectors.state_log import StateLog
 
     try:
+        private_dir(settings.data_dir)
         return StateLog(settings.state_path)
     except (OSError, sqlite3.Error) as e:
         raise StoreError(unusable_data_dir(settings, e)) from e

@@ -39,12 +39,15 @@ def model_fingerprint(settings: Settings) -> str:
 
 def reindex_status(settings: Settings, store: Any) -> tuple[str | None, str]:
     """(the store's recorded fingerprint, this configuration's): a reindex is needed when they differ."""
-    from connectors.embedding import embedding_fingerprint
+    from connectors.embedding import embedding_fingerprint, previous_embedding_fingerprint
     from connectors.store_api import check_embeddings
 
     current = settings.embedding_fingerprint
     legacy = embedding_fingerprint(settings.resolved_model_path, settings.embedding_dim, "torch")
-    stored = check_embeddings(store, current, legacy=legacy)
+    previous = previous_embedding_fingerprint(
+        settings.resolved_model_path, settings.embedding_dim, settings.embedding_backend
+    )
+    stored = check_embeddings(store, current, legacy=legacy, previous=previous)
     return stored or current, current
 
 

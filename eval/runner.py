@@ -51,7 +51,8 @@ FUSION_MODES = {"hybrid-weighted": "weighted", "hybrid-rrf": "rrf"}
 # limit are left out on purpose: they are machine-dependent limits, and a PDF that ran out of time or memory is
 # reported as failed.
 INDEX_SETTINGS = ("chunk_max_tokens", "chunk_min_tokens", "embedding_dim", "ocr_enabled", "ocr_dpi",
-                  "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb", "max_stream_mb", "max_decoded_mb")
+                  "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb", "max_stream_mb", "max_decoded_mb",
+                  "max_document_chars", "max_document_elements", "max_document_chunks")
 # The code that decides what an eval index holds: the indexing pipeline and its components (guard, parser and
 # its page model, OCR, whose work is in pipelines/reading; structure, chunker, embedder, writer), the embedding
 # and OCR connectors, and the store's schema and write path. Its hash is part of the index key, so editing any of
@@ -102,6 +103,7 @@ INDEX_CODE_IMPORTS_NOT_HASHED = {
     "pipelines/components/query_embedder.py": "the shared encoder factory the embedder uses; the vectors are "
     "decided by connectors/embedding.py and the embedding fingerprint, both hashed",
     "pipelines/reading/isolation.py": "where the reading runs (a child process, its limits), not what it reads",
+    "connectors/private_files.py": "the store's file and folder modes (0600/0700), not what they hold",
 }
 # Settings that must match for a resumed run to continue an earlier one.
 KEEP_INDEXES = 4

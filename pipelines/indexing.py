@@ -27,7 +27,7 @@ from typing import Any
 
 from haystack import Pipeline
 
-from connectors.embedding import EmbeddingModelError, embedding_fingerprint
+from connectors.embedding import EmbeddingModelError, embedding_fingerprint, previous_embedding_fingerprint
 from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import (
@@ -40,7 +40,7 @@ from connectors.store_api import (
 from pipelines.components.chunker import StructureChunker
 from pipelines.components.embedder import PassageEmbedder
 from pipelines.components.isolated_reader import IsolatedPdfReader
-from pipelines.components.layout import IngestFailure, ParsedPdf
+from pipelines.components.layout import IngestError, IngestFailure, ParsedPdf
 from pipelines.components.structure import StructureDetector
 from pipelines.components.writer import ChunkWriter
 from pipelines.models import IngestProgress, IngestResult
@@ -61,6 +61,14 @@ FAILED_STORE = "The document was read but could not be saved. Please try again i
 FAILED_REINDEX = (
     "The search index was built with another embedding setting, so new documents cannot be added until an "
     "administrator runs `citebot reindex` (or switches the setting back)."
+)
+TOO_SLOW = (
+    "Indexing this PDF took longer than the time allowed per document, so it was not indexed and nothing of it was "
+    "saved. Try a smaller PDF, or again when the bot is less busy."
+)
+TOO_MANY_CHUNKS = (
+    "The PDF would make more passages than one document may have here (CITEBOT_MAX_DOCUMENT_CHUNKS), so it was not "
+    "indexed. Split it into smaller PDFs."
 )
 FAILED_MODEL = "The search model is not available on the server, so the document could not be indexed."
 
@@ -91,6 +99,8 @@ def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
             ocr_language=settings.ocr_language,
             ocr_page_timeout_s=settings.ocr_page_timeout_s,
             max_memory_mb=settings.ingest_max_memory_mb,
+            max_chars=settings.max_document_chars,
+            max_lines=settings.max_document_elements,
         ),
     )
     p.add_component("structure", StructureDetector())
@@ -207,7 +217,10 @@ class Indexer:
         (new vectors would be mixed with them); a new store records this embedder's fingerprint."""
         current = str(self.pipeline.get_component("embedder").fingerprint)  # type: ignore[attr-defined]
         legacy = embedding_fingerprint(self.settings.resolved_model_path, self.settings.embedding_dim, "torch")
-        stored = check_embeddings(self.store, current, legacy=legacy)
+        previous = previous_embedding_fingerprint(
+            self.settings.resolved_model_path, self.settings.embedding_dim, self.settings.embedding_backend
+        )
+        stored = check_embeddings(self.store, current, legacy=legacy, previous=previous)
         if stored is not None:
             raise EmbeddingMismatchError(stored, current)
 
@@ -266,6 +279,12 @@ class Indexer:
             report("ocr", done, total)
 
         def on_embed(done: int, total: int) -> None:
+            # called once the chunks are cut (done == 0), after every batch, and last before the write: the one
+            # deadline of the upload holds for structure, chunking and embedding too, and nothing is written past it
+            if total > self.settings.max_document_chunks:
+                raise IngestError(TOO_MANY_CHUNKS, code="too_many_chunks")
+            if time.monotonic() > deadline:
+                raise IngestError(TOO_SLOW, code="timeout")
             report("embedding", round(pages_total * done / total) if total else pages_total, pages_total)
             if done >= total:
                 report("writing", pages_total, pages_total, force=True)
@@ -291,7 +310,9 @@ class Indexer:
             )
         except Exception as e:  # noqa: BLE001 - every failure becomes a result with a fixed reason
             cause = _unwrapped(e)
-            if isinstance(cause, StoreError):
+            if isinstance(cause, IngestError):  # the file's own problem after reading: a cap or the deadline
+                reason, code = cause.reason, cause.code
+            elif isinstance(cause, StoreError):
                 reason, code = FAILED_STORE, "store"
             elif isinstance(cause, EmbeddingModelError):
                 reason, code = FAILED_MODEL, "model"

@@ -180,12 +180,15 @@ class QueryEngine:
     def _check_embeddings(self) -> None:
         """Say (once, in the log) when the store's vectors were made with another model or backend: dense
         retrieval still runs, but until `citebot reindex` it compares unlike vectors."""
-        from connectors.embedding import embedding_fingerprint
+        from connectors.embedding import embedding_fingerprint, previous_embedding_fingerprint
         from connectors.store_api import check_embeddings
 
         current = self.embedder.fingerprint
         legacy = embedding_fingerprint(self.settings.resolved_model_path, self.settings.embedding_dim, "torch")
-        self.embedding_mismatch = check_embeddings(self.store, current, legacy=legacy)
+        previous = previous_embedding_fingerprint(
+            self.settings.resolved_model_path, self.settings.embedding_dim, self.settings.embedding_backend
+        )
+        self.embedding_mismatch = check_embeddings(self.store, current, legacy=legacy, previous=previous)
         if self.embedding_mismatch:
             log.warning("embedding_mismatch", stored=self.embedding_mismatch, current=current,
                         action="run citebot reindex")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.tracing import span, tag
+from pipelines.file_names import clean_name, name_key
 from pipelines.models import Answer, IngestProgress, IngestResult, RetrievalMode, Turn
 
 if TYPE_CHECKING:
@@ -123,6 +124,8 @@ class CitebotService:
         progress: ProgressCallback | None,
         same_source_only: bool = False,
     ) -> IngestResult:
+        file_name = clean_name(file_name)
+        key = name_key(file_name)
         docs = self.store.list_documents(scopes=[scope])
 
         def mine(d: DocInfo) -> bool:
@@ -130,8 +133,11 @@ class CitebotService:
                 return d.source_url == source_url and d.uploaded_by == uploaded_by
             return d.uploaded_by == uploaded_by
 
-        others = [d for d in docs if d.file == file_name and not mine(d)]
-        admin = bool(others) and not same_source_only and (is_admin() if callable(is_admin) else is_admin)
+        others = [d for d in docs if name_key(d.file) == key and not mine(d)]
+        exact = [d for d in others if d.file == file_name]
+        # an admin may replace someone's document of exactly this name; a look-alike name never replaces anything
+        admin = (bool(exact) and len(exact) == len(others) and not same_source_only
+                 and (is_admin() if callable(is_admin) else is_admin))
         name = file_name if admin or not others else self._free_name(file_name, docs, mine)
         result = self.indexer.ingest(data, file_name=name, scope=scope, uploaded_by=uploaded_by,
                                      source_url=source_url, progress=progress)
@@ -140,23 +146,23 @@ class CitebotService:
         if name != file_name:
             return result.model_copy(update={"renamed_from": file_name})
         replaced = result.replaced_doc_id
-        for d in others if admin else []:
+        for d in exact if admin else []:
             if d.doc_id != result.doc_id and self.store.delete_document(d.doc_id, scopes=[scope]):
                 replaced = replaced or d.doc_id
         return result.model_copy(update={"replaced_doc_id": replaced})
 
     @staticmethod
     def _free_name(file_name: str, docs: Sequence[DocInfo], mine: Callable[[DocInfo], bool]) -> str:
-        """``stem (n).ext`` for the smallest n >= 2 that no one else's document in the scope is called (the
-        uploader's own may be: a new version of their copy replaces it)."""
-        taken = {d.file for d in docs if not mine(d)}
+        """``stem (n).ext`` for the smallest n >= 2 that no one else's document in the scope is called, or looks
+        like (the uploader's own may be: a new version of their copy replaces it)."""
+        taken = {name_key(d.file) for d in docs if not mine(d)}
         stem, dot, ext = file_name.rpartition(".")
         if not dot or not stem:
             stem, ext = file_name, ""
         n = 2
         while True:
             candidate = f"{stem} ({n}).{ext}" if ext else f"{stem} ({n})"
-            if candidate not in taken:
+            if name_key(candidate) not in taken:
                 return candidate
             n += 1
 
@@ -217,9 +223,10 @@ class CitebotService:
 
     def find_documents(self, file_name_or_id: str, scopes: str | Sequence[str]) -> list[DocInfo]:
         """Documents in ``scopes`` whose doc_id or file name (case-insensitive) is ``file_name_or_id``."""
-        key = file_name_or_id.strip().lower()
+        key = clean_name(file_name_or_id).casefold()
         return [
-            d for d in self.list_documents(scopes) if d.doc_id == file_name_or_id or d.file.lower() == key
+            d for d in self.list_documents(scopes)
+            if d.doc_id == file_name_or_id or clean_name(d.file).casefold() == key
         ]
 
     def forget(self, doc_id: str, scopes: str | Sequence[str]) -> int:

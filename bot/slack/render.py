@@ -86,11 +86,16 @@ def location_mrkdwn(file: str, page_start: int, page_end: int, section: str, url
 
 
 def section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+    """``verbatim``: Slack does not turn the text's bare URLs, ``#channel`` names or ``@here`` into links or
+    mentions; only our own escaped ``<url|label>`` links are drawn."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text, "verbatim": True}}
 
 
 def context(text: str) -> Block:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(text, MAX_SECTION_CHARS)}]}
+    return {
+        "type": "context",
+        "elements": [{"type": "mrkdwn", "text": _clip(text, MAX_SECTION_CHARS), "verbatim": True}],
+    }
 
 
 def quote_blocks(c: Citation) -> list[Block]:

@@ -60,6 +60,7 @@ class TeamsTurn:
     text: str
     mentioned: bool
     files: tuple[TeamsFile, ...] = ()
+    aad_user: str = ""  # the sender's Entra object id (``from.aadObjectId``), which Graph's ``createdBy`` names
 
     @property
     def scope(self) -> str:
@@ -205,6 +206,7 @@ def parse_turn(activity: Activity) -> TeamsTurn:
     team = _dict(data.get("team"))
     mentioned, text = strip_bot_mention(activity)
     user = activity.from_property.id if activity.from_property and activity.from_property.id else "unknown"
+    aad = (activity.from_property.aad_object_id if activity.from_property else None) or ""
     return TeamsTurn(
         kind=kind,
         tenant_id=tenant_id(activity),
@@ -213,6 +215,7 @@ def parse_turn(activity: Activity) -> TeamsTurn:
         team_id=str(team.get("id") or data.get("teamsTeamId") or ""),
         team_group_id=str(team.get("aadGroupId") or ""),
         user=str(user),
+        aad_user=str(aad),
         text=text,
         mentioned=mentioned,
         files=files(activity),

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -192,7 +193,8 @@ class CitebotTeamsBot(ActivityHandler):
         if activity.id and not await self._run(self.core.claim, claim):
             log.info("teams_duplicate_ignored", event_id=activity.id)
             return
-        ctx = ChatContext(platform="teams", scope=turn.scope, user=turn.user, event_id=activity.id or "")
+        ctx = ChatContext(platform="teams", scope=turn.scope, user=turn.user, event_id=activity.id or "",
+                          also_known_as=(synced_owner(turn.aad_user),) if turn.aad_user else ())
         structlog.contextvars.bind_contextvars(platform="teams", scope=turn.scope, user=turn.user)
         try:
             await self._dispatch(turn_context, turn, ctx)
@@ -329,7 +331,9 @@ class CitebotTeamsBot(ActivityHandler):
             if status_id:
                 await self._update(adapter, ref, status_id, sync_progress_text(i, len(found), f.name))
             fetch = partial(_graph_download, client, f, timeout_s=self.settings.download_timeout_s)
-            lines.append(await self._ingest_one(adapter, ref, ctx, f.name, fetch, None, f.web_url))
+            # the file is its author's, not the syncing member's: they (not whoever typed sync) may forget it
+            owner = replace(ctx, user=synced_owner(f.created_by), also_known_as=())
+            lines.append(await self._ingest_one(adapter, ref, owner, f.name, fetch, None, f.web_url))
         await self._show(adapter, ref, status_id, sync_summary_text(lines))
 
     # --- feedback ---------------------------------------------------------------------------------
@@ -377,6 +381,13 @@ class CitebotTeamsBot(ActivityHandler):
         bot_id = turn_context.activity.recipient.id if turn_context.activity.recipient else None
         if any(m.id == bot_id for m in members_added):
             await turn_context.send_activity(render.text_activity(TEAMS_HELP_TEXT))
+
+
+def synced_owner(object_id: str) -> str:
+    """Who owns a file synced from a channel's Files tab: ``aad:{object id}`` of the user Graph names as its
+    ``createdBy``, the same person as a message's ``from.aadObjectId``; ``teams-files`` when Graph names no user
+    (added by an app): then no one can ``forget`` it in chat."""
+    return f"aad:{object_id}" if object_id else "teams-files"
 
 
 def _attachment_download(url: str, max_bytes: int, *, timeout_s: float, trusted_hosts: frozenset[str]) -> bytes:

@@ -43,6 +43,7 @@ class DriveFile:
     size: int
     download_url: str  # pre-authenticated ``@microsoft.graph.downloadUrl``, or "" (then /content with the token)
     web_url: str = ""  # where people open it in SharePoint (the driveItem's ``webUrl``)
+    created_by: str = ""  # the Entra object id of the user who added it (``createdBy.user.id``), "" if no user
 
 
 class GraphClient:
@@ -148,6 +149,7 @@ class GraphClient:
                     size=int(item.get("size") or 0),
                     download_url=str(item.get("@microsoft.graph.downloadUrl") or ""),
                     web_url=str(item.get("webUrl") or ""),
+                    created_by=str(((item.get("createdBy") or {}).get("user") or {}).get("id") or ""),
                 )
             next_link = page.get("@odata.nextLink")
             url = str(next_link) if next_link else None

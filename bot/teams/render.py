@@ -83,18 +83,41 @@ def _md_link(label: str, url: str) -> str:
 
 
 def linked_source_label(c: Citation) -> str:
-    """``[file, p. N](url) · section``: the file and page open the file; plain :func:`source_label` without a link."""
+    """``[file, p. N](url) · section`` as markdown: the file and page open the file; the escaped plain
+    :func:`source_label` without a link. File name and section are the uploader's and the PDF's words: escaped,
+    so a heading such as ``[request form](https://evil.example)`` shows as written, never as a link."""
     if not linkable(c.url):
-        return source_label(c)
-    parts = [_md_link(f"{c.file}, {pages_label(c)}", c.url)]
+        return _escape_plain(source_label(c))
+    parts = [_md_link(_escape_plain(f"{c.file}, {pages_label(c)}"), c.url)]
     if c.section:
-        parts.append(c.section.split(" > ")[-1])
+        parts.append(_escape_plain(c.section.split(" > ")[-1]))
     return " · ".join(parts)
 
 
 def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _run(text: str, **style: Any) -> dict[str, Any]:
+    """An Adaptive Card ``TextRun``: shown as written, never read as markdown (a ``TextBlock`` would draw a PDF's
+    ``[text](url)`` as a link)."""
+    return {"type": "TextRun", "text": text, **style}
+
+
+def _source_runs(c: Citation, *, prefix: str = "") -> list[dict[str, Any]]:
+    """``[n] file, p. N · section`` as TextRuns; the file and page open the file when it has an https link."""
+    runs: list[dict[str, Any]] = []
+    if prefix:
+        runs.append(_run(prefix, weight="Bolder"))
+    if linkable(c.url):
+        runs.append(_run(f"{c.file}, {pages_label(c)}", weight="Bolder",
+                         selectAction={"type": "Action.OpenUrl", "url": c.url}))
+        if c.section:
+            runs.append(_run(" · " + c.section.split(" > ")[-1], weight="Bolder"))
+    else:
+        runs.append(_run(source_label(c), weight="Bolder"))
+    return runs
 
 
 def _quote_card(c: Citation) -> dict[str, Any]:
@@ -104,8 +127,8 @@ def _quote_card(c: Citation) -> dict[str, Any]:
         "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
         "version": "1.5",
         "body": [
-            {"type": "TextBlock", "text": linked_source_label(c), "weight": "Bolder", "wrap": True},
-            {"type": "TextBlock", "text": c.quote, "wrap": True},
+            {"type": "RichTextBlock", "inlines": _source_runs(c)},
+            {"type": "RichTextBlock", "inlines": [_run(c.quote)]},
         ],
     }
 
@@ -160,14 +183,10 @@ def quotes_card(citations: Sequence[Citation]) -> Attachment:
                 "style": "emphasis",
                 "spacing": "Small",
                 "items": [
-                    {
-                        "type": "TextBlock",
-                        "text": f"[{c.n}] {linked_source_label(c)}",
-                        "weight": "Bolder",
-                        "size": "Small",
-                        "wrap": True,
-                    },
-                    {"type": "TextBlock", "text": f"“{c.quote}”", "wrap": True, "isSubtle": True},
+                    {"type": "RichTextBlock", "inlines": [
+                        {**r, "size": "Small"} for r in _source_runs(c, prefix=f"[{c.n}] ")
+                    ]},
+                    {"type": "RichTextBlock", "inlines": [_run(f"“{c.quote}”", isSubtle=True)]},
                 ],
             }
         )
@@ -189,7 +208,7 @@ def answer_text(answer: Answer, *, inline_quotes: bool) -> str:
     if inline_quotes and answer.citations:
         lines = [
             f"[{c.n}] “{_escape_plain(' '.join(c.quote.split()))}” — "
-            f"{linked_source_label(c) if linkable(c.url) else _escape_plain(source_label(c))}"
+            f"{linked_source_label(c)}"
             for c in answer.citations
         ]
         text += "\n\n" + "\n\n".join(lines)
@@ -213,8 +232,16 @@ def answer_activity(answer: Answer, *, quote_card: bool) -> Activity:
     return activity
 
 
+def escape_links(text: str) -> str:
+    """A status or command text (file names, a PDF's title) with no link, image or HTML left in it: brackets
+    escaped, ``& < >`` as entities. The texts' own light formatting (``**bold**``, `` `code` ``, lists) stays."""
+    text = "".join(_HTML.get(ch, ch) for ch in text)
+    return re.sub(r"([\\\[\]])", r"\\\1", text)
+
+
 def text_activity(text: str) -> Activity:
-    return Activity(type=ActivityTypes.message, text=text, text_format="markdown")
+    """Every text of :mod:`bot.texts` on Teams; names in it are the users', so links and HTML are escaped."""
+    return Activity(type=ActivityTypes.message, text=escape_links(text), text_format="markdown")
 
 
 def typing_activity() -> Activity:

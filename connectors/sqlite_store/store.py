@@ -18,6 +18,7 @@ from haystack import Document, default_from_dict, default_to_dict
 from haystack.core.serialization import generate_qualified_class_name
 from haystack.document_stores.types import DuplicatePolicy
 
+from connectors.private_files import private_sqlite_file
 from connectors.sqlite_store.connection import log
 from connectors.sqlite_store.filters import filters_to_sql
 from connectors.sqlite_store.fulltext import _FullText
@@ -55,7 +56,7 @@ class SQLiteDocumentStore(_FullText):
         self._matrices: dict[str, _ScopeMatrix] = {}
         self._gen = -1
         self._dim: int | None = None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_sqlite_file(self.path)
         conn = self._conn()
         try:
             conn.execute("PRAGMA journal_mode=WAL")

@@ -75,6 +75,7 @@ class FakeMicrosoft:
         self.files: dict[str, bytes] = {}
         self.team_groups: dict[str, str] = {}  # Bot Framework team id -> Microsoft 365 group id
         self.channel_folders: dict[tuple[str, str], ChannelFolder] = {}  # (group id, channel id) -> folder
+        self.file_authors: dict[str, str] = {}  # file key -> Entra object id of the user who added it (createdBy)
         self.download_delay_s = 0.0
         self.calls: list[Call] = []
         self.token_requests = 0
@@ -290,6 +291,11 @@ class FakeMicrosoft:
                             "file": {"mimeType": "application/pdf" if key.endswith(".pdf") else "text/plain"},
                             "@microsoft.graph.downloadUrl": fake.file_url(key),
                             "webUrl": fake.web_url(key),
+                            **(
+                                {"createdBy": {"user": {"id": fake.file_authors[key], "displayName": "someone"}}}
+                                if key in fake.file_authors
+                                else {"createdBy": {"application": {"id": "sharepoint", "displayName": "SharePoint"}}}
+                            ),
                         }
                         for key in page
                     ]

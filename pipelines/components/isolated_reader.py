@@ -36,6 +36,8 @@ class IsolatedPdfReader:
         ocr_language: str = "eng",
         ocr_page_timeout_s: float = 60.0,
         max_memory_mb: int = 1500,
+        max_chars: int = 5_000_000,
+        max_lines: int = 60_000,
     ) -> None:
         if max_memory_mb < MIN_MEMORY_MB:
             raise ValueError(f"max_memory_mb must be at least {MIN_MEMORY_MB}")
@@ -46,6 +48,8 @@ class IsolatedPdfReader:
             max_total_inflated_mb=max_total_inflated_mb,
             ocr_min_chars=ocr_min_chars,
             ocr=OcrOptions(enabled=ocr_enabled, dpi=ocr_dpi, language=ocr_language, page_timeout_s=ocr_page_timeout_s),
+            max_chars=max_chars,
+            max_lines=max_lines,
         )
         self.max_memory_mb = max_memory_mb
 
@@ -63,6 +67,8 @@ class IsolatedPdfReader:
             ocr_language=o.ocr.language,
             ocr_page_timeout_s=o.ocr.page_timeout_s,
             max_memory_mb=self.max_memory_mb,
+            max_chars=o.max_chars,
+            max_lines=o.max_lines,
         )
 
     @classmethod

@@ -6,13 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pipelines.components.layout import ParsedPdf
+from pipelines.components.layout import IngestError, ParsedPdf
 from pipelines.reading.guard import guard_pdf
 from pipelines.reading.isolation import run_isolated
 from pipelines.reading.ocr import OcrOptions, ocr_pdf
 from pipelines.reading.text import parse_pdf
 
 PageCallback = Callable[[int, int], None]
+
+TOO_MUCH_TEXT = (
+    "The PDF holds more text than one document may have here (CITEBOT_MAX_DOCUMENT_CHARS / _ELEMENTS), so it was "
+    "not indexed. Split it into smaller PDFs."
+)
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,8 @@ class ReadOptions:
     max_total_inflated_mb: float = 1024.0
     ocr_min_chars: int = 40
     ocr: OcrOptions = field(default_factory=OcrOptions)
+    max_chars: int = 5_000_000  # text of the whole document
+    max_lines: int = 60_000  # text lines of the whole document (each becomes objects the bot's process keeps)
 
     def __post_init__(self) -> None:
         if self.max_file_mb <= 0:
@@ -35,6 +42,8 @@ class ReadOptions:
             raise ValueError("max_stream_mb must be positive and not above max_total_inflated_mb")
         if self.ocr_min_chars < 0:
             raise ValueError("ocr_min_chars must be >= 0")
+        if self.max_chars < 1 or self.max_lines < 1:
+            raise ValueError("max_chars and max_lines must be at least 1")
 
 
 def read_pdf(
@@ -54,7 +63,21 @@ def read_pdf(
         max_total_inflated_mb=options.max_total_inflated_mb,
     )
     parsed = parse_pdf(data, ocr_min_chars=options.ocr_min_chars, deadline=deadline, on_page=on_page)
-    return ocr_pdf(data, parsed, options.ocr, deadline=deadline, on_page=on_ocr)
+    check_size(parsed, options)
+    parsed = ocr_pdf(data, parsed, options.ocr, deadline=deadline, on_page=on_ocr)
+    check_size(parsed, options)
+    return parsed
+
+
+def check_size(parsed: ParsedPdf, options: ReadOptions) -> None:
+    """Refuse a document with more text or lines than the caps: in the child, so what it hands the bot (which
+    expands every line into objects it keeps while indexing) stays bounded by them."""
+    lines = chars = 0
+    for page in parsed.pages:
+        lines += len(page.lines)
+        chars += sum(len(line.text) for line in page.lines)
+        if lines > options.max_lines or chars > options.max_chars:
+            raise IngestError(TOO_MUCH_TEXT, code="too_much_text")
 
 
 def read_pdf_isolated(

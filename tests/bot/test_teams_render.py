@@ -6,6 +6,7 @@ import io
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from botbuilder.schema import Activity
@@ -56,6 +57,13 @@ def _entity(activity: Activity) -> dict:
     return entity
 
 
+def _card_text(element: dict[str, Any]) -> str:
+    """What a card element shows: a TextBlock's text, a RichTextBlock's runs one after another."""
+    if element["type"] == "RichTextBlock":
+        return "".join(run["text"] for run in element["inlines"])
+    return str(element["text"])
+
+
 class TestAnswerActivity:
     def test_text_keeps_markers_and_ai_label_and_feedback_loop(self) -> None:
         data = render.answer_activity(_answer(), quote_card=False).serialize()
@@ -78,7 +86,7 @@ class TestAnswerActivity:
         assert len(app["abstract"]) <= 160
         assert LONG_QUOTE.startswith(app["abstract"].rstrip("…"))
         assert app["encodingFormat"] == "application/vnd.microsoft.card.adaptive"
-        assert LONG_QUOTE in json.loads(app["text"])["body"][1]["text"]
+        assert LONG_QUOTE in _card_text(json.loads(app["text"])["body"][1])
         assert second["appearance"]["abstract"] == "up to a maximum of five days"
         assert second["appearance"]["keywords"] == ["pp. 4–5"]
 
@@ -95,11 +103,11 @@ class TestAnswerActivity:
         (card,) = render.answer_activity(_answer(), quote_card=True).attachments
         assert card.content_type == "application/vnd.microsoft.card.adaptive"
         blocks = [b for b in card.content["body"] if b["type"] == "Container"]
-        assert [b["items"][0]["text"] for b in blocks] == [
+        assert [_card_text(b["items"][0]) for b in blocks] == [
             "[1] handbook.pdf · p. 4 · 4.1 Annual leave",
             "[2] handbook.pdf · pp. 4–5",
         ]
-        assert blocks[0]["items"][1]["text"] == f"“{LONG_QUOTE}”"
+        assert _card_text(blocks[0]["items"][1]) == f"“{LONG_QUOTE}”"
 
     def test_extractive_answer_in_a_chat_shows_the_quotes_inline(self) -> None:
         text = render.answer_activity(_answer(), quote_card=False).text

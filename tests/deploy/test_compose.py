@@ -20,7 +20,9 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 VERSION = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
 BOTS = {"citebot-slack": "slack", "citebot-teams": "teams"}
 # Read by compose itself (interpolation), not by Citebot.
-COMPOSE_ONLY = {"ELASTIC_PASSWORD", "ES_HEAP", "ES_MEM_LIMIT", "CITEBOT_IMAGE", "CITEBOT_TEAMS_PUBLISH_PORT"}
+COMPOSE_ONLY = {
+    "ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD", "ES_HEAP", "ES_MEM_LIMIT", "CITEBOT_IMAGE", "CITEBOT_TEAMS_PUBLISH_PORT",
+}
 
 
 def setting_names() -> set[str]:
@@ -60,12 +62,13 @@ def env_example() -> dict[str, str]:
 
 def test_services_and_what_they_wait_for(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"elasticsearch", *BOTS}
+    assert set(services) == {"elasticsearch", "es-setup", *BOTS}
     for name, platform in BOTS.items():
         bot = services[name]
         assert bot["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
         assert (DEPLOY.parent / bot["build"]["dockerfile"]).is_file()
-        assert bot["depends_on"] == {"elasticsearch": {"condition": "service_healthy"}}
+        assert bot["depends_on"] == {"elasticsearch": {"condition": "service_healthy"},
+                                     "es-setup": {"condition": "service_completed_successfully"}}
         assert bot["command"][:2] == ["serve", platform] and "0.0.0.0" in bot["command"]
         assert "8080" in bot["command"] and bot["env_file"] == [".env", f"{platform}.env"]
         assert bot["restart"] == "unless-stopped"
@@ -87,8 +90,8 @@ def test_elasticsearch_has_security_a_password_a_heap_a_memory_limit_and_a_volum
     assert heap and heap.group(1) == heap.group(2)
     assert es["mem_limit"]
     assert es["ports"] == ["127.0.0.1:9200:9200"]  # never on a public interface
-    [volume] = es["volumes"]
-    assert volume.split(":")[0] in compose["volumes"]
+    data, certs = es["volumes"]
+    assert data.split(":")[0] in compose["volumes"] and certs.endswith(":ro")
     assert "ELASTIC_PASSWORD" in " ".join(es["healthcheck"]["test"]) and "_cluster/health" in " ".join(
         es["healthcheck"]["test"])
 
@@ -102,17 +105,23 @@ def test_every_service_has_a_healthcheck_and_the_bots_probe_readiness(compose: d
         assert f"http://127.0.0.1:8080{READY_PATH}" in probe, name
 
 
-def test_the_bots_environment_is_made_of_settings(compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bots_environment_is_made_of_settings(
+    compose: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     names = setting_names()
+    ca = tmp_path / "ca.crt"  # what es-setup writes to the certs volume the bots mount at /certs
+    ca.write_text("-----BEGIN CERTIFICATE-----\n", encoding="utf-8")
     for name in BOTS:
         env = compose["services"][name]["environment"]
         assert set(env) <= names, set(env) - names
-        for var, value in env.items():  # as compose would pass them, with ELASTIC_PASSWORD=pw
-            monkeypatch.setenv(var, re.sub(r"\$\{ELASTIC_PASSWORD[^}]*\}", "pw", value))
+        for var, value in env.items():  # as compose would pass them, with CITEBOT_ES_PASSWORD=pw
+            value = re.sub(r"\$\{CITEBOT_ES_PASSWORD[^}]*\}", "pw", value)
+            monkeypatch.setenv(var, str(ca) if var == "CITEBOT_ELASTICSEARCH_CA_CERTS" else value)
+        assert env["CITEBOT_ELASTICSEARCH_CA_CERTS"] == "/certs/ca/ca.crt"
         settings = Settings(_env_file=None)  # type: ignore[call-arg]
         # the store AND the chat state on the shared Elasticsearch: the bots are stateless replicas
-        assert settings.elasticsearch_url == "http://elasticsearch:9200"
-        assert settings.elasticsearch_username == "elastic" and settings.elasticsearch_password is not None
+        assert settings.elasticsearch_url == "https://elasticsearch:9200"
+        assert settings.elasticsearch_username == "citebot_writer" and settings.elasticsearch_password is not None
         assert settings.elasticsearch_password.get_secret_value() == "pw" and settings.log_format == "json"
 
 
@@ -122,8 +131,9 @@ def test_env_example_lists_every_variable_and_only_real_ones(compose_text: str, 
     assert used >= COMPOSE_ONLY
     unknown = set(env_example) - COMPOSE_ONLY - setting_names()
     assert not unknown, f"not a setting: {unknown}"
-    assert env_example["ELASTIC_PASSWORD"] == ""  # no example secret that someone might keep
     assert env_example["CITEBOT_IMAGE"] == f"citebot:{VERSION}"
+    for credential in ("ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD"):
+        assert env_example[credential] == "", credential  # no example secret that someone might keep
 
 
 def test_each_bot_reads_only_its_own_credentials() -> None:

@@ -85,7 +85,7 @@ def test_each_bot_runs_two_probed_non_root_replicas_behind_a_service(bot: str) -
     assert container["resources"]["requests"]["cpu"] and container["resources"]["limits"]["memory"]
     assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] == 10001
     assert container["securityContext"]["readOnlyRootFilesystem"]
-    assert {v["mountPath"] for v in container["volumeMounts"]} == {"/data", "/tmp"}
+    assert {v["mountPath"] for v in container["volumeMounts"]} == {"/data", "/tmp", "/etc/citebot/es-ca"}
     sources = {next(iter(k for k in s if k.endswith("Ref"))): s for s in container["envFrom"]}
     assert sources["secretRef"]["secretRef"]["name"] == f"citebot-{bot}-credentials"
     assert f"citebot-{bot}-credentials" in by_kind("Secret")

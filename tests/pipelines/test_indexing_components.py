@@ -306,14 +306,14 @@ class TestIsolatedPdfReader:
     def test_to_dict_from_dict(self) -> None:
         reader = IsolatedPdfReader(max_file_mb=5, max_pages=10, max_stream_mb=8, max_total_inflated_mb=64,
                                    ocr_min_chars=12, ocr_enabled=False, ocr_dpi=150, ocr_language="eng+deu",
-                                   ocr_page_timeout_s=5, max_memory_mb=900)
+                                   ocr_page_timeout_s=5, max_memory_mb=900, max_chars=9000, max_lines=300)
         data = reader.to_dict()
         assert data == {
             "type": "pipelines.components.isolated_reader.IsolatedPdfReader",
             "init_parameters": {
                 "max_file_mb": 5, "max_pages": 10, "max_stream_mb": 8, "max_total_inflated_mb": 64,
                 "ocr_min_chars": 12, "ocr_enabled": False, "ocr_dpi": 150, "ocr_language": "eng+deu",
-                "ocr_page_timeout_s": 5, "max_memory_mb": 900,
+                "ocr_page_timeout_s": 5, "max_memory_mb": 900, "max_chars": 9000, "max_lines": 300,
             },
         }
         assert IsolatedPdfReader.from_dict(data).to_dict() == data
