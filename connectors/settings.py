@@ -139,6 +139,7 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = Field(None, validation_alias=_alias("SLACK_APP_TOKEN"))
     slack_api_url: str = "https://slack.com/api/"
     slack_workers: int = Field(4, ge=1, le=64, description="Slack: threads that answer questions and run commands.")
+    teams_workers: int = Field(4, ge=1, le=64, description="Teams: threads that answer questions, per bot process.")
     upload_workers: int = Field(
         1, ge=1, le=16, description="Threads that index uploads (each holds one for the whole PDF), per bot process."
     )

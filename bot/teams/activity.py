@@ -72,6 +72,18 @@ class TeamsTurn:
         return self.conversation_id
 
 
+def synced_owner(object_id: str) -> str:
+    """Who owns a file synced from a channel's Files tab: ``aad:{object id}`` of the user Graph names as its
+    ``createdBy``, the same person as a message's ``from.aadObjectId``; ``teams-files`` when Graph names no user
+    (added by an app): then no one can ``forget`` it in chat."""
+    return f"aad:{object_id}" if object_id else "teams-files"
+
+
+def also_known_as(turn: TeamsTurn) -> tuple[str, ...]:
+    """The sender's other identity: the owner name of the files they added to the channel's Files tab."""
+    return (synced_owner(turn.aad_user),) if turn.aad_user else ()
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 

@@ -108,7 +108,7 @@ def build_app(
     *,
     auth: BotFrameworkAuthentication | None = None,
     insecure_local: bool = False,
-    workers: int = 4,
+    workers: int | None = None,
     health: Health | None = None,
 ) -> web.Application:
     """The aiohttp app (``/api/messages``, ``/healthz``, ``/readyz``).
@@ -175,8 +175,18 @@ def build_app(
         code, body, content_type = probe.respond(METRICS_PATH) or (404, b"", "text/plain")
         return web.Response(status=code, body=body, headers={"Content-Type": content_type})
 
+    async def bind_if_ready(_app: web.Application) -> None:
+        """The journal's workers start once the model is loaded (``serve`` binds after its warm-up); they take
+        over at once what a killed bot left."""
+        if probe.ready:
+            bot.bind(adapter, asyncio.get_running_loop())
+
+    async def on_shutdown(_app: web.Application) -> None:
+        probe.set_not_ready()  # intake stops; what was acknowledged is journaled
+
     async def on_cleanup(_app: web.Application) -> None:
-        await bot.drain()
+        log.info("draining", budget_s=settings.drain_s)
+        await bot.stop(settings.drain_s)  # the bounded stop: the rest is taken over by another replica or restart
         bot.close()
 
     app = web.Application()
@@ -187,6 +197,8 @@ def build_app(
     app.router.add_get(READY_PATH, healthz)
     if probe.metrics:
         app.router.add_get(METRICS_PATH, metrics)
+    app.on_startup.append(bind_if_ready)
+    app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     return app
 
@@ -222,6 +234,7 @@ def serve(
             log.info("teams_warming_up")
             await asyncio.get_running_loop().run_in_executor(None, core.service.warm_up)
             health.set_ready()
+            _app[BOT_KEY].bind(_app[ADAPTER_KEY], asyncio.get_running_loop())
             log.info("teams_ready")
 
         _app[WARM_UP_KEY] = asyncio.get_running_loop().create_task(load())

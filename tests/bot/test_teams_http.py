@@ -405,9 +405,9 @@ def test_slow_ingest_is_finished_proactively(seeded: World) -> None:
 def test_ingest_progress_edits_the_status_message_and_the_result_comes_last(
     seeded: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import bot.teams.bot as teams_bot
+    import bot.teams.work as teams_work
 
-    monkeypatch.setattr(teams_bot, "PROGRESS_INTERVAL_S", 0.0)  # every progress step may edit
+    monkeypatch.setattr(teams_work, "PROGRESS_INTERVAL_S", 0.0)  # every progress step may edit
     chat = "a:1personal-progress"
     pages = [
         ["Heron Building Handbook", "Visitors sign in at the east reception desk before nine."],

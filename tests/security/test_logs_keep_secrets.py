@@ -60,7 +60,7 @@ def _chat(fake: FakeMicrosoft, chat: str, text: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "text", "event"),
     [
-        ("answer_job", "what is the budget?", "teams_job_failed"),  # background work after the turn
+        ("answer_job", "what is the budget?", "teams_work_failed"),  # journaled work after the turn
         ("turn", "docs", "teams_turn_failed"),  # a command answered inside the turn
         ("adapter", "help", "teams_adapter_error"),  # escapes the bot: the adapter's on_turn_error
     ],
