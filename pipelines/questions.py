@@ -113,6 +113,11 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 _PART_SPLIT = re.compile(r"\s*(?:\?\s*|[;,]?\s+)(?:and|also|plus)\s+(?=(?:what|how|when|where|who|which|why|is|are|"
                          r"does|do|can|may)\b)|\?\s+(?=\S)", re.I)
 _NUMBER = re.compile(r"^[^\d\-]*(-?\d[\d,]*(?:\.\d+)?)\s*%?\s*[a-zA-Z]*$")
+# a sentence after the first is a part of its own only when it asks ("Who approves overtime?"); one that
+# instructs ("Base your judgments on the balance sheet.", "If it is not a useful metric, say why.") is the
+# first question's context, as analysts write them
+_ASKS = re.compile(r"^(?:what|how|when|where|who|whom|whose|which|why|is|are|was|were|does|do|did|can|could|may|"
+                   r"might|has|have|had|should|will|would)\b", re.I)
 
 
 class QuestionKind(StrEnum):
@@ -160,7 +165,8 @@ def classify(question: str) -> list[QuestionKind]:
 def split_parts(question: str) -> list[str]:
     """The questions a multi-part question asks ("What is X and what is Y?" -> two), each ending in '?'."""
     parts = [p.strip(" ?,;") for p in _PART_SPLIT.split(question)]
-    parts = [p for p in parts if len(terms(p)) >= 1 and len(p.split()) >= 3]
+    parts = [p for i, p in enumerate(parts)
+             if len(terms(p)) >= 1 and len(p.split()) >= 3 and (i == 0 or _ASKS.match(p))]
     if len(parts) < 2:
         return [question]
     return [p[0].upper() + p[1:] + "?" for p in parts[:MAX_PARTS]]

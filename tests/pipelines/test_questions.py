@@ -80,6 +80,15 @@ def test_question_kind_from_str_fails_clearly():
          ["How long is the notice period?", "Who approves overtime?"]),
         ("What are the hotel limit per night in London and the daily meal allowance?",
          ["What are the hotel limit per night in London and the daily meal allowance?"]),
+        # an analyst's instructions after the question are its context, not questions of their own
+        ("What is Netflix's year end FY2017 total current liabilities (in USD millions)? Base your judgments on "
+         "the information provided primarily in the balance sheet.",
+         ["What is Netflix's year end FY2017 total current liabilities (in USD millions)? Base your judgments on "
+          "the information provided primarily in the balance sheet."]),
+        ("Does Corning have positive working capital based on FY2022 data? If working capital is not a useful "
+         "metric for this company, then please state that and explain why.",
+         ["Does Corning have positive working capital based on FY2022 data? If working capital is not a useful "
+          "metric for this company, then please state that and explain why."]),
     ],
 )
 def test_split_parts_splits_only_where_each_part_asks_its_own_question(question, parts):
