@@ -305,6 +305,9 @@ class FakeSlack:
                     return
                 file_id = path.split("/")[2]
                 fake._record("file.download", {"file": file_id}, self._authorized())
+                held = fake.hold_replies.get("file.download")  # a slow file host: the download waits
+                if held is not None:
+                    held.wait(120)
                 f = fake.files.get(file_id)
                 if not self._authorized():  # Slack answers a login page to a request without the token
                     self._send(200, b"<!DOCTYPE html><html>Sign in to Slack</html>", "text/html")
