@@ -498,19 +498,23 @@ def test_a_question_is_answered_while_uploads_fill_their_pool(slack: Harness) ->
     channel = "C0BUSY"
     workers = slack.bot.settings.upload_workers
     held = slack.fake.hold_replies["file.download"] = threading.Event()
+
+    def busy_downloads() -> int:
+        return sum(c.params["file"].startswith("F0BUSY") for c in slack.fake.calls_to("file.download"))
+
     try:
         for i in range(workers + 2):
             slack.fake.add_file(f"F0BUSY{i}", f"minutes {i}.pdf", make_pdf([[f"Minutes {i}", f"Meeting {i} agreed."]]))
             slack.send(_file_shared(channel, MEMBER, f"F0BUSY{i}"))
-        slack.fake.wait_for("file.download", count=workers, timeout=60)
+        slack.fake.wait_until(lambda: busy_downloads() >= workers, timeout=60)
         slack.send(mention(C_LEAVE, MEMBER, "How many weeks of parental leave do employees get?", "195.000001"))
         slack.fake.wait_until(lambda: bool(slack.answers(C_LEAVE, "195.000001")), timeout=60)
-        assert not held.is_set() and len(slack.fake.calls_to("file.download")) == workers  # uploads still stuck
+        assert not held.is_set() and busy_downloads() == workers  # the uploads are still stuck
         assert slack.files_cited(slack.answers(C_LEAVE, "195.000001")[0]) == {LEAVE_PDF}
     finally:
         held.set()
         slack.fake.hold_replies.pop("file.download", None)
-    slack.idle()
+        slack.idle()
     assert len(slack.core.documents([slack_scope(TEAM, channel)])) == workers + 2  # and every upload is indexed after
 
 
