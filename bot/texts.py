@@ -91,6 +91,12 @@ def location_text(file: str, page_start: int, page_end: int, section: str, *, wh
     return " · ".join(x for x in (file, pages_text(page_start, page_end), heading) if x)
 
 
+def quote_lines(quote: str) -> list[str]:
+    """A quote's lines as every platform shows them: each line's runs of white space as one space, blank lines
+    dropped. A quoted table keeps one row per line (``Year | Revenue``, then ``2020 | 78.9``), a list one item."""
+    return [" ".join(line.split()) for line in quote.splitlines() if line.strip()]
+
+
 # --- answers and feedback ----------------------------------------------------------------------------
 
 

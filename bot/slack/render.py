@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.texts import FEEDBACK_CHOICES, location_text, pages_text
+from bot.texts import FEEDBACK_CHOICES, location_text, pages_text, quote_lines
 from pipelines.components.refusal import CLOSEST_PASSAGES
 from pipelines.models import Answer, Citation, RetrievedChunk
 
@@ -99,7 +99,8 @@ def context(text: str) -> Block:
 
 
 def quote_blocks(c: Citation) -> list[Block]:
-    """One citation: a quote block (``[n]`` then the quoted span) and its location line."""
+    """One citation: a quote block (``[n]`` then the quoted span, its line breaks kept: a quoted table shows one row
+    per line) and its location line. A rich text ``text`` element is never read as mrkdwn."""
     quote: Block = {
         "type": "rich_text",
         "elements": [
@@ -107,7 +108,7 @@ def quote_blocks(c: Citation) -> list[Block]:
                 "type": "rich_text_quote",
                 "elements": [
                     {"type": "text", "text": f"[{c.n}] ", "style": {"bold": True}},
-                    {"type": "text", "text": _clip(" ".join(c.quote.split()), _MAX_QUOTE_CHARS)},
+                    {"type": "text", "text": _clip("\n".join(quote_lines(c.quote)), _MAX_QUOTE_CHARS)},
                 ],
             }
         ],
@@ -234,7 +235,8 @@ def answer_fallback(answer: Answer) -> str:
         lines.append(_REFUSED_HEADER)
     for c in answer.citations:
         loc = location(c.file, c.page_start, c.page_end, c.section)
-        lines.append(f"[{c.n}] “{' '.join(c.quote.split())}” — {loc}")
+        quoted = "\n".join(quote_lines(c.quote))
+        lines.append(f"[{c.n}] “{quoted}” — {loc}")
     return _clip(escape("\n".join(lines)), MAX_FALLBACK_CHARS)
 
 

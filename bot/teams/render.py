@@ -26,7 +26,7 @@ from urllib.parse import quote
 
 from botbuilder.schema import Activity, ActivityTypes, Attachment, Entity
 
-from bot.texts import location_text, pages_text
+from bot.texts import location_text, pages_text, quote_lines
 from pipelines.models import Answer, Citation
 
 ADAPTIVE_CARD = "application/vnd.microsoft.card.adaptive"
@@ -58,6 +58,23 @@ def escape_markdown(text: str) -> str:
 def _escape_plain(text: str) -> str:
     text = "".join(_HTML.get(ch, ch) for ch in text)
     return _MARKDOWN.sub(r"\\\1", text)
+
+
+# What makes a line start a markdown block (heading, list, table, setext underline) once it stands on a line of its own
+_BLOCK_START = re.compile(r"^(?:[#+=|-]|\d{1,9}(?=[.)]))")
+_PARAGRAPH = "\n\n"  # Teams' markdown draws a line break for a blank line only; a single newline is a space
+
+
+def _escape_line(line: str) -> str:
+    """One line of a quote as a markdown paragraph of its own, shown as written: escaped as :func:`_escape_plain`,
+    and no heading, list or table made of a line that starts with ``#``, ``-``, ``1.``..."""
+    line = _escape_plain(line)
+    m = _BLOCK_START.match(line)
+    if m is None:
+        return line
+    if line[0].isdigit():  # "2018. Revenue" -> "2018\. Revenue": the escape goes on the list marker's dot
+        return line[: m.end()] + "\\" + line[m.end():]
+    return "\\" + line
 
 
 def pages_label(c: Citation) -> str:
@@ -120,16 +137,23 @@ def _source_runs(c: Citation, *, prefix: str = "") -> list[dict[str, Any]]:
     return runs
 
 
+def _quote_blocks(quote: str, **style: Any) -> list[dict[str, Any]]:
+    """A quote as one RichTextBlock per line, so a quoted table shows one row per line on every client (a TextRun's
+    own line breaks are not drawn everywhere, and a TextBlock would read the PDF's text as markdown)."""
+    lines = quote_lines(quote) or [""]
+    return [
+        {"type": "RichTextBlock", **({"spacing": "None"} if i else {}), "inlines": [_run(line, **style)]}
+        for i, line in enumerate(lines)
+    ]
+
+
 def _quote_card(c: Citation) -> dict[str, Any]:
     """The full verbatim quote, shown when the user opens a citation."""
     return {
         "type": "AdaptiveCard",
         "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
         "version": "1.5",
-        "body": [
-            {"type": "RichTextBlock", "inlines": _source_runs(c)},
-            {"type": "RichTextBlock", "inlines": [_run(c.quote)]},
-        ],
+        "body": [{"type": "RichTextBlock", "inlines": _source_runs(c)}, *_quote_blocks(c.quote)],
     }
 
 
@@ -186,7 +210,7 @@ def quotes_card(citations: Sequence[Citation]) -> Attachment:
                     {"type": "RichTextBlock", "inlines": [
                         {**r, "size": "Small"} for r in _source_runs(c, prefix=f"[{c.n}] ")
                     ]},
-                    {"type": "RichTextBlock", "inlines": [_run(f"“{c.quote}”", isSubtle=True)]},
+                    *_quote_blocks(f"“{c.quote.strip()}”", isSubtle=True),
                 ],
             }
         )
@@ -201,13 +225,14 @@ def quotes_card(citations: Sequence[Citation]) -> Attachment:
 
 def answer_text(answer: Answer, *, inline_quotes: bool) -> str:
     """The message text. Extractive answers are "Here is what the PDFs say [1][2]:" plus the quotes,
-    so without a quote card the quotes follow inline, one ``[n] “quote” — file · p. N`` line each.
+    so without a quote card the quotes follow inline, one ``[n] “quote” — file · p. N`` paragraph each, a quote's
+    own lines (a table's rows) on lines of their own: Teams draws a line break only for a blank line in markdown.
     Answer, quotes and file names are markdown-escaped: a PDF or a model steered by one never puts a
     link or formatting into the message."""
     text = escape_markdown(answer.text.strip())
     if inline_quotes and answer.citations:
         lines = [
-            f"[{c.n}] “{_escape_plain(' '.join(c.quote.split()))}” — "
+            f"[{c.n}] “{_PARAGRAPH.join(_escape_line(line) for line in quote_lines(c.quote))}” — "
             f"{linked_source_label(c)}"
             for c in answer.citations
         ]

@@ -523,11 +523,15 @@ class StructureDetector:
 
     @staticmethod
     def _assign_sections(elements: list[Element]) -> None:
+        """Each element's section path: the headings above it. An abstract holds no table, so a table under an
+        "Abstract" heading (a paper whose next headings were not found, a two-column sample with none) is filed
+        under the abstract's parent, the document's title, not cited as part of the abstract."""
         stack: list[tuple[int, str, str]] = []  # (level, title, numbering)
         for e in elements:
             if e.kind == "heading":
                 while stack and stack[-1][0] >= e.level:
                     stack.pop()
                 stack.append((e.level, e.text, e.numbering))
-            e.section = " > ".join(t for _, t, _ in stack)
-            e.section_id = next((n for _, _, n in reversed(stack) if n), "")
+            path = stack[:-1] if e.kind == "table" and stack and _norm_title(stack[-1][1]) == "abstract" else stack
+            e.section = " > ".join(t for _, t, _ in path)
+            e.section_id = next((n for _, _, n in reversed(path) if n), "")

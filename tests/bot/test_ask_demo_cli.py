@@ -22,6 +22,13 @@ def test_demo_then_ask(capsys, monkeypatch):
     assert "The indexed PDFs don't seem to answer that." in out  # the unanswerable sample question
     assert "[1] │ " in out
 
+    # a table quoted whole reads as a table: one row per line under the quote's bar
+    assert main(["ask", "What does Table 2 say?"]) == 0
+    out = capsys.readouterr().out
+    assert "  [1] │ Table 2: Revenue and headcount by year, 2018-2023\n" in out
+    assert ("      │ Year | Revenue (GBP million) | Headcount at year end | Offices\n"
+            "      │ 2018 | 84.2 | 910 | 3\n      │ 2019 | 91.5 | 985 | 3\n") in out
+
     # idempotent: a second run indexes nothing
     assert main(["demo", "--question", "How long must passwords be?"]) == 0
     out = capsys.readouterr().out

@@ -301,6 +301,37 @@ def test_a_question_with_several_readings_asks_back_and_a_numbered_reply_answers
     assert slack.files_cited(posted[1].params) == {HANDBOOK}
 
 
+def test_a_quoted_table_arrives_one_row_per_line(slack: Harness) -> None:
+    """A table quoted whole shows as a table: caption, header and each year's row on a line of its own, in the quote
+    block and in the notification text, not as one run of ``… | Offices 2018 | 84.2 | 910 | 3 2019 | …``."""
+    from eval.sample_pdfs import HANDBOOK, sample_bytes
+
+    channel = "C0TABLES"
+    ctx = ChatContext("slack", slack_scope(TEAM, channel), MEMBER)
+    assert slack.core.upload(ctx, file_name=HANDBOOK, data=sample_bytes(HANDBOOK)).status == "indexed"
+    slack.send(mention(channel, MEMBER, "What does Table 2 say?", "135.000001"))
+    posted = slack.fake.wait_for("chat.postMessage", channel=channel, thread_ts="135.000001")[0].params
+    (quote,) = [b for b in posted["blocks"] if b["type"] == "rich_text"]
+    marker, text = quote["elements"][0]["elements"]
+    assert marker["text"] == "[1] "
+    rows = [
+        "Table 2: Revenue and headcount by year, 2018-2023",
+        "Year | Revenue (GBP million) | Headcount at year end | Offices",
+        "2018 | 84.2 | 910 | 3",
+        "2019 | 91.5 | 985 | 3",
+        "2020 | 78.9 | 940 | 3",
+        "2021 | 102.3 | 1,050 | 4",
+        "2022 | 118.6 | 1,180 | 4",
+        "2023 | 112.4 | 1,240 | 4",
+    ]
+    assert text["text"].splitlines() == rows
+    assert slack.files_cited(posted) == {HANDBOOK}
+    fallback = posted["text"].splitlines()
+    start = fallback.index(f"[1] “{rows[0]}")
+    assert fallback[start + 1 : start + len(rows) - 1] == rows[1:-1]
+    assert fallback[start + len(rows) - 1].startswith(f"{rows[-1]}” — {HANDBOOK} · p. ")
+
+
 def test_dm_searches_the_dm_and_the_askers_channels_only(slack: Harness) -> None:
     # MEMBER is in C_LEAVE, not C_CONTRACT: the leave policy and the DM's own notes answer, the contract never
     for ts, question in [

@@ -693,3 +693,68 @@ def test_a_malformed_token_or_body_gets_401_or_400_and_one_log_line(
     logged = [ln for ln in capfd.readouterr().err.splitlines() if ln.strip()]
     assert [json.loads(ln)["event"] for ln in logged if ln.startswith("{")].count(event) == 1
     assert not any("Error handling request" in ln or "Traceback" in ln for ln in logged)
+
+
+# --- quoted tables (last: its channel sync adds Graph calls the sync tests above count) ----------------
+
+
+TABLE_PDF = "heron_parking_fees.pdf"
+TABLE_ROWS = [
+    "Table 1: Parking fees by zone",
+    "Zone | Permit (EUR per month) | Spaces | Charging points",
+    "North | 75 | 120 | 8",
+    "South | 60 | 95 | 4",
+    "Harbour | 90 | 40 | 12",
+    "Visitor | 5 | 30 | 2",
+]
+
+
+def table_pdf() -> bytes:
+    """A captioned table under a heading, as a word processor lays it out."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, Table
+
+    styles = getSampleStyleSheet()
+    cells = [row.split(" | ") for row in TABLE_ROWS[1:]]
+    story = [
+        Paragraph("Heron Campus Parking Fees", styles["Heading1"]),
+        Paragraph("1 Fees", styles["Heading2"]),
+        Paragraph("Permit fees depend on the zone, as Table 1 shows.", styles["BodyText"]),
+        Paragraph(TABLE_ROWS[0], styles["BodyText"]),
+        Table(cells, colWidths=[90, 150, 80, 110], hAlign="LEFT"),
+    ]
+    buf = io.BytesIO()
+    SimpleDocTemplate(buf, pagesize=A4, invariant=1).build(story)
+    return buf.getvalue()
+
+
+def test_a_quoted_table_arrives_one_row_per_line(seeded: World) -> None:
+    """A table quoted whole shows one row per line wherever Teams shows the quote: in a chat's message text (markdown,
+    where only a blank line breaks a line), in the citation's pop-up and in a channel's quote card; never as one run of
+    ``… | Charging points North | 75 | 120 | 8 South | …``."""
+    chat = "a:1personal-alice-tables"
+    upload = seeded.chat_message("", chat=chat, attachments=[seeded.file_attachment(TABLE_PDF, table_pdf())])
+    assert seeded.post(upload).status_code in (200, 201)
+    seeded.wait_text(chat, f"Indexed {TABLE_PDF}")
+    answer = seeded.ask(seeded.chat_message("What does Table 1 say?", chat=chat))
+    shown = [html.unescape(p) for p in re.findall(r"<p>(.*?)</p>", _MD.render(answer.text), re.S)]
+    start = shown.index(f"[1] “{TABLE_ROWS[0]}")
+    assert shown[start + 1 : start + len(TABLE_ROWS) - 1] == TABLE_ROWS[1:-1]
+    assert shown[start + len(TABLE_ROWS) - 1].startswith(f"{TABLE_ROWS[-1]}” — ")
+    (cite,) = citations(answer)
+    popup = json.loads(cite["appearance"]["text"])
+    assert [block["inlines"][0]["text"] for block in popup["body"][1:]] == TABLE_ROWS
+
+    # a channel answer carries the quote card
+    channel = "19:channel-tables@thread.tacv2"
+    seeded.fake.files[TABLE_PDF] = table_pdf()
+    seeded.fake.channel_folders[(GROUP_ID, channel)] = ChannelFolder("drive-t", "folder-t", [TABLE_PDF])
+    sync = seeded.channel_message("sync", channel=channel)
+    assert seeded.post(sync).status_code in (200, 201)
+    seeded.wait_text(sync["conversation"]["id"], "Synced 1 PDF")
+    answer = seeded.ask(seeded.channel_message("What does Table 1 say?", channel=channel))
+    (card,) = answer.body["attachments"]
+    (sources,) = [item for item in card["content"]["body"] if item["type"] == "Container"]
+    quoted = [block["inlines"][0]["text"] for block in sources["items"][1:]]
+    assert quoted == [f"“{TABLE_ROWS[0]}", *TABLE_ROWS[1:-1], f"{TABLE_ROWS[-1]}”"]

@@ -119,6 +119,20 @@ class TestAnswerActivity:
         llm = _answer().model_copy(update={"mode": "llm"})
         assert render.answer_activity(llm, quote_card=False).text == llm.text
 
+    def test_quote_lines_that_look_like_markdown_blocks_show_as_written(self) -> None:
+        """A quote's lines stand on lines of their own in a chat's markdown text; a line starting as a heading, a list
+        item or a table row in the PDF stays that line of text, never a heading or a list Teams draws."""
+        from markdown_it import MarkdownIt
+
+        lines = ["# Fees", "- North zone", "2019. A good year", "3) Harbour", "| Zone | Fee |", "=== 75 ==="]
+        cite = Citation(n=1, chunk_id="d1:1", doc_id="d1", file="fees.pdf", page_start=2, page_end=2,
+                        quote="\n".join(lines))
+        text = render.answer_text(Answer(text="Here is what the PDFs say [1]:", citations=[cite]), inline_quotes=True)
+        html = MarkdownIt("commonmark").render(text)
+        shown = html.replace("<p>", "").split("</p>\n")
+        assert shown[1:-1] == ["[1] “# Fees", "- North zone", "2019. A good year", "3) Harbour", "| Zone | Fee |",
+                               "=== 75 ===” — fees.pdf · p. 2"]
+
     def test_refusal_has_label_but_no_citations_or_card(self) -> None:
         refused = Answer(text="The PDFs here don't say.", refused=True, note="No passage was relevant enough.")
         activity = render.answer_activity(refused, quote_card=True)

@@ -477,6 +477,31 @@ class TestStructureDetector:
             ("", "(8,828)", "14"),
         ]
 
+    def test_a_table_below_an_abstract_is_filed_under_the_title_not_the_abstract(self) -> None:
+        """A paper whose only heading after its title is "Abstract": its table is no part of the abstract, so it is
+        cited under the title; the paragraphs keep the section the PDF gives them."""
+        from reportlab.lib.pagesizes import A4
+        from reportlab.lib.styles import getSampleStyleSheet
+        from reportlab.platypus import Paragraph, SimpleDocTemplate, Table
+
+        styles = getSampleStyleSheet()
+        story = [
+            Paragraph("Parking Demand on a Harbour Campus", styles["Title"]),
+            Paragraph("Abstract", styles["Heading2"]),
+            Paragraph("We count the permits sold in each zone of the campus over one year.", styles["BodyText"]),
+            Paragraph("Permits sell out first in the harbour zone.", styles["BodyText"]),
+            Paragraph("Table 1: Permits by zone", styles["BodyText"]),
+            Table([["Zone", "Permits"], ["North", "120"], ["Harbour", "40"]], colWidths=[120, 90], hAlign="LEFT"),
+        ]
+        buf = io.BytesIO()
+        SimpleDocTemplate(buf, pagesize=A4, invariant=1).build(story)
+        elements = StructureDetector().run(PdfParser().run(buf.getvalue())["parsed"])["elements"]
+        (table,) = [e for e in elements if e.kind == "table"]
+        assert table.caption == "Table 1: Permits by zone" and table.rows == [("North", "120"), ("Harbour", "40")]
+        assert table.section == "Parking Demand on a Harbour Campus"
+        paragraphs = [e for e in elements if e.kind == "paragraph"]
+        assert [p.section for p in paragraphs] == ["Parking Demand on a Harbour Campus > Abstract"] * 2
+
     def test_bulleted_list_is_one_element(self, handbook_elements: list[Element]) -> None:
         lists = [e for e in handbook_elements if e.kind == "list"]
         assert len(lists) == 1 and len(lists[0].items) == 5

@@ -107,6 +107,7 @@ def test_latex_table_reads_row_by_row() -> None:
     parsed = PdfParser().run(multi.read_bytes())["parsed"]
     table = next(e for e in StructureDetector().run(parsed)["elements"] if e.kind == "table")
     assert table.caption == "Table 1: EU Countries Information"
+    assert table.section == "Two-Column Document with Lorem Ipsum"  # not "… > Abstract": the PDF's only heading
     assert [r[0] for r in table.rows] == ["Austria", "Belgium", "Czech Republic", "Denmark", "Finland"]
     capital = table.header.index("Capital")
     assert [r[capital] for r in table.rows] == ["Vienna", "Brussels", "Prague", "Copenhagen", "Helsinki"]
