@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from haystack import Document
 
@@ -40,6 +40,7 @@ from connectors.store_api import DocInfo
 from pipelines.components._text import GENERIC, STOPWORDS, sentence_spans, terms
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
 from pipelines.components.extractive_answerer import _is_heading_line, _skip_heading_lines
+from pipelines.components.llm_answerer import _MARKER
 from pipelines.components.question_analyzer import word_forms
 from pipelines.components.refusal import confidence
 from pipelines.components.structure_router import parse_refs
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     from pipelines.query import QueryEngine
 
 log = get_logger("citebot.questions")
+
+AnswerMode = Literal["extractive", "llm"]
 
 MAX_COMPARED = 6  # documents compared side by side; more than that is not a comparison anyone reads
 MAX_SUMMARY_SECTIONS = 15
@@ -298,15 +301,16 @@ class QuestionTypes:
 
     # --- shared steps --------------------------------------------------------------------------
     def _finish(self, draft: _Draft, kind: AnswerKind, *, refused: bool = False, note: str = "",
-                choices: Sequence[str] = ()) -> Answer | None:
+                choices: Sequence[str] = (), mode: AnswerMode = "extractive") -> Answer | None:
         """Validate every quote against its chunk; an answer whose quotes did not all validate is not given
-        (the look-up path answers instead)."""
+        (the look-up path answers instead). ``mode`` "llm": the draft holds the model's words (a multi-part
+        question's parts), its quotes validated here again all the same."""
         v = self.validator.run(citations=draft.citations, documents=list(draft.docs.values()))
         if v["failures"]:
             log.warning("quote_not_validated", kind=kind, n_failures=len(v["failures"]))
             return None
         return Answer(
-            text="\n".join(draft.lines), citations=v["citations"], refused=refused, mode="extractive",
+            text="\n".join(draft.lines), citations=v["citations"], refused=refused, mode=mode,
             retrieved=[_retrieved(d) for d in draft.docs.values()], note=note, validation=v["validation"],
             kind=kind, choices=list(choices),
         )
@@ -661,15 +665,24 @@ class QuestionTypes:
         if not answered:
             return None  # none covered: the look-up path refuses, with pointers to the closest passages
         draft = _Draft()
+        written = False
+        notes: list[str] = []
         for p, a in answered:
             by_id = {chunk_id_of(d): d for d in self._chunks(scopes, [c.chunk_id for c in a.citations])}
-            marks = "".join(draft.cite(by_id[c.chunk_id], c.quote) for c in a.citations if c.chunk_id in by_id)
-            draft.lines.append(f"• {p} {marks}")
+            marks = {c.n: draft.cite(by_id[c.chunk_id], c.quote) for c in a.citations if c.chunk_id in by_id}
+            if a.mode == "llm":  # the model's own answer to this part, its markers renumbered into the whole
+                written = True
+                draft.lines.append(f"• {p} {_renumbered(a.text, marks)}")
+            else:
+                draft.lines.append(f"• {p} {''.join(marks.values())}")
+            if a.note and a.note not in notes:
+                notes.append(a.note)
         for p in missing:
             draft.lines.append(f"• {p} The PDFs don't say.")
+        by: AnswerMode = "llm" if written else "extractive"
         if not missing:  # every part covered: still one cited line a part, so no part is lost to the others
-            return self._finish(draft, "multi_part")
-        return self._finish(draft, "partial", note=NOTE_PARTIAL)
+            return self._finish(draft, "multi_part", note=" ".join(notes), mode=by)
+        return self._finish(draft, "partial", note=" ".join([NOTE_PARTIAL, *notes]), mode=by)
 
     def _chunks(self, scopes: list[str], chunk_ids: list[str]) -> list[Document]:
         doc_ids = sorted({c.rsplit(":", 1)[0] for c in chunk_ids})
@@ -679,6 +692,12 @@ class QuestionTypes:
             out += [d for d in self.store.fetch(scopes=scopes, filters=_doc_filter(doc_id), limit=2000)
                     if chunk_id_of(d) in want]
         return out
+
+
+def _renumbered(text: str, marks: dict[int, str]) -> str:
+    """The model's answer to one part with its ``[n]`` markers renumbered into the whole answer's (``marks``:
+    the part's n -> the whole's "[k]"); a marker whose citation was not kept is left out."""
+    return _MARKER.sub(lambda m: f" {marks[int(m.group(1))]}" if int(m.group(1)) in marks else "", text).strip()
 
 
 def _cells(line: str) -> list[str]:
