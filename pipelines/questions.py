@@ -41,6 +41,7 @@ from pipelines.components._text import GENERIC, STOPWORDS, sentence_spans, terms
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
 from pipelines.components.extractive_answerer import _is_heading_line, _skip_heading_lines
 from pipelines.components.llm_answerer import _MARKER
+from pipelines.components.query_rewriter import looks_like_follow_up
 from pipelines.components.question_analyzer import word_forms
 from pipelines.components.refusal import confidence
 from pipelines.components.structure_router import parse_refs
@@ -266,10 +267,15 @@ class QuestionTypes:
     ) -> Answer | None:
         """The answer when ``question`` is one of the types here, else ``None`` (ask the look-up path)."""
         question = " ".join(question.split())
-        if not question or history:  # a follow-up is rewritten by the look-up path first; leave it there
+        if not question:
             return None
         k = k or self.engine.settings.answer_top_k
         kinds = classify(question)
+        if history and looks_like_follow_up(question):
+            # "and the handbook?" is rewritten from the thread by the look-up path; only what never leans on an
+            # earlier turn is answered here. A question that stands alone is answered here with or without a
+            # thread before it: a Teams personal chat is one long thread, every question after the first has one.
+            kinds = [kd for kd in kinds if kd in (QuestionKind.REFERENCE, QuestionKind.DOCUMENT_TYPE)]
         handlers: dict[QuestionKind, Callable[[], Answer | None]] = {
             QuestionKind.REFERENCE: lambda: self.not_found(question, scopes),
             QuestionKind.DOCUMENT_TYPE: lambda: self.document_type(question, scopes),
@@ -315,10 +321,12 @@ class QuestionTypes:
             kind=kind, choices=list(choices),
         )
 
-    def _written(self, instruction: str, draft: _Draft, context: list[Document], kind: AnswerKind) -> Answer | None:
+    def _written(self, instruction: str, draft: _Draft, context: list[Document], kind: AnswerKind,
+                 *, said: Sequence[str] = ()) -> Answer | None:
         """With an LLM configured, the model writes the comparison or summary from ``context`` (the answer
         policy's own generation: citations validated, one stricter retry, unsupported claims dropped); without
-        one, or when the model fails or refuses, the extractive ``draft``."""
+        one, or when the model fails or refuses, the extractive ``draft``. ``said``: fixed lines of the draft
+        the model's text is followed by whatever it wrote (a document that says nothing, named as such)."""
         llm = self.engine.llm
         if llm is None:
             return self._finish(draft, kind)
@@ -332,7 +340,8 @@ class QuestionTypes:
         written = self.engine.policy._llm_answer(llm, instruction, context, [], ext)  # noqa: SLF001
         if written.refused or written.mode != "llm":
             return fallback.model_copy(update={"note": written.note or fallback.note})
-        return written.model_copy(update={"kind": kind, "retrieved": [_retrieved(d) for d in context]})
+        text = "\n".join([written.text, *said])
+        return written.model_copy(update={"text": text, "kind": kind, "retrieved": [_retrieved(d) for d in context]})
 
     def _documents(self, scopes: list[str]) -> list[DocInfo]:
         return sorted(self.store.list_documents(scopes=scopes), key=lambda d: d.file)
@@ -545,6 +554,7 @@ class QuestionTypes:
         draft = _Draft()
         draft.lines.append(f"What each PDF says about {topic}:")
         silent: list[str] = []
+        said: list[str] = []
         context: list[Document] = []
         for d in named:
             hits, ext, conf = self._search(topic, scopes, mode, k, _doc_filter(d.doc_id))
@@ -552,17 +562,20 @@ class QuestionTypes:
             cits = [c for c in ext["citations"] if c["chunk_id"] in by_id]
             if conf < self.threshold or not cits:
                 silent.append(d.file)
-                draft.lines.append(f"• {d.file}: says nothing about {topic} that I could find.")
+                said.append(f"• {d.file}: says nothing about {topic} that I could find.")
+                draft.lines.append(said[-1])
                 continue
             marks = "".join(draft.cite(by_id[c["chunk_id"]], c["quote"]) for c in cits[:3])
             draft.lines.append(f"• {d.file} {marks}")
             context += hits[:3]
         if len(silent) == len(named):
             return None  # neither says anything: the look-up path's refusal names the closest passages
-        told = f" The passages hold nothing about it from {', '.join(silent)}: say so." if silent else ""
+        told = (f" {', '.join(silent)} say{'s' if len(silent) == 1 else ''} nothing about it; a line after your "
+                "answer says so." if silent else "")
+        writes = [d.file for d in named if d.file not in silent]
         instruction = (f"{question}\nCompare what each document says, one short paragraph per document "
-                       f"({', '.join(d.file for d in named)}), each naming its document.{told}")
-        return self._written(instruction, draft, context, "compare")
+                       f"({', '.join(writes)}), each naming its document.{told}")
+        return self._written(instruction, draft, context, "compare", said=said)  # the model may not say it
 
     # --- tables --------------------------------------------------------------------------------
     def table_extreme(self, question: str, scopes: list[str], mode: RetrievalMode) -> Answer | None:

@@ -390,3 +390,15 @@ def test_with_an_llm_whose_quote_is_not_in_the_pdfs_no_part_shows_it(service):
     assert a.note == ("Part of your question isn't covered by the PDFs here. The language model's answer could not "
                       "be matched to the PDFs, so this answer quotes them directly.")
     _verbatim(service, a, HB_ONLY)
+
+
+def test_a_question_that_stands_alone_is_answered_by_its_type_after_earlier_turns(service):
+    """A Teams personal chat is one thread: every question after the first comes with history."""
+    history = [Turn(role="user", text="What is the mileage rate?"), Turn(role="assistant", text="45 pence [1]")]
+    a = service.answer("Compare the two PDFs on confidentiality", BOTH, history)
+    assert a.kind == "compare"
+    assert f"• {HANDBOOK}: says nothing about confidentiality that I could find." in _lines(a)
+    a = service.answer("What kind of document is this?", BOTH, history)
+    assert a.kind == "document_type"
+    # a follow-up leaning on the thread is still the look-up path's, which rewrites it from the history
+    assert service.answer("and the hotel?", BOTH, history).kind == "answer"
