@@ -4,10 +4,14 @@ don't cover.
 
 :class:`QuestionTypes` is asked first by :meth:`pipelines.service.CitebotService.answer`; each handler either
 answers (an :class:`Answer` with its ``kind``) or returns ``None`` and the ordinary look-up path
-(:meth:`pipelines.query.QueryEngine.answer`) answers as before. Every answer here is extractive: the text
-around the quotes is fixed wording, file names, section titles, table labels and cells, never invented
-prose, and every quote goes through :class:`CitationValidator` against the chunk it cites before anyone
-sees it.
+(:meth:`pipelines.query.QueryEngine.answer`) answers as before. Without an LLM every answer here is extractive:
+the text around the quotes is fixed wording, file names, section titles, table labels and cells, never invented
+prose. With one, the model writes comparisons, summaries and each part of a multi-part question (the answer
+policy's generation: quotes validated, one stricter retry, unsupported sentences dropped); the fixed lines that
+say a document or a part has nothing stay. Either way every quote goes through :class:`CitationValidator`
+against the chunk it cites before anyone sees it. A question that looks like a follow-up of earlier turns is
+left to the look-up path, which rewrites it from the thread (only references and "what kind of document" are
+answered here whatever came before).
 
 The handlers, in the order they are tried (:func:`classify` decides which apply):
 
