@@ -14,6 +14,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +85,7 @@ class World:
     teams_url: str
     llm: FakeOpenAI | None
     slack_bot: SlackBot
+    core: ChatCore
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     # --- Slack ----------------------------------------------------------------------------------
@@ -126,6 +128,11 @@ class World:
         assert requests.post(f"{self.teams_url}/api/messages", json=activity, timeout=60).status_code in (200, 201)
         call = self.microsoft.wait_for(lambda c: c.conversation_id == chat and c.reply_to_id == activity_id
                                        and c.type == "message" and bool(c.body.get("entities")), timeout=120)[-1]
+        # the answer is recorded after its post; a reply in the chat ("2") reads it from the thread's history
+        deadline = time.monotonic() + 60
+        while not any(t.role == "user" and t.text == question for t in self.core.history("teams", chat)[-2:]):
+            assert time.monotonic() < deadline, "the answer was never recorded"
+            time.sleep(0.05)
         text = call.text.split("\n\n_", 1)[0]  # the note, in italics, follows the answer
         (entity,) = [e for e in call.body["entities"] if e.get("@type") == "Message"]
         cites = list(entity.get("citation") or [])
@@ -169,7 +176,7 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         app = build_app(settings, core, auth=anonymous_authentication())
         with AppThread(app) as teams:
             yield World(mode, fake_slack, f"http://127.0.0.1:{server.server_address[1]}/slack/events", microsoft,
-                        teams.url, llm, bot)
+                        teams.url, llm, bot, core)
         server.shutdown()
         server.server_close()
         bot.close()
