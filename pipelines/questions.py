@@ -4,10 +4,14 @@ don't cover.
 
 :class:`QuestionTypes` is asked first by :meth:`pipelines.service.CitebotService.answer`; each handler either
 answers (an :class:`Answer` with its ``kind``) or returns ``None`` and the ordinary look-up path
-(:meth:`pipelines.query.QueryEngine.answer`) answers as before. Every answer here is extractive: the text
-around the quotes is fixed wording, file names, section titles, table labels and cells, never invented
-prose, and every quote goes through :class:`CitationValidator` against the chunk it cites before anyone
-sees it.
+(:meth:`pipelines.query.QueryEngine.answer`) answers as before. Without an LLM every answer here is extractive:
+the text around the quotes is fixed wording, file names, section titles, table labels and cells, never invented
+prose. With one, the model writes comparisons, summaries and each part of a multi-part question (the answer
+policy's generation: quotes validated, one stricter retry, unsupported sentences dropped); the fixed lines that
+say a document or a part has nothing stay. Either way every quote goes through :class:`CitationValidator`
+against the chunk it cites before anyone sees it. A question that looks like a follow-up of earlier turns is
+left to the look-up path, which rewrites it from the thread (only references and "what kind of document" are
+answered here whatever came before).
 
 The handlers, in the order they are tried (:func:`classify` decides which apply):
 
@@ -31,7 +35,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from haystack import Document
 
@@ -40,6 +44,8 @@ from connectors.store_api import DocInfo
 from pipelines.components._text import GENERIC, STOPWORDS, sentence_spans, terms
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
 from pipelines.components.extractive_answerer import _is_heading_line, _skip_heading_lines
+from pipelines.components.llm_answerer import _MARKER
+from pipelines.components.query_rewriter import looks_like_follow_up
 from pipelines.components.question_analyzer import word_forms
 from pipelines.components.refusal import confidence
 from pipelines.components.structure_router import parse_refs
@@ -49,6 +55,8 @@ if TYPE_CHECKING:
     from pipelines.query import QueryEngine
 
 log = get_logger("citebot.questions")
+
+AnswerMode = Literal["extractive", "llm"]
 
 MAX_COMPARED = 6  # documents compared side by side; more than that is not a comparison anyone reads
 MAX_SUMMARY_SECTIONS = 15
@@ -263,10 +271,15 @@ class QuestionTypes:
     ) -> Answer | None:
         """The answer when ``question`` is one of the types here, else ``None`` (ask the look-up path)."""
         question = " ".join(question.split())
-        if not question or history:  # a follow-up is rewritten by the look-up path first; leave it there
+        if not question:
             return None
         k = k or self.engine.settings.answer_top_k
         kinds = classify(question)
+        if history and looks_like_follow_up(question):
+            # "and the handbook?" is rewritten from the thread by the look-up path; only what never leans on an
+            # earlier turn is answered here. A question that stands alone is answered here with or without a
+            # thread before it: a Teams personal chat is one long thread, every question after the first has one.
+            kinds = [kd for kd in kinds if kd in (QuestionKind.REFERENCE, QuestionKind.DOCUMENT_TYPE)]
         handlers: dict[QuestionKind, Callable[[], Answer | None]] = {
             QuestionKind.REFERENCE: lambda: self.not_found(question, scopes),
             QuestionKind.DOCUMENT_TYPE: lambda: self.document_type(question, scopes),
@@ -298,23 +311,26 @@ class QuestionTypes:
 
     # --- shared steps --------------------------------------------------------------------------
     def _finish(self, draft: _Draft, kind: AnswerKind, *, refused: bool = False, note: str = "",
-                choices: Sequence[str] = ()) -> Answer | None:
+                choices: Sequence[str] = (), mode: AnswerMode = "extractive") -> Answer | None:
         """Validate every quote against its chunk; an answer whose quotes did not all validate is not given
-        (the look-up path answers instead)."""
+        (the look-up path answers instead). ``mode`` "llm": the draft holds the model's words (a multi-part
+        question's parts), its quotes validated here again all the same."""
         v = self.validator.run(citations=draft.citations, documents=list(draft.docs.values()))
         if v["failures"]:
             log.warning("quote_not_validated", kind=kind, n_failures=len(v["failures"]))
             return None
         return Answer(
-            text="\n".join(draft.lines), citations=v["citations"], refused=refused, mode="extractive",
+            text="\n".join(draft.lines), citations=v["citations"], refused=refused, mode=mode,
             retrieved=[_retrieved(d) for d in draft.docs.values()], note=note, validation=v["validation"],
             kind=kind, choices=list(choices),
         )
 
-    def _written(self, instruction: str, draft: _Draft, context: list[Document], kind: AnswerKind) -> Answer | None:
+    def _written(self, instruction: str, draft: _Draft, context: list[Document], kind: AnswerKind,
+                 *, said: Sequence[str] = ()) -> Answer | None:
         """With an LLM configured, the model writes the comparison or summary from ``context`` (the answer
         policy's own generation: citations validated, one stricter retry, unsupported claims dropped); without
-        one, or when the model fails or refuses, the extractive ``draft``."""
+        one, or when the model fails or refuses, the extractive ``draft``. ``said``: fixed lines of the draft
+        the model's text is followed by whatever it wrote (a document that says nothing, named as such)."""
         llm = self.engine.llm
         if llm is None:
             return self._finish(draft, kind)
@@ -328,7 +344,8 @@ class QuestionTypes:
         written = self.engine.policy._llm_answer(llm, instruction, context, [], ext)  # noqa: SLF001
         if written.refused or written.mode != "llm":
             return fallback.model_copy(update={"note": written.note or fallback.note})
-        return written.model_copy(update={"kind": kind, "retrieved": [_retrieved(d) for d in context]})
+        text = "\n".join([written.text, *said])
+        return written.model_copy(update={"text": text, "kind": kind, "retrieved": [_retrieved(d) for d in context]})
 
     def _documents(self, scopes: list[str]) -> list[DocInfo]:
         return sorted(self.store.list_documents(scopes=scopes), key=lambda d: d.file)
@@ -541,6 +558,7 @@ class QuestionTypes:
         draft = _Draft()
         draft.lines.append(f"What each PDF says about {topic}:")
         silent: list[str] = []
+        said: list[str] = []
         context: list[Document] = []
         for d in named:
             hits, ext, conf = self._search(topic, scopes, mode, k, _doc_filter(d.doc_id))
@@ -548,17 +566,20 @@ class QuestionTypes:
             cits = [c for c in ext["citations"] if c["chunk_id"] in by_id]
             if conf < self.threshold or not cits:
                 silent.append(d.file)
-                draft.lines.append(f"• {d.file}: says nothing about {topic} that I could find.")
+                said.append(f"• {d.file}: says nothing about {topic} that I could find.")
+                draft.lines.append(said[-1])
                 continue
             marks = "".join(draft.cite(by_id[c["chunk_id"]], c["quote"]) for c in cits[:3])
             draft.lines.append(f"• {d.file} {marks}")
             context += hits[:3]
         if len(silent) == len(named):
             return None  # neither says anything: the look-up path's refusal names the closest passages
-        told = f" The passages hold nothing about it from {', '.join(silent)}: say so." if silent else ""
+        told = (f" {', '.join(silent)} say{'s' if len(silent) == 1 else ''} nothing about it; a line after your "
+                "answer says so." if silent else "")
+        writes = [d.file for d in named if d.file not in silent]
         instruction = (f"{question}\nCompare what each document says, one short paragraph per document "
-                       f"({', '.join(d.file for d in named)}), each naming its document.{told}")
-        return self._written(instruction, draft, context, "compare")
+                       f"({', '.join(writes)}), each naming its document.{told}")
+        return self._written(instruction, draft, context, "compare", said=said)  # the model may not say it
 
     # --- tables --------------------------------------------------------------------------------
     def table_extreme(self, question: str, scopes: list[str], mode: RetrievalMode) -> Answer | None:
@@ -661,15 +682,24 @@ class QuestionTypes:
         if not answered:
             return None  # none covered: the look-up path refuses, with pointers to the closest passages
         draft = _Draft()
+        written = False
+        notes: list[str] = []
         for p, a in answered:
             by_id = {chunk_id_of(d): d for d in self._chunks(scopes, [c.chunk_id for c in a.citations])}
-            marks = "".join(draft.cite(by_id[c.chunk_id], c.quote) for c in a.citations if c.chunk_id in by_id)
-            draft.lines.append(f"• {p} {marks}")
+            marks = {c.n: draft.cite(by_id[c.chunk_id], c.quote) for c in a.citations if c.chunk_id in by_id}
+            if a.mode == "llm":  # the model's own answer to this part, its markers renumbered into the whole
+                written = True
+                draft.lines.append(f"• {p} {_renumbered(a.text, marks)}")
+            else:
+                draft.lines.append(f"• {p} {''.join(marks.values())}")
+            if a.note and a.note not in notes:
+                notes.append(a.note)
         for p in missing:
             draft.lines.append(f"• {p} The PDFs don't say.")
+        by: AnswerMode = "llm" if written else "extractive"
         if not missing:  # every part covered: still one cited line a part, so no part is lost to the others
-            return self._finish(draft, "multi_part")
-        return self._finish(draft, "partial", note=NOTE_PARTIAL)
+            return self._finish(draft, "multi_part", note=" ".join(notes), mode=by)
+        return self._finish(draft, "partial", note=" ".join([NOTE_PARTIAL, *notes]), mode=by)
 
     def _chunks(self, scopes: list[str], chunk_ids: list[str]) -> list[Document]:
         doc_ids = sorted({c.rsplit(":", 1)[0] for c in chunk_ids})
@@ -679,6 +709,12 @@ class QuestionTypes:
             out += [d for d in self.store.fetch(scopes=scopes, filters=_doc_filter(doc_id), limit=2000)
                     if chunk_id_of(d) in want]
         return out
+
+
+def _renumbered(text: str, marks: dict[int, str]) -> str:
+    """The model's answer to one part with its ``[n]`` markers renumbered into the whole answer's (``marks``:
+    the part's n -> the whole's "[k]"); a marker whose citation was not kept is left out."""
+    return _MARKER.sub(lambda m: f" {marks[int(m.group(1))]}" if int(m.group(1)) in marks else "", text).strip()
 
 
 def _cells(line: str) -> list[str]:

@@ -4,7 +4,8 @@ It listens on 127.0.0.1, speaks the real wire format (``POST /v1/chat/completion
 ``Retry-After`` on 429), and is driven by the real ``openai`` client pointed at :attr:`base_url`.
 Replies come from a script of queued responses, else from ``responder(request_json) -> content``.
 The default responder behaves like a careful model: it quotes the first sentence of the first
-passage in the prompt, citing its chunk id.
+passage in the prompt, citing its chunk id. :func:`careful_responder` also does what a comparison or a
+section-by-section summary asks for (one cited sentence per document, per passage), in words no PDF holds.
 """
 
 from __future__ import annotations
@@ -46,6 +47,38 @@ def quoting_responder(request: dict[str, Any]) -> str:
             "citations": [{"n": 1, "chunk_id": chunk_id, "quote": sentence}],
         }
     )
+
+
+_HEADER = re.compile(r"\[chunk_id: ([^\]]+)\] (.+?), pp?\. ")
+
+
+def careful_responder(request: dict[str, Any]) -> str:
+    """A model that does what the prompt asks: asked to compare, one sentence per document whose passages it was
+    given; asked for a section-by-section summary, one per passage; else one, from the first passage. Each names
+    the passage's file and quotes its first sentence exactly. Its words ("The model read <file>") are never in a
+    PDF, so a test sees whose text reached the asker."""
+    user = "\n".join(m.get("content", "") for m in request["messages"] if m.get("role") == "user")
+    files = dict(_HEADER.findall(user))
+    picked: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for chunk_id, text in passages_in(request):
+        doc = chunk_id.rsplit(":", 1)[0]
+        if picked and "Compare what each document says" not in user and "section by section" not in user:
+            break
+        if doc in seen and "section by section" not in user:
+            continue
+        seen.add(doc)
+        lines = [ln for ln in text.split("\n") if ln.strip()]
+        body = " ".join(lines[1:] if len(lines) > 1 else lines)
+        quote = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0][:300]
+        picked.append((chunk_id, quote))
+    if not picked:
+        return json.dumps({"answerable": False, "answer": "", "citations": []})
+    return json.dumps({
+        "answerable": True,
+        "answer": " ".join(f"The model read {files.get(c, 'a PDF')} [{n}]." for n, (c, _) in enumerate(picked, 1)),
+        "citations": [{"n": n, "chunk_id": c, "quote": q} for n, (c, q) in enumerate(picked, 1)],
+    })
 
 
 @dataclass

@@ -46,7 +46,7 @@ import traceback
 import types
 import warnings
 from collections.abc import Callable, Iterator
-from multiprocessing import forkserver
+from multiprocessing import forkserver, resource_tracker
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -113,7 +113,24 @@ def _preload() -> list[str]:
 def start() -> None:
     """Start the fork server now rather than on the first upload (about a second, once per process)."""
     _context()
-    forkserver.ensure_running()
+    _ensure_server()
+
+
+def _ensure_server() -> None:
+    """Start the fork server unless it runs, with Ctrl-C (SIGINT) blocked in it and so in every child it forks:
+    a terminal's Ctrl-C goes to the whole process group, and the server ignores SIGINT only once it has
+    imported its preload (~1 s), so a Ctrl-C then printed the server's ``KeyboardInterrupt`` traceback under the
+    command's own one-line message. Only the caller handles Ctrl-C; its children are killed by it
+    (:func:`_kill`) or end with it (the server reads EOF when the caller exits). A signal mask is per thread and
+    inherited across fork and exec, so this works from any thread (``signal.signal`` works only in the main one);
+    a Ctrl-C that arrives meanwhile is delivered to the caller when the mask is restored. The resource tracker
+    is started first: starting it unblocks SIGINT on its way out (it guards its own start-up the same way)."""
+    resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def run_isolated(
@@ -127,6 +144,7 @@ def run_isolated(
     there calls ``on_progress(*values)`` here. ``target`` and ``args`` must pickle (a module-level function);
     ``deadline`` is a ``time.monotonic()`` value (the clock is the same in the child)."""
     ctx = _context()
+    _ensure_server()  # here, not inside process.start(): the server starts with Ctrl-C blocked
     receive, send = ctx.Pipe(duplex=False)
     process = ctx.Process(
         target=_child_main, args=(send, target, args, max_memory_mb, deadline), name="citebot-reader", daemon=True

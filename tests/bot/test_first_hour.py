@@ -227,6 +227,45 @@ def test_ctrl_c_during_ingest_says_one_line_and_keeps_what_was_indexed(tmp_path:
     assert [d["file"] for d in listed] == ["small.pdf"]
 
 
+def _fork_server_of(pgid: int) -> int | None:
+    """The pid of multiprocessing's fork server in process group ``pgid`` (the reader's), if it has started."""
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cmdline = (p / "cmdline").read_bytes()
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        if b"multiprocessing.forkserver import main" in cmdline and int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
+            return int(p.name)
+    return None
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_reader_process_starts_says_one_line(tmp_path: Path) -> None:
+    """Ctrl-C pressed early, while the fork server that starts the reading child is still importing: the terminal
+    sends SIGINT to the whole process group, and only the command may answer it, with its one line (the server
+    printed a KeyboardInterrupt traceback of its own under it)."""
+    make_pdf(tmp_path / "large.pdf", "Large", pages=20)
+    data = tmp_path / "data"
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli.main", "ingest", "large.pdf"], cwd=tmp_path,
+                            env=env(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while _fork_server_of(proc.pid) is None and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _fork_server_of(proc.pid) is not None, "the fork server never started"
+    os.killpg(proc.pid, signal.SIGINT)  # at once: the server takes about a second to import its preload
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip() == ("citebot ingest: interrupted; the files listed above are indexed, nothing of the file in "
+                           "progress is")
+    assert out == ""
+    assert json.loads(citebot("docs", "--json", cwd=tmp_path, data_dir=data).stdout) == []
+
+
 @pytest.mark.slow
 def test_a_wrong_model_path_is_named_with_its_setting(tmp_path: Path) -> None:
     """Row 12: our own error's text, not `failed with EmbeddingModelError at ...`; reindex --check says the

@@ -315,3 +315,90 @@ def test_with_an_llm_that_fails_the_extractive_comparison_is_shown_with_a_note(s
     assert a.kind == "compare" and a.mode == "extractive"
     assert f"• {HANDBOOK}: says nothing about confidentiality that I could find." in _lines(a)
     assert a.note == "The language model was unavailable, so this answer quotes the PDFs directly."
+
+
+def _answering_responder(request):
+    """A model that answers the question it was asked in its own words, quoting the first passage's first
+    sentence: its text says which question it answered, so a test sees whose words reached the asker."""
+    import json
+    import re
+
+    from eval.fakes.openai_api import quoting_responder
+
+    reply = json.loads(quoting_responder(request))
+    if reply["answerable"]:
+        question = request["messages"][-1]["content"].rsplit("Question: ", 1)[1].strip().rstrip("?")
+        reply["answer"] = f"The model says this about {question.lower()} [1]."
+        reply["answer"] = re.sub(r"\s+", " ", reply["answer"])
+    return json.dumps(reply)
+
+
+@pytest.mark.slow
+def test_with_an_llm_each_part_is_the_models_answer_and_an_uncovered_part_is_named(service):
+    from eval.fakes.openai_api import FakeOpenAI
+
+    with FakeOpenAI(_answering_responder) as fake:
+        svc = CitebotService(service.settings.model_copy(update={"openai_base_url": fake.base_url}),
+                             store=service.store)
+        a = svc.answer("What is the mileage rate and what is the dress code?", HB_ONLY)
+    assert a.kind == "partial" and a.mode == "llm" and not a.refused
+    assert _lines(a) == ["• What is the mileage rate? The model says this about what is the mileage rate [1].",
+                         "• What is the dress code? The PDFs don't say."]
+    assert len(a.citations) == 1 and a.citations[0].n == 1 and a.citations[0].quote
+    assert a.note == "Part of your question isn't covered by the PDFs here."
+    _verbatim(service, a, HB_ONLY)
+    assert len(fake.requests) == 1  # the uncovered part never reached the model: the refusal check stopped it
+
+
+@pytest.mark.slow
+def test_with_an_llm_every_covered_part_keeps_the_models_words_and_its_own_quotes(service):
+    from eval.fakes.openai_api import FakeOpenAI
+
+    with FakeOpenAI(_answering_responder) as fake:
+        svc = CitebotService(service.settings.model_copy(update={"openai_base_url": fake.base_url}),
+                             store=service.store)
+        a = svc.answer("How long is the standard working week and what are the core hours?", HB_ONLY)
+    assert a.kind == "multi_part" and a.mode == "llm" and not a.note
+    assert _lines(a) == [
+        "• How long is the standard working week? The model says this about how long is the standard working week [1].",
+        "• What are the core hours? The model says this about what are the core hours [2].",
+    ]
+    assert [c.n for c in a.citations] == [1, 2]  # the second part's [1] became the whole answer's [2]
+    _verbatim(service, a, HB_ONLY)
+    assert len(fake.requests) == 2
+
+
+@pytest.mark.slow
+def test_with_an_llm_whose_quote_is_not_in_the_pdfs_no_part_shows_it(service):
+    import json
+
+    from eval.fakes.openai_api import FakeOpenAI, passages_in
+
+    def inventing(request):
+        chunk_id = passages_in(request)[0][0]
+        return json.dumps({"answerable": True, "answer": "Staff may claim 99 pounds a mile [1].",
+                           "citations": [{"n": 1, "chunk_id": chunk_id, "quote": "99 pounds per mile"}]})
+
+    with FakeOpenAI(inventing) as fake:
+        svc = CitebotService(service.settings.model_copy(update={"openai_base_url": fake.base_url}),
+                             store=service.store)
+        a = svc.answer("What is the mileage rate and what is the dress code?", HB_ONLY)
+    assert a.kind == "partial" and a.mode == "extractive"
+    assert "99" not in a.text and all("99" not in c.quote for c in a.citations)
+    assert _lines(a) == ["• What is the mileage rate? [1]", "• What is the dress code? The PDFs don't say."]
+    assert "45 pence per mile" in a.citations[0].quote
+    assert a.note == ("Part of your question isn't covered by the PDFs here. The language model's answer could not "
+                      "be matched to the PDFs, so this answer quotes them directly.")
+    _verbatim(service, a, HB_ONLY)
+
+
+def test_a_question_that_stands_alone_is_answered_by_its_type_after_earlier_turns(service):
+    """A Teams personal chat is one thread: every question after the first comes with history."""
+    history = [Turn(role="user", text="What is the mileage rate?"), Turn(role="assistant", text="45 pence [1]")]
+    a = service.answer("Compare the two PDFs on confidentiality", BOTH, history)
+    assert a.kind == "compare"
+    assert f"• {HANDBOOK}: says nothing about confidentiality that I could find." in _lines(a)
+    a = service.answer("What kind of document is this?", BOTH, history)
+    assert a.kind == "document_type"
+    # a follow-up leaning on the thread is still the look-up path's, which rewrites it from the history
+    assert service.answer("and the hotel?", BOTH, history).kind == "answer"
