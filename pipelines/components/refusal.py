@@ -24,7 +24,8 @@ NUMBER_PENALTY = 2.0
 WORD_PENALTY = 0.5
 # how many of the passages, best first, must hold the question's numbers
 NUMBER_PASSAGES = 5
-_NUMBER_TOKEN = re.compile(r"\d[\d,.]*\d|\d")
+# a number as written, with what joins it to the next one: "2013-2022" is a range, not the year 2022
+_NUMBER_TOKEN = re.compile(r"(?<![\w.,-])\d[\d.,%-]*")
 
 
 def confidence(max_cosine: float, anchor_support: float, word_support: float, number_support: float) -> float:
@@ -43,13 +44,14 @@ def confidence(max_cosine: float, anchor_support: float, word_support: float, nu
 
 
 def _numbers(text: str) -> set[str]:
-    return {m.group(0).replace(",", "").rstrip(".") for m in _NUMBER_TOKEN.finditer(text)}
+    return {m.group(0).rstrip(".,%-").replace(",", "") for m in _NUMBER_TOKEN.finditer(text)}
 
 
 def numbers_held(anchors: Sequence[str], passages: Sequence[str]) -> tuple[float, list[str]]:
     """The share of the numbers among ``anchors`` ("2001", "15", "3.5") that occur in ``passages``, and the
     numbers that don't, in question order. 1.0 and none when the question gives no number. Digits are
-    compared as numbers are written (``2,285`` holds ``2285``); a number inside a longer one does not count."""
+    compared as numbers are written (``2,285`` holds ``2285``, ``18%`` holds ``18``); a number inside a longer
+    one or a range does not count (``150th`` does not hold ``15``, ``2013-2022`` not ``2022``)."""
     wanted = [a for a in anchors if a[:1].isdigit()]
     if not wanted:
         return 1.0, []

@@ -69,6 +69,7 @@ class TestRefusalCheck:
         (["2285222"], ["Purchases of short-term investments | (2,285,222)"], 1.0, []),  # as filings print it
         (["15"], ["Ranked 150th of all apps in 2015."], 0.0, ["15"]),  # a number inside a longer one is not it
         (["3.5", "2019"], ["Growth was 3.5% in 2018."], 0.5, ["2019"]),
+        (["2022"], ["Users online, 2013-2022 (share of adults)"], 0.0, ["2022"]),  # a range is not the year
         (["Clinton", "Obama"], ["Nothing numeric here."], 1.0, []),  # only numbers are checked near the topic
         ([], ["anything"], 1.0, []),
     ],
