@@ -153,7 +153,7 @@ def configure_logging(level: str = "info", fmt: str = "auto", *, stdlib: bool = 
     root.addHandler(handler)
     root.setLevel(max(lvl, logging.WARNING))
     # third-party chatter that can carry URLs with tokens or whole payloads
-    for noisy in ("httpx", "urllib3", "elastic_transport", "slack_bolt", "slack_sdk", "botbuilder", "msrest"):
+    for noisy in ("httpx", "urllib3", "elastic_transport", "slack_bolt", "slack_sdk", "microsoft_agents"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

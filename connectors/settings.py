@@ -174,6 +174,8 @@ class Settings(BaseSettings):
     )
     teams_graph_url: str = "https://graph.microsoft.com/v1.0/"
     teams_token_url: str = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"  # noqa: S105
+    # where the keys that sign inbound Bot Framework tokens are listed (OpenID Connect discovery)
+    teams_openid_url: str = "https://login.botframework.com/v1/.well-known/openidconfiguration"
 
     # --- logging, traces, quality alarms ---------------------------------------------------
     log_format: Literal["auto", "console", "json"] = "auto"
@@ -223,11 +225,13 @@ class Settings(BaseSettings):
 
     @property
     def configured_hosts(self) -> frozenset[str]:
-        """Hosts of the platform endpoints the admin configured (Slack Web API, Graph, sign-in). Downloads may
+        """Hosts of the platform endpoints the admin configured (Slack Web API, Graph, sign-in, Bot Framework's
+        signing keys). Downloads may
         reach these even on a private address: in tests they are local fake servers."""
         from urllib.parse import urlsplit
 
-        urls = (self.slack_api_url, self.teams_graph_url, self.teams_token_url.replace("{tenant}", "t"))
+        urls = (self.slack_api_url, self.teams_graph_url, self.teams_token_url.replace("{tenant}", "t"),
+                self.teams_openid_url)
         return frozenset(h for h in ((urlsplit(u).hostname or "").lower() for u in urls) if h)
 
     @property

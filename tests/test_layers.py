@@ -16,7 +16,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("connectors", "pipelines", "bot", "eval")
-CHAT_SDKS = ("slack_bolt", "slack_sdk", "botbuilder")
+CHAT_SDKS = ("slack_bolt", "slack_sdk", "microsoft_agents")
 
 # The most specific prefix of the importing module decides; each entry lists the packages (or subpackages)
 # it may import besides itself. A longer prefix narrows or widens what its parent allows.
@@ -77,8 +77,8 @@ def _violation(module: str, target: str) -> str | None:
     if target_top in CHAT_SDKS:
         if top in ("connectors", "pipelines"):
             return "connectors and pipelines import no chat SDK"
-        if target_top == "botbuilder" and not _within(module, "bot.teams"):
-            return "botbuilder stays inside bot/teams"
+        if target_top == "microsoft_agents" and not _within(module, "bot.teams"):
+            return "the Microsoft 365 Agents SDK stays inside bot/teams"
         return None
     if target_top not in PACKAGES:
         return None
@@ -127,8 +127,9 @@ def test_imports_point_down(pkg: str) -> None:
         ("bot.core", "eval.metrics", False),
         ("bot.cli.eval_cmds", "eval.runner", True),
         ("bot.slack.app", "bot.cli.main", False),
-        ("bot.slack.app", "botbuilder.core", False),
-        ("bot.teams.bot", "botbuilder.core", True),
+        ("bot.slack.app", "microsoft_agents.hosting.core", False),
+        ("bot.teams.bot", "microsoft_agents.hosting.core", True),
+        ("connectors.log", "microsoft_agents.activity", False),
         ("eval.runner", "bot.core", False),
         ("eval.runner", "eval.fakes.openai_api", False),
         ("eval.bench.teams", "bot.core", True),

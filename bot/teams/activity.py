@@ -20,7 +20,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from botbuilder.schema import Activity, ActivityTypes
+from microsoft_agents.activity import Activity, ActivityTypes
 
 from pipelines.models import teams_scope
 
@@ -109,15 +109,12 @@ def refusal(activity: Activity, *, channels: Collection[str], home_tenant: str |
     ``channels``: the Bot Framework channels served (``msteams``; the Emulator too in local testing).
     ``home_tenant``: a SingleTenant bot's own tenant, else None.
     """
-    channel = activity.channel_id or ""
+    channel = str(activity.channel_id or "")
     if channel not in channels:
         return "channel_not_served"
     data = channel_data(activity)
     conv = activity.conversation
-    # Teams writes conversation.tenantId; botbuilder's schema only maps "tenantID", so it lands in
-    # additional_properties (and the adapter copies channelData's tenant into an empty tenant_id).
-    extra = _dict(getattr(conv, "additional_properties", None)) if conv else {}
-    named = [_dict(data.get("tenant")).get("id"), conv.tenant_id if conv else None, extra.get("tenantId")]
+    named = [_dict(data.get("tenant")).get("id"), conv.tenant_id if conv else None]
     tenants = {str(t).lower() for t in named if t}
     if len(tenants) > 1:
         return "tenant_mismatch"
@@ -152,7 +149,7 @@ def _mention_texts(activity: Activity) -> tuple[bool, list[str]]:
     for entity in activity.entities or []:
         if (entity.type or "").lower() != "mention":
             continue
-        props = getattr(entity, "additional_properties", None) or {}
+        props = entity.model_dump(mode="json", by_alias=True, exclude_none=True)
         mentioned = _dict(props.get("mentioned"))
         if bot_id and mentioned.get("id") == bot_id:
             found = True

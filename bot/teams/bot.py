@@ -15,8 +15,8 @@ from functools import partial
 from typing import Any, TypeVar
 
 import structlog
-from botbuilder.core import ActivityHandler, BotAdapter, InvokeResponse, TurnContext
-from botbuilder.schema import Activity, ChannelAccount, MessageReaction
+from microsoft_agents.activity import Activity, ChannelAccount, InvokeResponse, MessageReaction, TurnContextProtocol
+from microsoft_agents.hosting.core import ActivityHandler, ChannelServiceAdapter
 
 from bot.commands import is_core_verb, run_command
 from bot.core import ChatContext, ChatCore, ClaimKey
@@ -26,11 +26,11 @@ from bot.teams.activity import (
     TEAMS_CHANNEL,
     TeamsTurn,
     also_known_as,
-    feedback_comment,
     message_ref,
     parse_turn,
     refusal,
 )
+from bot.teams.feedback import FETCH_TASK, SUBMIT_ACTION, parse_vote, task_response
 from bot.teams.graph import graph_configured
 from bot.teams.work import ANSWER, INGEST, SYNC, TeamsWork
 from bot.texts import APOLOGY, GRAPH_NOT_CONFIGURED, SYNC_ONLY_IN_CHANNELS, TEAMS_HELP_TEXT
@@ -64,7 +64,7 @@ class CitebotTeamsBot(ActivityHandler):
         self.work = TeamsWork(core, settings, workers=workers if workers is not None else settings.teams_workers)
 
     # --- lifecycle --------------------------------------------------------------------------------
-    def bind(self, adapter: BotAdapter, loop: asyncio.AbstractEventLoop) -> None:
+    def bind(self, adapter: ChannelServiceAdapter, loop: asyncio.AbstractEventLoop) -> None:
         """Where journaled work posts (the adapter's ``continue_conversation`` on ``loop``); the first call starts
         the workers, which take over at once whatever a killed bot left in the journal."""
         self.work.bind(adapter, loop)
@@ -87,16 +87,17 @@ class CitebotTeamsBot(ActivityHandler):
         return await asyncio.get_running_loop().run_in_executor(self._pool, partial(fn, *args, **kwargs))
 
     # --- turns ------------------------------------------------------------------------------------
-    async def on_turn(self, turn_context: TurnContext) -> None:
+    async def on_turn(self, turn_context: TurnContextProtocol) -> None:
         activity = turn_context.activity
         reason = refusal(activity, channels=self.channels, home_tenant=self.home_tenant)
         if reason:  # not from Teams, another tenant, or channelData naming a place the activity is not in
-            log.warning("teams_activity_refused", reason=reason, channel=(activity.channel_id or "")[:40],
+            log.warning("teams_activity_refused", reason=reason, channel=str(activity.channel_id or "")[:40],
                         activity_type=activity.type)
             return
-        if not self.work.bound_to(asyncio.get_running_loop()):
-            # no server bound the bot (botbuilder's TestAdapter, a loop per turn): work posts through this turn's
-            self.bind(turn_context.adapter, asyncio.get_running_loop())
+        adapter = turn_context.adapter
+        if not self.work.bound_to(asyncio.get_running_loop()) and isinstance(adapter, ChannelServiceAdapter):
+            # no server bound the bot (a test's adapter, a loop per turn): work posts through this turn's
+            self.bind(adapter, asyncio.get_running_loop())
         try:
             await super().on_turn(turn_context)
         except Exception as e:  # noqa: BLE001 - a failed turn apologises; the bot keeps serving
@@ -106,7 +107,7 @@ class CitebotTeamsBot(ActivityHandler):
             except Exception as apology_error:  # noqa: BLE001
                 log.warning("teams_apology_failed", **error_fields(apology_error))
 
-    async def on_message_activity(self, turn_context: TurnContext) -> None:
+    async def on_message_activity(self, turn_context: TurnContextProtocol) -> None:
         activity = turn_context.activity
         turn = parse_turn(activity)
         if turn.kind == "channel" and not turn.mentioned:
@@ -127,11 +128,11 @@ class CitebotTeamsBot(ActivityHandler):
             return False
         return True
 
-    async def _reply(self, turn_context: TurnContext, text: str) -> None:
+    async def _reply(self, turn_context: TurnContextProtocol, text: str) -> None:
         if await self._claim(turn_context.activity):
             await turn_context.send_activity(render.text_activity(text))
 
-    async def _dispatch(self, turn_context: TurnContext, turn: TeamsTurn, ctx: ChatContext) -> None:
+    async def _dispatch(self, turn_context: TurnContextProtocol, turn: TeamsTurn, ctx: ChatContext) -> None:
         word, _, rest = turn.text.partition(" ")
         command = word.lower().strip("!/.") if word.lower().strip("!/.") in COMMANDS else ""
         if not turn.files and (not turn.text or command == "help"):
@@ -154,7 +155,7 @@ class CitebotTeamsBot(ActivityHandler):
         kind = INGEST if turn.files else SYNC if command == "sync" else ANSWER
         activity = turn_context.activity
         key = ClaimKey.teams_message(turn.conversation_id, activity.id or uuid.uuid4().hex)
-        ref = TurnContext.get_conversation_reference(activity)
+        ref = activity.get_conversation_reference()
         if not await self._run(self.work.accept, str(key), kind, turn, ref, activity.id or ""):
             log.info("teams_duplicate_ignored", event_id=activity.id or "")
             return
@@ -164,13 +165,19 @@ class CitebotTeamsBot(ActivityHandler):
             log.warning("teams_typing_failed")
 
     # --- feedback ---------------------------------------------------------------------------------
-    async def on_reactions_added(self, message_reactions: list[MessageReaction], turn_context: TurnContext) -> None:
+    async def on_reactions_added(
+        self, message_reactions: list[MessageReaction], turn_context: TurnContextProtocol
+    ) -> None:
         await self._reactions(message_reactions, turn_context, added=True)
 
-    async def on_reactions_removed(self, message_reactions: list[MessageReaction], turn_context: TurnContext) -> None:
+    async def on_reactions_removed(
+        self, message_reactions: list[MessageReaction], turn_context: TurnContextProtocol
+    ) -> None:
         await self._reactions(message_reactions, turn_context, added=False)
 
-    async def _reactions(self, reactions: list[MessageReaction], turn_context: TurnContext, *, added: bool) -> None:
+    async def _reactions(
+        self, reactions: list[MessageReaction], turn_context: TurnContextProtocol, *, added: bool
+    ) -> None:
         activity = turn_context.activity
         if not activity.reply_to_id or not any((r.type or "").lower() == "like" for r in reactions):
             return
@@ -181,30 +188,36 @@ class CitebotTeamsBot(ActivityHandler):
         else:
             await self._run(self.core.retract_feedback, "teams", message_ref=ref, user=turn.user, polarity="up")
 
-    async def on_invoke_activity(self, turn_context: TurnContext) -> InvokeResponse | None:
+    async def on_invoke_activity(self, turn_context: TurnContextProtocol) -> InvokeResponse | None:
+        """👍/👎 under an answer (:mod:`bot.teams.feedback`): a click (``message/fetchTask``) is recorded at once and
+        answered with the 👎 form or a thank-you; the sent form (``message/submitAction``) records what was wrong.
+        Teams shows an error unless a feedback invoke gets a 200, even for a message the bot does not know."""
         activity = turn_context.activity
-        if activity.name != "message/submitAction":
+        if activity.name not in (FETCH_TASK, SUBMIT_ACTION):
             return await super().on_invoke_activity(turn_context)
-        value: dict[str, Any] = activity.value if isinstance(activity.value, dict) else {}
-        raw_action = value.get("actionValue")
-        action: dict[str, Any] = raw_action if isinstance(raw_action, dict) else {}
-        reaction = str(action.get("reaction") or "").lower()
-        if value.get("actionName") == "feedback" and reaction in ("like", "dislike") and activity.reply_to_id:
-            turn = parse_turn(activity)
-            linked = await self._run(
-                self.core.feedback,
-                "teams",
-                message_ref=message_ref(turn.scope, activity.reply_to_id),
-                user=turn.user,
-                polarity="up" if reaction == "like" else "down",
-                comment=feedback_comment(action.get("feedback")),
-            )
-            if not linked:
-                log.info("teams_feedback_unlinked", event_id=activity.id or "")
+        vote = parse_vote(activity.value)
+        if vote is None or not activity.reply_to_id:
+            return InvokeResponse(status=200)
+        turn = parse_turn(activity)
+        linked = await self._run(
+            self.core.feedback,
+            "teams",
+            message_ref=message_ref(turn.scope, activity.reply_to_id),
+            user=turn.user,
+            polarity=vote.polarity,
+            comment=vote.comment,
+            choice=vote.choice,
+        )
+        if not linked:
+            log.info("teams_feedback_unlinked", event_id=activity.id or "")
+        if activity.name == FETCH_TASK:
+            return InvokeResponse(status=200, body=task_response(vote))
         return InvokeResponse(status=200)
 
     # --- install ----------------------------------------------------------------------------------
-    async def on_members_added_activity(self, members_added: list[ChannelAccount], turn_context: TurnContext) -> None:
+    async def on_members_added_activity(
+        self, members_added: list[ChannelAccount], turn_context: TurnContextProtocol
+    ) -> None:
         bot_id = turn_context.activity.recipient.id if turn_context.activity.recipient else None
         if any(m.id == bot_id for m in members_added):
             await turn_context.send_activity(render.text_activity(TEAMS_HELP_TEXT))

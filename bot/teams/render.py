@@ -8,8 +8,8 @@ An answer becomes one message activity:
   (file name, the verbatim quote as abstract, page and section as keywords, the full quote in an
   Adaptive Card shown in the citation's pop-up, and ``url``: where the file opens — a channel file's
   SharePoint ``webUrl``, a chat file's ``contentUrl``);
-* ``channelData.feedbackLoopEnabled``: Teams' own 👍/👎 buttons, answered by a
-  ``message/submitAction`` invoke;
+* ``channelData.feedbackLoop`` of type ``custom``: Teams' own 👍/👎 buttons, which ask the bot for the form to
+  show (``message/fetchTask``, :mod:`bot.teams.feedback`) and send what was filled in as ``message/submitAction``;
 * optionally an Adaptive Card attachment with one quote block per citation (file · p. N · section),
   for places where the client does not draw citation entities (older channel clients).
 
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
-from botbuilder.schema import Activity, ActivityTypes, Attachment, Entity
+from microsoft_agents.activity import Activity, ActivityTypes, Attachment, Entity
 
 from bot.texts import location_text, pages_text, quote_lines
 from pipelines.models import Answer, Citation
@@ -176,12 +176,6 @@ def citation_entity(c: Citation) -> dict[str, Any]:
     }
 
 
-class _OpenEntity(Entity):
-    """An Entity that serialises its extra keys (the schema's Entity only knows ``type``)."""
-
-    _attribute_map = {**Entity._attribute_map, "additional_properties": {"key": "", "type": "{object}"}}
-
-
 def ai_message_entity(citations: Sequence[Citation]) -> Entity:
     """The schema.org Message entity: AI label plus the client-drawn citations."""
     data: dict[str, Any] = {
@@ -192,9 +186,7 @@ def ai_message_entity(citations: Sequence[Citation]) -> Entity:
     }
     if citations:
         data["citation"] = [citation_entity(c) for c in citations]
-    entity = _OpenEntity(type="https://schema.org/Message")
-    entity.additional_properties = data
-    return entity
+    return Entity(type="https://schema.org/Message", **data)
 
 
 def quotes_card(citations: Sequence[Citation]) -> Attachment:
@@ -250,7 +242,7 @@ def answer_activity(answer: Answer, *, quote_card: bool) -> Activity:
         text=answer_text(answer, inline_quotes=answer.mode == "extractive" and not card),
         text_format="markdown",
         entities=[ai_message_entity(answer.citations)],
-        channel_data={"feedbackLoopEnabled": True},
+        channel_data={"feedbackLoop": {"type": "custom"}},  # 👍/👎 open Citebot's form (bot.teams.feedback)
     )
     if card:
         activity.attachments = [quotes_card(answer.citations)]

@@ -1,9 +1,10 @@
-"""``citebot serve teams``: the aiohttp app with a ``CloudAdapter`` at ``/api/messages``.
+"""``citebot serve teams``: the aiohttp app with the Microsoft 365 Agents SDK's ``CloudAdapter`` at ``/api/messages``.
 
-Every inbound activity must carry a Bot Framework token signed for ``TEAMS_APP_ID``. Without credentials the
-server does not start, except with ``--insecure-local`` on a loopback address: then the adapter runs
-unauthenticated, as the Bot Framework Emulator does (inbound requests carry no token, outbound Bot Connector
-calls are made without one), for local testing only, and a warning says so.
+Every inbound activity must carry a Bot Framework token signed for ``TEAMS_APP_ID`` (:mod:`bot.teams.auth`: keys
+from the configured OpenID metadata, issuer, audience, ``serviceUrl``). Without credentials the server does not
+start, except with ``--insecure-local`` on a loopback address: then the adapter runs unauthenticated, as the Bot
+Framework Emulator does (inbound requests carry no token, outbound Bot Connector calls are made without one), for
+local testing only, and a warning says so.
 
 A valid token says the Bot Framework delivered the activity, not that Teams wrote it: the bot then serves only
 ``channelId == "msteams"`` (plus the Emulator's channel in ``--insecure-local``), and a SingleTenant bot only its
@@ -19,17 +20,28 @@ import sys
 import threading
 from typing import Any
 
-import jwt
+import aiohttp
+import pydantic
 import structlog
 from aiohttp import web
-from botbuilder.core import TurnContext
-from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
-from botframework.connector.auth import BotFrameworkAuthentication
+from microsoft_agents.activity import Activity
+from microsoft_agents.hosting.aiohttp import CloudAdapter
+from microsoft_agents.hosting.core import (
+    AuthenticationConstants,
+    ChannelServiceClientFactoryBase,
+    ClaimsIdentity,
+    ConnectorClientBase,
+    TeamsConnectorClient,
+    TurnContext,
+    UserTokenClient,
+)
 
 from bot.core import ChatCore
 from bot.health import HEALTH_PATH, METRICS_PATH, READY_PATH, Health, serve_health
 from bot.teams import render
+from bot.teams.auth import NoToken, TeamsAuth, Unauthorized, anonymous
 from bot.teams.bot import CitebotTeamsBot
+from bot.teams.work import CONNECTOR_TIMEOUT_S
 from bot.texts import APOLOGY
 from connectors.log import error_fields
 from connectors.settings import Settings
@@ -39,16 +51,6 @@ log = structlog.get_logger("citebot.teams")
 BOT_KEY: web.AppKey[CitebotTeamsBot] = web.AppKey("citebot_teams_bot", CitebotTeamsBot)
 ADAPTER_KEY: web.AppKey[CloudAdapter] = web.AppKey("citebot_teams_adapter", CloudAdapter)
 WARM_UP_KEY: web.AppKey[asyncio.Task[None]] = web.AppKey("citebot_warm_up", asyncio.Task)
-
-
-class _BotConfig:
-    """The attribute names ``ConfigurationBotFrameworkAuthentication`` reads."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.APP_ID = settings.teams_app_id or ""
-        self.APP_PASSWORD = settings.teams_app_password.get_secret_value() if settings.teams_app_password else ""
-        self.APP_TYPE = settings.teams_app_type
-        self.APP_TENANTID = settings.teams_app_tenant_id or ""
 
 
 class TeamsConfigError(ValueError):
@@ -75,11 +77,11 @@ def check_credentials(settings: Settings) -> bool:
     return bool(settings.teams_app_id)
 
 
-def bot_authentication(settings: Settings) -> BotFrameworkAuthentication:
+def bot_authentication(settings: Settings) -> TeamsAuth:
     """Bot Framework authentication from the settings; TeamsConfigError when the credentials are incomplete."""
     if not check_credentials(settings):
         raise TeamsConfigError(NO_CREDENTIALS)
-    return ConfigurationBotFrameworkAuthentication(_BotConfig(settings))
+    return TeamsAuth.from_settings(settings)
 
 
 def is_loopback_host(host: str) -> bool:
@@ -91,22 +93,38 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def anonymous_authentication() -> BotFrameworkAuthentication:
+def anonymous_authentication() -> TeamsAuth:
     """No inbound token check, no outbound token: the Emulator / local-test mode."""
+    return anonymous()
 
-    class _Anonymous:
-        APP_ID = ""
-        APP_PASSWORD = ""
-        APP_TYPE = "MultiTenant"
 
-    return ConfigurationBotFrameworkAuthentication(_Anonymous())
+class _ConnectorClients(ChannelServiceClientFactoryBase):
+    """The Bot Connector clients the adapter posts through: the bot's token only where :class:`TeamsAuth` lets it
+    go, a deadline on every call. The user-token service (sign-in flows) is never used: its client has no token."""
+
+    def __init__(self, auth: TeamsAuth) -> None:
+        self.auth = auth
+
+    async def create_connector_client(
+        self, context: TurnContext | None, claims_identity: ClaimsIdentity, service_url: str, audience: str,
+        scopes: list[str] | None = None, use_anonymous: bool = False,
+    ) -> ConnectorClientBase:
+        token = await self.auth.connector_token(service_url)
+        endpoint = service_url if service_url.endswith("/") else service_url + "/"
+        session = aiohttp.ClientSession(base_url=endpoint, timeout=aiohttp.ClientTimeout(total=CONNECTOR_TIMEOUT_S))
+        return TeamsConnectorClient(endpoint=endpoint, token=token, session=session)
+
+    async def create_user_token_client(
+        self, context: TurnContext, claims_identity: ClaimsIdentity, use_anonymous: bool = False
+    ) -> UserTokenClient:
+        return UserTokenClient(AuthenticationConstants.AGENTS_SDK_OAUTH_URL, "", app_id=self.auth.app_id or "citebot")
 
 
 def build_app(
     settings: Settings,
     core: ChatCore,
     *,
-    auth: BotFrameworkAuthentication | None = None,
+    auth: TeamsAuth | None = None,
     insecure_local: bool = False,
     workers: int | None = None,
     health: Health | None = None,
@@ -135,7 +153,7 @@ def build_app(
             emulator = True
         else:
             raise TeamsConfigError(NO_CREDENTIALS)
-    adapter = CloudAdapter(auth)
+    adapter = CloudAdapter(channel_service_client_factory=_ConnectorClients(auth))
     bot = CitebotTeamsBot(core, settings, workers=workers, allow_emulator=emulator)
 
     async def on_error(context: TurnContext, error: Exception) -> None:
@@ -152,20 +170,29 @@ def build_app(
     async def messages(request: web.Request) -> web.StreamResponse:
         if not probe.ready:  # still loading the model: the Bot Connector retries
             return web.Response(status=503, headers={"Retry-After": "5"})
-        if "application/json" in request.headers.get("Content-Type", ""):
-            try:  # aiohttp keeps the body: the adapter reads it again
-                activity = json.loads(await request.read())
-            except ValueError:
-                activity = None
-            if not isinstance(activity, dict):
-                log.warning("teams_bad_request", reason="body is not a JSON object")
-                return web.Response(status=400, text="400: the body is not a JSON activity")
         try:
-            response = await adapter.process(request, bot)
-        except (jwt.PyJWTError, PermissionError) as e:  # a token that is no JWT: botbuilder lets it escape
+            body = json.loads(await request.read())
+            activity = Activity.model_validate(body) if isinstance(body, dict) else None
+        except (ValueError, pydantic.ValidationError):
+            activity = None
+        if activity is None or not activity.type or not activity.conversation:
+            log.warning("teams_bad_request", reason="body is not a JSON activity")
+            return web.Response(status=400, text="400: the body is not a JSON activity")
+        try:
+            identity = await auth.authenticate(request.headers.get("Authorization"), activity)
+        except Unauthorized as e:
+            if not isinstance(e, NoToken):
+                log.warning("teams_unauthorized", reason=str(e))
+            return web.Response(status=401, text="401: Unauthorized")
+        try:
+            invoke = await adapter.process_activity(identity, activity, bot.on_turn)
+        except PermissionError as e:  # the bot's token may not go to this serviceUrl
             log.warning("teams_unauthorized", **error_fields(e))
             return web.Response(status=401, text="401: Unauthorized")
-        return response if response is not None else web.Response(status=201)
+        if activity.type == "invoke":
+            status = int(invoke.status or 501) if invoke is not None else 501
+            return web.json_response(invoke.body if invoke is not None else None, status=status)
+        return web.Response(status=201)
 
     async def healthz(request: web.Request) -> web.Response:
         status, body = probe.readiness() if request.path == READY_PATH else probe.live()

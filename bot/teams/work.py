@@ -22,9 +22,10 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any, TypeVar
 
+import aiohttp
 import structlog
-from botbuilder.core import BotAdapter, TurnContext
-from botbuilder.schema import Activity, ConversationReference
+from microsoft_agents.activity import Activity, ConversationReference
+from microsoft_agents.hosting.core import ChannelServiceAdapter, ConnectorClientBase, TeamsConnectorClient, TurnContext
 
 from bot.core import ChatContext, ChatCore
 from bot.journal import Kind, Lane, RetryLater, WorkJournal
@@ -93,7 +94,7 @@ class TeamsWork:
         self.core = core
         self.settings = settings
         self.app_id = settings.teams_app_id or ""
-        self._adapter: BotAdapter | None = None
+        self._adapter: ChannelServiceAdapter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.journal = WorkJournal(
             core.state,
@@ -108,7 +109,7 @@ class TeamsWork:
             scan_s=settings.work_scan_s,
         )
 
-    def bind(self, adapter: BotAdapter, loop: asyncio.AbstractEventLoop) -> None:
+    def bind(self, adapter: ChannelServiceAdapter, loop: asyncio.AbstractEventLoop) -> None:
         """Where the work posts; the first call starts the workers, which take over at once whatever a killed bot
         left in the journal."""
         self._adapter, self._loop = adapter, loop
@@ -119,7 +120,8 @@ class TeamsWork:
 
     def accept(self, key: str, kind: str, turn: TeamsTurn, ref: ConversationReference, event_id: str) -> bool:
         """Journal one activity's work (before the turn's 200); False when it was journaled before."""
-        payload = {"turn": dataclasses.asdict(turn), "ref": ref.serialize(), "event_id": event_id}
+        ref_json = ref.model_dump(mode="json", by_alias=True, exclude_none=True)
+        payload = {"turn": dataclasses.asdict(turn), "ref": ref_json, "event_id": event_id}
         return self.journal.accept(key, kind, payload)
 
     def wait_idle(self, timeout_s: float) -> bool:
@@ -188,7 +190,7 @@ class TeamsWork:
             resp = await ctx.send_activity(activity)
             posted["id"] = resp.id if resp else None
 
-        await self._adapter.continue_conversation(ref, callback, self.app_id)
+        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
         return posted.get("id")
 
     async def _update(self, ref: ConversationReference, message_id: str, text: str) -> None:
@@ -200,14 +202,14 @@ class TeamsWork:
             activity.id = message_id
             await ctx.update_activity(activity)
 
-        await self._adapter.continue_conversation(ref, callback, self.app_id)
+        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
 
 
     def _work_of(self, payload: dict[str, Any]) -> tuple[TeamsTurn, ConversationReference, ChatContext]:
         """A journaled activity: what the turn knew, for a worker here or in another replica."""
         raw = payload["turn"]
         turn = TeamsTurn(**{**raw, "files": tuple(TeamsFile(**f) for f in raw["files"])})
-        ref = ConversationReference().deserialize(payload["ref"])
+        ref = ConversationReference.model_validate(payload["ref"])
         event_id = str(payload.get("event_id") or "")
         ctx = ChatContext(platform="teams", scope=turn.scope, user=turn.user, event_id=event_id,
                           also_known_as=also_known_as(turn))
@@ -309,19 +311,20 @@ class TeamsWork:
             return turn.team_group_id
         if not turn.team_id:
             raise GraphError("Teams did not say which team this channel belongs to")
-        from botbuilder.core.teams import TeamsInfo
-
         assert self._adapter is not None
         found: dict[str, str] = {}
 
         async def callback(ctx: TurnContext) -> None:
-            client = await TeamsInfo.get_teams_connector_client(ctx)
-            details = await asyncio.get_running_loop().run_in_executor(
-                None, client.teams.get_team_details, turn.team_id
-            )
-            found["id"] = (details.aad_group_id if details else "") or ""
+            client = ctx.services.get(ConnectorClientBase)  # type: ignore[type-abstract]  # the SDK's key
+            if not isinstance(client, TeamsConnectorClient):
+                raise GraphError("Teams did not return the team's group id")
+            try:
+                details = await client.fetch_team_details(turn.team_id)
+            except aiohttp.ClientResponseError as e:
+                raise GraphError("Teams did not return the team's group id") from e
+            found["id"] = details.aad_group_id or ""
 
-        await self._adapter.continue_conversation(ref, callback, self.app_id)
+        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
         if not found.get("id"):
             raise GraphError("Teams did not return the team's group id")
         return found["id"]

@@ -41,6 +41,7 @@ class Call:
     reply_to_id: str = ""
     activity_id: str = ""
     response_id: str = ""
+    authorization: str = ""  # the request's Authorization header (the bot's Bot Connector token, if any)
 
     @property
     def kind(self) -> str:
@@ -79,6 +80,7 @@ class FakeMicrosoft:
         self.download_delay_s = 0.0
         self.calls: list[Call] = []
         self.token_requests = 0
+        self.token_scopes: list[str] = []  # the scope of each token request (Graph's, the Bot Connector's)
         self._ids = itertools.count(1000)
         self._cond = threading.Condition()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -170,6 +172,7 @@ class FakeMicrosoft:
                 if path.endswith("/oauth2/v2.0/token"):
                     fake.token_requests += 1
                     form = {k: v[0] for k, v in parse_qs(raw.decode()).items()}
+                    fake.token_scopes.append(form.get("scope", ""))
                     ok = (
                         form.get("grant_type") == "client_credentials"
                         and form.get("client_id") == fake.client_id
@@ -192,6 +195,7 @@ class FakeMicrosoft:
                         conversation_id=unquote(parts[3]),
                         reply_to_id=unquote(parts[5]) if len(parts) > 5 else "",
                         response_id=new_id,
+                        authorization=self.headers.get("Authorization") or "",
                     )
                     fake._record(call)
                     self._json(200, {"id": new_id})
@@ -211,6 +215,7 @@ class FakeMicrosoft:
                         conversation_id=unquote(parts[3]),
                         activity_id=unquote(parts[5]),
                         response_id=unquote(parts[5]),
+                        authorization=self.headers.get("Authorization") or "",
                     )
                     fake._record(call)
                     self._json(200, {"id": unquote(parts[5])})

@@ -1,5 +1,6 @@
-"""Handler logic through botbuilder's ``TestAdapter``: which messages are answered, what the core sees,
-what goes out in the turn and what is delivered later with ``continue_conversation``.
+"""Handler logic through a recording adapter (the Agents SDK's ``ChannelServiceAdapter`` with its posting replaced
+by a list): which messages are answered, what the core sees, what goes out in the turn and what is delivered later
+with ``continue_conversation``.
 
 The real CitebotService and SQLite store answer; a PDF is put into the channel's scope first.
 """
@@ -15,9 +16,8 @@ from typing import Any
 
 import pytest
 import structlog
-from botbuilder.core import TurnContext
-from botbuilder.core.adapters import TestAdapter
-from botbuilder.schema import Activity, ActivityTypes
+from microsoft_agents.activity import Activity, ActivityTypes, ConversationReference, ResourceResponse
+from microsoft_agents.hosting.core import ChannelServiceAdapter, TurnContext
 
 from bot.core import ChatContext, ChatCore
 from bot.teams.bot import CitebotTeamsBot
@@ -26,6 +26,11 @@ from bot.texts import TEAMS_HELP_TEXT as HELP_TEXT
 from connectors.settings import Settings
 
 pytestmark = pytest.mark.slow
+
+
+def wire(activity: Activity) -> dict[str, Any]:
+    """The activity as the Bot Connector receives it (JSON, camelCase keys)."""
+    return activity.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -65,12 +70,12 @@ def make_pdf(lines: list[str]) -> bytes:
 
 def channel_activity(text: str, *, mention: bool = True) -> Activity:
     activity_id = f"170000000{next(_ids):04d}"
-    return Activity().deserialize(
+    return Activity.model_validate(
         {
             "type": "message",
             "id": activity_id,
             "channelId": "msteams",
-            "serviceUrl": "https://smba.invalid/teams/",  # never contacted: TestAdapter records replies
+            "serviceUrl": "https://smba.invalid/teams/",  # never contacted: the adapter records replies
             "from": {"id": "29:alice"},
             "recipient": BOT,
             "conversation": {
@@ -98,7 +103,35 @@ def chat_activity(text: str, *, chat: str = "a:1chat-flows", **extra: Any) -> Ac
         "text": text,
         **extra,
     }
-    return Activity().deserialize(data)
+    return Activity.model_validate(data)
+
+
+class RecordingAdapter(ChannelServiceAdapter):
+    """Keeps what the bot sends, in the turn and proactively, in ``activity_buffer`` instead of posting it."""
+
+    def __init__(self) -> None:
+        super().__init__(None)  # type: ignore[arg-type] - no connector clients: nothing leaves the process
+        self.activity_buffer: list[Activity] = []
+        self._ids = itertools.count(1)
+
+    async def send_activities(self, context: TurnContext, activities: list[Activity]) -> list[ResourceResponse]:
+        for activity in activities:
+            if activity.type == ActivityTypes.invoke_response:
+                context.turn_state[self.INVOKE_RESPONSE_KEY] = activity
+            self.activity_buffer.append(activity)
+        return [ResourceResponse(id=f"sent-{next(self._ids)}") for _ in activities]
+
+    async def update_activity(self, context: TurnContext, activity: Activity) -> ResourceResponse:
+        self.activity_buffer.append(activity)
+        return ResourceResponse(id=activity.id)
+
+    async def delete_activity(self, context: TurnContext, reference: ConversationReference) -> None:
+        return None
+
+    async def continue_conversation(  # type: ignore[override]
+        self, agent_app_id: str, continuation_activity: Activity, callback: Any
+    ) -> None:
+        await self.run_pipeline(TurnContext(self, continuation_activity), callback)
 
 
 @dataclass
@@ -113,7 +146,7 @@ class Harness:
     bot: CitebotTeamsBot
 
     def run(self, activity: Activity) -> Turn:
-        adapter = TestAdapter()
+        adapter = RecordingAdapter()
 
         async def go() -> Turn:
             ctx = TurnContext(adapter, activity)
@@ -143,7 +176,7 @@ def test_mention_is_stripped_before_the_core_sees_it(harness: Harness) -> None:
     assert [a.type for a in turn.in_turn] == [ActivityTypes.typing]
     (answer,) = turn.later
     assert "[1]" in answer.text
-    assert "watered every Thursday" in str(answer.serialize()["attachments"])  # the quote card
+    assert "watered every Thursday" in str(wire(answer)["attachments"])  # the quote card
     assert answer.reply_to_id == activity.id, "the proactive answer goes into the user's thread"
     history = harness.core.history("teams", activity.conversation.id)
     assert [t.text for t in history if t.role == "user"] == ["When are the Meadowlark office plants watered?"]
@@ -159,7 +192,7 @@ def test_personal_chat_answers_without_mention_in_its_own_scope(harness: Harness
     (answer,) = turn.later
     # the chat is another scope: the channel's PDF is not quoted here
     assert "Thursday" not in answer.text
-    assert FILE not in str(answer.serialize())
+    assert FILE not in str(wire(answer))
 
 
 def test_quick_commands_reply_inside_the_turn(harness: Harness) -> None:
@@ -190,10 +223,10 @@ def test_feedback_invoke_always_answers_200(harness: Harness) -> None:
     """Teams shows an error to the user unless the invoke gets a 200, even for a message we don't know."""
     question = channel_activity("How much is a Meadowlark locker per year?")
     answer = harness.run(question).later[0]
-    assert "12 euros" in str(answer.serialize())
-    invoke = Activity().deserialize(
+    assert "12 euros" in str(wire(answer))
+    invoke = Activity.model_validate(
         {
-            **question.serialize(),
+            **wire(question),
             "type": "invoke",
             "name": "message/submitAction",
             "id": "invoke-1",
@@ -203,7 +236,7 @@ def test_feedback_invoke_always_answers_200(harness: Harness) -> None:
     )
     turn = harness.run(invoke)
     (response,) = [a for a in turn.in_turn if a.type == ActivityTypes.invoke_response]
-    assert response.value.status == 200
+    assert response.value["status"] == 200
 
 
 def test_teams_questions_are_counted_in_metrics_answered_or_failed(
@@ -217,7 +250,7 @@ def test_teams_questions_are_counted_in_metrics_answered_or_failed(
 
     answered, failed = count("answered"), count("failed")
     turn = harness.run(channel_activity("When are the Meadowlark office plants watered?"))
-    assert "Thursday" in str(turn.later[0].serialize())
+    assert "Thursday" in str(wire(turn.later[0]))
     assert (count("answered"), count("failed")) == (answered + 1, failed)
 
     def broken(*args: Any, **kwargs: Any) -> Any:

@@ -301,7 +301,7 @@ def test_channel_mention_answers_in_the_thread_with_citations(seeded: World) -> 
     cites = citations(answer)
     assert ZEPHYR in cited_files(answer)
     assert any("4,200 kroner" in c["appearance"]["abstract"] for c in cites)
-    assert answer.body["channelData"]["feedbackLoopEnabled"] is True
+    assert answer.body["channelData"]["feedbackLoop"] == {"type": "custom"}  # 👍/👎 with Citebot's own form
     (entity,) = [e for e in answer.body["entities"] if e.get("@type") == "Message"]
     assert entity["additionalType"] == ["AIGeneratedContent"]
     # the channel reply also carries the quote card, for clients that don't draw citations
@@ -535,6 +535,64 @@ def test_reaction_and_feedback_invoke_land_in_the_same_log(
     assert seeded.post(unlike).status_code in (200, 201)
     left = [e for e in seeded.core.state.feedback() if e.message_ref.endswith(f"|{answer.response_id}")]
     assert [(e.user, e.polarity) for e in left] == [("29:bob", "down")]
+
+
+def test_thumbs_down_opens_the_same_form_as_slack_and_records_its_choice(
+    seeded: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Teams' 👍/👎 under an answer (custom feedback loop): each click is recorded at once; 👎 answers with the
+    "What was wrong?" form of Slack's modal, and what is sent there is recorded as Slack records it."""
+    from bot.cli.main import main
+    from bot.texts import FEEDBACK_CHOICES
+
+    chat = "a:1personal-alice"  # the chat holding Kestrel
+    question = "How much does a Kestrel parking permit cost?"
+    answer = seeded.ask(seeded.chat_message(question, chat=chat))
+    ref = f"teams:{TENANT}:{chat}|{answer.response_id}"
+    deadline = time.monotonic() + 10
+    while seeded.core.state.find_answer(platform="teams", message_ref=ref) is None:
+        assert time.monotonic() < deadline, "the answer was never recorded"
+        time.sleep(0.02)
+
+    def invoke(name: str, user: str, action: dict[str, Any]) -> requests.Response:
+        return seeded.post({
+            "type": "invoke", "name": name, "id": new_id(), "channelId": "msteams",
+            "serviceUrl": seeded.fake.service_url, "from": {"id": user}, "recipient": BOT,
+            "conversation": {"id": chat, "conversationType": "personal", "tenantId": TENANT},
+            "channelData": {"tenant": {"id": TENANT}}, "replyToId": answer.response_id,
+            "value": {"actionName": "feedback", "actionValue": action},
+        })
+
+    def votes() -> list[tuple[str, str, str, str]]:
+        return sorted((e.user, e.polarity, e.choice, e.comment) for e in seeded.core.state.feedback()
+                      if e.message_ref == ref)
+
+    liked = invoke("message/fetchTask", "29:carol", {"reaction": "like"})
+    assert liked.status_code == 200
+    assert liked.json()["task"]["type"] == "message"  # 👍 needs no form: a thank-you
+    assert votes() == [("29:carol", "up", "", "")]
+
+    opened = invoke("message/fetchTask", "29:dave", {"reaction": "dislike"})
+    assert opened.status_code == 200
+    task = opened.json()["task"]
+    assert task["type"] == "continue" and task["value"]["title"] == "What was wrong?"
+    card = task["value"]["card"]
+    assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
+    (choice_set,) = [e for e in card["content"]["body"] if e["type"] == "Input.ChoiceSet"]
+    assert [(c["value"], c["title"]) for c in choice_set["choices"]] == list(FEEDBACK_CHOICES.items())
+    assert any(e["type"] == "Input.Text" and e["id"] == "comment" for e in card["content"]["body"])
+    assert votes() == [("29:carol", "up", "", ""), ("29:dave", "down", "", "")]  # 👎 recorded at once
+
+    form = json.dumps({"choice": "missing_information", "comment": "It left out the monthly fee for visitors."})
+    sent = invoke("message/submitAction", "29:dave", {"reaction": "dislike", "feedback": form})
+    assert sent.status_code == 200
+    assert votes() == [("29:carol", "up", "", ""),
+                       ("29:dave", "down", "missing_information", "It left out the monthly fee for visitors.")]
+    # the admin's log shows the choice and the comment, as for Slack
+    monkeypatch.setenv("CITEBOT_DATA_DIR", str(seeded.settings.data_dir))
+    assert main(["feedback", "--polarity", "down"]) == 0
+    out = capsys.readouterr().out
+    assert question in out and "left out information" in out and "“It left out the monthly fee for visitors.”" in out
 
 
 def test_feedback_from_another_conversation_is_not_linked(seeded: World) -> None:

@@ -9,13 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from botbuilder.schema import Activity
+from microsoft_agents.activity import Activity
 from PIL import Image
 
 from bot.teams import render
 from bot.teams.activity import FILE_DOWNLOAD_INFO, feedback_comment, message_ref, parse_turn
 from bot.teams.package import PackageError, build_package
 from pipelines.models import Answer, Citation
+
+
+def wire(activity: Activity) -> dict[str, Any]:
+    """The activity as the Bot Connector receives it (JSON, camelCase keys)."""
+    return activity.model_dump(mode="json", by_alias=True, exclude_none=True)
+
 
 APP_ID = "0b7f9a3c-1d2e-4f50-8a6b-9c0d1e2f3a4b"
 LONG_QUOTE = (
@@ -52,7 +58,7 @@ def _answer() -> Answer:
 
 
 def _entity(activity: Activity) -> dict:
-    data = activity.serialize()
+    data = wire(activity)
     (entity,) = [e for e in data["entities"] if e.get("@type") == "Message"]
     return entity
 
@@ -66,9 +72,9 @@ def _card_text(element: dict[str, Any]) -> str:
 
 class TestAnswerActivity:
     def test_text_keeps_markers_and_ai_label_and_feedback_loop(self) -> None:
-        data = render.answer_activity(_answer(), quote_card=False).serialize()
+        data = wire(render.answer_activity(_answer(), quote_card=False))
         assert "[1]" in data["text"] and "[2]" in data["text"]
-        assert data["channelData"] == {"feedbackLoopEnabled": True}
+        assert data["channelData"] == {"feedbackLoop": {"type": "custom"}}  # 👍/👎 ask for Citebot's own form
         entity = _entity(render.answer_activity(_answer(), quote_card=False))
         assert entity["type"] == "https://schema.org/Message"
         assert entity["@context"] == "https://schema.org"
@@ -96,7 +102,7 @@ class TestAnswerActivity:
         answer = answer.model_copy(update={"citations": [c.model_copy(update={"url": url}) for c in answer.citations]})
         activity = render.answer_activity(answer, quote_card=True)
         assert all("url" not in c["appearance"] for c in _entity(activity)["citation"])
-        assert "](" not in json.dumps(activity.serialize()["attachments"])
+        assert "](" not in json.dumps(wire(activity)["attachments"])
 
     def test_quote_card_only_when_asked(self) -> None:
         assert not render.answer_activity(_answer(), quote_card=False).attachments
@@ -143,7 +149,7 @@ class TestAnswerActivity:
 
 def _channel_activity(text: str, *, mention: bool = True, tenant: str = "tenant-1") -> Activity:
     entities = [{"type": "mention", "text": "<at>Citebot</at>", "mentioned": {"id": "28:bot", "name": "Citebot"}}]
-    return Activity().deserialize(
+    return Activity.model_validate(
         {
             "type": "message",
             "id": "1700000000001",
@@ -198,7 +204,7 @@ class TestParseTurn:
         assert not turn.mentioned and turn.text == "just chatting"
 
     def test_personal_chat_scope_and_file_attachment(self) -> None:
-        activity = Activity().deserialize(
+        activity = Activity.model_validate(
             {
                 "type": "message",
                 "id": "1",

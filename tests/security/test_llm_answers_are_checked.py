@@ -84,7 +84,8 @@ def _steered(answer: str, quote: str) -> Any:
 def _shown(answer: Answer) -> str:
     """Everything a Slack or Teams user is shown of ``answer``."""
     text, blocks = render_answer(answer)
-    return json.dumps([text, blocks, answer_activity(answer, quote_card=True).serialize()], ensure_ascii=False)
+    teams = answer_activity(answer, quote_card=True).model_dump(mode="json", by_alias=True, exclude_none=True)
+    return json.dumps([text, blocks, teams], ensure_ascii=False)
 
 
 def test_a_steered_model_gets_no_link_or_unquoted_claim_into_a_checked_answer(

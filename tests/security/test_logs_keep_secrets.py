@@ -153,7 +153,7 @@ def test_a_failing_cli_command_prints_no_exception_text(
 
 
 def test_tracebacks_other_libraries_log_carry_no_exception_text(tmp_path: Path) -> None:
-    """elastic_transport, aiohttp and botbuilder log through the standard library with ``exc_info``. Run in a
+    """elastic_transport, aiohttp and the Agents SDK log through the standard library with ``exc_info``. Run in a
     fresh interpreter: pytest's own log handlers would hide what a real process prints."""
     script = (
         "import logging, sys\n"

@@ -145,7 +145,8 @@ def test_the_pdfs_links_mentions_and_images_stay_text_in_teams(indexed: Any) -> 
                 links = _card_links(attachment.content)
                 assert links and all(link == f"<a href={FILE_URL}>" for link in links), links
                 assert "(https://evil.example/" in _card_text(attachment.content)  # shown as written, not a link
-            for citation in activity.serialize()["entities"][0]["citation"]:
+            wire = activity.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for citation in wire["entities"][0]["citation"]:
                 popup = json.loads(citation["appearance"]["text"])
                 links = _card_links(popup)
                 assert links and all(link == f"<a href={FILE_URL}>" for link in links), links
