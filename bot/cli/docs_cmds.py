@@ -92,9 +92,8 @@ def run_docs(args: argparse.Namespace, settings: Settings) -> int:
     docs = store.list_documents(scopes=scopes) if scopes else []
     stats: dict[str, Any] | None = None
     if args.stats and scopes:
-        from pipelines.chunk_stats import chunk_stats
-
         from connectors.stores import stored_backend
+        from pipelines.chunk_stats import chunk_stats
 
         stats = {**chunk_stats(store, scopes), "embedding_backend": stored_backend(store) or "none yet"}
     if args.json:
