@@ -13,6 +13,10 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# What a new store's vectors are made with when CITEBOT_EMBEDDING_BACKEND is not set; a store that holds vectors
+# keeps the backend they were made with (``connectors.stores.settings_for_store``) until ``citebot reindex``.
+DEFAULT_EMBEDDING_BACKEND: Literal["onnx", "onnx-int8", "torch"] = "onnx"
+
 
 def _alias(name: str, *more: str) -> AliasChoices:
     """Accept the vendor's own variable name, the ``CITEBOT_`` one, and any other names the vendor uses."""
@@ -59,9 +63,10 @@ class Settings(BaseSettings):
         1, ge=1, le=64, description="Threads of the embedding model (torch or ONNX Runtime); 1 measured fastest here."
     )
     embedding_backend: Literal["onnx", "onnx-int8", "torch"] = Field(
-        "onnx",
+        DEFAULT_EMBEDDING_BACKEND,
         description="onnx: the model exported once into DATA_DIR/models and run by ONNX Runtime (same vectors as "
-        "torch); onnx-int8: quantised, faster, its own vectors (re-index to switch); torch: sentence-transformers.",
+        "torch); onnx-int8: quantised, faster, its own vectors (re-index to switch); torch: sentence-transformers. "
+        "Unset: a store holding vectors keeps the backend that made them, a new store gets the default.",
     )
     embedding_batch_window_ms: float = Field(
         4.0, ge=0.0, le=100.0, description="Concurrent questions arriving this close together are embedded as one "
@@ -250,6 +255,11 @@ class Settings(BaseSettings):
         if batched:
             args["batch_window_ms"] = self.embedding_batch_window_ms
         return args
+
+    @property
+    def embedding_backend_chosen(self) -> bool:
+        """Whether CITEBOT_EMBEDDING_BACKEND (or the caller) chose the backend; if not, a store keeps its own."""
+        return "embedding_backend" in self.model_fields_set
 
     @property
     def embedding_fingerprint(self) -> str:

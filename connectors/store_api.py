@@ -146,12 +146,16 @@ class EmbeddingMismatchError(StoreError):
 
 def check_embeddings(store: ChunkStore, current: str, *, legacy: str, previous: str = "") -> str | None:
     """``None`` when the store's vectors are comparable with ``current`` (recording it in a new store), else the
-    fingerprint the store holds. A store from before fingerprints were recorded was made by torch: ``legacy``.
+    fingerprint the store holds. A store without vectors takes ``current``; one from before fingerprints were
+    recorded was made by torch: ``legacy``.
     ``previous``: the same configuration's fingerprint in the older form (weights by size, not content), which a
     store recorded before the upgrade; it is re-recorded as ``current``."""
     stored = store.embedding_fingerprint()
+    if stored != current and not store.count_documents():  # no vectors (new, or every document forgotten)
+        store.set_embedding_fingerprint(current)
+        return None
     if stored is None:
-        stored = legacy if store.count_documents() else current
+        stored = legacy
         store.set_embedding_fingerprint(stored)
     elif previous and stored == previous:
         store.set_embedding_fingerprint(current)

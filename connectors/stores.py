@@ -54,6 +54,28 @@ def open_state(settings: Settings) -> ChatState:
         raise StoreError(unusable_data_dir(settings, e)) from e
 
 
+def stored_backend(store: ChunkStore) -> str | None:
+    """The embedding backend a store's vectors were made with, as its recorded fingerprint says: ``onnx-int8``, or
+    ``onnx`` for fp32 vectors (torch and fp32 ONNX make the same ones; a store from before fingerprints were
+    recorded was made by torch). ``None``: the store holds no vectors yet."""
+    if not store.count_documents():
+        return None
+    fingerprint = store.embedding_fingerprint()
+    return "onnx-int8" if fingerprint is not None and fingerprint.endswith("-int8") else "onnx"
+
+
+def settings_for_store(settings: Settings, store: ChunkStore) -> Settings:
+    """The settings to index into and search ``store`` with. Unless ``CITEBOT_EMBEDDING_BACKEND`` is set, a store
+    that holds vectors keeps the backend that made them (an fp32 store keeps answering after the default changed,
+    until ``citebot reindex`` moves it), and a new one gets the default."""
+    if settings.embedding_backend_chosen:
+        return settings
+    backend = stored_backend(store)
+    if backend is None or backend == settings.embedding_backend:
+        return settings
+    return settings.model_copy(update={"embedding_backend": backend})
+
+
 def store_from_dict(data: dict[str, Any]) -> ChunkStore:
     """Rebuild one of Citebot's own stores from its ``to_dict`` (an explicit list: a saved pipeline never
     names a class to import)."""

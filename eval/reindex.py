@@ -37,7 +37,7 @@ def model_fingerprint(settings: Settings) -> str:
     return settings.embedding_fingerprint
 
 
-def reindex_status(settings: Settings, store: Any) -> tuple[str | None, str]:
+def reindex_status(settings: Settings, store: Any) -> tuple[str, str]:
     """(the store's recorded fingerprint, this configuration's): a reindex is needed when they differ."""
     from connectors.embedding import embedding_fingerprint, previous_embedding_fingerprint
     from connectors.store_api import check_embeddings

@@ -56,16 +56,32 @@ class CitebotService:
         self._lock = threading.Lock()
         self._indexer: Indexer | None = None
         self._query: QueryEngine | None = None
+        self._store_settings: Settings | None = None
         self._doc_counts: dict[tuple[str, ...], tuple[float, int | None, int]] = {}
 
     # --- lazily built, shared pipelines ----------------------------------------------------------
+    def _pipeline_settings(self) -> Settings:
+        """The settings both pipelines are built with (called under the lock): the embedding backend the store's
+        vectors were made with, unless one is configured (``connectors.stores.settings_for_store``)."""
+        if self._store_settings is None:
+            from connectors.stores import settings_for_store
+
+            self._store_settings = settings_for_store(self.settings, self.store)
+        return self._store_settings
+
+    @property
+    def embedding_backend(self) -> str:
+        """The embedding backend this service indexes and searches with."""
+        with self._lock:
+            return self._pipeline_settings().embedding_backend
+
     @property
     def indexer(self) -> Indexer:
         with self._lock:
             if self._indexer is None:
                 from pipelines.indexing import Indexer
 
-                self._indexer = Indexer(self.settings, self.store)
+                self._indexer = Indexer(self._pipeline_settings(), self.store)
             return self._indexer
 
     @property
@@ -74,7 +90,7 @@ class CitebotService:
             if self._query is None:
                 from pipelines.query import QueryEngine
 
-                self._query = QueryEngine(self.settings, self.store)
+                self._query = QueryEngine(self._pipeline_settings(), self.store)
             return self._query
 
     def warm_up(self) -> None:

@@ -60,6 +60,7 @@ _STAT_LABELS = {
     "ocr_pages": "pages read with OCR",
     "ocr_mean_confidence": "mean OCR confidence",
     "element_types": "chunks by element type",
+    "embedding_backend": "embedding backend (whole store)",
 }
 
 
@@ -91,9 +92,10 @@ def run_docs(args: argparse.Namespace, settings: Settings) -> int:
     docs = store.list_documents(scopes=scopes) if scopes else []
     stats: dict[str, Any] | None = None
     if args.stats and scopes:
+        from connectors.stores import stored_backend
         from pipelines.chunk_stats import chunk_stats
 
-        stats = chunk_stats(store, scopes)
+        stats = {**chunk_stats(store, scopes), "embedding_backend": stored_backend(store) or "none yet"}
     if args.json:
         out: Any = [d.model_dump() for d in docs]
         if stats is not None:

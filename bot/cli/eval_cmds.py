@@ -259,18 +259,25 @@ def run_feedback_cmd(args: argparse.Namespace, settings: Settings) -> int:
 def run_reindex_cmd(args: argparse.Namespace, settings: Settings) -> int:
     from bot.cli.progress import TerminalProgress
     from connectors.embedding import require_model
-    from connectors.stores import open_store
+    from connectors.stores import open_store, stored_backend
     from eval.reindex import ReindexError, reindex, reindex_status
 
     require_model(settings.resolved_model_path)  # a missing model is that, not "a reindex is needed"
     store = open_store(settings)
+    uses = stored_backend(store)
     stored, current = reindex_status(settings, store)
     backend = settings.embedding_backend
     if args.check:
         if stored == current:
-            print(f"The store's vectors match the configured embedding ({backend}, {current}): no reindex needed.")
+            print(f"The store's vectors were made with {uses or backend} ({current}), the configured embedding: "
+                  "no reindex needed.")
             return 0
-        print(f"Reindex needed: the store's vectors were made with embedding {stored}, the configuration "
+        if not settings.embedding_backend_chosen and stored.removesuffix("-int8") == current.removesuffix("-int8"):
+            # the same model at another precision, and no backend configured: the store keeps answering with its own
+            print(f"The store's vectors were made with {uses} ({stored}) and it keeps using {uses}; `citebot "
+                  f"reindex` moves it to {backend} ({current}), the default for new stores.")
+            return 0
+        print(f"Reindex needed: the store's vectors were made with {uses} ({stored}), the configuration "
               f"({backend}) makes {current}. Run `citebot reindex` (or set CITEBOT_EMBEDDING_BACKEND back).")
         return 1
     progress = TerminalProgress(sys.stderr)
@@ -282,6 +289,6 @@ def run_reindex_cmd(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     finally:
         progress.clear()
-    print(f"Re-embedded {res.documents} document(s), {res.chunks} chunks in {res.scopes} scope(s); "
+    print(f"Re-embedded {res.documents} document(s), {res.chunks} chunks in {res.scopes} scope(s) with {backend}; "
           f"{res.skipped} already done with this model.")
     return 0

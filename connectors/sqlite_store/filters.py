@@ -136,6 +136,38 @@ def filters_to_sql(filters: dict[str, Any] | None, alias: str = "c") -> tuple[st
     return _node_sql(filters, alias, params), params
 
 
+# Columns with an index beside ``scope`` (``chunks_scope_doc``, ``chunks_scope_file``).
+_INDEXED_COLUMNS = ("doc_id", "file_name")
+
+
+def index_terms(filters: dict[str, Any] | None, alias: str = "c") -> tuple[str, list[Any]]:
+    """``AND`` terms on indexed columns that ``filters`` implies (a ``meta.doc_id ==`` or ``meta.file_name in``
+    condition at its top, or inside its top ``AND``), as SQL starting with `` AND `` ("" when none), and their
+    parameters. :func:`filters_to_sql`'s expression sits inside ``coalesce(..., 0)``, which SQLite cannot search
+    an index by: without these terms a fetch of one document reads every chunk of the scopes (~25 ms at 50,000
+    chunks); with them, that document's rows. They never change which rows match: each is implied by the filter."""
+    if not filters:
+        return "", []
+    nodes = filters.get("conditions", []) if filters.get("operator") == "AND" and "field" not in filters else [filters]
+    sql: list[str] = []
+    params: list[Any] = []
+    for node in nodes if isinstance(nodes, list) else []:
+        if not isinstance(node, dict) or not isinstance(node.get("field"), str):
+            continue
+        field, op, value = node["field"], node.get("operator"), node.get("value")
+        key = field[5:] if field.startswith("meta.") else ""
+        if key not in _INDEXED_COLUMNS:
+            continue
+        if op == "==" and isinstance(value, str) and not _looks_like_iso_date(value):
+            sql.append(f"{alias}.{key} = ?")
+            params.append(value)
+        elif (op == "in" and isinstance(value, list) and value
+              and all(isinstance(v, str) and not _looks_like_iso_date(v) for v in value)):
+            sql.append(f"{alias}.{key} IN ({','.join('?' * len(value))})")
+            params.extend(value)
+    return "".join(f" AND {t}" for t in sql), params
+
+
 def _node_sql(node: Any, alias: str, params: list[Any]) -> str:
     if not isinstance(node, dict):
         raise FilterError(f"a filter must be a dict, got {type(node).__name__}")

@@ -81,7 +81,7 @@ class _FullText(_Vectors):
                     ).fetchall()
             except sqlite3.OperationalError as e:
                 raise StoreError(f"BM25 search failed: {e}") from e
-            return self._fetch_rids(conn, [h[0] for h in hits], [-float(h[1]) for h in hits], return_embedding, scopes)
+            return self._hits_by_rid(conn, [h[0] for h in hits], [-float(h[1]) for h in hits], return_embedding, scopes)
 
     def bm25_matches(self, query: str, *, scopes: Sequence[str], filters: dict[str, Any] | None = None) -> bool:
         """Whether :meth:`bm25_search` would find anything (same terms, same scopes and filters), without ranking:

@@ -212,8 +212,12 @@ class SQLiteDocumentStore(_FullText):
         limit: int = 200,
         return_embedding: bool = False,
     ) -> list[Document]:
+        # imported here: fetch is the query side; the rest of this file is hashed into eval index keys (eval/runner.py)
+        from connectors.sqlite_store.filters import index_terms
+
         scopes = require_scopes(scopes)
         where, params = filters_to_sql(filters)
+        narrow, narrow_params = index_terms(filters)  # one document's rows, not the whole scope's
         marks = ",".join("?" * len(scopes))
         emb_col = "e.embedding" if return_embedding else "NULL"
         join = "LEFT JOIN embeddings e ON e.rid = c.rid" if return_embedding else ""
@@ -221,9 +225,9 @@ class SQLiteDocumentStore(_FullText):
             self._conn()
             .execute(
                 f"SELECT c.id, c.content, c.meta, c.extra, {emb_col} FROM chunks c {join} "
-                f"WHERE c.scope IN ({marks}) AND coalesce({where}, 0) "
+                f"WHERE c.scope IN ({marks}){narrow} AND coalesce({where}, 0) "
                 f"ORDER BY c.doc_id, c.chunk_index, c.id LIMIT ?",
-                [*scopes, *params, int(limit)],
+                [*scopes, *narrow_params, *params, int(limit)],
             )
             .fetchall()
         )

@@ -18,6 +18,7 @@ the annual report comes first.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -98,6 +99,33 @@ def question_period(question: str) -> Period:
     return Period(latest, quarters[-1] if quarters else None, form)
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """A question's words as :func:`names_company` reads them: ``(original, normalised)`` per word, which of them
+    look like names, and the normalised ones."""
+
+    tokens: tuple[tuple[str, str], ...]
+    proper: tuple[bool, ...]
+    norms: tuple[str, ...]
+    initials: frozenset[str]  # every way below of naming a file starts with the first letter of a word
+
+
+@functools.lru_cache(maxsize=256)
+def _asked(question: str) -> _Asked:
+    tokens = tuple(_question_tokens(question))
+    proper = tuple(raw[0].isupper() and (pos > 0 or raw.isupper()) and norm not in STOPWORDS
+                   for pos, (raw, norm) in enumerate(tokens))
+    norms = tuple(n for _, n in tokens)
+    return _Asked(tokens, proper, norms, frozenset(n[0] for n in norms))
+
+
+@functools.lru_cache(maxsize=16384)
+def _company(file_name: str) -> tuple[tuple[str, ...], str]:
+    """A file name's company words and the key they run together into (read once per name, not per question)."""
+    words = tuple(company_words(file_name))
+    return words, "".join(words)
+
+
 def _question_tokens(question: str) -> list[tuple[str, str]]:
     """``(original, normalised)`` per word; "&" and "and" are dropped (Johnson & Johnson)."""
     out = []
@@ -127,14 +155,13 @@ def _abbreviates(token: str, words: Sequence[str], key: str) -> bool:
 
 def names_company(question: str, file_name: str) -> bool:
     """Does the question name the company (or subject) of ``file_name``?"""
-    words = company_words(file_name)
-    key = "".join(words)
-    if len(key) < 2:
+    return _names(_asked(question), *_company(file_name))
+
+
+def _names(asked: _Asked, words: Sequence[str], key: str) -> bool:
+    if len(key) < 2 or key[0] not in asked.initials:
         return False
-    tokens = _question_tokens(question)
-    proper = [raw[0].isupper() and (pos > 0 or raw.isupper()) and norm not in STOPWORDS
-              for pos, (raw, norm) in enumerate(tokens)]
-    norms = [n for _, n in tokens]
+    tokens, proper, norms = asked.tokens, asked.proper, asked.norms
     for i in range(len(norms)):  # "Activision Blizzard", "Coca Cola", "Johnson & Johnson" run together
         run = ""
         for j in range(i, min(i + 4, len(norms))):
@@ -158,8 +185,9 @@ def names_company(question: str, file_name: str) -> bool:
 
 
 def named_files(question: str, file_names: Sequence[str]) -> list[str]:
-    """The files whose company the question names."""
-    return [f for f in file_names if names_company(question, f)]
+    """The files whose company the question names (the question is read once, each file name once per process)."""
+    asked = _asked(question)
+    return [f for f in file_names if _names(asked, *_company(f))]
 
 
 def _fit(asked: Period, file: Period) -> float:
