@@ -37,12 +37,7 @@ from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer
 from pipelines.components.page_ranker import PageRanker
 from pipelines.components.query_embedder import QueryEmbedder
 from pipelines.components.query_rewriter import QueryRewriter
-from pipelines.components.question_analyzer import (
-    QuestionAnalyzer,
-    fiscal_periods,
-    strip_instructions,
-    word_forms,
-)
+from pipelines.components.question_analyzer import QuestionAnalyzer, strip_instructions, word_forms
 from pipelines.components.refusal import NUMBER_PASSAGES, RefusalCheck, confidence, numbers_held
 from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
@@ -243,20 +238,13 @@ class QueryEngine:
         return [t for t in terms[:MAX_TERMS]
                 if not self.store.bm25_matches(" ".join(word_forms(t)), scopes=scopes, filters=filters)]
 
-    def anchor_check(self, question: str, anchors: Sequence[str], scopes: list[str], filters: dict[str, Any] | None,
+    def anchor_check(self, anchors: Sequence[str], scopes: list[str], filters: dict[str, Any] | None,
                      passages: Sequence[Document]) -> tuple[float, float, list[str]]:
         """The question's specific terms against the PDFs: the share found anywhere in ``scopes``, the share of
-        its numbers (among those) that ``passages`` hold, and the terms either check missed, in that order.
-
-        A fiscal period the question names ("FY2022") is not looked for in the passages: a filing prints it in a
-        statement's column header, which a passage of the statement's rows often does not carry (on the
-        FinanceBench development half, looking for it refused three questions that were answered with their
-        gold page)."""
+        its numbers (among those) that ``passages`` hold, and the terms either check missed, in that order."""
         asked = list(anchors[:MAX_TERMS])
         absent = self.unmentioned(asked, scopes, filters)
-        periods = fiscal_periods(question)
-        near = [a for a in asked if a not in absent and a not in periods]
-        numbers, not_near = numbers_held(near, [d.content or "" for d in passages])
+        numbers, not_near = numbers_held([a for a in asked if a not in absent], [d.content or "" for d in passages])
         return (1.0 - len(absent) / len(asked) if asked else 1.0), numbers, absent + not_near
 
     def _extract(self, r: Retrieval, k: int) -> dict[str, Any]:
@@ -337,23 +325,17 @@ class QueryEngine:
         return r, ext, self._signals(r, ext, scopes)
 
     def _signals(self, r: Retrieval, ext: dict[str, Any], scopes: list[str]) -> dict[str, Any]:
-        """What the refusal threshold weighs (:func:`pipelines.components.refusal.confidence`):
-
-        ``max_cosine``; ``coverage`` (question terms in the passages); ``anchor_support`` and ``word_support`` (the
-        question's specific terms and content words found in the scope); ``number_support`` (its numbers found in
-        the top passages); ``unmentioned`` (the terms either check missed, for the refusal's reason); and
-        ``confidence`` (1.0 for an explicit reference)."""
-        signals: dict[str, Any] = {
-            "max_cosine": float(ext["max_cosine"]), "coverage": float(ext["coverage"]), "anchor_support": 1.0,
-            "word_support": 1.0, "number_support": 1.0, "unmentioned": [], "confidence": 1.0,
-        }
+        """``max_cosine``, ``coverage`` (question terms in the passages), ``anchor_support`` and ``word_support`` (the
+        question's specific terms and content words found in the scope), ``number_support`` (its numbers found in the top passages), ``unmentioned`` (the
+        terms either check missed, for the refusal's reason) and ``confidence``, the number the refusal threshold
+        applies to (1.0 for an explicit reference; :func:`pipelines.components.refusal.confidence`)."""
+        signals: dict[str, Any] = {"max_cosine": float(ext["max_cosine"]), "coverage": float(ext["coverage"]),
+                                   "anchor_support": 1.0, "word_support": 1.0, "number_support": 1.0, "unmentioned": [], "confidence": 1.0}
         if r.explicit:
             return signals
-        support, numbers, unmentioned = self.anchor_check(r.query, r.anchors, scopes, r.filters,
-                                                          r.context(NUMBER_PASSAGES))
+        support, numbers, unmentioned = self.anchor_check(r.anchors, scopes, r.filters, r.context(NUMBER_PASSAGES))
         words = self.term_support(r.words, scopes, r.filters)
-        signals.update(anchor_support=support, word_support=words, number_support=numbers,
-                       unmentioned=unmentioned)
+        signals.update(anchor_support=support, word_support=words, number_support=numbers, unmentioned=unmentioned)
         signals["confidence"] = confidence(signals["max_cosine"], support, words, numbers)
         return signals
 

@@ -378,7 +378,7 @@ class QuestionTypes:
         hits = e._in_scope(hits, scopes)[:k]  # noqa: SLF001
         ext = e.extractive.run(question=analysis["query"], documents=hits, routed=[], query_embedding=embedding,
                                content_question=query, reference="")
-        support, numbers, _ = e.anchor_check(query, analysis["anchors"], scopes, filters, hits[:NUMBER_PASSAGES])
+        support, numbers, _ = e.anchor_check(analysis["anchors"], scopes, filters, hits[:NUMBER_PASSAGES])
         words = e.term_support(analysis["words"], scopes, filters)
         return hits, ext, confidence(float(ext["max_cosine"]), support, words, numbers)
 

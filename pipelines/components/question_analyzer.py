@@ -118,11 +118,6 @@ _PLACE_REF = re.compile(
 )
 
 
-def fiscal_periods(text: str) -> set[str]:
-    """The numbers of the fiscal periods ``text`` names: {"2022"} for "as of FY2022", {"2023"} for "Q2 FY2023"."""
-    return {m.group(1) for m in _FISCAL.finditer(text)}
-
-
 def anchors(text: str) -> list[str]:
     """Specific terms an answering passage must contain: numbers, mid-sentence capitalised names, quotes."""
     found: list[str] = [m.group(1).strip() for m in _QUOTED.finditer(text)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from haystack import Document
 
-from pipelines.components.question_analyzer import fiscal_periods
 from pipelines.components.refusal import REFUSAL_TEXT, RefusalCheck, confidence, numbers_held, refusal_text
 
 
@@ -92,17 +91,3 @@ def test_confidence_falls_for_each_missing_kind_of_term():
     assert full == 0.5
     assert confidence(0.5, 0.5, 1.0, 1.0) < confidence(0.5, 1.0, 0.5, 1.0) < full  # a name counts more than a word
     assert confidence(0.5, 1.0, 1.0, 0.0) < 0.14 < confidence(0.5, 1.0, 0.5, 1.0)  # a number not near refuses
-
-
-@pytest.mark.parametrize(
-    ("question", "periods"),
-    [
-        ("Does Corning have positive working capital based on FY2022 data?", {"2022"}),
-        ("Did JnJ's net earnings rise in Q2 of FY2023 compared to Q2 FY'22?", {"2023", "22"}),
-        ("Which area of New York had more than 23% of its land rezoned in 2001?", set()),
-    ],
-)
-def test_a_fiscal_period_is_not_looked_for_beside_a_statements_rows(question, periods):
-    """A filing prints "2022" in the statement's column header, not in every passage of its rows: a named fiscal
-    period is checked against the whole filing only; a plain year must be near the topic."""
-    assert fiscal_periods(question) == periods
