@@ -128,7 +128,7 @@ class Settings(BaseSettings):
         description="Lift of a financial statement page the question reads from (pipelines/components/statements.py).",
     )
     refusal_threshold: float = Field(
-        0.14, ge=0.0, le=1.0,
+        0.12, ge=0.0, le=1.0,
         description="Refuse below this confidence (pipelines/components/refusal.py); chosen from the trade-off curve",
     )
     llm_model: str = "gpt-4o-mini"

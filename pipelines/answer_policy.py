@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from haystack import Document
@@ -42,15 +41,11 @@ class AnswerPolicy:
         self.llm = llm
 
     def decide(
-        self, question: str, history: list[Turn], context: list[Document], ext: dict[str, Any], confidence: float,
-        *, unmentioned: Sequence[str] = (),
+        self, question: str, history: list[Turn], context: list[Document], ext: dict[str, Any], confidence: float
     ) -> Answer:
         """The answer to ``question`` from ``context`` (the passages) and ``ext`` (the extractive answerer's
-        output), ``confidence`` being the number the refusal threshold applies to; ``unmentioned``, the question's
-        terms the PDFs (or their closest passages) never mention, says why when it refuses for that."""
-        if self.refusal.run(relevance=confidence, documents=context)["refused"]:
-            return self._refusal(context, unmentioned=unmentioned)
-        if not ext["citations"]:
+        output), ``confidence`` being the number the refusal threshold applies to."""
+        if self.refusal.run(relevance=confidence, documents=context)["refused"] or not ext["citations"]:
             return self._refusal(context)
         if self.llm is not None:
             return self._llm_answer(self.llm, question, context, history, ext)
@@ -66,9 +61,8 @@ class AnswerPolicy:
         with span("llm", retried=bool(kw.get("failures"))):
             return llm.run(**kw)
 
-    def _refusal(self, context: list[Document], note: str = "", mode: str = "extractive",
-                 unmentioned: Sequence[str] = ()) -> Answer:
-        text = refusal_text(context, max_pointers=self.refusal.max_pointers, unmentioned=unmentioned)
+    def _refusal(self, context: list[Document], note: str = "", mode: str = "extractive") -> Answer:
+        text = refusal_text(context, max_pointers=self.refusal.max_pointers)
         return Answer(text=text, refused=True, mode=mode, note=note)  # type: ignore[arg-type]
 
     def _extractive_answer(self, ext: dict[str, Any], context: list[Document], note: str = "") -> Answer:

@@ -38,7 +38,7 @@ from pipelines.components.page_ranker import PageRanker
 from pipelines.components.query_embedder import QueryEmbedder
 from pipelines.components.query_rewriter import QueryRewriter
 from pipelines.components.question_analyzer import QuestionAnalyzer, strip_instructions, word_forms
-from pipelines.components.refusal import NUMBER_PASSAGES, RefusalCheck, confidence, numbers_held
+from pipelines.components.refusal import RefusalCheck, confidence
 from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
 from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn
@@ -230,22 +230,11 @@ class QueryEngine:
         holds is strong evidence the PDFs don't answer."""
         if not terms:
             return 1.0
-        asked = list(terms[:MAX_TERMS])
-        return 1.0 - len(self.unmentioned(asked, scopes, filters)) / len(asked)
-
-    def unmentioned(self, terms: Sequence[str], scopes: list[str], filters: dict[str, Any] | None) -> list[str]:
-        """The first :data:`MAX_TERMS` of ``terms`` that occur nowhere in ``scopes`` (in any form)."""
-        return [t for t in terms[:MAX_TERMS]
-                if not self.store.bm25_matches(" ".join(word_forms(t)), scopes=scopes, filters=filters)]
-
-    def anchor_check(self, anchors: Sequence[str], scopes: list[str], filters: dict[str, Any] | None,
-                     passages: Sequence[Document]) -> tuple[float, float, list[str]]:
-        """The question's specific terms against the PDFs: the share found anywhere in ``scopes``, the share of
-        its numbers (among those) that ``passages`` hold, and the terms either check missed, in that order."""
-        asked = list(anchors[:MAX_TERMS])
-        absent = self.unmentioned(asked, scopes, filters)
-        numbers, not_near = numbers_held([a for a in asked if a not in absent], [d.content or "" for d in passages])
-        return (1.0 - len(absent) / len(asked) if asked else 1.0), numbers, absent + not_near
+        found = 0
+        for t in terms[:MAX_TERMS]:
+            if self.store.bm25_matches(" ".join(word_forms(t)), scopes=scopes, filters=filters):
+                found += 1
+        return found / min(len(terms), MAX_TERMS)
 
     def _extract(self, r: Retrieval, k: int) -> dict[str, Any]:
         """The extractive answer and its relevance (explicitly referenced chunks only, when there are some)."""
@@ -324,19 +313,15 @@ class QueryEngine:
         ext = self._extract(r, k)
         return r, ext, self._signals(r, ext, scopes)
 
-    def _signals(self, r: Retrieval, ext: dict[str, Any], scopes: list[str]) -> dict[str, Any]:
-        """``max_cosine``, ``coverage`` (question terms in the passages), ``anchor_support`` and ``word_support`` (the
-        question's specific terms and content words found in the scope), ``number_support`` (its numbers found in the top passages), ``unmentioned`` (the
-        terms either check missed, for the refusal's reason) and ``confidence``, the number the refusal threshold
-        applies to (1.0 for an explicit reference; :func:`pipelines.components.refusal.confidence`)."""
-        signals: dict[str, Any] = {"max_cosine": float(ext["max_cosine"]), "coverage": float(ext["coverage"]),
-                                   "anchor_support": 1.0, "word_support": 1.0, "number_support": 1.0, "unmentioned": [], "confidence": 1.0}
-        if r.explicit:
-            return signals
-        support, numbers, unmentioned = self.anchor_check(r.anchors, scopes, r.filters, r.context(NUMBER_PASSAGES))
-        words = self.term_support(r.words, scopes, r.filters)
-        signals.update(anchor_support=support, word_support=words, number_support=numbers, unmentioned=unmentioned)
-        signals["confidence"] = confidence(signals["max_cosine"], support, words, numbers)
+    def _signals(self, r: Retrieval, ext: dict[str, Any], scopes: list[str]) -> dict[str, float]:
+        """``max_cosine``, ``coverage`` (question terms in the passages), ``anchor_support`` and ``word_support``
+        (specific terms and content words found in the scope) and ``confidence``, the number the refusal
+        threshold applies to (1.0 for an explicit reference)."""
+        support = 1.0 if r.explicit else self.term_support(r.anchors, scopes, r.filters)
+        words = 1.0 if r.explicit else self.term_support(r.words, scopes, r.filters)
+        signals = {"max_cosine": float(ext["max_cosine"]), "coverage": float(ext["coverage"]),
+                   "anchor_support": support, "word_support": words}
+        signals["confidence"] = confidence(signals["max_cosine"], support, words) if not r.explicit else 1.0
         return signals
 
     # --- answers -------------------------------------------------------------------------------
@@ -375,8 +360,7 @@ class QueryEngine:
             context = r.context(k)
             t_retrieved = time.perf_counter()
             with span("decide") as s:
-                answer = self.policy.decide(question, list(history), context, ext, signals["confidence"],
-                                            unmentioned=signals["unmentioned"])
+                answer = self.policy.decide(question, list(history), context, ext, signals["confidence"])
                 tag(s, answer_mode=answer.mode, refused=answer.refused, n_citations=len(answer.citations))
             t_end = time.perf_counter()
             tag(root, **self._outcome_tags(answer, signals["confidence"], len(context), len(r.routed)))

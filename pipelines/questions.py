@@ -47,7 +47,7 @@ from pipelines.components.extractive_answerer import _is_heading_line, _skip_hea
 from pipelines.components.llm_answerer import _MARKER
 from pipelines.components.query_rewriter import looks_like_follow_up
 from pipelines.components.question_analyzer import word_forms
-from pipelines.components.refusal import NUMBER_PASSAGES, confidence
+from pipelines.components.refusal import confidence
 from pipelines.components.structure_router import parse_refs
 from pipelines.models import Answer, AnswerKind, RetrievalMode, RetrievedChunk, Turn
 
@@ -378,9 +378,9 @@ class QuestionTypes:
         hits = e._in_scope(hits, scopes)[:k]  # noqa: SLF001
         ext = e.extractive.run(question=analysis["query"], documents=hits, routed=[], query_embedding=embedding,
                                content_question=query, reference="")
-        support, numbers, _ = e.anchor_check(analysis["anchors"], scopes, filters, hits[:NUMBER_PASSAGES])
+        support = e.term_support(analysis["anchors"], scopes, filters)
         words = e.term_support(analysis["words"], scopes, filters)
-        return hits, ext, confidence(float(ext["max_cosine"]), support, words, numbers)
+        return hits, ext, confidence(float(ext["max_cosine"]), support, words)
 
     # --- not there -----------------------------------------------------------------------------
     def not_found(self, question: str, scopes: list[str]) -> Answer | None:

@@ -176,7 +176,6 @@ class TestExtractivePath:
         assert not engine.answer("In which year was Halvorsen & Pike founded, and in which city?", [A]).refused
         wrong = engine.answer("How many people did Halvorsen & Pike employ in 2031?", [A])
         assert wrong.refused and wrong.citations == []
-        assert "Nothing I found about it mentions “2031”." in wrong.text  # the refusal says why
 
     def test_a_word_the_pdfs_use_in_another_form_counts_as_mentioned(self, engine):
         """Refusal weighs the question's words the PDFs never use; "founding" is not missing from a PDF that
