@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from haystack import Document
+from haystack.document_stores.types import DuplicatePolicy
 
 from bot.cli.main import main
 from connectors import embedding as E
@@ -71,8 +73,12 @@ def test_new_weights_of_the_same_size_get_their_own_export_and_flag_a_reindex(
     models = tmp_path / "models"
     settings = Settings(model_path=model, models_dir=models, data_dir=tmp_path / "data")
     store = open_store(settings)
-    store.set_embedding_fingerprint(settings.embedding_fingerprint)  # a store indexed with the old weights
     before = _embed(model, models, "onnx")
+    # a store indexed with the old weights: it holds their vectors (an empty store has none to mismatch)
+    store.write_documents([Document(id="hb:00000", content="Core hours are 10:00 to 15:00.", embedding=before, meta={
+        "scope": "slack:T1:C1", "doc_id": "hb", "file_name": "hb.pdf", "page_start": 1, "page_end": 1,
+        "chunk_index": 0, "sha256": "hb" * 32})], DuplicatePolicy.OVERWRITE)
+    store.set_embedding_fingerprint(settings.embedding_fingerprint)
     old_fp = E.model_fingerprint(model, 384)
 
     _swap_weights_same_size(model)
