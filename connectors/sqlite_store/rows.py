@@ -169,34 +169,6 @@ class _Rows(_Connections):
         if lo is not None and hi - lo > 2 * _KEEP_CHANGES:
             conn.execute("DELETE FROM changes WHERE gen < ?", (int(hi) - _KEEP_CHANGES,))
 
-    def _fetch_rids(
-        self,
-        conn: sqlite3.Connection,
-        rids: list[int],
-        scores: list[float],
-        return_embedding: bool,
-        scopes: Sequence[str],
-    ) -> list[Document]:
-        if not rids:
-            return []
-        marks = ",".join("?" * len(rids))
-        smarks = ",".join("?" * len(scopes))
-        emb_col = "e.embedding" if return_embedding else "NULL"
-        join = "LEFT JOIN embeddings e ON e.rid = c.rid" if return_embedding else ""
-        # the scope check again: a cached matrix row can never surface another scope's chunk
-        rows = conn.execute(
-            f"SELECT c.rid, c.id, c.content, c.meta, c.extra, {emb_col} FROM chunks c {join} "
-            f"WHERE c.rid IN ({marks}) AND c.scope IN ({smarks})",
-            [*rids, *scopes],
-        ).fetchall()
-        by_rid = {r[0]: r for r in rows}
-        out = []
-        for rid, score in zip(rids, scores, strict=True):
-            r = by_rid.get(rid)
-            if r is not None:  # deleted since it was scored
-                out.append(self._row_to_doc(r[1], r[2], r[3], r[4], r[5], score))
-        return out
-
     @staticmethod
     def _row_to_doc(
         doc_id: str, content: str | None, meta: str, extra: str | None, emb: bytes | None, score: float | None

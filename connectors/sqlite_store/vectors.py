@@ -112,8 +112,7 @@ class _Vectors(_Rows):
         """The ranked hits' rows, in ``rids`` order, each with its score (a row deleted since it was scored is
         left out). Looked up by rowid: the scope check is there again (a cached matrix row can never surface
         another scope's chunk), as ``+c.scope`` so SQLite does not search the scope's index instead and read every
-        chunk of the scope (27 ms at 50,000 chunks, against 0.1 ms). It replaces ``_Rows._fetch_rids`` on the query
-        side; that one stays in rows.py, whose text is part of the eval index key, until the index code changes."""
+        chunk of the scope (27 ms at 50,000 chunks, against 0.1 ms)."""
         if not rids:
             return []
         marks = ",".join("?" * len(rids))
