@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # What a new store's vectors are made with when CITEBOT_EMBEDDING_BACKEND is not set; a store that holds vectors
 # keeps the backend they were made with (``connectors.stores.settings_for_store``) until ``citebot reindex``.
-DEFAULT_EMBEDDING_BACKEND: Literal["onnx", "onnx-int8", "torch"] = "onnx"
+DEFAULT_EMBEDDING_BACKEND: Literal["onnx", "onnx-int8", "torch"] = "onnx-int8"
 
 
 def _alias(name: str, *more: str) -> AliasChoices:

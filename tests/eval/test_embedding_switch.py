@@ -134,3 +134,11 @@ def test_a_configured_backend_holds_over_the_store(tmp_path: Path) -> None:
     assert int8.embedding_backend == "onnx-int8"
     res = int8.ingest(sample_bytes(CONTRACT), file_name=CONTRACT, scope="local")
     assert res.error == FAILED_REINDEX
+
+
+def test_new_stores_are_int8() -> None:
+    """int8 is the default for new stores (the two tests above then show an fp32 store keeping fp32)."""
+    from connectors.settings import DEFAULT_EMBEDDING_BACKEND
+
+    assert DEFAULT_EMBEDDING_BACKEND == "onnx-int8" == Settings().embedding_backend
+    assert not Settings().embedding_backend_chosen
