@@ -120,9 +120,12 @@ def settings(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def store(settings):
-    vecs = embed([d.content for d in CORPUS], path=settings.resolved_model_path)
+    # vectors made as an ingest would make them, and recorded as such (else the store counts as a legacy one)
+    vecs = embed([d.content for d in CORPUS], path=settings.resolved_model_path, backend=settings.embedding_backend,
+                 models_dir=settings.resolved_models_dir)
     s = SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
     s.write_documents([replace(d, embedding=v) for d, v in zip(CORPUS, vecs, strict=True)], DuplicatePolicy.OVERWRITE)
+    s.set_embedding_fingerprint(settings.embedding_fingerprint)
     return s
 
 
