@@ -73,7 +73,9 @@ class TeamsAuth:
     anonymous: bool = True
     _keys: _Keys | None = field(default=None, repr=False)
     _token: tuple[str, float] | None = field(default=None, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # one lock each: a slow key fetch (an inbound check) never holds up the token an answer is waiting for
+    _keys_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _token_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TeamsAuth:
@@ -130,7 +132,7 @@ class TeamsAuth:
         return claims
 
     def _key(self, kid: str) -> tuple[str, jwt.PyJWK, tuple[str, ...]]:
-        with self._lock:
+        with self._keys_lock:
             now = time.monotonic()
             keys = self._keys
             stale = keys is None or now - keys.fetched_at > _KEYS_TTL_S
@@ -191,7 +193,7 @@ class TeamsAuth:
         return await asyncio.get_running_loop().run_in_executor(None, self._connector_token)
 
     def _connector_token(self) -> str:
-        with self._lock:
+        with self._token_lock:
             if self._token is not None and time.monotonic() < self._token[1]:
                 return self._token[0]
             url = self.token_url.format(tenant=self.token_tenant)

@@ -161,3 +161,41 @@ def test_the_bots_token_never_goes_to_a_service_url_outside_the_bot_connector(wo
                          headers={"Authorization": f"Bearer {world.token(activity)}"})
     assert resp.status_code == 401
     assert world.fake.token_requests == tokens_before and len(world.fake.calls) == calls_before
+
+
+def test_a_slow_signing_key_fetch_does_not_hold_up_the_bots_replies(world: World) -> None:
+    """An inbound token check that waits on Microsoft's key server (here: one that hangs) must not stop the bot
+    from getting the token its replies need: the two fetches do not share one lock."""
+    from bot.teams.auth import TeamsAuth, Unauthorized
+
+    arrived, release = threading.Event(), threading.Event()
+
+    class Hanging(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's API
+            arrived.set()
+            release.wait(60)
+            self.send_response(503)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    hanging = ThreadingHTTPServer(("127.0.0.1", 0), Hanging)
+    threading.Thread(target=hanging.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{hanging.server_address[1]}/openid"
+    auth = TeamsAuth(app_id=APP_ID, password=APP_PASSWORD, openid_url=url, token_url=world.fake.token_url,
+                     trusted_hosts=frozenset({"127.0.0.1"}), anonymous=False)
+    checking = threading.Thread(target=lambda: pytest.raises(Unauthorized, auth._key, "key-1"), daemon=True)
+    got: list[str] = []
+    try:
+        checking.start()
+        assert arrived.wait(30)  # the key fetch is under way, under its lock (it hangs until released)
+        replying = threading.Thread(target=lambda: got.append(auth._connector_token()), daemon=True)
+        replying.start()
+        replying.join(30)
+        assert got == [FAKE_TOKEN] and checking.is_alive()  # the reply's token came while the key fetch still hung
+    finally:
+        release.set()
+        checking.join(30)
+        hanging.shutdown()
+        hanging.server_close()
