@@ -86,7 +86,8 @@ TOOLS: list[dict[str, Any]] = [
         "parameters": {"type": "object", "properties": {"label": {"type": "string"}, "document_id": _DOC_ARG},
                        "required": ["label"]}}},
     {"type": "function", "function": {
-        "name": "fetch_figure", "description": "A figure's caption and the text around it, by its label (\"Figure 3\").",
+        "name": "fetch_figure",
+        "description": "A figure's caption and the text around it, by its label (\"Figure 3\").",
         "parameters": {"type": "object", "properties": {"label": {"type": "string"}, "document_id": _DOC_ARG},
                        "required": ["label"]}}},
     {"type": "function", "function": {
@@ -413,8 +414,8 @@ class Triage:
             shown.append(d)
             budget -= len(parts[-1]) + 2
         more = len(ok) - len(shown)
-        tail = f"\n\n({more} more passage{'s' if more != 1 else ''} not shown: ask for a narrower part.)" if more else ""
-        return DATA_HEAD + "\n\n".join(parts) + tail, shown
+        tail = f"\n\n({more} more passage{'s' if more != 1 else ''} not shown: ask for a narrower part.)"
+        return DATA_HEAD + "\n\n".join(parts) + (tail if more else ""), shown
 
 
 def _doc_filter(doc_id: str) -> dict[str, Any]:

@@ -94,7 +94,7 @@ def careful_responder(request: dict[str, Any]) -> str:
     PDF, so a test sees whose text reached the asker."""
     user = "\n".join(m.get("content", "") for m in request["messages"] if m.get("role") == "user")
     files = dict(_HEADER.findall(user))
-    for chunk_id, text in fetched_passages(request):  # what the model asked a tool for first
+    for chunk_id, _ in fetched_passages(request):  # what the model asked a tool for first
         files.setdefault(chunk_id, _fetched_file(request, chunk_id))
     picked: list[tuple[str, str]] = []
     seen: set[str] = set()
