@@ -12,6 +12,7 @@ import pytest
 from connectors.settings import Settings
 from eval.fakes.openai_api import (
     FakeOpenAI,
+    fetched_passages,
     fetching_responder,
     looping_responder,
     passages_in,
@@ -215,3 +216,30 @@ def test_triage_off_sends_no_tools(base):
 def test_triage_needs_at_least_one_call(base):
     with pytest.raises(ValueError, match="max_tool_calls"):
         Triage(store=base.store, router=None, search=lambda q, s, f: [], max_tool_calls=0)
+
+
+def test_gathering_only_the_answer_is_generated_afterwards_from_the_passages_and_what_was_fetched(base, ids):
+    """A caller that streams the answer (``answer_in_loop=False``): tool rounds first, then the generation as
+    without triage, its passages grown by what the model fetched."""
+    hb, _ = ids
+    fetched: list[str] = []
+
+    def model(request):
+        if request.get("tools"):
+            if not tool_results(request):
+                return fetching_responder({"name": "fetch_section",
+                                           "arguments": {"document_id": hb, "section": "6"}})(request)
+            fetched.extend(cid for cid, _ in fetched_passages(request))
+            return json.dumps({"done": True})
+        chunk_id, text = next((c, t) for c, t in passages_in(request) if c in fetched)
+        return json.dumps({"answerable": True, "answer": "Section 6 is about travel [1].",
+                           "citations": [{"n": 1, "chunk_id": chunk_id, "quote": text.split("\n")[1].split(". ")[0]}]})
+
+    with FakeOpenAI(model) as fake:
+        svc = _llm(base, fake)
+        svc.query.triage.answer_in_loop = False
+        a = svc.answer("What does the handbook cover right after the remote work rules?", OURS)
+    assert [bool(r.get("tools")) for r in fake.requests] == [True, True, False]
+    assert '{"done": true}' in fake.requests[0]["messages"][0]["content"]
+    assert a.mode == "llm" and a.text == "Section 6 is about travel [1]."
+    assert (a.citations[0].page_start, a.citations[0].section) == (8, "6 Travel and Expenses")
