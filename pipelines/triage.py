@@ -77,7 +77,8 @@ GATHER_ONLY = 'When you have what you need, reply with only {"done": true}: the 
 _DOC_ARG = {"type": "string", "description": "The document_id from the outline (or the document's file name)."}
 TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {
-        "name": "fetch_page", "description": "The text on one page of a document (pages as the outline counts them).",
+        "name": "fetch_page",
+        "description": "The text on one page of a document (pages numbered as the outline and passages number them).",
         "parameters": {"type": "object", "properties": {"document_id": _DOC_ARG, "page": {"type": "integer"}},
                        "required": ["document_id", "page"]}}},
     {"type": "function", "function": {
@@ -183,10 +184,12 @@ class Triage:
             except (LLMTimeoutError, LLMResponseError):
                 raise
             except LLMUnavailableError as e:
-                refused = isinstance(e, LLMRejectedError) and e.status_code not in (401, 403)
+                # a server without tool support refuses them (vLLM: 400) or fails (llama.cpp: 500); either way, ask
+                # it without tools for a while; a bad key fails the passages-only answer just the same
+                refused = isinstance(e, LLMRejectedError)
                 result.outcome = "tools_refused" if refused else "endpoint_failed"
                 result.draft = None
-                if refused:  # a server without tool support: ask it without tools for a while
+                if not (refused and getattr(e, "status_code", 0) in (401, 403)):
                     with self._lock:
                         self._tools_off_until = time.monotonic() + TOOLS_OFF_S
             finally:
@@ -356,7 +359,8 @@ class Triage:
         page = int(args.get("page", 0))
         if not 1 <= page <= max(d.pages, 1):
             return f"{d.file} has {d.pages} page{'s' if d.pages != 1 else ''}; there is no page {page}.", []
-        docs = self.router._pages(scopes, _doc_filter(d.doc_id), page, page)  # noqa: SLF001 - its page rule
+        # physical pages, as the outline and every passage header number them
+        docs = self.router._physical(scopes, _doc_filter(d.doc_id), page, page)  # noqa: SLF001
         return self._shown(docs, scopes, f"Nothing was read on page {page} of {d.file}.")
 
     def _fetch_section(self, args: dict[str, Any], scopes: list[str]) -> tuple[str, list[Document]]:
@@ -456,9 +460,33 @@ def _caption(content: str, label: str) -> str:
     return ""
 
 
+_ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
+
+
+def _numbers(sid: str) -> tuple[str, ...]:
+    """``sid`` and, for a Roman or Arabic number, the other spelling ("III" -> "iii", "3"; "3" -> "3", "iii")."""
+    low = sid.casefold()
+    if low.isdigit() and 0 < int(low) < 400:
+        n, out = int(low), ""
+        for value, letters in ((100, "c"), (90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"),
+                               (4, "iv"), (1, "i")):
+            while n >= value:
+                out += letters
+                n -= value
+        return low, out
+    if low and all(ch in _ROMAN for ch in low):
+        total = 0
+        for i, ch in enumerate(low):
+            v = _ROMAN[ch]
+            total += -v if i + 1 < len(low) and _ROMAN[low[i + 1]] > v else v
+        return low, str(total)
+    return (low,)
+
+
 def _section_id_matches(sid: str, want: str) -> bool:
-    """Section ``want`` holds ``sid``: itself or one of its subsections ("4" holds "4.2")."""
+    """Section ``want`` holds ``sid``: itself or one of its subsections ("4" holds "4.2"; "3" holds Article "III"
+    and "3.4")."""
     if not sid:
         return False
-    a, b = sid.casefold(), want.casefold()
-    return a == b or a.startswith(b + ".")
+    a = sid.casefold()
+    return any(a == b or a.startswith(b + ".") for b in _numbers(want))

@@ -181,9 +181,13 @@ def test_each_tool_result_is_bounded(base, ids):
     assert text.endswith("more passages not shown: ask for a narrower part.)")
 
 
-def test_an_endpoint_without_tools_gets_the_passages_only_answer_and_is_not_offered_tools_again(base):
-    with FakeOpenAI(tools_unsupported=True) as fake:
-        svc = _llm(base, fake)
+@pytest.mark.parametrize("server", ["vllm", "llama.cpp"])
+def test_an_endpoint_without_tools_gets_the_passages_only_answer_and_is_not_offered_tools_again(base, server):
+    # vLLM without --enable-auto-tool-choice answers 400; llama.cpp without --jinja fails with 500
+    with FakeOpenAI(tools_unsupported=server == "vllm") as fake:
+        if server == "llama.cpp":
+            fake.push(status=500, body=b'{"error": {"code": 500, "message": "tools param requires --jinja flag"}}')
+        svc = _llm(base, fake, llm_max_retries=0)
         a = svc.answer("How are expense claims submitted?", OURS)
         b = svc.answer("What are the core hours?", OURS)
     assert a.mode == "llm" and b.mode == "llm" and a.citations and b.citations
@@ -243,3 +247,13 @@ def test_gathering_only_the_answer_is_generated_afterwards_from_the_passages_and
     assert '{"done": true}' in fake.requests[0]["messages"][0]["content"]
     assert a.mode == "llm" and a.text == "Section 6 is about travel [1]."
     assert (a.citations[0].page_start, a.citations[0].section) == (8, "6 Travel and Expenses")
+
+
+@pytest.mark.parametrize(("section", "sid", "held"), [
+    ("3", "III", True), ("3", "3.4", True), ("III", "3.4", True), ("III", "III", True), ("4", "4.2", True),
+    ("1", "12", False), ("1", "12.1", False), ("IV", "VI", False), ("12", "12.2", True),
+])
+def test_a_section_number_holds_itself_its_subsections_and_its_roman_spelling(section, sid, held):
+    from pipelines.triage import _section_id_matches
+
+    assert _section_id_matches(sid, section) is held
