@@ -5,6 +5,10 @@ Ollama, llama.cpp server): set ``OPENAI_BASE_URL`` and/or ``OPENAI_API_KEY``. Te
 429 answers are retried after their ``Retry-After`` (capped), 5xx answers with exponential backoff,
 both up to ``max_retries`` times; a timeout is not retried (the caller falls back instead of making a
 chat user wait twice). Every failure ends as an :class:`LLMError` subclass.
+
+:meth:`LLMClient.chat_tools` sends OpenAI ``tools`` and returns the reply's ``tool_calls`` beside its text (the
+triage loop of :mod:`pipelines.triage`); an endpoint that refuses a request (HTTP 4xx) raises
+:class:`LLMRejectedError`, which names its status.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from connectors.log import get_logger
@@ -38,6 +43,40 @@ class LLMUnavailableError(LLMError):
 
 class LLMResponseError(LLMError):
     """The model answered, but not with the JSON object that was asked for."""
+
+
+class LLMRejectedError(LLMUnavailableError):
+    """The endpoint refused the request (HTTP 4xx other than 429): a bad key, or a feature it lacks (tools)."""
+
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for: its id (echoed in the tool's reply), name and raw JSON arguments."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolReply:
+    """A chat reply that may ask for tools: its text (often empty then) and the calls."""
+
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+    def as_message(self) -> dict[str, Any]:
+        """The assistant message to send back before the tools' results, in the wire format."""
+        return {
+            "role": "assistant",
+            "content": self.content or None,
+            "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                           for c in self.tool_calls],
+        }
 
 
 class LLMClient:
@@ -98,11 +137,38 @@ class LLMClient:
 
     def chat(self, messages: list[dict[str, str]], *, max_tokens: int = 800, json_mode: bool = False) -> str:
         """One chat completion (temperature 0) with retries on 429 and 5xx; returns the message text."""
-        import openai
-
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
+        try:
+            return self._complete(kwargs).choices[0].message.content or ""
+        except (AttributeError, IndexError, TypeError) as e:
+            raise LLMResponseError("the model endpoint returned no message") from e
+
+    def chat_tools(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        tool_choice: str = "auto",
+        max_tokens: int = 800,
+    ) -> ToolReply:
+        """One chat completion offering ``tools`` (OpenAI's ``tools`` / ``tool_calls`` wire format; ``tool_choice``
+        "none" forbids further calls); returns the text and the calls asked for."""
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": max_tokens,
+                                  "tools": tools, "tool_choice": tool_choice}
+        try:
+            message = self._complete(kwargs).choices[0].message
+            calls = [ToolCall(str(c.id), str(c.function.name), str(c.function.arguments or ""))
+                     for c in (message.tool_calls or []) if getattr(c, "function", None) is not None]
+        except (AttributeError, IndexError, TypeError) as e:
+            raise LLMResponseError("the model endpoint returned no message") from e
+        return ToolReply(message.content or "", calls)
+
+    def _complete(self, kwargs: dict[str, Any]) -> Any:
+        """``chat.completions.create(**kwargs)`` with the retries and error mapping above; the SDK's response."""
+        import openai
+
         attempt = 0
         while True:
             t0 = time.perf_counter()
@@ -124,13 +190,11 @@ class LLMClient:
             except openai.APIConnectionError as e:
                 raise LLMUnavailableError("could not reach the model endpoint") from e
             except openai.APIStatusError as e:
-                raise LLMUnavailableError(f"the model endpoint refused the request (HTTP {e.status_code})") from e
+                raise LLMRejectedError(f"the model endpoint refused the request (HTTP {e.status_code})",
+                                       e.status_code) from e
             else:
                 log.info("llm_call", model=self.model, ms=round((time.perf_counter() - t0) * 1000, 1))
-                try:
-                    return resp.choices[0].message.content or ""
-                except (AttributeError, IndexError, TypeError) as e:
-                    raise LLMResponseError("the model endpoint returned no message") from e
+                return resp
             attempt += 1
             self._sleep(wait)
 

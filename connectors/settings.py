@@ -134,6 +134,15 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_timeout_s: float = Field(30.0, gt=0)
     llm_max_retries: int = Field(3, ge=0, le=10)
+    llm_max_tool_calls: int = Field(
+        4, ge=0, le=20,
+        description="Triage (pipelines/triage.py): the most tools (fetch a page, section, table or figure, search) "
+        "the LLM may call for one question before it must answer; 0 turns triage off (passages only).",
+    )
+    llm_tool_result_chars: int = Field(
+        4000, ge=500, le=50_000,
+        description="The most characters of PDF text one tool call hands the LLM.",
+    )
     openai_api_key: SecretStr | None = Field(None, validation_alias=_alias("OPENAI_API_KEY"))
     openai_base_url: str | None = Field(None, validation_alias=_alias("OPENAI_BASE_URL"))
     judge_model: str | None = Field(None, description="LLM for eval --judge; separate from the generator.")

@@ -37,7 +37,7 @@ ALLOWED_TAGS = frozenset({
     "citebot.n_citations", "citebot.n_documents", "citebot.n_hits", "citebot.explicit_reference",
     "citebot.validation.exact", "citebot.validation.normalised", "citebot.validation.fuzzy",
     "citebot.validation.unknown_chunk", "citebot.validation.unmatched", "citebot.validation.retried",
-    "citebot.retried",
+    "citebot.retried", "citebot.n_tool_calls",
     "citebot.ingest.status", "citebot.ingest.reason", "citebot.ingest.pages", "citebot.ingest.ocr_pages",
     "citebot.ingest.chunks", "citebot.ingest.bytes",
 })

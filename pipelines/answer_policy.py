@@ -5,14 +5,18 @@
 1. refuse (``RefusalCheck``) when confidence is below the threshold or the extractive draft cites nothing;
 2. without an LLM, the extractive answer, its citations validated (``CitationValidator``);
 3. with one, the LLM's answer (``LLMAnswerer``), its citations validated; on failures one stricter retry
-   naming them, then claims still unsupported dropped (:func:`keep_supported`);
+   naming them, then claims still unsupported dropped (:func:`keep_supported`). With triage
+   (:mod:`pipelines.triage`, the asker's scopes given) the model first sees the outline and may fetch pages,
+   sections, tables and figures; its answer is validated against the passages and what it fetched; an endpoint
+   without tools gets the passages-only generation;
 4. the model says the passages don't answer: a refusal; the model fails (``LLMError``) or nothing it says
    survives validation: the extractive answer, with a note saying why.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from haystack import Document
 
@@ -22,6 +26,9 @@ from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.llm_answerer import LLMAnswerer, keep_supported
 from pipelines.components.refusal import RefusalCheck, refusal_text
 from pipelines.models import Answer, Turn, ValidationCounts
+
+if TYPE_CHECKING:
+    from pipelines.triage import Triage
 
 log = get_logger("citebot.query")
 
@@ -35,20 +42,24 @@ NOTE_DROPPED = "Some statements were left out because their quotes could not be 
 class AnswerPolicy:
     """Refuse / extractive / LLM with one retry and an extractive fallback; stateless after construction."""
 
-    def __init__(self, *, refusal: RefusalCheck, validator: CitationValidator, llm: LLMAnswerer | None) -> None:
+    def __init__(self, *, refusal: RefusalCheck, validator: CitationValidator, llm: LLMAnswerer | None,
+                 triage: Triage | None = None) -> None:
         self.refusal = refusal
         self.validator = validator
         self.llm = llm
+        self.triage = triage
 
     def decide(
-        self, question: str, history: list[Turn], context: list[Document], ext: dict[str, Any], confidence: float
+        self, question: str, history: list[Turn], context: list[Document], ext: dict[str, Any], confidence: float,
+        scopes: Sequence[str] = (),
     ) -> Answer:
         """The answer to ``question`` from ``context`` (the passages) and ``ext`` (the extractive answerer's
-        output), ``confidence`` being the number the refusal threshold applies to."""
+        output), ``confidence`` being the number the refusal threshold applies to; ``scopes``: the asker's, which
+        every fetch of triage is limited to (none: no triage)."""
         if self.refusal.run(relevance=confidence, documents=context)["refused"] or not ext["citations"]:
             return self._refusal(context)
         if self.llm is not None:
-            return self._llm_answer(self.llm, question, context, history, ext)
+            return self._llm_answer(self.llm, question, context, history, ext, scopes)
         return self._extractive_answer(ext, context)
 
     def _validate(self, **kw: Any) -> dict[str, Any]:
@@ -75,12 +86,18 @@ class AnswerPolicy:
         return Answer(text=text, citations=cits, mode="extractive", note=note, validation=v["validation"])
 
     def _llm_answer(
-        self, llm: LLMAnswerer, question: str, context: list[Document], history: list[Turn], ext: dict[str, Any]
+        self, llm: LLMAnswerer, question: str, context: list[Document], history: list[Turn], ext: dict[str, Any],
+        scopes: Sequence[str] = (),
     ) -> Answer:
         from connectors.llm import LLMError
 
         try:
-            draft = self._generate(llm, question=question, documents=context, history=history)
+            draft = None
+            if self.triage is not None and scopes:  # tool rounds first: the passages grow by what the model fetched
+                found = self.triage.run(question, context, history, scopes)
+                context, draft = found.documents, found.draft
+            if draft is None:
+                draft = self._generate(llm, question=question, documents=context, history=history)
             if not draft["answerable"]:
                 return self._refusal(context, mode="llm")
             v = self._validate(citations=draft["citations"], documents=context)

@@ -42,6 +42,7 @@ from pipelines.components.refusal import RefusalCheck, confidence
 from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
 from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn
+from pipelines.triage import Triage
 
 log = get_logger("citebot.query")
 
@@ -141,10 +142,16 @@ class QueryEngine:
                 max_retries=settings.llm_max_retries,
             )
         self.rewriter = QueryRewriter(mode="llm" if self.llm is not None else "terms")
+        self.triage: Triage | None = None
+        if self.llm is not None and settings.llm_max_tool_calls > 0:
+            self.triage = Triage(store=store, router=self.router, search=self._search_in,
+                                 max_tool_calls=settings.llm_max_tool_calls,
+                                 max_result_chars=settings.llm_tool_result_chars)
         self.policy = AnswerPolicy(
             refusal=RefusalCheck(threshold=settings.refusal_threshold),
             validator=CitationValidator(fuzzy_threshold=0.9),
             llm=self.llm,
+            triage=self.triage,
         )
         self._pipelines: dict[str, Pipeline] = {}
         self._lock = threading.Lock()
@@ -175,6 +182,8 @@ class QueryEngine:
                 self._llm_client = client_from_settings(self.settings)
             self.llm.set_client(self._llm_client)
             self.rewriter.set_client(self._llm_client)
+            if self.triage is not None:
+                self.triage.set_client(self._llm_client)
         self._warm = True
 
     def _check_embeddings(self) -> None:
@@ -281,6 +290,11 @@ class QueryEngine:
                 embedding = self.embedder.run(text=query)["embedding"]
         return hits, embedding
 
+    def _search_in(self, query: str, scopes: list[str], filters: dict[str, Any] | None) -> list[Document]:
+        """Hybrid retrieval within ``scopes`` (and ``filters``), best first: triage's search tool."""
+        hits, _ = self._run_retrieval("hybrid", query, scopes, filters)
+        return self._in_scope(hits, scopes)
+
     @staticmethod
     def _in_scope(docs: list[Document], scopes: list[str]) -> list[Document]:
         """Defence in depth: the stores filter by scope; anything else here is a bug, dropped and logged."""
@@ -360,7 +374,7 @@ class QueryEngine:
             context = r.context(k)
             t_retrieved = time.perf_counter()
             with span("decide") as s:
-                answer = self.policy.decide(question, list(history), context, ext, signals["confidence"])
+                answer = self.policy.decide(question, list(history), context, ext, signals["confidence"], scopes)
                 tag(s, answer_mode=answer.mode, refused=answer.refused, n_citations=len(answer.citations))
             t_end = time.perf_counter()
             tag(root, **self._outcome_tags(answer, signals["confidence"], len(context), len(r.routed)))

@@ -2,14 +2,21 @@
 
 It listens on 127.0.0.1, speaks the real wire format (``POST /v1/chat/completions``, JSON bodies,
 ``Retry-After`` on 429), and is driven by the real ``openai`` client pointed at :attr:`base_url`.
-Replies come from a script of queued responses, else from ``responder(request_json) -> content``.
-The default responder behaves like a careful model: it quotes the first sentence of the first
-passage in the prompt, citing its chunk id. :func:`careful_responder` also does what a comparison or a
-section-by-section summary asks for (one cited sentence per document, per passage), in words no PDF holds.
+Replies come from a script of queued responses, else from ``responder(request_json) -> content`` (or a
+:class:`Scripted` reply). The default responder behaves like a careful model: it quotes the first sentence of the
+first passage in the prompt, citing its chunk id; a passage a tool returned comes first. :func:`careful_responder`
+also does what a comparison or a section-by-section summary asks for (one cited sentence per document, per
+passage), in words no PDF holds.
+
+Tool calls (``tools`` / ``tool_calls``, as the triage loop of ``pipelines.triage`` sends them): a reply can be
+scripted to call tools (:meth:`FakeOpenAI.push_tool_calls`, or a responder returning ``Scripted(tool_calls=...)``),
+and the next request carries what the bot sent back (:func:`tool_results`). ``FakeOpenAI(tools_unsupported=True)``
+answers a request offering tools with HTTP 400, as vLLM does without ``--enable-auto-tool-choice``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -31,9 +38,37 @@ def passages_in(request: dict[str, Any]) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in _PASSAGE.finditer(user)]
 
 
+def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool results the bot sent back in ``request``: ``{"tool_call_id", "name", "arguments", "content"}`` each,
+    the name and arguments from the assistant message that asked for it."""
+    asked: dict[str, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
+    for m in request.get("messages", []):
+        for c in m.get("tool_calls") or []:
+            asked[c.get("id", "")] = c.get("function", {})
+        if m.get("role") == "tool":
+            fn = asked.get(m.get("tool_call_id", ""), {})
+            try:
+                args = json.loads(fn.get("arguments") or "{}")
+            except json.JSONDecodeError:
+                args = {}
+            out.append({"tool_call_id": m.get("tool_call_id"), "name": fn.get("name"), "arguments": args,
+                        "content": m.get("content") or ""})
+    return out
+
+
+def fetched_passages(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(chunk_id, text)`` of the passages the bot's tool results in ``request`` hold, latest result first."""
+    found: list[tuple[str, str]] = []
+    for r in reversed(tool_results(request)):
+        text = r["content"] + "\n\nQuestion:"  # the passage pattern ends at the next header or a question
+        found += [(m.group(1), m.group(2)) for m in _PASSAGE.finditer(text)]
+    return found
+
+
 def quoting_responder(request: dict[str, Any]) -> str:
-    """Answer with the first sentence of the first passage, quoted exactly."""
-    found = passages_in(request)
+    """Answer with the first sentence of the first passage (one a tool fetched first), quoted exactly."""
+    found = fetched_passages(request) + passages_in(request)
     if not found:
         return json.dumps({"answerable": False, "answer": "", "citations": []})
     chunk_id, text = found[0]
@@ -59,9 +94,11 @@ def careful_responder(request: dict[str, Any]) -> str:
     PDF, so a test sees whose text reached the asker."""
     user = "\n".join(m.get("content", "") for m in request["messages"] if m.get("role") == "user")
     files = dict(_HEADER.findall(user))
+    for chunk_id, _ in fetched_passages(request):  # what the model asked a tool for first
+        files.setdefault(chunk_id, _fetched_file(request, chunk_id))
     picked: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for chunk_id, text in passages_in(request):
+    for chunk_id, text in fetched_passages(request) + passages_in(request):
         doc = chunk_id.rsplit(":", 1)[0]
         if picked and "Compare what each document says" not in user and "section by section" not in user:
             break
@@ -81,22 +118,52 @@ def careful_responder(request: dict[str, Any]) -> str:
     })
 
 
+def _fetched_file(request: dict[str, Any], chunk_id: str) -> str:
+    for r in tool_results(request):
+        m = re.search(rf"\[chunk_id: {re.escape(chunk_id)}\] (.+?), pp?\. ", r["content"])
+        if m:
+            return m.group(1)
+    return "a PDF"
+
+
+def fetching_responder(*calls: dict[str, Any], then: Callable[[dict[str, Any]], str] = quoting_responder
+                       ) -> Callable[[dict[str, Any]], str | Scripted]:
+    """A model that, offered tools, first calls ``calls`` (each ``{"name": ..., "arguments": {...}}``, all in one
+    reply), then answers with ``then`` (by default quoting the first passage a tool returned)."""
+
+    def respond(request: dict[str, Any]) -> str | Scripted:
+        if request.get("tools") and not tool_results(request) and request.get("tool_choice") != "none":
+            return Scripted(tool_calls=list(calls))
+        return then(request)
+
+    return respond
+
+
+def looping_responder(call: dict[str, Any]) -> Callable[[dict[str, Any]], Scripted]:
+    """A model that calls ``call`` in every reply, forever, whatever it is told (``tool_choice`` included)."""
+    return lambda request: Scripted(tool_calls=[call])
+
+
 @dataclass
 class Scripted:
-    """One queued reply: an HTTP status, headers, a message ``content`` (or a raw ``body``) and a delay."""
+    """One queued reply: an HTTP status, headers, a message ``content`` (or a raw ``body``), ``tool_calls``
+    (``{"name": ..., "arguments": {...}}`` each) and a delay."""
 
     content: str | None = None
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
     delay_s: float = 0.0
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 class FakeOpenAI:
     """``with FakeOpenAI() as fake: ... fake.base_url ...``; ``fake.requests`` holds every request JSON."""
 
-    def __init__(self, responder: Callable[[dict[str, Any]], str] = quoting_responder) -> None:
+    def __init__(self, responder: Callable[[dict[str, Any]], Any] = quoting_responder, *,
+                 tools_unsupported: bool = False) -> None:
         self.responder = responder
+        self.tools_unsupported = tools_unsupported
         self.script: deque[Scripted] = deque()
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -109,6 +176,14 @@ class FakeOpenAI:
 
     def push_json(self, obj: Any, **kwargs: Any) -> None:
         self.push(json.dumps(obj), **kwargs)
+
+    def push_tool_calls(self, *calls: dict[str, Any]) -> None:
+        """Queue a reply asking for ``calls`` (``{"name": "fetch_page", "arguments": {...}}`` each)."""
+        self.script.append(Scripted(tool_calls=list(calls)))
+
+    def tools_requests(self) -> list[dict[str, Any]]:
+        """The requests that offered tools."""
+        return [r for r in self.requests if r.get("tools")]
 
     # --- server ----------------------------------------------------------------------------------
     @property
@@ -137,8 +212,13 @@ class FakeOpenAI:
                 with fake._lock:
                     fake.requests.append(req)
                     step = fake.script.popleft() if fake.script else None
+                if fake.tools_unsupported and req.get("tools"):
+                    step = Scripted(status=400, body=json.dumps({"error": {
+                        "message": '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser '
+                                   "to be set", "type": "BadRequestError", "param": None, "code": 400}}).encode())
                 if step is None:
-                    step = Scripted(content=fake.responder(req))
+                    reply = fake.responder(req)
+                    step = reply if isinstance(reply, Scripted) else Scripted(content=reply)
                 if step.delay_s:
                     time.sleep(step.delay_s)
                 if step.body is not None:
@@ -146,7 +226,7 @@ class FakeOpenAI:
                 elif step.status != 200:
                     body = json.dumps({"error": {"message": "scripted error", "type": "server_error"}}).encode()
                 else:
-                    body = json.dumps(_completion(req, step.content or "")).encode()
+                    body = json.dumps(_completion(req, step.content or "", step.tool_calls)).encode()
                 self._send(step.status, step.headers, body)
 
             def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
@@ -180,12 +260,21 @@ class FakeOpenAI:
         self.stop()
 
 
-def _completion(req: dict[str, Any], content: str) -> dict[str, Any]:
+_call_ids = itertools.count(1)
+
+
+def _completion(req: dict[str, Any], content: str, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call_{next(_call_ids)}", "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+            for c in tool_calls]}
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": 1_700_000_000,
         "model": req.get("model", "fake"),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }

@@ -247,15 +247,20 @@ class LLMAnswerer:
         history: list[Turn] | None = None,
         failures: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        from connectors.llm import LLMResponseError
-
         self.warm_up()
         messages = build_messages(question, documents, history, failures, max_passage_chars=self.max_passage_chars)
-        out = self._client.chat_json(messages)
-        answerable = out.get("answerable", True)
-        text = out.get("answer", "")
-        cits = out.get("citations", [])
-        if not isinstance(text, str) or not isinstance(cits, list) or not isinstance(answerable, bool):
-            raise LLMResponseError("the model's JSON did not have the expected fields")
-        raw = [c for c in cits if isinstance(c, dict)]
-        return {"text": text.strip(), "citations": raw, "answerable": answerable}
+        return parse_draft(self._client.chat_json(messages))
+
+
+def parse_draft(out: dict[str, Any]) -> dict[str, Any]:
+    """``text``, raw ``citations`` and ``answerable`` of the model's JSON reply (the shape :data:`SYSTEM_PROMPT`
+    asks for); :class:`connectors.llm.LLMResponseError` when it has another shape."""
+    from connectors.llm import LLMResponseError
+
+    answerable = out.get("answerable", True)
+    text = out.get("answer", "")
+    cits = out.get("citations", [])
+    if not isinstance(text, str) or not isinstance(cits, list) or not isinstance(answerable, bool):
+        raise LLMResponseError("the model's JSON did not have the expected fields")
+    raw = [c for c in cits if isinstance(c, dict)]
+    return {"text": text.strip(), "citations": raw, "answerable": answerable}

@@ -29,7 +29,7 @@ from bot.slack.server import make_http_server
 from bot.teams.server import anonymous_authentication, build_app
 from connectors.settings import Settings
 from eval.fakes.microsoft import AppThread, FakeMicrosoft
-from eval.fakes.openai_api import FakeOpenAI, careful_responder
+from eval.fakes.openai_api import FakeOpenAI, careful_responder, fetching_responder, tool_results
 from eval.fakes.slack_api import (
     BOT_TOKEN,
     SIGNING_SECRET,
@@ -58,6 +58,7 @@ LIMIT = "What is the limit?"
 TABLE = "Which year in table 2 had the highest revenue?"
 DOC_TYPE = "What kind of document is this?"
 PARTIAL = "What is the mileage rate and what is the dress code?"
+AFTER_REMOTE = "What does the handbook cover right after the remote work rules?"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -296,3 +297,30 @@ def test_a_part_the_pdfs_do_not_cover_is_named_and_the_other_answered(world: Wor
     note = (shown.raw.get("text", "") if platform == "slack" else "") + json.dumps(shown.raw)
     assert "Part of your question isn" in note
 
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_with_an_llm_the_model_fetches_the_section_it_needs_and_its_page_is_cited(world: World, platform: str) -> None:
+    """Triage (issue 24 item 7): the model reads the outline, fetches the section after "5 Remote Work" (section 6,
+    p. 8, which retrieval did not bring), and the asker reads its answer with the quote from that page."""
+    if world.mode != "llm" or world.llm is None:
+        pytest.skip("triage is the model's: without one there is nothing to fetch for")
+    scope = slack_scope(TEAM, CHANNEL) if platform == "slack" else teams_scope(TENANT, CHAT)
+    (hb,) = [d.doc_id for d in world.core.service.list_documents(scope) if d.file == HANDBOOK]
+    before = len(world.llm.requests)
+    world.llm.responder = fetching_responder({"name": "fetch_section", "arguments": {"document_id": hb,
+                                                                                     "section": "6"}},
+                                             then=careful_responder)
+    try:
+        shown = world.ask(platform, AFTER_REMOTE)
+    finally:
+        world.llm.responder = careful_responder
+    assert shown.lines == [f"The model read {HANDBOOK} [1]."], shown.lines
+    assert shown.files == {HANDBOOK}
+    assert shown.quotes == ["Business travel must be booked through the travel desk at least 14 days in advance "
+                            "where possible."]
+    assert "p. 8" in json.dumps(shown.raw)  # the page the quote is on, shown beside it
+    offered = [r for r in world.llm.requests[before:] if r.get("tools")]
+    assert f'- document_id "{hb}": {HANDBOOK}, 14 pages' in offered[0]["messages"][1]["content"]
+    (result,) = tool_results(offered[-1])
+    assert "6 Travel and Expenses" in result["content"]
