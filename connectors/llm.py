@@ -1,7 +1,9 @@
 """An OpenAI-compatible chat client that returns parsed JSON, with timeouts and polite retries.
 
 Any endpoint speaking the chat-completions wire format works (OpenAI, Azure-style proxies, vLLM,
-Ollama, llama.cpp server): set ``OPENAI_BASE_URL`` and/or ``OPENAI_API_KEY``. Temperature is 0.
+Ollama, llama.cpp server): set ``OPENAI_BASE_URL`` and/or ``OPENAI_API_KEY``. Temperature is 0. With
+``on_delta`` a reply is streamed (``stream=True``, server-sent events) and the text so far is handed over as it
+grows; the reply returned is the same.
 429 answers are retried after their ``Retry-After`` (capped), 5xx answers with exponential backoff,
 both up to ``max_retries`` times; a timeout is not retried (the caller falls back instead of making a
 chat user wait twice). Every failure ends as an :class:`LLMError` subclass.
@@ -76,12 +78,14 @@ class LLMClient:
             api_key=api_key or PLACEHOLDER_KEY, base_url=base_url or None, timeout=timeout_s, max_retries=0
         )
 
-    def chat_json(self, messages: list[dict[str, str]], *, max_tokens: int = 800) -> dict[str, Any]:
-        """Send ``messages``; return the reply parsed as a JSON object.
+    def chat_json(
+        self, messages: list[dict[str, str]], *, max_tokens: int = 800, on_delta: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
+        """Send ``messages``; return the reply parsed as a JSON object (streamed to ``on_delta``, see :meth:`chat`).
 
-        A reply that is not a JSON object is asked for once more; then :class:`LLMResponseError`.
+        A reply that is not a JSON object is asked for once more (not streamed); then :class:`LLMResponseError`.
         """
-        content = self.chat(messages, max_tokens=max_tokens, json_mode=True)
+        content = self.chat(messages, max_tokens=max_tokens, json_mode=True, on_delta=on_delta)
         parsed = parse_json_object(content)
         if parsed is not None:
             return parsed
@@ -96,13 +100,26 @@ class LLMClient:
             raise LLMResponseError("the model's reply was not valid JSON twice in a row")
         return parsed
 
-    def chat(self, messages: list[dict[str, str]], *, max_tokens: int = 800, json_mode: bool = False) -> str:
-        """One chat completion (temperature 0) with retries on 429 and 5xx; returns the message text."""
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int = 800,
+        json_mode: bool = False,
+        on_delta: Callable[[str], None] | None = None,
+    ) -> str:
+        """One chat completion (temperature 0) with retries on 429 and 5xx; returns the message text.
+
+        With ``on_delta`` the reply is streamed and ``on_delta(text_so_far)`` is called as each piece arrives (a
+        429 or 5xx comes before the first piece, so the retries are the same); a stream cut short is an
+        :class:`LLMUnavailableError`."""
         import openai
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
+        if on_delta is not None:
+            kwargs["stream"] = True
         attempt = 0
         while True:
             t0 = time.perf_counter()
@@ -126,6 +143,8 @@ class LLMClient:
             except openai.APIStatusError as e:
                 raise LLMUnavailableError(f"the model endpoint refused the request (HTTP {e.status_code})") from e
             else:
+                if on_delta is not None:
+                    return self._read_stream(resp, on_delta, t0)
                 log.info("llm_call", model=self.model, ms=round((time.perf_counter() - t0) * 1000, 1))
                 try:
                     return resp.choices[0].message.content or ""
@@ -133,6 +152,33 @@ class LLMClient:
                     raise LLMResponseError("the model endpoint returned no message") from e
             attempt += 1
             self._sleep(wait)
+
+
+    def _read_stream(self, stream: Any, on_delta: Callable[[str], None], t0: float) -> str:
+        """The streamed reply's text, handed to ``on_delta`` as it grows."""
+        import openai
+
+        parts: list[str] = []
+        first_ms: float | None = None
+        try:
+            with stream:
+                for chunk in stream:
+                    choices = getattr(chunk, "choices", None) or []
+                    piece = (getattr(choices[0].delta, "content", None) or "") if choices else ""
+                    if not piece:
+                        continue
+                    if first_ms is None:
+                        first_ms = round((time.perf_counter() - t0) * 1000, 1)
+                    parts.append(piece)
+                    on_delta("".join(parts))
+        except openai.APITimeoutError as e:
+            log.warning("llm_timeout", model=self.model, timeout_s=self.timeout_s, streamed=True)
+            raise LLMTimeoutError(f"the model stopped answering for {self.timeout_s:g} s") from e
+        except (openai.APIError, OSError) as e:
+            raise LLMUnavailableError("the model's streamed reply broke off") from e
+        log.info("llm_call", model=self.model, ms=round((time.perf_counter() - t0) * 1000, 1), first_ms=first_ms,
+                 streamed=True)
+        return "".join(parts)
 
 
 def _backoff(attempt: int) -> float:

@@ -8,6 +8,9 @@
    naming them, then claims still unsupported dropped (:func:`keep_supported`);
 4. the model says the passages don't answer: a refusal; the model fails (``LLMError``) or nothing it says
    survives validation: the extractive answer, with a note saying why.
+
+With ``show`` the model's reply is streamed and its sentences are handed to ``show`` as they pass the same checks
+(:mod:`pipelines.streaming`); the decision above does not change.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.llm_answerer import LLMAnswerer, keep_supported
 from pipelines.components.refusal import RefusalCheck, refusal_text
 from pipelines.models import Answer, Turn, ValidationCounts
+from pipelines.streaming import ShowText, preview
 
 log = get_logger("citebot.query")
 
@@ -41,14 +45,16 @@ class AnswerPolicy:
         self.llm = llm
 
     def decide(
-        self, question: str, history: list[Turn], context: list[Document], ext: dict[str, Any], confidence: float
+        self, question: str, history: list[Turn], context: list[Document], ext: dict[str, Any], confidence: float,
+        show: ShowText | None = None,
     ) -> Answer:
         """The answer to ``question`` from ``context`` (the passages) and ``ext`` (the extractive answerer's
-        output), ``confidence`` being the number the refusal threshold applies to."""
+        output), ``confidence`` being the number the refusal threshold applies to; ``show`` gets an LLM answer's
+        checked sentences while the model writes them."""
         if self.refusal.run(relevance=confidence, documents=context)["refused"] or not ext["citations"]:
             return self._refusal(context)
         if self.llm is not None:
-            return self._llm_answer(self.llm, question, context, history, ext)
+            return self._llm_answer(self.llm, question, context, history, ext, show=show)
         return self._extractive_answer(ext, context)
 
     def _validate(self, **kw: Any) -> dict[str, Any]:
@@ -75,12 +81,14 @@ class AnswerPolicy:
         return Answer(text=text, citations=cits, mode="extractive", note=note, validation=v["validation"])
 
     def _llm_answer(
-        self, llm: LLMAnswerer, question: str, context: list[Document], history: list[Turn], ext: dict[str, Any]
+        self, llm: LLMAnswerer, question: str, context: list[Document], history: list[Turn], ext: dict[str, Any],
+        show: ShowText | None = None,
     ) -> Answer:
         from connectors.llm import LLMError
 
         try:
-            draft = self._generate(llm, question=question, documents=context, history=history)
+            draft = self._generate(llm, question=question, documents=context, history=history,
+                                   on_text=preview(self.validator, context, show, whole=True))
             if not draft["answerable"]:
                 return self._refusal(context, mode="llm")
             v = self._validate(citations=draft["citations"], documents=context)
@@ -88,7 +96,8 @@ class AnswerPolicy:
             if v["failures"]:
                 log.info("citations_retry", n_failures=len(v["failures"]))
                 draft = self._generate(llm, question=question, documents=context, history=history,
-                                       failures=v["failures"])
+                                       failures=v["failures"], on_text=preview(self.validator, context, show,
+                                                                               whole=False))
                 if not draft["answerable"]:
                     return self._refusal(context, mode="llm")
                 v = self._validate(citations=draft["citations"], documents=context, retried=True)

@@ -42,6 +42,7 @@ from pipelines.components.refusal import RefusalCheck, confidence
 from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
 from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn
+from pipelines.streaming import ShowText
 
 log = get_logger("citebot.query")
 
@@ -333,6 +334,7 @@ class QueryEngine:
         *,
         mode: RetrievalMode = "hybrid",
         k: int | None = None,
+        show: ShowText | None = None,
     ) -> Answer:
         """The whole question path, one step a line (each a component, or a method running components):
 
@@ -340,6 +342,7 @@ class QueryEngine:
         pipeline: embedder -> dense + bm25 -> fusion -> referenced chunks first: a :class:`Retrieval`)
         -> extractive answerer (passages -> draft + relevance) -> :meth:`_signals` (term support -> confidence)
         -> :class:`pipelines.answer_policy.AnswerPolicy` (refuse / LLM + validation, retry / extractive fallback).
+        ``show``: an LLM answer's checked sentences while the model writes them (:mod:`pipelines.streaming`).
         """
         t0 = time.perf_counter()
         self.warm_up()
@@ -360,7 +363,7 @@ class QueryEngine:
             context = r.context(k)
             t_retrieved = time.perf_counter()
             with span("decide") as s:
-                answer = self.policy.decide(question, list(history), context, ext, signals["confidence"])
+                answer = self.policy.decide(question, list(history), context, ext, signals["confidence"], show=show)
                 tag(s, answer_mode=answer.mode, refused=answer.refused, n_citations=len(answer.citations))
             t_end = time.perf_counter()
             tag(root, **self._outcome_tags(answer, signals["confidence"], len(context), len(r.routed)))
