@@ -27,6 +27,7 @@ from bot.slack.app import SlackBot, build_bot
 from bot.slack.render import render_answer
 from bot.slack.server import make_http_server
 from bot.teams import render as teams_render
+from bot.teams import stream as teams_stream
 from bot.teams.server import anonymous_authentication, build_app
 from connectors.settings import Settings
 from eval.fakes.microsoft import AppThread, FakeMicrosoft
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.slow
 
 CHANNEL, MEMBER = "C0STREAM", "U0STREAM"
 TENANT, CHAT, ALICE = "tenant-stream", "a:1personal-stream", "29:alice"
+CHAT_2 = "a:1personal-stream-2"  # a chat of its own per test: a second question in a chat is a follow-up
 GROUP_CHAT = "19:group-stream@thread.v2"
 APP_ID = "0b7f9a3c-1d2e-4f50-8a6b-9c0d1e2f3a4c"
 BOT = {"id": f"28:{APP_ID}", "name": "Citebot"}
@@ -122,7 +124,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         )
         core = ChatCore.from_settings(settings)
         for scope, user in [(slack_scope(TEAM, CHANNEL), MEMBER), (teams_scope(TENANT, CHAT), ALICE),
-                            (teams_scope(TENANT, GROUP_CHAT), ALICE)]:
+                            (teams_scope(TENANT, CHAT_2), ALICE), (teams_scope(TENANT, GROUP_CHAT), ALICE)]:
             ctx = ChatContext(scope.split(":", 1)[0], scope, user)  # type: ignore[arg-type]
             assert core.upload(ctx, file_name="handbook.pdf", data=pdf).status == "indexed"
         bot = build_bot(settings, core)
@@ -211,3 +213,68 @@ def test_slack_posts_at_once_when_nothing_was_streamed(world: World) -> None:
     assert not fake.calls_to("chat.startStream", channel=CHANNEL, thread_ts=root)
     (post,) = fake.calls_to("chat.postMessage", channel=CHANNEL, thread_ts=root)
     assert post.params["blocks"] == final["blocks"] and LEAVE in json.dumps(final["blocks"])
+
+
+# --- Teams ---------------------------------------------------------------------------------------
+
+
+def _info(call: Any) -> dict[str, Any]:
+    return next((e for e in call.body.get("entities") or [] if e.get("type") == "streaminfo"), {})
+
+
+def _as_posted(activity: Any) -> dict[str, Any]:
+    body = activity.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {k: body.get(k) for k in ("type", "text", "textFormat", "entities", "channelData", "attachments")}
+
+
+@pytest.fixture
+def _every_update(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Send every sentence as it comes (Teams is sent at most one update a second otherwise)."""
+    monkeypatch.setattr(teams_stream, "UPDATE_INTERVAL_S", 0.0)
+
+
+@pytest.mark.usefixtures("_every_update")
+def test_teams_streams_in_a_personal_chat_and_ends_with_the_full_answer(world: World) -> None:
+    ms = world.microsoft
+    expected = _as_posted(teams_render.answer_activity(world.non_streaming(teams_scope(TENANT, CHAT)),
+                                                       quote_card=False))
+    gate = world.llm.hold_stream("Notice is")
+    ended_before = world.llm.streams_ended
+    try:
+        aid = world.teams_ask(QUESTION)
+        (first,) = ms.wait_for(lambda c: c.reply_to_id == aid and c.type == "typing" and bool(_info(c)), timeout=120)
+        assert world.llm.streams_ended == ended_before  # the model is still writing
+        assert _info(first) == {"type": "streaminfo", "streamType": "streaming", "streamSequence": 1}
+        assert first.text == "Carers get 26 weeks on full pay [1]."
+    finally:
+        gate.set()
+    (final,) = ms.wait_for(lambda c: c.reply_to_id == aid and c.type == "message", timeout=120)
+    updates = [c for c in world.teams_calls(aid) if c.type == "typing" and _info(c)]
+    assert [(c.text, _info(c).get("streamSequence")) for c in updates] == [
+        ("Carers get 26 weeks on full pay [1].", 1), (f"{FIRST} {SECOND}", 2)]
+    stream_id = first.response_id
+    assert _info(updates[1])["streamId"] == stream_id
+    assert _info(final) == {"type": "streaminfo", "streamType": "final", "streamId": stream_id}
+    posted = {**final.body, "entities": [e for e in final.body["entities"] if e.get("type") != "streaminfo"]}
+    assert {k: posted.get(k) for k in expected} == expected  # what the non-streaming path posts
+    assert not [c for c in ms.calls if c.method == "POST#refused"]
+
+
+@pytest.mark.usefixtures("_every_update")
+def test_teams_never_shows_a_sentence_whose_quote_is_not_in_the_pdf(world: World) -> None:
+    world.llm.responder = _model(f"{FIRST} Every employee gets a company car [2].", [LEAVE, FABRICATED])
+    aid = world.teams_ask(QUESTION, chat=CHAT_2)
+    (final,) = world.microsoft.wait_for(lambda c: c.reply_to_id == aid and c.type == "message", timeout=120)
+    assert _info(final)["streamType"] == "final"
+    assert not [c for c in world.microsoft.calls if "company car" in json.dumps(c.body)]
+    assert final.text.startswith("Carers get 26 weeks on full pay [1].")
+
+
+@pytest.mark.usefixtures("_every_update")
+def test_teams_posts_at_once_outside_personal_chats(world: World) -> None:
+    expected = _as_posted(teams_render.answer_activity(world.non_streaming(teams_scope(TENANT, GROUP_CHAT)),
+                                                       quote_card=False))
+    aid = world.teams_ask(QUESTION, chat=GROUP_CHAT, kind="groupChat")
+    (final,) = world.microsoft.wait_for(lambda c: c.reply_to_id == aid and c.type == "message", timeout=120)
+    assert not [c for c in world.teams_calls(aid) if _info(c)]
+    assert {k: final.body.get(k) for k in expected} == expected
