@@ -406,7 +406,8 @@ class SlackBot:
         # an LLM answer streams into the thread (bot/slack/stream.py); a take-over finishes the message it finds
         earlier = self._posted(item, "stream_ts", **where)
         stream = AnswerStream(self.client, **where, team=msg.team, user=msg.user, resume_ts=earlier,
-                              started=lambda ts: self._note(item, stream_ts=ts), metadata=self._metadata(item, "stream_ts"))
+                              started=lambda ts: self._note(item, stream_ts=ts),
+                              metadata=self._metadata(item, "stream_ts"))
         answer = self.core.ask(ctx, question, history, show=None if earlier else stream)
         text, blocks = render_answer(answer)
         self._note(item, answer=answer.model_dump_json())  # the post is noted before it leaves

@@ -258,7 +258,8 @@ class LLMAnswerer:
 
         self.warm_up()
         messages = build_messages(question, documents, history, failures, max_passage_chars=self.max_passage_chars)
-        out = self._client.chat_json(messages) if on_text is None else self._client.chat_json(messages, on_delta=on_text)
+        streamed = {} if on_text is None else {"on_delta": on_text}  # a client that cannot stream is still asked
+        out = self._client.chat_json(messages, **streamed)
         answerable = out.get("answerable", True)
         text = out.get("answer", "")
         cits = out.get("citations", [])

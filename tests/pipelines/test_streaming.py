@@ -44,7 +44,7 @@ def _valid(quotes: list[str]) -> list[Citation]:
 
 
 def _stream(reply: str, *, whole: bool = True, step: int = 5) -> tuple[list[str], list[int]]:
-    """Feed ``reply`` as a stream of ``step`` characters; returns what was shown and how far the stream was each time."""
+    """Feed ``reply`` ``step`` characters at a time; returns what was shown, and how far the stream was each time."""
     shown: list[str] = []
     at: list[int] = []
     fed = {"n": 0}
