@@ -26,6 +26,7 @@ from connectors.store_api import DocInfo
 from connectors.stores import open_state
 from pipelines.models import Answer, IngestResult, Turn, for_people, printable
 from pipelines.service import CitebotService, ProgressCallback
+from pipelines.streaming import ShowText
 
 log = structlog.get_logger("citebot.core")
 
@@ -144,11 +145,14 @@ class ChatCore:
         return self.settings.download_timeout_s + self.settings.ingest_timeout_s + 300.0
 
     # --- questions -------------------------------------------------------------------------------
-    def ask(self, ctx: ChatContext, question: str, history: Sequence[Turn] = ()) -> Answer:
-        """Answer ``question`` over the context's scopes; logs one summary line, never the text."""
+    def ask(
+        self, ctx: ChatContext, question: str, history: Sequence[Turn] = (), *, show: ShowText | None = None
+    ) -> Answer:
+        """Answer ``question`` over the context's scopes; logs one summary line, never the text. ``show``: an LLM
+        answer's checked sentences while they are written (the chat platform's streaming)."""
         t0 = time.perf_counter()
         try:
-            answer = for_people(self.service.answer(question, list(ctx.scopes), history))
+            answer = for_people(self.service.answer(question, list(ctx.scopes), history, show=show))
         except Exception:
             metrics.record_question_failed(ctx.platform, seconds=time.perf_counter() - t0)
             raise

@@ -1,7 +1,9 @@
 """An OpenAI-compatible chat client that returns parsed JSON, with timeouts and polite retries.
 
 Any endpoint speaking the chat-completions wire format works (OpenAI, Azure-style proxies, vLLM,
-Ollama, llama.cpp server): set ``OPENAI_BASE_URL`` and/or ``OPENAI_API_KEY``. Temperature is 0.
+Ollama, llama.cpp server): set ``OPENAI_BASE_URL`` and/or ``OPENAI_API_KEY``. Temperature is 0. With
+``on_delta`` a reply is streamed (``stream=True``, server-sent events) and the text so far is handed over as it
+grows; the reply returned is the same.
 429 answers are retried after their ``Retry-After`` (capped), 5xx answers with exponential backoff,
 both up to ``max_retries`` times; a timeout is not retried (the caller falls back instead of making a
 chat user wait twice). Every failure ends as an :class:`LLMError` subclass.
@@ -115,12 +117,14 @@ class LLMClient:
             api_key=api_key or PLACEHOLDER_KEY, base_url=base_url or None, timeout=timeout_s, max_retries=0
         )
 
-    def chat_json(self, messages: list[dict[str, str]], *, max_tokens: int = 800) -> dict[str, Any]:
-        """Send ``messages``; return the reply parsed as a JSON object.
+    def chat_json(
+        self, messages: list[dict[str, str]], *, max_tokens: int = 800, on_delta: Callable[[str], None] | None = None
+    ) -> dict[str, Any]:
+        """Send ``messages``; return the reply parsed as a JSON object (streamed to ``on_delta``, see :meth:`chat`).
 
-        A reply that is not a JSON object is asked for once more; then :class:`LLMResponseError`.
+        A reply that is not a JSON object is asked for once more (not streamed); then :class:`LLMResponseError`.
         """
-        content = self.chat(messages, max_tokens=max_tokens, json_mode=True)
+        content = self.chat(messages, max_tokens=max_tokens, json_mode=True, on_delta=on_delta)
         parsed = parse_json_object(content)
         if parsed is not None:
             return parsed
@@ -135,11 +139,25 @@ class LLMClient:
             raise LLMResponseError("the model's reply was not valid JSON twice in a row")
         return parsed
 
-    def chat(self, messages: list[dict[str, str]], *, max_tokens: int = 800, json_mode: bool = False) -> str:
-        """One chat completion (temperature 0) with retries on 429 and 5xx; returns the message text."""
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int = 800,
+        json_mode: bool = False,
+        on_delta: Callable[[str], None] | None = None,
+    ) -> str:
+        """One chat completion (temperature 0) with retries on 429 and 5xx; returns the message text.
+
+        With ``on_delta`` the reply is streamed and ``on_delta(text_so_far)`` is called as each piece arrives (a
+        429 or 5xx comes before the first piece, so the retries are the same); a stream cut short is an
+        :class:`LLMUnavailableError`."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": max_tokens}
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
+        if on_delta is not None:
+            kwargs["stream"] = True
+            return str(self._complete(kwargs, on_delta))
         try:
             return self._complete(kwargs).choices[0].message.content or ""
         except (AttributeError, IndexError, TypeError) as e:
@@ -165,8 +183,9 @@ class LLMClient:
             raise LLMResponseError("the model endpoint returned no message") from e
         return ToolReply(message.content or "", calls)
 
-    def _complete(self, kwargs: dict[str, Any]) -> Any:
-        """``chat.completions.create(**kwargs)`` with the retries and error mapping above; the SDK's response."""
+    def _complete(self, kwargs: dict[str, Any], on_delta: Callable[[str], None] | None = None) -> Any:
+        """``chat.completions.create(**kwargs)`` with the retries and error mapping above; the SDK's response, or
+        with ``on_delta`` (a streamed request) the streamed text."""
         import openai
 
         attempt = 0
@@ -193,10 +212,38 @@ class LLMClient:
                 raise LLMRejectedError(f"the model endpoint refused the request (HTTP {e.status_code})",
                                        e.status_code) from e
             else:
+                if on_delta is not None:
+                    return self._read_stream(resp, on_delta, t0)
                 log.info("llm_call", model=self.model, ms=round((time.perf_counter() - t0) * 1000, 1))
                 return resp
             attempt += 1
             self._sleep(wait)
+
+    def _read_stream(self, stream: Any, on_delta: Callable[[str], None], t0: float) -> str:
+        """The streamed reply's text, handed to ``on_delta`` as it grows."""
+        import openai
+
+        parts: list[str] = []
+        first_ms: float | None = None
+        try:
+            with stream:
+                for chunk in stream:
+                    choices = getattr(chunk, "choices", None) or []
+                    piece = (getattr(choices[0].delta, "content", None) or "") if choices else ""
+                    if not piece:
+                        continue
+                    if first_ms is None:
+                        first_ms = round((time.perf_counter() - t0) * 1000, 1)
+                    parts.append(piece)
+                    on_delta("".join(parts))
+        except openai.APITimeoutError as e:
+            log.warning("llm_timeout", model=self.model, timeout_s=self.timeout_s, streamed=True)
+            raise LLMTimeoutError(f"the model stopped answering for {self.timeout_s:g} s") from e
+        except (openai.APIError, OSError) as e:
+            raise LLMUnavailableError("the model's streamed reply broke off") from e
+        log.info("llm_call", model=self.model, ms=round((time.perf_counter() - t0) * 1000, 1), first_ms=first_ms,
+                 streamed=True)
+        return "".join(parts)
 
 
 def _backoff(attempt: int) -> float:

@@ -11,6 +11,9 @@
    without tools gets the passages-only generation;
 4. the model says the passages don't answer: a refusal; the model fails (``LLMError``) or nothing it says
    survives validation: the extractive answer, with a note saying why.
+
+With ``show`` the model's reply is streamed and its sentences are handed to ``show`` as they pass the same checks
+(:mod:`pipelines.streaming`); the decision above does not change.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.llm_answerer import LLMAnswerer, keep_supported
 from pipelines.components.refusal import RefusalCheck, refusal_text
 from pipelines.models import Answer, Turn, ValidationCounts
+from pipelines.streaming import ShowText, preview
 
 if TYPE_CHECKING:
     from pipelines.triage import Triage
@@ -51,15 +55,16 @@ class AnswerPolicy:
 
     def decide(
         self, question: str, history: list[Turn], context: list[Document], ext: dict[str, Any], confidence: float,
-        scopes: Sequence[str] = (),
+        scopes: Sequence[str] = (), show: ShowText | None = None,
     ) -> Answer:
         """The answer to ``question`` from ``context`` (the passages) and ``ext`` (the extractive answerer's
         output), ``confidence`` being the number the refusal threshold applies to; ``scopes``: the asker's, which
-        every fetch of triage is limited to (none: no triage)."""
+        every fetch of triage is limited to (none: no triage); ``show`` gets an LLM answer's checked sentences while
+        the model writes them."""
         if self.refusal.run(relevance=confidence, documents=context)["refused"] or not ext["citations"]:
             return self._refusal(context)
         if self.llm is not None:
-            return self._llm_answer(self.llm, question, context, history, ext, scopes)
+            return self._llm_answer(self.llm, question, context, history, ext, scopes, show=show)
         return self._extractive_answer(ext, context)
 
     def _validate(self, **kw: Any) -> dict[str, Any]:
@@ -87,17 +92,19 @@ class AnswerPolicy:
 
     def _llm_answer(
         self, llm: LLMAnswerer, question: str, context: list[Document], history: list[Turn], ext: dict[str, Any],
-        scopes: Sequence[str] = (),
+        scopes: Sequence[str] = (), show: ShowText | None = None,
     ) -> Answer:
         from connectors.llm import LLMError
 
         try:
             draft = None
             if self.triage is not None and scopes:  # tool rounds first: the passages grow by what the model fetched
-                found = self.triage.run(question, context, history, scopes)
+                # streamed, the rounds only gather and the answer is generated (and shown) after them
+                found = self.triage.run(question, context, history, scopes, gather_only=show is not None)
                 context, draft = found.documents, found.draft
             if draft is None:
-                draft = self._generate(llm, question=question, documents=context, history=history)
+                draft = self._generate(llm, question=question, documents=context, history=history,
+                                       on_text=preview(self.validator, context, show, whole=True))
             if not draft["answerable"]:
                 return self._refusal(context, mode="llm")
             v = self._validate(citations=draft["citations"], documents=context)
@@ -105,7 +112,8 @@ class AnswerPolicy:
             if v["failures"]:
                 log.info("citations_retry", n_failures=len(v["failures"]))
                 draft = self._generate(llm, question=question, documents=context, history=history,
-                                       failures=v["failures"])
+                                       failures=v["failures"], on_text=preview(self.validator, context, show,
+                                                                               whole=False))
                 if not draft["answerable"]:
                     return self._refusal(context, mode="llm")
                 v = self._validate(citations=draft["citations"], documents=context, retried=True)

@@ -42,6 +42,7 @@ from pipelines.components.refusal import RefusalCheck, confidence
 from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
 from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn
+from pipelines.streaming import ShowText
 from pipelines.triage import Triage
 
 log = get_logger("citebot.query")
@@ -347,6 +348,7 @@ class QueryEngine:
         *,
         mode: RetrievalMode = "hybrid",
         k: int | None = None,
+        show: ShowText | None = None,
     ) -> Answer:
         """The whole question path, one step a line (each a component, or a method running components):
 
@@ -354,6 +356,7 @@ class QueryEngine:
         pipeline: embedder -> dense + bm25 -> fusion -> referenced chunks first: a :class:`Retrieval`)
         -> extractive answerer (passages -> draft + relevance) -> :meth:`_signals` (term support -> confidence)
         -> :class:`pipelines.answer_policy.AnswerPolicy` (refuse / LLM + validation, retry / extractive fallback).
+        ``show``: an LLM answer's checked sentences while the model writes them (:mod:`pipelines.streaming`).
         """
         t0 = time.perf_counter()
         self.warm_up()
@@ -374,7 +377,8 @@ class QueryEngine:
             context = r.context(k)
             t_retrieved = time.perf_counter()
             with span("decide") as s:
-                answer = self.policy.decide(question, list(history), context, ext, signals["confidence"], scopes)
+                answer = self.policy.decide(question, list(history), context, ext, signals["confidence"], scopes,
+                                            show=show)
                 tag(s, answer_mode=answer.mode, refused=answer.refused, n_citations=len(answer.citations))
             t_end = time.perf_counter()
             tag(root, **self._outcome_tags(answer, signals["confidence"], len(context), len(r.routed)))

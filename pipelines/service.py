@@ -20,6 +20,7 @@ from pipelines.models import Answer, IngestProgress, IngestResult, RetrievalMode
 if TYPE_CHECKING:
     from pipelines.indexing import Indexer
     from pipelines.query import QueryEngine
+    from pipelines.streaming import ShowText
 
 ProgressCallback = Callable[[IngestProgress], None]
 
@@ -190,16 +191,20 @@ class CitebotService:
         *,
         mode: RetrievalMode = "hybrid",
         k: int | None = None,
+        show: ShowText | None = None,
     ) -> Answer:
+        """The answer to ``question`` over ``scopes``. ``show``: in LLM mode, the answer's sentences as they are
+        written and checked (:mod:`pipelines.streaming`); the answer returned is the same with or without it."""
         scopes = require_scopes(scopes)
         if len(question) <= MAX_QUESTION_CHARS:
-            return self._answer(question, scopes, history, mode=mode, k=k)
-        answer = self._answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k)
+            return self._answer(question, scopes, history, mode=mode, k=k, show=show)
+        answer = self._answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k, show=show)
         note = f"{NOTE_QUESTION_CUT} {answer.note}" if answer.note else NOTE_QUESTION_CUT
         return answer.model_copy(update={"note": note})
 
     def _answer(
-        self, question: str, scopes: list[str], history: Sequence[Turn], *, mode: RetrievalMode, k: int | None
+        self, question: str, scopes: list[str], history: Sequence[Turn], *, mode: RetrievalMode, k: int | None,
+        show: ShowText | None = None,
     ) -> Answer:
         """The question types of :mod:`pipelines.questions` (compare, summarise, not there, which one, table
         max / min, document type, partly covered) first; every other question the look-up path answers."""
@@ -211,7 +216,7 @@ class CitebotService:
         if chosen is not None:  # "2" after "which limit do you mean?": that reading, asked afresh
             question, history = chosen, ()
         typed = QuestionTypes(engine).answer(question, scopes, history, mode=mode, k=k)
-        return typed if typed is not None else engine.answer(question, scopes, history, mode=mode, k=k)
+        return typed if typed is not None else engine.answer(question, scopes, history, mode=mode, k=k, show=show)
 
     def list_documents(self, scopes: str | Sequence[str]) -> list[DocInfo]:
         return self.store.list_documents(scopes=require_scopes(scopes))

@@ -167,9 +167,11 @@ class Triage:
         self._client = client
 
     # --- the loop ------------------------------------------------------------------------------
-    def run(self, question: str, documents: list[Document], history: Sequence[Turn], scopes: Sequence[str]
-            ) -> TriageResult:
-        """The tool loop for ``question`` over ``documents`` (the retrieved passages) within ``scopes``."""
+    def run(self, question: str, documents: list[Document], history: Sequence[Turn], scopes: Sequence[str],
+            *, gather_only: bool = False) -> TriageResult:
+        """The tool loop for ``question`` over ``documents`` (the retrieved passages) within ``scopes``;
+        ``gather_only``: only gather, whatever ``answer_in_loop`` says (the answer is streamed after it)."""
+        in_loop = self.answer_in_loop and not gather_only
         from connectors.llm import LLMRejectedError, LLMResponseError, LLMTimeoutError, LLMUnavailableError
 
         scopes = require_scopes(list(scopes))
@@ -180,7 +182,7 @@ class Triage:
                 return result
         with span("triage") as s:
             try:
-                self._loop(question, history, scopes, result)
+                self._loop(question, history, scopes, result, in_loop)
             except (LLMTimeoutError, LLMResponseError):
                 raise
             except LLMUnavailableError as e:
@@ -197,15 +199,16 @@ class Triage:
         log.info("triage", outcome=result.outcome, n_tool_calls=result.tool_calls, n_fetched=len(result.fetched))
         return result
 
-    def _loop(self, question: str, history: Sequence[Turn], scopes: list[str], result: TriageResult) -> None:
+    def _loop(self, question: str, history: Sequence[Turn], scopes: list[str], result: TriageResult,
+              in_loop: bool) -> None:
         from connectors.llm import LLMResponseError, parse_json_object
 
-        messages: list[dict[str, Any]] = self._messages(question, result.documents, history, scopes)
+        messages: list[dict[str, Any]] = self._messages(question, result.documents, history, scopes, in_loop)
         shown = {chunk_id_of(d) for d in result.documents}
         choice = "auto"
         for _ in range(self.max_tool_calls + 1):
             reply = self._client.chat_tools(messages, TOOLS, tool_choice=choice)
-            if not reply.tool_calls and not self.answer_in_loop:
+            if not reply.tool_calls and not in_loop:
                 result.outcome = "gathered"  # whatever it wrote: the answer is generated next, from the passages
                 return
             if not reply.tool_calls:
@@ -240,11 +243,11 @@ class Triage:
                 choice = "none"
         result.outcome = "budget_spent"  # the answer is generated from the passages and what was fetched
 
-    def _messages(self, question: str, documents: list[Document], history: Sequence[Turn], scopes: list[str]
-                  ) -> list[dict[str, Any]]:
+    def _messages(self, question: str, documents: list[Document], history: Sequence[Turn], scopes: list[str],
+                  in_loop: bool) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = [dict(m) for m in build_messages(
             question, documents, list(history), max_passage_chars=self.max_passage_chars)]
-        end = ANSWER_NOW if self.answer_in_loop else GATHER_ONLY
+        end = ANSWER_NOW if in_loop else GATHER_ONLY
         messages[0]["content"] += "\n" + TRIAGE_RULES.format(n=self.max_tool_calls) + end
         first = [str((d.meta or {}).get("doc_id", "")) for d in documents]
         outline = self.outline(scopes, first)

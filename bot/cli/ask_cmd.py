@@ -105,7 +105,8 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
         from bot.cli.notices import announce_model_export
 
         announce_model_export(settings)
-        answer = service.answer(args.question, scopes, mode=args.mode, k=args.k)
+        shown = _Streamed(sys.stdout) if not args.json and sys.stdout.isatty() else None
+        answer = service.answer(args.question, scopes, mode=args.mode, k=args.k, show=shown)
         if service.query.embedding_mismatch:
             print("citebot ask: the index was built with another embedding setting; run `citebot reindex` "
                   "(`citebot reindex --check` says why).", file=sys.stderr)
@@ -120,6 +121,30 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     if args.json:
         print(json.dumps(for_terminal(answer).model_dump(), indent=2, ensure_ascii=False))
+    elif shown is not None and shown.text:
+        shown.finish(for_terminal(answer).text, render_answer(answer))
     else:
         print(render_answer(answer))
     return 0
+
+
+class _Streamed:
+    """On a terminal, an LLM answer's checked sentences are printed as they come (:mod:`pipelines.streaming`); the
+    quotes follow once the answer is decided. Piped output is printed whole, once."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.text = ""
+
+    def __call__(self, piece: str) -> None:
+        self.text += piece
+        self.out.write(piece)
+        self.out.flush()
+
+    def finish(self, answer_text: str, rendered: str) -> None:
+        """The rest of ``rendered`` after the text already printed; all of it when the answer decided is not the
+        one printed (the model's reply broke off and the PDFs are quoted instead)."""
+        if rendered.startswith(self.text) and answer_text == self.text:
+            print(rendered[len(self.text) :], file=self.out)
+        else:
+            print("\n\n" + rendered, file=self.out)

@@ -57,6 +57,7 @@ from bot.slack.events import (
 )
 from bot.slack.render import FEEDBACK_ACTION, FEEDBACK_MODAL, feedback_modal, plain, render_answer
 from bot.slack.scopes import MembershipCache, dm_search_scopes
+from bot.slack.stream import AnswerStream
 from bot.slack.workers import SlackWorkers
 from bot.texts import (
     APOLOGY,
@@ -272,12 +273,16 @@ class SlackBot:
     def _post(self, item: WorkItem, slot: str, *, channel: str, thread_ts: str, **kw: Any) -> str:
         """Post a message carrying the item's key in its metadata, and note its ts under ``slot``."""
         resp = self.client.chat_postMessage(
-            channel=channel, thread_ts=thread_ts or None,
-            metadata={"event_type": WORK_METADATA, "event_payload": {"work": item.key, "slot": slot}}, **kw,
+            channel=channel, thread_ts=thread_ts or None, metadata=self._metadata(item, slot), **kw,
         )
         ts = str(resp["ts"])
         self._note(item, **{slot: ts})
         return ts
+
+    @staticmethod
+    def _metadata(item: WorkItem, slot: str) -> dict[str, Any]:
+        """What a message the item posts carries, so a take-over can find it (:meth:`_posted`)."""
+        return {"event_type": WORK_METADATA, "event_payload": {"work": item.key, "slot": slot}}
 
     def _note(self, item: WorkItem, **note: str) -> None:
         """Keep what the item's work did, in the journal (for a take-over) and on the item (for this run)."""
@@ -398,10 +403,20 @@ class SlackBot:
                 self._record(item, ctx, msg, posted, Answer.model_validate_json(item.notes["answer"]))
             return
         history = self.core.history("slack", msg.thread_ref) if msg.in_thread else []
-        answer = self.core.ask(ctx, question, history)
+        # an LLM answer streams into the thread (bot/slack/stream.py); a take-over finishes the message it finds
+        earlier = self._posted(item, "stream_ts", **where)
+        stream = AnswerStream(self.client, **where, team=msg.team, user=msg.user, resume_ts=earlier,
+                              started=lambda ts: self._note(item, stream_ts=ts),
+                              metadata=self._metadata(item, "stream_ts"))
+        answer = self.core.ask(ctx, question, history, show=None if earlier else stream)
         text, blocks = render_answer(answer)
         self._note(item, answer=answer.model_dump_json())  # the post is noted before it leaves
-        ts = self._post(item, "answer_ts", **where, text=text, blocks=blocks, unfurl_links=False, unfurl_media=False)
+        ts = stream.finish(text=text, blocks=blocks, metadata=self._metadata(item, "answer_ts"))
+        if ts:
+            self._note(item, answer_ts=ts)
+        else:
+            ts = self._post(item, "answer_ts", **where, text=text, blocks=blocks, unfurl_links=False,
+                            unfurl_media=False)
         self._record(item, ctx, msg, ts, answer)
 
     def _record(self, item: WorkItem, ctx: ChatContext, msg: Message, ts: str, answer: Answer) -> None:

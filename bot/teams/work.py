@@ -32,6 +32,7 @@ from bot.journal import Kind, Lane, RetryLater, WorkJournal
 from bot.teams import render
 from bot.teams.activity import TeamsFile, TeamsTurn, also_known_as, message_ref, synced_owner
 from bot.teams.graph import DriveFile, GraphClient, GraphError
+from bot.teams.stream import TeamsStream
 from bot.texts import (
     APOLOGY,
     INGEST_FAILED_TEXT,
@@ -225,14 +226,25 @@ class TeamsWork:
                 self._record(item, ctx, turn, posted, Answer.model_validate_json(item.notes["answer"]))
             return
         self._sending_lost(item, "answer_id")
+        stream: TeamsStream | None = None
         if item.notes.get("answer"):  # decided before the kill: post that one, do not ask again
             answer = Answer.model_validate_json(item.notes["answer"])
         else:
             history = self.core.history("teams", turn.thread_ref)
-            answer = self.core.ask(ctx, turn.text, history)
+            if turn.kind == "personal" and not item.notes.get("stream_id"):  # Teams streams in 1:1 chats only
+                stream = TeamsStream(lambda a: self._on_loop(self._send(ref, a)),
+                                     started=lambda stream_id: self._note(item, stream_id=stream_id))
+            answer = self.core.ask(ctx, turn.text, history, show=stream)
             self._note(item, answer=answer.model_dump_json())  # the answer is noted before it leaves
         message = render.answer_activity(answer, quote_card=turn.kind == "channel")
-        message_id = self._post(item, "answer_id", ref, message)
+        if stream is not None and stream.stream_id:
+            try:  # the answer ends the stream it was shown in
+                message_id = self._post(item, "answer_id", ref, stream.final(message))
+            except aiohttp.ClientResponseError as e:  # the stream was stopped (by the user, or timed out): post it
+                log.info("teams_stream_final_refused", status=e.status)
+                message_id = self._post(item, "answer_id", ref, message)
+        else:
+            message_id = self._post(item, "answer_id", ref, message)
         if not message_id:
             log.warning("teams_answer_without_id")
             return

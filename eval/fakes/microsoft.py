@@ -9,7 +9,11 @@
   ``GET /v1.0/drives/{drive}/items/{folder}/children`` (paged with ``@odata.nextLink``);
 * file downloads: ``GET /files/{key}`` (the ``downloadUrl`` of a Teams file attachment).
 
-It records every call (with a monotonic timestamp) so tests can wait for a reply with a timeout.
+It records every call (with a monotonic timestamp) so tests can wait for a reply with a timeout. Streamed bot
+messages follow Teams' rules (activities with a ``streaminfo`` entity): one-on-one chats only (a personal chat's
+conversation id starts ``a:``); the first update's id is the ``streamId`` every later one and the ``final``
+message carry; each update's ``streamSequence`` is higher and its text holds the text before; nothing follows the
+final message. A streamed activity that breaks a rule is refused as Teams refuses it (400 or 403, error body).
 :class:`AppThread` runs an aiohttp app on its own event loop in a thread, as ``serve`` would.
 """
 
@@ -81,6 +85,7 @@ class FakeMicrosoft:
         self.calls: list[Call] = []
         self.token_requests = 0
         self.token_scopes: list[str] = []  # the scope of each token request (Graph's, the Bot Connector's)
+        self.streams: dict[str, dict[str, Any]] = {}  # streamId -> sequence, text, ended
         self._ids = itertools.count(1000)
         self._cond = threading.Condition()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -144,6 +149,43 @@ class FakeMicrosoft:
             self.calls.append(call)
             self._cond.notify_all()
 
+    def _stream_rule(self, conversation_id: str, body: dict[str, Any]) -> tuple[int, str, str] | None:
+        """Apply Teams' streaming rules to a posted activity: None if it may go, else (status, code, message)."""
+        info = _stream_info(body)
+        if info is None:
+            return None
+        if not conversation_id.startswith("a:"):
+            return 400, "BadArgument", "Streaming API is not enabled for this conversation type"
+        kind, stream_id, text = info.get("streamType"), str(info.get("streamId") or ""), str(body.get("text") or "")
+        with self._cond:
+            if not stream_id:
+                if kind == "final":
+                    return 400, "BadArgument", "A final streamed message needs a streamId"
+                return None  # the stream starts; its id is the one this post gets (see do_POST)
+            stream = self.streams.get(stream_id)
+            if stream is None:
+                return 400, "BadArgument", "Unknown streamId"
+            if stream["ended"]:
+                return 403, "ContentStreamNotAllowed", "Content stream is not allowed on a completed streamed message"
+            if kind == "final":
+                stream["ended"] = True
+                return None
+            sequence = int(info.get("streamSequence") or 0)
+            if sequence <= stream["sequence"]:
+                return 400, "BadArgument", "ContentStreamSequenceOrderPreConditionFailed"
+            if kind == "streaming" and not text.startswith(stream["text"]):
+                return 400, "BadArgument", "A streamed update must hold the content streamed before it"
+            stream.update(sequence=sequence, text=text if kind == "streaming" else stream["text"])
+        return None
+
+    def _stream_started(self, stream_id: str, body: dict[str, Any]) -> None:
+        info = _stream_info(body)
+        if info is not None and not info.get("streamId"):
+            with self._cond:
+                self.streams[stream_id] = {"sequence": int(info.get("streamSequence") or 0), "ended": False,
+                                           "text": str(body.get("text") or "") if info.get("streamType") == "streaming"
+                                           else ""}
+
     # --- HTTP ----------------------------------------------------------------------------------
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -187,6 +229,15 @@ class FakeMicrosoft:
                 if len(parts) >= 5 and parts[1] == "v3" and parts[2] == "conversations" and parts[4] == "activities":
                     body = json.loads(raw or b"{}")
                     new_id = str(next(fake._ids))
+                    refused = fake._stream_rule(unquote(parts[3]), body)
+                    if refused is not None:
+                        fake._record(Call("POST#refused", path, body, time.perf_counter(),
+                                          conversation_id=unquote(parts[3])))
+                        self._json(refused[0], {"error": {"code": refused[1], "message": refused[2]}})
+                        return
+                    info = _stream_info(body)
+                    if info is not None and info.get("streamId"):
+                        new_id = str(info["streamId"])
                     call = Call(
                         "POST",
                         path,
@@ -197,6 +248,7 @@ class FakeMicrosoft:
                         response_id=new_id,
                         authorization=self.headers.get("Authorization") or "",
                     )
+                    fake._stream_started(new_id, body)
                     fake._record(call)
                     self._json(200, {"id": new_id})
                     return
@@ -315,6 +367,11 @@ class FakeMicrosoft:
                 self._json(404, {"error": {"code": "itemNotFound"}})
 
         return Handler
+
+
+def _stream_info(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The activity's ``streaminfo`` entity, if it is part of a streamed message."""
+    return next((e for e in body.get("entities") or [] if isinstance(e, dict) and e.get("type") == "streaminfo"), None)
 
 
 class AppThread:

@@ -12,6 +12,11 @@ Tool calls (``tools`` / ``tool_calls``, as the triage loop of ``pipelines.triage
 scripted to call tools (:meth:`FakeOpenAI.push_tool_calls`, or a responder returning ``Scripted(tool_calls=...)``),
 and the next request carries what the bot sent back (:func:`tool_results`). ``FakeOpenAI(tools_unsupported=True)``
 answers a request offering tools with HTTP 400, as vLLM does without ``--enable-auto-tool-choice``.
+
+A request with ``"stream": true`` is answered as the real endpoint streams: server-sent events of
+``chat.completion.chunk`` objects, the content a few characters at a time, then ``data: [DONE]``.
+:meth:`FakeOpenAI.hold_stream` stops a stream after a given piece of its content until the test releases it,
+so a test can see what reached people while the model was still writing, without timing anything.
 """
 
 from __future__ import annotations
@@ -78,8 +83,8 @@ def quoting_responder(request: dict[str, Any]) -> str:
     return json.dumps(
         {
             "answerable": True,
-            "answer": "The document says so [1].",
             "citations": [{"n": 1, "chunk_id": chunk_id, "quote": sentence}],
+            "answer": "The document says so [1].",
         }
     )
 
@@ -111,10 +116,10 @@ def careful_responder(request: dict[str, Any]) -> str:
         picked.append((chunk_id, quote))
     if not picked:
         return json.dumps({"answerable": False, "answer": "", "citations": []})
-    return json.dumps({
+    return json.dumps({  # the citations first, as the prompt's example has them (they are what a stream waits for)
         "answerable": True,
-        "answer": " ".join(f"The model read {files.get(c, 'a PDF')} [{n}]." for n, (c, _) in enumerate(picked, 1)),
         "citations": [{"n": n, "chunk_id": c, "quote": q} for n, (c, q) in enumerate(picked, 1)],
+        "answer": " ".join(f"The model read {files.get(c, 'a PDF')} [{n}]." for n, (c, _) in enumerate(picked, 1)),
     })
 
 
@@ -166,6 +171,9 @@ class FakeOpenAI:
         self.tools_unsupported = tools_unsupported
         self.script: deque[Scripted] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.streams_ended = 0  # streamed replies sent to their end ([DONE])
+        self.chunk_chars = 12  # characters of content per streamed chunk
+        self._hold: tuple[str, threading.Event] | None = None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -184,6 +192,13 @@ class FakeOpenAI:
     def tools_requests(self) -> list[dict[str, Any]]:
         """The requests that offered tools."""
         return [r for r in self.requests if r.get("tools")]
+
+    def hold_stream(self, after: str) -> threading.Event:
+        """Stop the next streamed reply whose content holds ``after`` right after the chunk that completes it,
+        until the returned event is set (at most 60 s)."""
+        gate = threading.Event()
+        self._hold = (after, gate)
+        return gate
 
     # --- server ----------------------------------------------------------------------------------
     @property
@@ -225,9 +240,42 @@ class FakeOpenAI:
                     body = step.body
                 elif step.status != 200:
                     body = json.dumps({"error": {"message": "scripted error", "type": "server_error"}}).encode()
+                elif req.get("stream"):
+                    self._stream(req, step.content or "")
+                    return
                 else:
                     body = json.dumps(_completion(req, step.content or "", step.tool_calls)).encode()
                 self._send(step.status, step.headers, body)
+
+            def _stream(self, req: dict[str, Any], content: str) -> None:
+                """The reply as server-sent events, ``chunk_chars`` characters of content per chunk."""
+                hold = fake._hold if fake._hold and fake._hold[0] in content else None
+                if hold is not None:
+                    fake._hold = None
+                    release_at = content.index(hold[0]) + len(hold[0])
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("cache-control", "no-cache")
+                    self.end_headers()
+                    step = max(1, fake.chunk_chars)
+                    for start in range(0, len(content), step):
+                        piece = content[start : start + step]
+                        delta = {"role": "assistant", "content": piece} if start == 0 else {"content": piece}
+                        self._event(_chunk(req, delta, None))
+                        if hold is not None and start < release_at <= start + step:
+                            hold[1].wait(60)
+                    self._event(_chunk(req, {}, "stop"))
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+                with fake._lock:
+                    fake.streams_ended += 1
+
+            def _event(self, obj: dict[str, Any]) -> None:
+                self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
+                self.wfile.flush()
 
             def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
                 try:
@@ -277,4 +325,14 @@ def _completion(req: dict[str, Any], content: str, tool_calls: list[dict[str, An
         "model": req.get("model", "fake"),
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def _chunk(req: dict[str, Any], delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": req.get("model", "fake"),
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }

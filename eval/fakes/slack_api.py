@@ -10,6 +10,10 @@ signing secret (``X-Slack-Signature`` over ``v0:{timestamp}:{body}``), optionall
 :func:`post_interaction` delivers an interaction (a button click, a modal submission) the way Slack does:
 form-encoded ``payload=<json>``, signed; :func:`feedback_click`, :func:`view_submission` and
 :func:`assistant_thread_event` build those payloads and events in Slack's shapes.
+
+It keeps each of the bot's messages as people see it last (:meth:`FakeSlack.thread`): posted, edited
+(``chat.update``) or streamed (``chat.startStream`` / ``chat.appendStream`` / ``chat.stopStream``, Slack's chat
+streaming: a message in a thread, for a recipient when in a channel, appended to while it streams).
 """
 
 from __future__ import annotations
@@ -186,15 +190,22 @@ class FakeSlack:
             message: dict[str, Any] = {"type": "message", "text": p.get("text"), "ts": ts, "bot_id": self.bot_id}
             if p.get("thread_ts"):
                 message["thread_ts"] = str(p["thread_ts"])
-            if p.get("metadata"):
-                message["metadata"] = p["metadata"]
+            for key in ("metadata", "blocks"):
+                if p.get(key):
+                    message[key] = p[key]
             with self._cond:
                 self.messages.setdefault(str(p.get("channel")), []).append(message)
             return {"ok": True, "channel": p.get("channel"), "ts": ts, "message": {"text": p.get("text"), "ts": ts}}
         if method in ("conversations.replies", "conversations.history"):
             return {"ok": True, "messages": self._history(p), "has_more": False}
         if method == "chat.update":
+            with self._cond:
+                found = self._message(p)
+                if found is not None:
+                    found.update({k: p[k] for k in ("text", "blocks", "metadata") if p.get(k) is not None})
             return {"ok": True, "channel": p.get("channel"), "ts": p.get("ts"), "text": p.get("text")}
+        if method.startswith("chat.") and method.endswith("Stream"):
+            return self._stream(method, p)
         if method == "views.open":
             if not p.get("trigger_id"):
                 return {"ok": False, "error": "invalid_trigger_id"}
@@ -218,6 +229,45 @@ class FakeSlack:
                 return {"ok": False, "error": "file_not_found"}
             return {"ok": True, "file": self.file_object(file_id)}
         return {"ok": True}
+
+    def _message(self, p: dict[str, Any]) -> dict[str, Any] | None:
+        """The bot's message ``p`` names by channel and ts (under ``_cond``)."""
+        return next((m for m in self.messages.get(str(p.get("channel")), []) if m["ts"] == str(p.get("ts"))), None)
+
+    def _stream(self, method: str, p: dict[str, Any]) -> dict[str, Any]:
+        """chat.startStream / chat.appendStream / chat.stopStream, with Slack's rules: a stream is a reply in a
+        thread, for a recipient (user and team) outside a DM; only a message still streaming takes more text."""
+        text = str(p.get("markdown_text") or "") + "".join(
+            str(c.get("text") or "") for c in p.get("chunks") or [] if c.get("type") == "markdown_text")
+        channel = str(p.get("channel") or "")
+        with self._cond:
+            if method == "chat.startStream":
+                if not channel or not p.get("thread_ts"):
+                    return {"ok": False, "error": "invalid_arguments"}
+                if not channel.startswith("D") and not (p.get("recipient_user_id") and p.get("recipient_team_id")):
+                    return {"ok": False, "error": "invalid_arguments"}
+                ts = f"{int(time.time())}.{next(self._ts):06d}"
+                self.messages.setdefault(channel, []).append({
+                    "type": "message", "text": text, "ts": ts, "bot_id": self.bot_id,
+                    "thread_ts": str(p["thread_ts"]), "streaming": True})
+                return {"ok": True, "channel": channel, "ts": ts}
+            found = self._message(p)
+            if found is None:
+                return {"ok": False, "error": "message_not_found"}
+            if not found.get("streaming"):
+                return {"ok": False, "error": "message_not_in_streaming_state"}
+            found["text"] = str(found.get("text") or "") + text
+            if method == "chat.stopStream":
+                found["streaming"] = False
+                for key in ("blocks", "metadata"):
+                    if p.get(key):
+                        found[key] = p[key]
+            return {"ok": True, "channel": channel, "ts": found["ts"]}
+
+    def thread(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+        """The bot's messages in a thread as people see them now (after edits and streams), oldest first."""
+        with self._cond:
+            return [dict(m) for m in self.messages.get(channel, []) if m.get("thread_ts") == thread_ts]
 
     def _history(self, p: dict[str, Any]) -> list[dict[str, Any]]:
         """The bot's posts of a channel (``conversations.history``, newest first) or of one thread
@@ -257,7 +307,7 @@ class FakeSlack:
                     params.update(json.loads(raw))
                 elif raw:
                     params.update({k: v[0] for k, v in urllib.parse.parse_qs(raw.decode()).items()})
-                for key in ("blocks", "view", "prompts", "loading_messages", "metadata"):
+                for key in ("blocks", "view", "prompts", "loading_messages", "metadata", "chunks"):
                     if isinstance(params.get(key), str):
                         params[key] = json.loads(params[key])
                 return params

@@ -11,7 +11,7 @@ sentences carrying a link their cited chunks do not hold.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,8 @@ from haystack.utils import Secret, deserialize_secrets_inplace
 from pipelines.components.citation_validator import chunk_id_of
 from pipelines.models import Citation, Turn
 
-PROMPT_VERSION = "answer-v1"
+# v2: the citations come before the answer in the reply, so a streamed answer can be checked sentence by sentence
+PROMPT_VERSION = "answer-v2"
 
 SYSTEM_PROMPT = """You answer questions about PDF documents using ONLY the passages provided.
 Rules:
@@ -31,8 +32,8 @@ Rules:
 - Never cite a chunk_id that is not listed. Never change the words of a quote.
 - If the passages do not answer the question, set "answerable" to false and leave the answer empty.
 - Be brief: at most 4 sentences.
-Reply with only this JSON object:
-{"answerable": true, "answer": "text with [1] markers", "citations": [{"n": 1, "chunk_id": "...", "quote": "..."}]}"""
+Reply with only this JSON object, the citations before the answer:
+{"answerable": true, "citations": [{"n": 1, "chunk_id": "...", "quote": "..."}], "answer": "text with [1] markers"}"""
 
 STRICT_SUFFIX = """Your previous reply had citations that failed an exact check:
 {failures}
@@ -130,7 +131,7 @@ def _sentences(text: str) -> list[str]:
 
 
 def keep_supported(
-    text: str, citations: list[Citation], documents: Sequence[Document] = ()
+    text: str, citations: list[Citation], documents: Sequence[Document] = (), *, upto: int | None = None
 ) -> Supported:
     """Keep only the sentences of an LLM answer that carry at least one [n] marker with a valid citation
     and no link missing from the chunks those markers cite (a link must occur verbatim in one of them);
@@ -138,7 +139,10 @@ def keep_supported(
 
     Everything else is left out: a sentence without a marker is the model's own claim, not the PDFs', and
     a PDF that steers the model ("tell readers to verify their account at ...") gets no sentence and no
-    link into an answer shown as checked."""
+    link into an answer shown as checked.
+
+    ``upto``: only the first ``upto`` sentences (a streamed answer's finished ones); what they give is the start of
+    what the whole text gives, word for word."""
     valid: dict[int, Citation] = {}
     for c in citations:
         valid.setdefault(c.n, c)
@@ -146,7 +150,7 @@ def keep_supported(
     kept: list[str] = []
     order: list[int] = []
     dropped = links_dropped = 0
-    for sentence in _sentences(text):
+    for sentence in _sentences(text)[:upto]:
         ns = [int(m) for m in _MARKER.findall(sentence)]
         good = [n for n in ns if n in valid]
         if not good:
@@ -246,10 +250,14 @@ class LLMAnswerer:
         documents: list[Document],
         history: list[Turn] | None = None,
         failures: list[dict[str, Any]] | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
+        """:param on_text: when given, the reply is streamed and this gets the reply's raw text so far as it grows
+        (:class:`pipelines.streaming.SentencePreview` turns that into checked sentences)."""
         self.warm_up()
         messages = build_messages(question, documents, history, failures, max_passage_chars=self.max_passage_chars)
-        return parse_draft(self._client.chat_json(messages))
+        streamed = {} if on_text is None else {"on_delta": on_text}  # a client that cannot stream is still asked
+        return parse_draft(self._client.chat_json(messages, **streamed))
 
 
 def parse_draft(out: dict[str, Any]) -> dict[str, Any]:

@@ -98,7 +98,7 @@ class World:
         before = len(self._slack_answers(root))
         status, _ = post_signed(self.slack_url, event_callback(event, team=TEAM))
         assert status == 200
-        self.fake_slack.wait_for("chat.postMessage", before + 1, channel=CHANNEL, thread_ts=root, timeout=120)
+        self.fake_slack.wait_until(lambda: len(self._slack_answers(root)) > before, timeout=120)
         params = self._slack_answers(root)[-1]
         assert self.slack_bot.wait_idle(60)  # the answer is recorded after its post: then the thread is "answered"
         head = [b["text"]["text"] for b in params["blocks"] if b["type"] == "section"]
@@ -114,8 +114,8 @@ class World:
         return Shown(lines, files, quotes, {**params, "root": root})
 
     def _slack_answers(self, root: str) -> list[dict[str, Any]]:
-        return [c.params for c in self.fake_slack.calls_to("chat.postMessage", channel=CHANNEL, thread_ts=root)
-                if c.params.get("blocks")]
+        # the thread's answers as the asker sees them at the end: posted, or (an LLM answer) streamed, then updated
+        return [m for m in self.fake_slack.thread(CHANNEL, root) if m.get("blocks") and not m.get("streaming")]
 
     # --- Teams ----------------------------------------------------------------------------------
     def teams(self, question: str, *, chat: str = CHAT) -> Shown:

@@ -286,3 +286,49 @@ def test_a_private_question_acknowledged_before_the_kill_is_answered_after_the_r
     assert private["response_type"] == "ephemeral" and EXPECTED in private["text"]
     assert any(b["type"] == "context_actions" for b in private["blocks"])  # with its 👍/👎
     assert _answers(fake) == Counter({"4000.000100": 1})  # nothing posted for the channel to see
+
+
+def test_an_answer_killed_mid_stream_is_finished_in_its_own_message_after_the_restart(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """LLM mode (issue 24 item 8): the first sentence is streamed into the thread, the bot is killed while the model
+    is still writing; the restarted bot finishes that same message with the whole answer, and posts no other."""
+    import json
+
+    from eval.fakes.openai_api import FakeOpenAI, passages_in
+
+    sentence = POLICY[0][1]
+
+    def model(req: dict[str, Any]) -> str:
+        chunk = next(cid for cid, text in passages_in(req) if "eighteen weeks" in text)
+        return json.dumps({"answerable": True, "citations": [{"n": 1, "chunk_id": chunk, "quote": sentence}],
+                           "answer": "Employees get eighteen weeks [1]. The leave is paid [1]."})
+
+    data = tmp_path / "data"
+    with FakeOpenAI(model) as llm:
+        settings = {"OPENAI_BASE_URL": llm.base_url, "CITEBOT_LLM_MODEL": "fake-model"}
+        gate = llm.hold_stream("The leave is")
+        first = Bot(fake, data, tmp_path / "first.log", **settings)
+        try:
+            first.wait_ready()
+            _index_handbook(fake, first)
+            (root,) = _ask(fake, first.url, 1)
+            fake.wait_for("chat.startStream", channel=CHANNEL, thread_ts=root, timeout=180)
+            time.sleep(2)  # the stream's ts is journaled as soon as Slack gives it
+        finally:
+            first.kill()
+            gate.set()
+        (streamed,) = fake.thread(CHANNEL, root)
+        assert streamed["streaming"] and streamed["text"] == r"Employees get eighteen weeks \[1\]."
+
+        second = Bot(fake, data, tmp_path / "second.log", **settings)
+        try:
+            second.wait_ready()
+            fake.wait_until(lambda: sum(_answers(fake).values()) == 1, timeout=LEASE_S + AFTER_RESTART_S)
+        finally:
+            second.kill()
+    (answer,) = fake.thread(CHANNEL, root)
+    assert answer["ts"] == streamed["ts"] and not answer["streaming"]
+    assert answer["text"].startswith("Employees get eighteen weeks [1]. The leave is paid [1].")
+    assert any(b["type"] == "context_actions" for b in answer["blocks"])
+    assert len(fake.calls_to("chat.startStream")) == 1 and not _answer_texts(fake)
