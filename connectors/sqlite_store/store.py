@@ -20,7 +20,7 @@ from haystack.document_stores.types import DuplicatePolicy
 
 from connectors.private_files import private_sqlite_file
 from connectors.sqlite_store.connection import log
-from connectors.sqlite_store.filters import filters_to_sql
+from connectors.sqlite_store.filters import create_filter_indexes, filters_to_sql
 from connectors.sqlite_store.fulltext import _FullText
 from connectors.sqlite_store.rows import _batches
 from connectors.sqlite_store.schema import create_schema
@@ -61,6 +61,7 @@ class SQLiteDocumentStore(_FullText):
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             create_schema(conn, self._write_lock)
+            create_filter_indexes(conn, self._write_lock)
         except sqlite3.Error as e:
             raise StoreError(f"cannot open the store at {self.path}: {e}; check the path and its permissions") from e
         self._check_dim(conn)
@@ -217,7 +218,9 @@ class SQLiteDocumentStore(_FullText):
 
         scopes = require_scopes(scopes)
         where, params = filters_to_sql(filters)
-        narrow, narrow_params = index_terms(filters)  # one document's rows, not the whole scope's
+        narrow, narrow_params, scope = index_terms(filters)  # one document's (page's, section's) rows, not the scope's
+        # with such terms, "+" keeps SQLite from reading the whole scope in chunks_scope_doc's order to save a sort
+        plus = "+" if narrow else ""
         marks = ",".join("?" * len(scopes))
         emb_col = "e.embedding" if return_embedding else "NULL"
         join = "LEFT JOIN embeddings e ON e.rid = c.rid" if return_embedding else ""
@@ -225,8 +228,8 @@ class SQLiteDocumentStore(_FullText):
             self._conn()
             .execute(
                 f"SELECT c.id, c.content, c.meta, c.extra, {emb_col} FROM chunks c {join} "
-                f"WHERE c.scope IN ({marks}){narrow} AND coalesce({where}, 0) "
-                f"ORDER BY c.doc_id, c.chunk_index, c.id LIMIT ?",
+                f"WHERE {scope} IN ({marks}){narrow} AND coalesce({where}, 0) "
+                f"ORDER BY {plus}c.doc_id, {plus}c.chunk_index, {plus}c.id LIMIT ?",
                 [*scopes, *narrow_params, *params, int(limit)],
             )
             .fetchall()

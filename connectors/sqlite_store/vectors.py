@@ -60,13 +60,13 @@ class _Vectors(_Rows):
             allowed: np.ndarray | None = None
             if filters:
                 where, params = filters_to_sql(filters)
-                narrow, narrow_params = index_terms(filters)
+                narrow, narrow_params, scope = index_terms(filters)
                 marks = ",".join("?" * len(scopes))
                 allowed = np.fromiter(
                     (
                         r[0]
                         for r in conn.execute(
-                            f"SELECT c.rid FROM chunks c WHERE c.scope IN ({marks}){narrow} AND coalesce({where}, 0)",
+                            f"SELECT c.rid FROM chunks c WHERE {scope} IN ({marks}){narrow} AND coalesce({where}, 0)",
                             [*scopes, *narrow_params, *params],
                         )
                     ),

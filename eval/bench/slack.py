@@ -5,13 +5,18 @@ its Web API pointed at :class:`eval.fakes.slack_api.FakeSlack` on loopback. The 
 PDFs (ingested for real, so answers are real) plus synthetic chunks with random unit vectors up to
 ``--chunks``, all in the channel's scope. Measured, per mention: the ack latency (HTTP round trip
 of the signed delivery) and mention-to-answer-posted (delivery sent -> ``chat.postMessage`` with the
-answer seen by the fake). Every mention must be answered exactly once.
+answer seen by the fake). Every mention must be answered exactly once, and with the same quotes as when its
+question is asked alone: after the burst, each question is asked again on its own, one at a time, and the quotes
+(text and location line, in order) of the two answers are compared; a difference is printed, and ``--check``
+fails on it.
 
 Each compared backend (``--backends``; default torch and the configured one) gets its own bot process on
 the same store, one after the other, and the table shows them side by side with the time from spawn to
 ``/readyz``.
 
-Targets: ack p95 <= 100 ms, answer posted p95 <= 1.5 s (extractive mode), ready <= 4 s.
+Targets: ack p95 <= 100 ms, answer posted p95 <= 1.5 s (extractive mode), ready <= 4 s. ``--check`` exits 1 when
+a target is missed, a mention is not answered exactly once, or an answer's quotes differ from its question's asked
+alone.
 """
 
 from __future__ import annotations
@@ -46,6 +51,9 @@ def register(sub: Any) -> None:
     p.add_argument("--chunks", type=int, default=10_000, help="total chunks in the channel's store")
     p.add_argument("--workers", type=int, default=None, help="CITEBOT_SLACK_WORKERS for the bot (default: setting)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 when a target is missed, a mention is not answered exactly once, or an answer's "
+                        "quotes differ from those of its question asked alone")
     add_backends_arg(p)
     p.set_defaults(func=run)
 
@@ -118,11 +126,52 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
            "store_build_s": round(build_s, 1), "load_avg_1m": [load_start, load_average()], "results": results,
            "target_ack_p95_ms": TARGET_ACK_P95_MS, "target_answer_p95_ms": TARGET_ANSWER_P95_MS,
            "target_ready_s": TARGET_READY_S}
+    out["missed"] = missed_targets(results)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         _print(out)
+    if args.check:
+        return 1 if out["missed"] else 0
     return 0 if all(r["all_answered_once"] for r in results.values()) else 1
+
+
+def missed_targets(results: dict[str, dict[str, Any]]) -> list[str]:
+    """What ``--check`` fails on, per backend: each target missed, a mention not answered exactly once, and
+    answers whose quotes differ from their question's asked alone."""
+    missed = []
+    for b, r in results.items():
+        if not r["ack_target_met"]:
+            missed.append(f"ack p95 {r['ack_ms_p95']} ms > {TARGET_ACK_P95_MS:g} ms ({b})")
+        if not r["answer_target_met"]:
+            missed.append(f"answer posted p95 {r['answer_posted_ms_p95']} ms > {TARGET_ANSWER_P95_MS:g} ms ({b})")
+        if not r["ready_target_met"]:
+            missed.append(f"ready {r['ready_s']} s > {TARGET_READY_S:g} s ({b})")
+        if not r["all_answered_once"]:
+            missed.append(f"{r['answered_exactly_once']} of {r['mentions']} mentions answered exactly once ({b})")
+        if r["quote_mismatches"]:
+            missed.append(f"{len(r['quote_mismatches'])} answers quote otherwise than asked alone ({b})")
+    return missed
+
+
+def quotes_of(blocks: list[dict[str, Any]]) -> list[str]:
+    """The quotes of a posted answer, in order: each quote's text, then its location line (``file · p. N``)."""
+    out: list[str] = []
+    for i, block in enumerate(blocks):
+        if block.get("type") != "rich_text":
+            continue
+        text = "".join(
+            el.get("text", "")
+            for part in block.get("elements", [])
+            if part.get("type") == "rich_text_quote"
+            for el in part.get("elements", [])
+        )
+        after = blocks[i + 1] if i + 1 < len(blocks) else {}
+        where = ""
+        if after.get("type") == "context":
+            where = " ".join(el.get("text", "") for el in after.get("elements", []))
+        out.append(f"{text} — {where}" if where else text)
+    return out
 
 
 def _measure(settings: Settings, backend: str, fake: Any, tmp: Path, n: int, workers: int) -> dict[str, Any]:
@@ -194,19 +243,39 @@ def _measure(settings: Settings, backend: str, fake: Any, tmp: Path, n: int, wor
                 t.join()
             return sent, acks, statuses
 
-        sent, acks, statuses = burst(lambda i, ts: mention(CHANNEL, USER, questions[i % len(questions)], ts),
-                                     f"2{tag}")
+        asked: dict[str, str] = {}  # ts -> question
+
+        def ask(i: int, ts: str) -> dict[str, Any]:
+            asked[ts] = questions[i % len(questions)]
+            return mention(CHANNEL, USER, asked[ts], ts)
+
+        sent, acks, statuses = burst(ask, f"2{tag}")
         fake.wait_until(lambda: all(answers_in(ts) >= 1 for ts in sent), timeout=300)
         time.sleep(1.0)  # let any duplicate answer show itself before counting
         # for comparison: a burst of channel chatter the bot only acknowledges (no work queued)
         _, idle_acks, _ = burst(lambda i, ts: message(CHANNEL, USER, "chatter", ts), f"3{tag}")
+        # each question once more on its own, one at a time: the quotes its answer should have had in the burst
+        alone: dict[str, list[str]] = {}
+        for j, q in enumerate(dict.fromkeys(asked[ts] for ts in sorted(sent))):
+            ts = f"4{tag}.{j:06d}"
+            post_signed(events_url, event_callback(mention(CHANNEL, USER, q, ts)), timeout=30)
+            fake.wait_until(lambda ts=ts: answers_in(ts) >= 1, timeout=120)
+            alone[q] = quotes_of(next(c for c in fake.calls_to("chat.postMessage", thread_ts=ts)
+                                      if c.params.get("blocks")).params["blocks"])
         posts = [c for c in fake.calls_to("chat.postMessage") if c.params.get("blocks")]
         per_thread = Counter(str(c.params.get("thread_ts")) for c in posts if c.params.get("thread_ts") in sent)
-        first_post = {}
+        first_post: dict[str, float] = {}
+        burst_quotes: dict[str, list[str]] = {}
         for c in posts:
             ts = str(c.params.get("thread_ts"))
             if ts in sent and ts not in first_post:
                 first_post[ts] = c.at
+                burst_quotes[ts] = quotes_of(c.params["blocks"])
+        mismatches = [
+            {"ts": ts, "question": asked[ts], "in_burst": burst_quotes[ts], "alone": alone[asked[ts]]}
+            for ts in sorted(burst_quotes)
+            if burst_quotes[ts] != alone[asked[ts]]
+        ]
         answer_ms = [(first_post[ts] - sent[ts]) * 1000 for ts in sent if ts in first_post]
         span_s = max(first_post.values()) - min(sent.values()) if first_post else float("nan")
         refused = sum(
@@ -220,7 +289,7 @@ def _measure(settings: Settings, backend: str, fake: Any, tmp: Path, n: int, wor
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-    result = {
+    result: dict[str, Any] = {
         "ready_s": round(ready_s, 2),
         "acks_200": sum(1 for s in statuses if s == 200),
         "ack_ms_p50_no_work": round(_pct(idle_acks, 50), 1),
@@ -233,6 +302,9 @@ def _measure(settings: Settings, backend: str, fake: Any, tmp: Path, n: int, wor
         "answers_per_s": round(len(first_post) / span_s, 2),
         "answered_exactly_once": sum(1 for ts in sent if per_thread.get(ts) == 1),
         "answers_without_quotes": refused,
+        "mentions": n,
+        "same_quotes_as_alone": len(burst_quotes) - len(mismatches),
+        "quote_mismatches": mismatches,
     }
     result["ack_target_met"] = result["ack_ms_p95"] <= TARGET_ACK_P95_MS
     result["answer_target_met"] = result["answer_posted_ms_p95"] <= TARGET_ANSWER_P95_MS
@@ -270,4 +342,12 @@ def _print(out: dict[str, Any]) -> None:
     for b in backends:
         r = res[b]
         print(f"  [{b}] answered exactly once: {r['answered_exactly_once']}/{out['mentions']}, "
-              f"{r['answers_without_quotes']} without quotes")
+              f"{r['answers_without_quotes']} without quotes; same quotes as asked alone: "
+              f"{r['same_quotes_as_alone']}/{out['mentions']}")
+        for m in r["quote_mismatches"]:
+            print(f"    quotes differ for {m['question']!r} (mention {m['ts']}):")
+            for label, quotes in (("in the burst", m["in_burst"]), ("asked alone", m["alone"])):
+                shown = "; ".join(q[:120] for q in quotes) or "(no quotes)"
+                print(f"      {label}: {shown}")
+    for line in out["missed"]:
+        print(f"  missed: {line}")

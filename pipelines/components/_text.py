@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 STOPWORDS = frozenset(
@@ -25,6 +26,7 @@ GENERIC = frozenset(
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 
 
+@functools.lru_cache(maxsize=65536)  # a question reads the same passages' words several times (~57k calls each)
 def stem(word: str) -> str:
     """A deliberately tiny stemmer: lower case, strip possessives and simple plural/verb endings."""
     w = word.lower().replace("’", "'")

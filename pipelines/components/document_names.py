@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pipelines.components._text import STOPWORDS
@@ -108,6 +108,11 @@ class _Asked:
     proper: tuple[bool, ...]
     norms: tuple[str, ...]
     initials: frozenset[str]  # every way below of naming a file starts with the first letter of a word
+    # What :func:`_names` compares each file's key with, worked out once per question rather than once per file:
+    # the runs of up to four words run together (a lone word only if it looks like a name), and the runs of two or
+    # more words at least six letters long (a key they begin), by first letter.
+    runs: frozenset[str]
+    prefixes: Mapping[str, tuple[str, ...]]
 
 
 @functools.lru_cache(maxsize=256)
@@ -116,7 +121,19 @@ def _asked(question: str) -> _Asked:
     proper = tuple(raw[0].isupper() and (pos > 0 or raw.isupper()) and norm not in STOPWORDS
                    for pos, (raw, norm) in enumerate(tokens))
     norms = tuple(n for _, n in tokens)
-    return _Asked(tokens, proper, norms, frozenset(n[0] for n in norms))
+    runs: set[str] = set()
+    prefixes: dict[str, list[str]] = {}
+    for i in range(len(norms)):  # "Activision Blizzard", "Coca Cola", "Johnson & Johnson" run together
+        run = ""
+        for j in range(i, min(i + 4, len(norms))):
+            run += norms[j]
+            if j == i and not proper[i]:
+                continue  # one common word ("independents") is not a name
+            runs.add(run)
+            if j > i and len(run) >= 6:
+                prefixes.setdefault(run[0], []).append(run)
+    return _Asked(tokens, proper, norms, frozenset(n[0] for n in norms), frozenset(runs),
+                  {c: tuple(r) for c, r in prefixes.items()})
 
 
 @functools.lru_cache(maxsize=16384)
@@ -161,17 +178,11 @@ def names_company(question: str, file_name: str) -> bool:
 def _names(asked: _Asked, words: Sequence[str], key: str) -> bool:
     if len(key) < 2 or key[0] not in asked.initials:
         return False
-    tokens, proper, norms = asked.tokens, asked.proper, asked.norms
-    for i in range(len(norms)):  # "Activision Blizzard", "Coca Cola", "Johnson & Johnson" run together
-        run = ""
-        for j in range(i, min(i + 4, len(norms))):
-            run += norms[j]
-            if j == i and not proper[i]:
-                continue  # one common word ("independents") is not a name
-            if run == key or (j > i and len(run) >= 6 and key.startswith(run) and len(run) >= 0.6 * len(key)):
-                return True
-            if len(run) > len(key):
-                break
+    if key in asked.runs:  # the question's words run together are the name
+        return True
+    if any(key.startswith(run) and len(run) >= 0.6 * len(key) for run in asked.prefixes.get(key[0], ())):
+        return True  # they begin it, and make most of it
+    tokens, proper = asked.tokens, asked.proper
     for pos, (raw, norm) in enumerate(tokens):
         if not proper[pos] or len(norm) < 3:
             continue

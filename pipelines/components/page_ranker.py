@@ -57,12 +57,20 @@ class PageVector(Enum):
 
 @dataclass
 class _Pages:
-    """One document's pages: their numbers, unit mean vectors, statement kinds, and chunks per page."""
+    """One document's pages: their numbers, unit vectors and chunks per page, and (read the first time a question
+    asks for a statement, most never do) their statement kinds."""
 
     pages: list[int]
     vectors: np.ndarray
-    kinds: list[str]
     chunks: list[list[Document]]
+    _kinds: list[str] | None = None
+
+    @property
+    def kinds(self) -> list[str]:
+        if self._kinds is None:  # two threads may both work it out: the same list
+            texts = ["\n".join(c.content or "" for c in group) for group in self.chunks]
+            self._kinds = [statement_kind(text[:400], text) for text in texts]
+        return self._kinds
 
 
 def _page_of(doc: Document) -> int:
@@ -77,17 +85,15 @@ def build_pages(chunks: Sequence[Document], page_vector: PageVector = PageVector
     pages = sorted(by_page)
     dim = next((len(c.embedding) for c in chunks if c.embedding), 0)
     vectors = np.zeros((len(pages), max(dim, 1)), dtype=np.float32)
-    kinds: list[str] = []
     for i, p in enumerate(pages):
-        group = by_page[p]
-        vecs = [np.asarray(c.embedding, dtype=np.float32) for c in group if c.embedding]
-        if vecs:
-            units = [x / (np.linalg.norm(x) or 1.0) for x in vecs]
+        embedded = [c.embedding for c in by_page[p] if c.embedding]
+        if embedded:
+            # the head alone needs making a unit vector (the page's other chunks count only for a mean)
+            vecs = embedded[:1] if page_vector is PageVector.HEAD else embedded
+            units = [x / (np.linalg.norm(x) or 1.0) for x in (np.asarray(e, dtype=np.float32) for e in vecs)]
             v = units[0] if page_vector is PageVector.HEAD else np.mean(units, axis=0)
             vectors[i] = v / (np.linalg.norm(v) or 1.0)
-        text = "\n".join(c.content or "" for c in group)
-        kinds.append(statement_kind(text[:400], text))
-    return _Pages(pages, vectors, kinds, [by_page[p] for p in pages])
+    return _Pages(pages, vectors, [by_page[p] for p in pages])
 
 
 def _cosine(chunk: Document, q: np.ndarray) -> float:

@@ -335,6 +335,79 @@ class TestFilters:
         assert sorted(d.id for d in bm25) == want
 
 
+# What an explicit reference in a question filters on (the structure router's filters: "page 12" by the page's
+# printed label or its physical page, "section 4.2", "Figure 1", "table 2", a document's last page), over two files
+# and a scope that must never show. The SQLite store answers these through indexes of their own; the hits must be
+# exactly these, in this order.
+REFERENCE_DOCS = [
+    chunk("h", 0, "policy cover", file="handbook.pdf", page_start=1, page_end=1, page_label="i"),
+    chunk("h", 1, "policy leave", file="handbook.pdf", page_start=11, page_end=12, page_label="9",
+          page_label_end="10", section_id="4.2"),
+    chunk("h", 2, "policy chart", file="handbook.pdf", page_start=12, page_end=12, page_label="10",
+          section_id="4.2", label="Figure 1", element_type="figure"),
+    chunk("h", 3, "policy fees", file="handbook.pdf", page_start=14, page_end=14, page_label="12",
+          section_id="7.1", label="Table 2", element_type="table"),
+    chunk("r", 0, "policy revenue", file="report.pdf", page_start=12, page_end=13, section_id="4",
+          label="Table 2", element_type="table"),
+    chunk("r", 1, "policy map", file="report.pdf", page_start=3, page_end=3, section_id="4.2", label="Figure 10",
+          element_type="figure"),
+    chunk("o", 0, "policy elsewhere", scope="other", file="handbook.pdf", page_start=12, page_end=12,
+          page_label="12", section_id="4.2", label="Table 2"),
+]
+
+
+def _pages(a: int, b: int) -> dict[str, Any]:
+    return {"operator": "AND", "conditions": [_c("meta.page_start", "<=", b), _c("meta.page_end", ">=", a)]}
+
+
+def _labelled(*labels: str) -> dict[str, Any]:
+    return {"operator": "OR", "conditions": [_c("meta.page_label", "in", list(labels)),
+                                             _c("meta.page_label_end", "in", list(labels))]}
+
+
+def _in_file(name: str, cond: dict[str, Any]) -> dict[str, Any]:
+    return {"operator": "AND", "conditions": [_c("meta.file_name", "in", [name]), cond]}
+
+
+REFERENCE_CASES = [
+    ("printed-page", _labelled("12"), ["h:3"]),
+    ("printed-pages-range", _labelled("9", "10"), ["h:1", "h:2"]),
+    ("printed-page-in-file", _in_file("report.pdf", _labelled("12")), []),
+    ("physical-page", _pages(12, 12), ["h:1", "h:2", "r:0"]),
+    ("physical-pages-in-file", _in_file("handbook.pdf", _pages(12, 14)), ["h:1", "h:2", "h:3"]),
+    ("section-in", _c("meta.section_id", "in", ["4.2"]), ["h:1", "h:2", "r:1"]),
+    ("section-eq", _c("meta.section_id", "==", "7.1"), ["h:3"]),
+    ("labels-in", _c("meta.label", "in", ["Figure 1", "Table 2"]), ["h:2", "h:3", "r:0"]),
+    ("label-eq-in-file", _in_file("report.pdf", _c("meta.label", "==", "Table 2")), ["r:0"]),
+    ("last-page", {"operator": "AND", "conditions": [_c("meta.doc_id", "==", "h"), _c("meta.page_end", ">=", 14)]},
+     ["h:3"]),
+    ("or-with-unindexed", {"operator": "OR", "conditions": [_c("meta.page_label", "in", ["i"]),
+                                                            _c("meta.element_type", "==", "figure")]},
+     ["h:0", "h:2", "r:1"]),
+    ("or-label-or-document", {"operator": "OR", "conditions": [_c("meta.label", "==", "Figure 1"),
+                                                               _c("meta.doc_id", "==", "r")]},
+     ["h:2", "r:0", "r:1"]),
+    ("section-and-not-label", {"operator": "AND", "conditions": [
+        _c("meta.section_id", "in", ["4.2"]), {"operator": "NOT", "conditions": [_c("meta.label", "==", "Figure 1")]}]},
+     ["h:1", "r:1"]),
+]
+
+
+class TestExplicitReferences:
+    @pytest.mark.parametrize(("name", "filters", "expected"), REFERENCE_CASES, ids=[c[0] for c in REFERENCE_CASES])
+    def test_reference_filters_find_exactly_their_chunks(
+        self, store: Any, name: str, filters: dict[str, Any], expected: list[str]
+    ) -> None:
+        store.write_documents(REFERENCE_DOCS)
+        want = [f"{e.split(':')[0]}:{int(e.split(':')[1]):05d}" for e in expected]
+        assert [d.id for d in store.fetch(scopes=["local"], filters=filters)] == want
+        assert [d.id for d in store.fetch(scopes=["local", "nobody"], filters=filters)] == want
+        assert sorted(d.id for d in store.embedding_search(unit((0, 1.0)), scopes=["local"], top_k=10,
+                                                           filters=filters)) == want
+        assert sorted(d.id for d in store.bm25_search("policy", scopes=["local"], top_k=10, filters=filters)) == want
+        assert all(d.meta["scope"] == "other" for d in store.fetch(scopes=["other"], filters=filters))
+
+
 # --------------------------------------------------------------------------------------------------
 # ranking and fusion
 # --------------------------------------------------------------------------------------------------
