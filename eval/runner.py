@@ -86,7 +86,8 @@ INDEX_CODE = (
 # Definitions inside INDEX_CODE files that only read the index (the store's search side): left out of the hash.
 # (The store's BM25, dense search and filters live in files of their own, not hashed: see below.)
 QUERY_ONLY_DEFINITIONS = {
-    "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch",),
+    "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch", "SQLiteDocumentStore.embedding_search",
+                                         "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches"),
 }
 # Modules the indexing code imports that do not decide what the index holds, and why.
 INDEX_CODE_IMPORTS_NOT_HASHED = {
