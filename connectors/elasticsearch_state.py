@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from connectors.elasticsearch_client import redact_url, tls_options
 from connectors.metrics import record_claim_taken_over
 from connectors.settings import Settings
 from connectors.state_api import (
@@ -120,8 +121,6 @@ class ElasticsearchState:
             raise ValueError("request_timeout must be positive")
         from elasticsearch import Elasticsearch
 
-        from connectors.elasticsearch_store import tls_options
-
         self.hosts = hosts
         self.prefix = prefix
         self._es = Elasticsearch(
@@ -166,8 +165,6 @@ class ElasticsearchState:
         the ``expected`` ones (a 409 conflict, a 404) pass through for the caller to handle."""
         from elasticsearch import ApiError, AuthenticationException, AuthorizationException, TransportError
         from elasticsearch import ConnectionError as EsConnectionError
-
-        from connectors.elasticsearch_store import redact_url
 
         url = redact_url(self.hosts)
         try:

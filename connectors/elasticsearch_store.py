@@ -30,6 +30,7 @@ from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumen
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret
 
+from connectors.elasticsearch_client import redact_url, tls_options
 from connectors.log import get_logger
 from connectors.scoped_retrievers import ScopedBM25Retriever, ScopedEmbeddingRetriever
 from connectors.settings import Settings
@@ -81,16 +82,6 @@ def _secret_from_settings(value: Any, env_var: str) -> Secret | None:
     if os.environ.get(env_var):
         return Secret.from_env_var(env_var)
     return Secret.from_token(value.get_secret_value())
-
-
-def tls_options(hosts: str, ca_certs: str | None) -> dict[str, Any]:
-    """The client's TLS options: certificates always verified; against ``ca_certs`` when it is set (an https:// URL
-    only: credentials never go over plain HTTP because a CA was configured)."""
-    if ca_certs is None:
-        return {}
-    if not hosts.startswith("https://"):
-        raise ValueError("CITEBOT_ELASTICSEARCH_CA_CERTS needs an https:// CITEBOT_ELASTICSEARCH_URL")
-    return {"ca_certs": ca_certs, "verify_certs": True}
 
 
 class CitebotElasticsearchStore:
@@ -581,12 +572,3 @@ __all__ = [
     "chunk_mapping",
 ]
 
-
-def redact_url(url: str) -> str:
-    """``url`` without a user name or password in it (``http://elastic:pw@es:9200`` -> ``http://es:9200``)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from connectors.store_api import require_scopes
-from connectors.stores import store_from_dict
 
 
 def check_top_k(top_k: int) -> None:
@@ -39,7 +38,7 @@ class _ScopedRetriever:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:
         params = dict(data.get("init_parameters", {}))
-        params["document_store"] = store_from_dict(params["document_store"])
+        params["document_store"] = cls.store_class.from_dict(params["document_store"])
         return default_from_dict(cls, {**data, "init_parameters": params})
 
     def _k(self, top_k: int | None) -> int:

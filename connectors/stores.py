@@ -13,19 +13,23 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from connectors.elasticsearch_state import ElasticsearchState
+from connectors.elasticsearch_store import (
+    CitebotElasticsearchStore,
+    ScopedElasticsearchBM25Retriever,
+    ScopedElasticsearchEmbeddingRetriever,
+)
 from connectors.private_files import private_dir
 from connectors.settings import Settings
+from connectors.sqlite_store import SQLiteBM25Retriever, SQLiteDocumentStore, SQLiteEmbeddingRetriever
 from connectors.state_api import ChatState
+from connectors.state_log import StateLog
 from connectors.store_api import ChunkStore, StoreError
 
 
 def open_store(settings: Settings) -> ChunkStore:
     if settings.elasticsearch_url:
-        from connectors.elasticsearch_store import CitebotElasticsearchStore
-
         return CitebotElasticsearchStore.from_settings(settings)
-    from connectors.sqlite_store import SQLiteDocumentStore
-
     try:
         private_dir(settings.data_dir)
         return SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
@@ -42,11 +46,7 @@ def unusable_data_dir(settings: Settings, error: BaseException) -> str:
 
 def open_state(settings: Settings) -> ChatState:
     if settings.elasticsearch_url:
-        from connectors.elasticsearch_state import ElasticsearchState
-
         return ElasticsearchState.from_settings(settings)
-    from connectors.state_log import StateLog
-
     try:
         private_dir(settings.data_dir)
         return StateLog(settings.state_path)
@@ -81,28 +81,16 @@ def store_from_dict(data: dict[str, Any]) -> ChunkStore:
     names a class to import)."""
     kind = str(data.get("type", ""))
     if kind.endswith(".SQLiteDocumentStore"):
-        from connectors.sqlite_store import SQLiteDocumentStore
-
         return SQLiteDocumentStore.from_dict(data)
     if kind.endswith(".CitebotElasticsearchStore"):
-        from connectors.elasticsearch_store import CitebotElasticsearchStore
-
         return CitebotElasticsearchStore.from_dict(data)
     raise ValueError(f"unknown document store type {kind!r}")
 
 
 def make_retrievers(store: ChunkStore, top_k: int = 20) -> tuple[Any, Any]:
     """``(bm25_retriever, embedding_retriever)`` components for ``store``, each returning ``top_k`` documents."""
-    from connectors.sqlite_store import SQLiteBM25Retriever, SQLiteDocumentStore, SQLiteEmbeddingRetriever
-
     if isinstance(store, SQLiteDocumentStore):
         return SQLiteBM25Retriever(store, top_k=top_k), SQLiteEmbeddingRetriever(store, top_k=top_k)
-    from connectors.elasticsearch_store import (
-        CitebotElasticsearchStore,
-        ScopedElasticsearchBM25Retriever,
-        ScopedElasticsearchEmbeddingRetriever,
-    )
-
     if isinstance(store, CitebotElasticsearchStore):
         return (
             ScopedElasticsearchBM25Retriever(store, top_k=top_k),

@@ -77,6 +77,9 @@ INDEX_CODE = (
     "pipelines/components/embedder.py",
     "pipelines/components/writer.py",
     "connectors/embedding.py",
+    "connectors/embedding_backends.py",
+    "connectors/embedding_fingerprints.py",
+    "connectors/onnx_export.py",
     "connectors/ocr.py",
     "connectors/sqlite_store/schema.py",
     "connectors/sqlite_store/connection.py",
@@ -86,7 +89,8 @@ INDEX_CODE = (
 # Definitions inside INDEX_CODE files that only read the index (the store's search side): left out of the hash.
 # (The store's BM25, dense search and filters live in files of their own, not hashed: see below.)
 QUERY_ONLY_DEFINITIONS = {
-    "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch",),
+    "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch", "SQLiteDocumentStore.embedding_search",
+                                         "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches"),
 }
 # Modules the indexing code imports that do not decide what the index holds, and why.
 INDEX_CODE_IMPORTS_NOT_HASHED = {
@@ -104,6 +108,8 @@ INDEX_CODE_IMPORTS_NOT_HASHED = {
     "decided by connectors/embedding.py and the embedding fingerprint, both hashed",
     "pipelines/reading/isolation.py": "where the reading runs (a child process, its limits), not what it reads",
     "connectors/private_files.py": "the store's file and folder modes (0600/0700), not what they hold",
+    "connectors/embedding_batching.py": "query side: concurrent questions sharing one encoder call",
+    "connectors/torch_imports.py": "keeps Haystack's eager torch import out of the process, not what vectors are made",
 }
 # Settings that must match for a resumed run to continue an earlier one.
 KEEP_INDEXES = 4

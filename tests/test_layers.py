@@ -4,7 +4,9 @@
                                <-  eval  (eval.bench may import bot: it measures the bots)
     bot.cli is the front end over bot and eval; nothing imports it.
 
-Every import in the source, at the top of a module or inside a function, is read with ``ast``.
+And no circles: no module reaches itself again through the modules it imports (STYLE.md: "No import circles, not
+even through imports inside functions"). Every import in the source, at the top of a module, inside a function or
+under ``if TYPE_CHECKING``, is read with ``ast``.
 """
 
 from __future__ import annotations
@@ -97,6 +99,97 @@ def _violation(module: str, target: str) -> str | None:
 
 def _sources() -> list[Path]:
     return sorted(p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py"))
+
+
+def _module_edges() -> dict[str, dict[str, str]]:
+    """``{module: {imported module: "path:line"}}`` over Citebot's own modules: an import names the longest of
+    them its target starts with (``from connectors.sqlite_store import X`` is ``connectors.sqlite_store``)."""
+    paths = {_module_name(p): p for p in _sources()}
+    edges: dict[str, dict[str, str]] = {m: {} for m in paths}
+    for module, path in paths.items():
+        for line, target in _imports(path):
+            parts = target.split(".")
+            hit = next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in paths), None)
+            if hit is not None and hit != module:
+                edges[module].setdefault(hit, f"{path.relative_to(REPO)}:{line}")
+    return edges
+
+
+def _circles(edges: dict[str, dict[str, str]]) -> list[list[str]]:
+    """One circle through each group of modules that reach one another (Tarjan's strongly connected
+    components), as the list of its modules with the first repeated at the end."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            connect(v)
+    return [_shortest_circle(edges, group) for group in sorted(groups)]
+
+
+def _shortest_circle(edges: dict[str, dict[str, str]], group: list[str]) -> list[str]:
+    """The shortest way from the group's first module back to itself, staying inside the group."""
+    start, members = group[0], set(group)
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(edges[v]):
+                if w not in members or w in came_from:
+                    continue
+                came_from[w] = v
+                if w == start:
+                    path = [start]
+                    while path[-1] != start or len(path) == 1:
+                        path.append(came_from[path[-1]])
+                    return path[::-1]
+                nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"{group} is not a circle")  # pragma: no cover - Tarjan's groups always are
+
+
+def _describe(edges: dict[str, dict[str, str]], circle: list[str]) -> str:
+    steps = [f"  {a} -> {b} ({edges[a][b]})" for a, b in zip(circle, circle[1:], strict=False)]
+    return "import circle: " + " -> ".join(circle) + "\n" + "\n".join(steps)
+
+
+def test_no_import_circles() -> None:
+    edges = _module_edges()
+    circles = _circles(edges)
+    assert not circles, "\n".join(_describe(edges, c) for c in circles)
+
+
+def test_a_circle_is_found_and_named() -> None:
+    edges = {"a": {"b": "a.py:1"}, "b": {"c": "b.py:2"}, "c": {"a": "c.py:3", "d": "c.py:4"}, "d": {}}
+    assert _circles(edges) == [["a", "b", "c", "a"]]
+    assert _describe(edges, ["a", "b", "c", "a"]).splitlines()[1:] == [
+        "  a -> b (a.py:1)", "  b -> c (b.py:2)", "  c -> a (c.py:3)"]
+    assert _circles({"a": {"b": "a.py:1"}, "b": {}}) == []
 
 
 def test_every_package_is_walked() -> None:

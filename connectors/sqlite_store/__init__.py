@@ -17,7 +17,7 @@ Scores: BM25 is ``-bm25()`` (positive, higher is better); dense is the cosine si
 The package, by what each file holds: :mod:`.schema` (tables, migrations), :mod:`.filters` (Haystack filters
 to SQL), :mod:`.fulltext` (BM25), :mod:`.vectors` (the matrix cache and its generations), :mod:`.rows`
 (inserts, deletes, rows to Documents), :mod:`.connection` (connections and transactions) and :mod:`.store`
-(the ``DocumentStore`` API on top, one class assembled from those parts).
+(the ``DocumentStore`` API on top, composed of one object of each of those parts).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Connections (one per thread), write transactions and read snapshots, and the embedding dimension."""
+"""Connections (one per thread), write transactions and read snapshots: the store's only way to its file."""
 
 from __future__ import annotations
 
@@ -7,36 +7,25 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from connectors.log import get_logger
-from connectors.store_api import StoreError
-
-if TYPE_CHECKING:
-    from connectors.sqlite_store.vectors import _ScopeMatrix
 
 log = get_logger("connectors.sqlite_store")
 
 
-class _Connections:
-    """The state every part of the store shares; ``SQLiteDocumentStore.__init__`` sets it."""
+class Connections:
+    """One connection per thread to the file at ``path`` (opened on first use, all closed by :meth:`close`), and
+    the lock that keeps this process's write transactions one at a time."""
 
-    path: Path
-    embedding_dim: int | None
-    bm25_max_postings: int
-    _local: threading.local
-    _conns: list[sqlite3.Connection]
-    _conns_lock: threading.Lock
-    _write_lock: threading.Lock
-    _cache_lock: threading.RLock
-    _matrices: dict[str, _ScopeMatrix]
-    _gen: int
-    _dim: int | None
-    _count_cache: tuple[int, int, dict[str, int]] | None
-    _df: dict[str, int]
-    _df_total: int
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.write_lock = threading.Lock()
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
 
-    def _conn(self) -> sqlite3.Connection:
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
@@ -51,7 +40,7 @@ class _Connections:
         return conn
 
     def close(self) -> None:
-        """Close every connection this store opened (any thread's). The store reopens lazily if used again."""
+        """Close every connection opened here (any thread's). They reopen lazily if used again."""
         with self._conns_lock:
             conns, self._conns = self._conns, []
         for conn in conns:
@@ -62,10 +51,10 @@ class _Connections:
         self._local = threading.local()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception."""
-        conn = self._conn()
-        with self._write_lock:
+        conn = self.conn()
+        with self.write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -76,9 +65,9 @@ class _Connections:
                 conn.execute("COMMIT")
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> Iterator[sqlite3.Connection]:
         """A consistent snapshot for several statements (nested calls reuse the outer one)."""
-        conn = self._conn()
+        conn = self.conn()
         if conn.in_transaction:
             yield conn
             return
@@ -87,19 +76,3 @@ class _Connections:
             yield conn
         finally:
             conn.execute("COMMIT")
-
-    def _check_dim(self, conn: sqlite3.Connection) -> None:
-        row = conn.execute("SELECT value FROM store_info WHERE key='embedding_dim'").fetchone()
-        stored = int(row[0]) if row else None
-        if stored is not None and self.embedding_dim is not None and stored != self.embedding_dim:
-            raise StoreError(
-                f"the store at {self.path} holds {stored}-dimensional embeddings but the model makes "
-                f"{self.embedding_dim}; use another CITEBOT_DATA_DIR or re-index with `citebot reindex`"
-            )
-        self._dim = stored if stored is not None else self.embedding_dim
-
-    def _after_write(self) -> None:
-        # Our own writes reach the matrices through the changes table, like anyone else's; only the
-        # dimension recorded by a first embedding is picked up here.
-        if self._dim is None:
-            self._check_dim(self._conn())

@@ -1,20 +1,24 @@
 """Full-text search: BM25 over the FTS5 index, scoped by a per-scope token, with cheap query terms.
 
 Scores are ``-bm25()`` (positive, higher is better). ``fts5_query`` turns free text into a safe FTS5 query.
+The chunk counts and term frequencies that keep it cheap are cached per generation of ``changes``, the one
+:class:`.vectors.Vectors` refreshes for every search.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 from haystack import Document
 
+from connectors.sqlite_store.connection import Connections
 from connectors.sqlite_store.filters import filters_to_sql
 from connectors.sqlite_store.schema import _scope_tag
-from connectors.sqlite_store.vectors import _Vectors
+from connectors.sqlite_store.vectors import Vectors, hits_by_rid
 from connectors.store_api import StoreError, require_scopes
 
 # Terms of a BM25 query beyond this are dropped (a pasted paragraph is not a better question).
@@ -45,8 +49,20 @@ def fts5_query(text: str, max_terms: int = _MAX_QUERY_TERMS) -> str:
     return " OR ".join(_quote(t) for t in fts5_terms(text, max_terms))
 
 
-class _FullText(_Vectors):
-    """BM25 over the chunks of the given scopes, with the counts and term statistics that keep it cheap."""
+class FullText:
+    """BM25 over the chunks of the given scopes, with the counts and term statistics that keep it cheap.
+
+    Its state, behind its own lock: ``_count_cache`` (generation, all chunks, chunks per scope), ``_df`` (a
+    term's document frequency, forgotten when the store's size drifts by a tenth from ``_df_total``)."""
+
+    def __init__(self, conns: Connections, vectors: Vectors, *, bm25_max_postings: int) -> None:
+        self._conns = conns
+        self._vectors = vectors
+        self.bm25_max_postings = bm25_max_postings
+        self._cache_lock = threading.RLock()
+        self._count_cache: tuple[int, int, dict[str, int]] | None = None
+        self._df: dict[str, int] = {}
+        self._df_total = 0
 
     def bm25_search(
         self,
@@ -60,7 +76,7 @@ class _FullText(_Vectors):
         scopes = require_scopes(scopes)
         if top_k <= 0:
             return []
-        with self._read() as conn:
+        with self._conns.read() as conn:
             match = self._match(conn, query, scopes)
             if match is None:
                 return []
@@ -81,13 +97,13 @@ class _FullText(_Vectors):
                     ).fetchall()
             except sqlite3.OperationalError as e:
                 raise StoreError(f"BM25 search failed: {e}") from e
-            return self._hits_by_rid(conn, [h[0] for h in hits], [-float(h[1]) for h in hits], return_embedding, scopes)
+            return hits_by_rid(conn, [h[0] for h in hits], [-float(h[1]) for h in hits], return_embedding, scopes)
 
     def bm25_matches(self, query: str, *, scopes: Sequence[str], filters: dict[str, Any] | None = None) -> bool:
         """Whether :meth:`bm25_search` would find anything (same terms, same scopes and filters), without ranking:
         the first matching row ends the look-up, where ``ORDER BY bm25`` scores every chunk holding a term."""
         scopes = require_scopes(scopes)
-        with self._read() as conn:
+        with self._conns.read() as conn:
             match = self._match(conn, query, scopes)
             if match is None:
                 return False
@@ -110,7 +126,7 @@ class _FullText(_Vectors):
         terms = fts5_terms(query)
         if not terms:
             return None
-        gen = self._refresh(conn)
+        gen = self._vectors.refresh(conn)
         total, per_scope = self._counts(conn, gen)
         in_scope = sum(per_scope.get(s, 0) for s in set(scopes))
         if in_scope == 0:
@@ -127,11 +143,11 @@ class _FullText(_Vectors):
     def _counts(self, conn: sqlite3.Connection, gen: int) -> tuple[int, dict[str, int]]:
         """(all chunks, chunks per scope) in the snapshot of generation ``gen``, cached until the next write."""
         with self._cache_lock:
-            if self._count_cache is not None and self._count_cache[0] == self._gen:
+            if self._count_cache is not None and self._count_cache[0] == self._vectors.generation:
                 return self._count_cache[1], self._count_cache[2]
             per_scope = {r[0]: int(r[1]) for r in conn.execute("SELECT scope, count(*) FROM chunks GROUP BY scope")}
             total = sum(per_scope.values())
-            if gen != self._gen:
+            if gen != self._vectors.generation:
                 # another thread saw a newer write since this snapshot began: these counts are already old
                 return total, per_scope
             self._count_cache = (gen, total, per_scope)

@@ -14,18 +14,22 @@ from haystack.dataclasses import ByteStream, SparseEmbedding
 from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
-from connectors.sqlite_store.connection import _Connections
 from connectors.sqlite_store.schema import _ROUTING_COLUMNS, _ROUTING_SQL, _SCOPE_TAG_SQL, _scope_tag
 
 # How many change rows to keep; a reader further behind than this reloads every matrix.
 _KEEP_CHANGES = 5000
 
 
-class _Rows(_Connections):
-    """Writing chunks (with their FTS entries and embeddings) in a transaction, and reading them back."""
+class Rows:
+    """Writing chunks (with their FTS entries and embeddings) inside a caller's write transaction, and turning
+    rows back into Documents. Holds only the configured embedding dimension: the one a new store records with
+    its first embedding (a store that recorded one keeps it)."""
+
+    def __init__(self, embedding_dim: int | None) -> None:
+        self.embedding_dim = embedding_dim
 
     @staticmethod
-    def _validate_docs(documents: Any) -> list[Document]:
+    def validate_docs(documents: Any) -> list[Document]:
         if not isinstance(documents, list):
             raise ValueError("write_documents expects a list of Documents")  # noqa: TRY004 (Haystack protocol)
         for d in documents:
@@ -34,7 +38,7 @@ class _Rows(_Connections):
         return documents
 
     @staticmethod
-    def _scope_of(doc: Document) -> str:
+    def scope_of(doc: Document) -> str:
         scope = doc.meta.get("scope")
         return scope if isinstance(scope, str) else ""
 
@@ -67,7 +71,7 @@ class _Rows(_Connections):
         conn.execute("INSERT INTO store_info(key, value) VALUES ('embedding_dim', ?)", (str(dim),))
         return dim
 
-    def _insert(self, conn: sqlite3.Connection, docs: list[Document], policy: DuplicatePolicy) -> int:
+    def insert(self, conn: sqlite3.Connection, docs: list[Document], policy: DuplicatePolicy) -> int:
         if policy == DuplicatePolicy.NONE:
             policy = DuplicatePolicy.FAIL
         # Resolve duplicates inside the batch the way the policy says.
@@ -81,7 +85,7 @@ class _Rows(_Connections):
             batch[d.id] = d
         ids = list(batch)
         existing: set[str] = set()
-        for part in _batches(ids, 500):
+        for part in batches(ids, 500):
             marks = ",".join("?" * len(part))
             existing.update(r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE id IN ({marks})", part))
         if existing:
@@ -90,9 +94,9 @@ class _Rows(_Connections):
             if policy == DuplicatePolicy.SKIP:
                 ids = [i for i in ids if i not in existing]
             else:  # OVERWRITE
-                for part in _batches(sorted(existing), 500):
+                for part in batches(sorted(existing), 500):
                     marks = ",".join("?" * len(part))
-                    self._delete_chunks(conn, f"id IN ({marks})", part)
+                    self.delete_chunks(conn, f"id IN ({marks})", part)
         chunk_rows = []
         emb_rows: list[tuple[int, str, bytes]] = []  # (position in chunk_rows, scope, float32 bytes)
         dim = self._tx_dim(conn, (batch[i] for i in ids))
@@ -115,7 +119,7 @@ class _Rows(_Connections):
             chunk_rows.append(
                 (
                     d.id,
-                    self._scope_of(d),
+                    self.scope_of(d),
                     _str_or_none(meta.get("doc_id")),
                     _str_or_none(meta.get("file_name")),
                     ci if isinstance(ci, int) and not isinstance(ci, bool) else None,
@@ -126,7 +130,7 @@ class _Rows(_Connections):
             )
             blob = self._embedding_blob(d, dim)
             if blob is not None:
-                emb_rows.append((len(chunk_rows) - 1, self._scope_of(d), blob))
+                emb_rows.append((len(chunk_rows) - 1, self.scope_of(d), blob))
         # explicit row ids, so the FTS index and the embeddings are written without looking them up
         base = conn.execute(
             "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name='chunks'), 0), "
@@ -152,7 +156,7 @@ class _Rows(_Connections):
         return len(chunk_rows)
 
     @staticmethod
-    def _delete_chunks(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> int:
+    def delete_chunks(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> int:
         """Delete the chunks matching ``where`` with their index entries and embeddings; returns how many."""
         conn.execute(
             "INSERT INTO chunks_fts(chunks_fts, rowid, content, scope_tag) "
@@ -162,7 +166,7 @@ class _Rows(_Connections):
         conn.execute(f"DELETE FROM embeddings WHERE rid IN (SELECT rid FROM chunks WHERE {where})", params)
         return int(conn.execute(f"DELETE FROM chunks WHERE {where}", params).rowcount)
 
-    def _log_changes(self, conn: sqlite3.Connection, scopes: Iterable[str]) -> None:
+    def log_changes(self, conn: sqlite3.Connection, scopes: Iterable[str]) -> None:
         scopes = sorted(set(scopes)) or [""]
         conn.executemany("INSERT INTO changes(scope) VALUES (?)", [(s,) for s in scopes])
         lo, hi = conn.execute("SELECT min(gen), max(gen) FROM changes").fetchone()
@@ -170,7 +174,7 @@ class _Rows(_Connections):
             conn.execute("DELETE FROM changes WHERE gen < ?", (int(hi) - _KEEP_CHANGES,))
 
     @staticmethod
-    def _row_to_doc(
+    def row_to_doc(
         doc_id: str, content: str | None, meta: str, extra: str | None, emb: bytes | None, score: float | None
     ) -> Document:
         blob = sparse = None
@@ -196,6 +200,6 @@ def _str_or_none(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
+def batches(items: list[Any], size: int) -> Iterator[list[Any]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]

@@ -8,8 +8,8 @@ SQL or by scope-partitioned matrices: a chunk of another scope is never scored, 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,52 +19,60 @@ from haystack.core.serialization import generate_qualified_class_name
 from haystack.document_stores.types import DuplicatePolicy
 
 from connectors.private_files import private_sqlite_file
-from connectors.sqlite_store.connection import log
+from connectors.sqlite_store.connection import Connections, log
 from connectors.sqlite_store.filters import create_filter_indexes, filters_to_sql
-from connectors.sqlite_store.fulltext import _FullText
-from connectors.sqlite_store.rows import _batches
+from connectors.sqlite_store.fulltext import FullText
+from connectors.sqlite_store.rows import Rows, batches
 from connectors.sqlite_store.schema import create_schema
-from connectors.sqlite_store.vectors import _ScopeMatrix
+from connectors.sqlite_store.vectors import Vectors
 from connectors.store_api import DocInfo, StoreError, require_scopes
 
 # Pipelines saved before the store became a package name it by this path; they still load.
 _PATH_BEFORE_THE_PACKAGE = "connectors.sqlite_store.SQLiteDocumentStore"
 
 
-class SQLiteDocumentStore(_FullText):
+class SQLiteDocumentStore:
     """Haystack ``DocumentStore`` + Citebot ``ChunkStore`` on one SQLite file. Safe across threads and processes.
 
-    Its parts, one file each: connections (:mod:`.connection`) <- rows (:mod:`.rows`) <- dense search
-    (:mod:`.vectors`) <- BM25 (:mod:`.fulltext`) <- this API."""
+    Its parts, one object and one file each, each setting up its own state: the connections and transactions
+    (:class:`.connection.Connections`), writing and reading rows (:class:`.rows.Rows`), dense search with its
+    matrix cache and the store's dimension (:class:`.vectors.Vectors`), and BM25 with its cached counts
+    (:class:`.fulltext.FullText`). This class is the API over them."""
 
     def __init__(self, path: str | Path, *, embedding_dim: int | None = None, bm25_max_postings: int = 8000) -> None:
         if embedding_dim is not None and embedding_dim <= 0:
             raise ValueError("embedding_dim must be positive")
         if bm25_max_postings < 100:
             raise ValueError("bm25_max_postings must be at least 100")
-        self.bm25_max_postings = bm25_max_postings
-        self._count_cache: tuple[int, int, dict[str, int]] | None = None
-        self._df: dict[str, int] = {}
-        self._df_total = 0
         self.path = Path(path)
         self.embedding_dim = embedding_dim
-        self._local = threading.local()
-        self._conns: list[sqlite3.Connection] = []
-        self._conns_lock = threading.Lock()
-        self._write_lock = threading.Lock()
-        self._cache_lock = threading.RLock()
-        self._matrices: dict[str, _ScopeMatrix] = {}
-        self._gen = -1
-        self._dim: int | None = None
+        self.bm25_max_postings = bm25_max_postings
         private_sqlite_file(self.path)
-        conn = self._conn()
+        self._conns = Connections(self.path)
+        self._rows = Rows(embedding_dim)
+        self._vectors = Vectors(self._conns, embedding_dim)
+        self._fulltext = FullText(self._conns, self._vectors, bm25_max_postings=bm25_max_postings)
+        conn = self._conns.conn()
         try:
             conn.execute("PRAGMA journal_mode=WAL")
-            create_schema(conn, self._write_lock)
-            create_filter_indexes(conn, self._write_lock)
+            create_schema(conn, self._conns.write_lock)
+            create_filter_indexes(conn, self._conns.write_lock)
         except sqlite3.Error as e:
             raise StoreError(f"cannot open the store at {self.path}: {e}; check the path and its permissions") from e
-        self._check_dim(conn)
+        self._vectors.check_dim(conn)
+
+    def close(self) -> None:
+        """Close every connection this store opened (any thread's). The store reopens lazily if used again."""
+        self._conns.close()
+
+    def _conn(self) -> sqlite3.Connection:
+        return self._conns.conn()
+
+    def _read(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._conns.read()
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._conns.write()
 
     # --- serialisation -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -90,14 +98,14 @@ class SQLiteDocumentStore(_FullText):
                 f"LEFT JOIN embeddings e ON e.rid = c.rid WHERE {where} ORDER BY c.rid",
                 params,
             ).fetchall()
-        return [self._row_to_doc(r[1], r[2], r[3], r[4], r[5], None) for r in rows]
+        return [self._rows.row_to_doc(r[1], r[2], r[3], r[4], r[5], None) for r in rows]
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
-        docs = self._validate_docs(documents)
+        docs = self._rows.validate_docs(documents)
         with self._write() as conn:
-            n = self._insert(conn, docs, policy)
-            self._log_changes(conn, {self._scope_of(d) for d in docs})
-        self._after_write()
+            n = self._rows.insert(conn, docs, policy)
+            self._rows.log_changes(conn, {self._rows.scope_of(d) for d in docs})
+        self._vectors.after_write()
         return n
 
     def delete_documents(self, document_ids: list[str]) -> None:
@@ -105,19 +113,19 @@ class SQLiteDocumentStore(_FullText):
             return
         with self._write() as conn:
             scopes: set[str] = set()
-            for batch in _batches(list(document_ids), 500):
+            for batch in batches(list(document_ids), 500):
                 marks = ",".join("?" * len(batch))
                 scopes.update(
                     r[0] for r in conn.execute(f"SELECT DISTINCT scope FROM chunks WHERE id IN ({marks})", batch)
                 )
-                self._delete_chunks(conn, f"id IN ({marks})", batch)
-            self._log_changes(conn, scopes)
-        self._after_write()
+                self._rows.delete_chunks(conn, f"id IN ({marks})", batch)
+            self._rows.log_changes(conn, scopes)
+        self._vectors.after_write()
 
     # --- ChunkStore ----------------------------------------------------------------------------------
     def replace_document(self, documents: list[Document], *, scope: str, file_name: str) -> list[str]:
         (scope,) = require_scopes([scope])
-        docs = self._validate_docs(documents)
+        docs = self._rows.validate_docs(documents)
         new_ids: set[str] = set()
         for d in docs:
             if d.meta.get("scope", scope) != scope:
@@ -139,13 +147,13 @@ class SQLiteDocumentStore(_FullText):
                     [scope, file_name, *uploaders],
                 )
             }
-            self._delete_chunks(conn, owned, [scope, file_name, *uploaders])
-            for batch in _batches(sorted(new_ids), 500):
+            self._rows.delete_chunks(conn, owned, [scope, file_name, *uploaders])
+            for batch in batches(sorted(new_ids), 500):
                 marks = ",".join("?" * len(batch))
-                self._delete_chunks(conn, f"scope=? AND doc_id IN ({marks})", [scope, *batch])
-            self._insert(conn, docs, DuplicatePolicy.FAIL)
-            self._log_changes(conn, {scope})
-        self._after_write()
+                self._rows.delete_chunks(conn, f"scope=? AND doc_id IN ({marks})", [scope, *batch])
+            self._rows.insert(conn, docs, DuplicatePolicy.FAIL)
+            self._rows.log_changes(conn, {scope})
+        self._vectors.after_write()
         replaced = sorted(old - new_ids)
         log.debug("store_replace_document", scope=scope, chunks=len(docs), replaced=len(replaced))
         return replaced
@@ -165,9 +173,9 @@ class SQLiteDocumentStore(_FullText):
                     f"SELECT DISTINCT scope FROM chunks WHERE doc_id=? AND scope IN ({marks})", [doc_id, *scopes]
                 )
             ]
-            n = self._delete_chunks(conn, f"doc_id=? AND scope IN ({marks})", [doc_id, *scopes])
-            self._log_changes(conn, set(touched))
-        self._after_write()
+            n = self._rows.delete_chunks(conn, f"doc_id=? AND scope IN ({marks})", [doc_id, *scopes])
+            self._rows.log_changes(conn, set(touched))
+        self._vectors.after_write()
         return int(n)
 
     def list_documents(self, *, scopes: Sequence[str]) -> list[DocInfo]:
@@ -234,7 +242,40 @@ class SQLiteDocumentStore(_FullText):
             )
             .fetchall()
         )
-        return [self._row_to_doc(r[0], r[1], r[2], r[3], r[4], None) for r in rows]
+        return [self._rows.row_to_doc(r[0], r[1], r[2], r[3], r[4], None) for r in rows]
+
+    # --- search ---------------------------------------------------------------------------------------
+    def embedding_search(
+        self,
+        embedding: Sequence[float],
+        *,
+        scopes: Sequence[str],
+        top_k: int,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
+    ) -> list[Document]:
+        """Cosine kNN over the chunks of ``scopes`` (:mod:`.vectors`)."""
+        return self._vectors.embedding_search(
+            embedding, scopes=scopes, top_k=top_k, filters=filters, return_embedding=return_embedding
+        )
+
+    def bm25_search(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        top_k: int,
+        filters: dict[str, Any] | None = None,
+        return_embedding: bool = False,
+    ) -> list[Document]:
+        """BM25 over the chunks of ``scopes`` (:mod:`.fulltext`)."""
+        return self._fulltext.bm25_search(
+            query, scopes=scopes, top_k=top_k, filters=filters, return_embedding=return_embedding
+        )
+
+    def bm25_matches(self, query: str, *, scopes: Sequence[str], filters: dict[str, Any] | None = None) -> bool:
+        """Whether :meth:`bm25_search` would find anything, without ranking (:mod:`.fulltext`)."""
+        return self._fulltext.bm25_matches(query, scopes=scopes, filters=filters)
 
     def all_scopes(self) -> list[str]:
         rows = self._conn().execute("SELECT DISTINCT scope FROM chunks WHERE scope != '' ORDER BY scope").fetchall()

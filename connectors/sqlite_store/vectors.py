@@ -1,13 +1,18 @@
 """Dense search: per-scope matrices of unit vectors cached in memory, and the generations that keep them fresh.
 
-Each write transaction logs the scopes it touched in ``changes``; each search reads the newest generation and
-drops the cached matrices of the scopes written since, by this process or another one. Scores are cosine
-similarities in [-1, 1].
+Each write transaction logs the scopes it touched in ``changes`` (:meth:`.rows.Rows.log_changes`); each search
+reads the newest generation and drops the cached matrices of the scopes written since, by this process or another
+one. A matrix is read from the ``embeddings`` table the first time a search needs its scope (:meth:`Vectors._matrix`).
+Scores are cosine similarities in [-1, 1].
+
+:class:`Vectors` also keeps the store's embedding dimension (recorded by the first embedding written) and the
+generation BM25's cached counts are keyed by (:mod:`.fulltext`).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,10 +22,13 @@ from typing import Any
 import numpy as np
 from haystack import Document
 
-from connectors.sqlite_store.connection import log
+from connectors.log import get_logger
+from connectors.sqlite_store.connection import Connections
 from connectors.sqlite_store.filters import filters_to_sql, index_terms
-from connectors.sqlite_store.rows import _Rows
-from connectors.store_api import require_scopes
+from connectors.sqlite_store.rows import Rows
+from connectors.store_api import StoreError, require_scopes
+
+log = get_logger("connectors.sqlite_store")
 
 
 @dataclass
@@ -30,8 +38,42 @@ class _ScopeMatrix:
     gen: int  # the changes generation of the snapshot it was read from
 
 
-class _Vectors(_Rows):
-    """Cosine kNN over the scopes' cached matrices, and the generation bookkeeping that refreshes them."""
+class Vectors:
+    """Cosine kNN over the scopes' cached matrices, and the generation bookkeeping that refreshes them.
+
+    Its state, all behind one lock: ``_matrices`` (scope -> :class:`_ScopeMatrix`, filled by :meth:`_matrix`,
+    emptied by :meth:`refresh`), ``_gen`` (the newest ``changes`` generation seen, -1 before the first look) and
+    ``_dim`` (the store's embedding dimension: recorded in ``store_info``, else the configured one)."""
+
+    def __init__(self, conns: Connections, embedding_dim: int | None) -> None:
+        self._conns = conns
+        self.embedding_dim = embedding_dim
+        self._cache_lock = threading.RLock()
+        self._matrices: dict[str, _ScopeMatrix] = {}
+        self._gen = -1
+        self._dim: int | None = None
+
+    @property
+    def generation(self) -> int:
+        """The newest generation of ``changes`` a search has seen (caches keyed by an older one are stale)."""
+        return self._gen
+
+    def check_dim(self, conn: sqlite3.Connection) -> None:
+        """Take the dimension the store recorded; refuse a store whose vectors the configured model cannot search."""
+        row = conn.execute("SELECT value FROM store_info WHERE key='embedding_dim'").fetchone()
+        stored = int(row[0]) if row else None
+        if stored is not None and self.embedding_dim is not None and stored != self.embedding_dim:
+            raise StoreError(
+                f"the store at {self._conns.path} holds {stored}-dimensional embeddings but the model makes "
+                f"{self.embedding_dim}; use another CITEBOT_DATA_DIR or re-index with `citebot reindex`"
+            )
+        self._dim = stored if stored is not None else self.embedding_dim
+
+    def after_write(self) -> None:
+        # Our own writes reach the matrices through the changes table, like anyone else's; only the
+        # dimension recorded by a first embedding is picked up here.
+        if self._dim is None:
+            self.check_dim(self._conns.conn())
 
     def embedding_search(
         self,
@@ -46,8 +88,8 @@ class _Vectors(_Rows):
         if top_k <= 0:
             return []
         q = np.asarray(embedding, dtype=np.float32).ravel()
-        with self._read() as conn:
-            gen = self._refresh(conn)
+        with self._conns.read() as conn:
+            gen = self.refresh(conn)
             if self._dim is None:
                 return []  # nothing embedded yet
             if q.shape[0] != self._dim:
@@ -97,39 +139,12 @@ class _Vectors(_Rows):
             k = min(int(top_k), scores.shape[0])
             idx = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
             idx = idx[np.argsort(-scores[idx], kind="stable")]
-            return self._hits_by_rid(
+            return hits_by_rid(
                 conn, [int(r) for r in rids[idx]], [float(s) for s in scores[idx]], return_embedding, scopes
             )
 
-    def _hits_by_rid(
-        self,
-        conn: sqlite3.Connection,
-        rids: list[int],
-        scores: list[float],
-        return_embedding: bool,
-        scopes: Sequence[str],
-    ) -> list[Document]:
-        """The ranked hits' rows, in ``rids`` order, each with its score (a row deleted since it was scored is
-        left out). Looked up by rowid: the scope check is there again (a cached matrix row can never surface
-        another scope's chunk), as ``+c.scope`` so SQLite does not search the scope's index instead and read every
-        chunk of the scope (27 ms at 50,000 chunks, against 0.1 ms)."""
-        if not rids:
-            return []
-        marks = ",".join("?" * len(rids))
-        smarks = ",".join("?" * len(scopes))
-        emb_col = "e.embedding" if return_embedding else "NULL"
-        join = "LEFT JOIN embeddings e ON e.rid = c.rid" if return_embedding else ""
-        rows = conn.execute(
-            f"SELECT c.rid, c.id, c.content, c.meta, c.extra, {emb_col} FROM chunks c {join} "
-            f"WHERE c.rid IN ({marks}) AND +c.scope IN ({smarks})",
-            [*rids, *scopes],
-        ).fetchall()
-        by_rid = {r[0]: r for r in rows}
-        return [self._row_to_doc(r[1], r[2], r[3], r[4], r[5], score)
-                for rid, score in zip(rids, scores, strict=True) if (r := by_rid.get(rid)) is not None]
-
     # --- dense cache -----------------------------------------------------------------------------------
-    def _refresh(self, conn: sqlite3.Connection) -> int:
+    def refresh(self, conn: sqlite3.Connection) -> int:
         """Drop cached matrices of scopes written since we last looked (by any process); returns the
         generation of this read's snapshot. A snapshot older than what another thread already saw changes
         nothing: the caches never go back to an older generation."""
@@ -144,7 +159,7 @@ class _Vectors(_Rows):
                 for (scope,) in conn.execute("SELECT DISTINCT scope FROM changes WHERE gen > ?", (self._gen,)):
                     self._matrices.pop(scope, None)
             if self._dim is None:
-                self._check_dim(conn)
+                self.check_dim(conn)
             self._gen = gen
         return gen
 
@@ -171,6 +186,33 @@ class _Vectors(_Rows):
                 self._matrices[scope] = sm
             log.debug("store_matrix_loaded", rows=len(rows), ms=round((time.perf_counter() - t0) * 1000, 1))
             return sm
+
+
+def hits_by_rid(
+    conn: sqlite3.Connection,
+    rids: list[int],
+    scores: list[float],
+    return_embedding: bool,
+    scopes: Sequence[str],
+) -> list[Document]:
+    """The ranked hits' rows, in ``rids`` order, each with its score (a row deleted since it was scored is
+    left out). Looked up by rowid: the scope check is there again (a cached matrix row can never surface
+    another scope's chunk), as ``+c.scope`` so SQLite does not search the scope's index instead and read every
+    chunk of the scope (27 ms at 50,000 chunks, against 0.1 ms)."""
+    if not rids:
+        return []
+    marks = ",".join("?" * len(rids))
+    smarks = ",".join("?" * len(scopes))
+    emb_col = "e.embedding" if return_embedding else "NULL"
+    join = "LEFT JOIN embeddings e ON e.rid = c.rid" if return_embedding else ""
+    rows = conn.execute(
+        f"SELECT c.rid, c.id, c.content, c.meta, c.extra, {emb_col} FROM chunks c {join} "
+        f"WHERE c.rid IN ({marks}) AND +c.scope IN ({smarks})",
+        [*rids, *scopes],
+    ).fetchall()
+    by_rid = {r[0]: r for r in rows}
+    return [Rows.row_to_doc(r[1], r[2], r[3], r[4], r[5], score)
+            for rid, score in zip(rids, scores, strict=True) if (r := by_rid.get(rid)) is not None]
 
 
 _BLAS: Any = None

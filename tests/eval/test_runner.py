@@ -497,7 +497,7 @@ class TestIndexCode:
         ("pipelines/indexing.py", "from __future__", "INDEXING_TWEAK = 1\nfrom __future__"),
         ("connectors/sqlite_store/schema.py", "CREATE TABLE IF NOT EXISTS chunks (",
          "CREATE TABLE IF NOT EXISTS chunks (\n"),
-        ("connectors/sqlite_store/rows.py", "    def _insert(", "    def _insert(  # changed\n"),
+        ("connectors/sqlite_store/rows.py", "    def insert(", "    def insert(  # changed\n"),
         ("connectors/sqlite_store/store.py", "    def replace_document(",
          "    def replace_document(  # changed\n"),
         ("connectors/embedding.py", "from __future__", "EMBED_TWEAK = 1\nfrom __future__"),

@@ -34,7 +34,7 @@ def _search_paused_after_its_snapshot(
 ) -> None:
     """Run ``search`` on a worker thread; once its snapshot is taken, run ``meanwhile`` here, then let it finish."""
     snapshot_taken, go_on = threading.Event(), threading.Event()
-    refresh = store._refresh
+    refresh = store._vectors.refresh
     worker: list[threading.Thread] = []
 
     def paused_refresh(conn: Any) -> Any:
@@ -44,7 +44,7 @@ def _search_paused_after_its_snapshot(
             assert go_on.wait(30)
         return out
 
-    store._refresh = paused_refresh  # type: ignore[method-assign]
+    store._vectors.refresh = paused_refresh  # type: ignore[method-assign]
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -61,7 +61,7 @@ def _search_paused_after_its_snapshot(
     finally:
         go_on.set()
         worker[0].join(30)
-        store._refresh = refresh  # type: ignore[method-assign]
+        store._vectors.refresh = refresh  # type: ignore[method-assign]
     assert not errors, errors
 
 
