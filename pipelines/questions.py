@@ -330,9 +330,10 @@ class QuestionTypes:
     @staticmethod
     def resolve_choice(question: str, history: Sequence[Turn]) -> str | None:
         """A reply "2" to a "which one?" answer: the second reading's question, from the answer's own text
-        (the chat thread's history is all a platform keeps); ``None`` for anything else."""
+        (the chat thread's history is all a platform keeps); the thread's latest such answer, so a reading picked
+        by its button before is no obstacle. ``None`` for anything else."""
         m = _CHOICE_REPLY.fullmatch(question)
-        last = next((t for t in reversed(history) if t.role == "assistant"), None)
+        last = next((t for t in reversed(history) if t.role == "assistant" and CHOICE_ARROW in t.text), None)
         if not m or last is None:
             return None
         line = re.search(rf"(?m)^{m.group(1)}\. .*{re.escape(CHOICE_ARROW)} “([^”]+)”\s*$", last.text)
