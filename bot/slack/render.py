@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.core import MAX_CHOICE_CHARS
-from bot.texts import FEEDBACK_CHOICES, location_text, pages_text, quote_lines
+from bot.texts import FEEDBACK_CHOICES, choice_label, location_text, pages_text, quote_lines
 from pipelines.components.refusal import CLOSEST_PASSAGES
 from pipelines.models import Answer, Citation, RetrievedChunk
 
@@ -156,19 +156,12 @@ def feedback_buttons(answer_ref: str = "") -> Block:
     return block
 
 
-def choice_label(answer: Answer, n: int) -> str:
-    """A reading's button: ``n. section · file`` from the cited place the answer numbers it by."""
-    c = next((c for c in answer.citations if c.n == n), None)
-    where = f"{c.section.split(' > ')[-1] or pages_text(c.page_start, c.page_end)} · {c.file}" if c else ""
-    return _clip(f"{n}. {where}" if where else f"{n}.", MAX_BUTTON_TEXT)
-
-
 def choice_buttons(answer: Answer) -> list[Block]:
     """A "which one?" answer's readings as buttons (an ``actions`` block, at most 25 elements); a click asks that
     reading's follow-up question in the thread. None for any other answer."""
     buttons = [
         {"type": "button", "action_id": f"{CHOICE_ACTION}{n}", "value": question,
-         "text": {"type": "plain_text", "text": choice_label(answer, n), "emoji": False}}
+         "text": {"type": "plain_text", "text": choice_label(answer, n, MAX_BUTTON_TEXT), "emoji": False}}
         for n, question in enumerate(answer.choices[:25], 1) if 0 < len(question) <= MAX_CHOICE_VALUE
     ]
     if answer.kind != "clarify" or not buttons:
