@@ -183,7 +183,7 @@ class World:
         assert requests.post(f"{self.teams_url}/api/messages", json=activity, timeout=60).status_code in (200, 201)
         call = self.microsoft.wait_for(lambda c: c.conversation_id == chat and c.reply_to_id == activity_id
                                        and c.type == "message", timeout=120)[-1]
-        return Shown(call.text.splitlines(), set(), [], call.body)
+        return Shown([re.sub(r"\\(.)", r"\1", ln) for ln in call.text.splitlines()], set(), [], call.body)
 
     def ask(self, platform: str, question: str) -> Shown:
         return self.slack(question) if platform == "slack" else self.teams(question)
