@@ -23,8 +23,9 @@ The handlers, in the order they are tried (:func:`classify` decides which apply)
 * ``compare``: "compare X in A and B", "do both PDFs ...": retrieval within each document separately, one
   cited block per document, and a document that says nothing named as such;
 * ``table``: "which year had the highest revenue": the max / min of a parsed table column, its row quoted;
-* ``clarify``: a short "what is the <thing>?" whose best passages are in different sections with close
-  scores: ask back, the candidates numbered, each quoted, each a follow-up question in ``choices``;
+* ``clarify``: a short "what is the <thing>?" whose best passages (those the look-up answer would read) state
+  it in different sections: ask back, the readings numbered, each quoted, each a follow-up question in
+  ``choices`` (the chat adapters draw them as buttons);
 * ``partial`` / ``multi_part``: "what is X and what is Y?": each part answered on a line of its own, and a
   part the PDFs don't cover named as such.
 """
@@ -61,7 +62,7 @@ AnswerMode = Literal["extractive", "llm"]
 MAX_COMPARED = 6  # documents compared side by side; more than that is not a comparison anyone reads
 MAX_SUMMARY_SECTIONS = 15
 MAX_SUMMARY_QUOTE = 300
-MAX_CHOICES = 4  # readings offered by a "which one?"; Slack shows up to 5 buttons in a row, Teams 6 card actions
+MAX_CHOICES = 4  # readings offered by a "which one?" (a Slack actions block holds 25 buttons, a Teams card 6)
 MAX_PARTS = 4
 
 CHOICE_ARROW = "→ ask"
@@ -265,12 +266,15 @@ def _states(thing: str) -> Callable[[str], int] | None:
 
     *modifiers, head = words
     named = [any_of(word_forms(w)) for w in modifiers]
-    head_named, head_phrased = any_of(word_forms(head)), any_of(SYNONYMS.get(head, ()) or ["\0"])
+    head_named = any_of(word_forms(head))
+    head_phrased = any_of(SYNONYMS[head]) if SYNONYMS.get(head) else None
 
     def how(sentence: str) -> int:
         if not all(p.search(sentence) for p in named):
             return 0
-        return 2 if head_named.search(sentence) else 1 if head_phrased.search(sentence) else 0
+        if head_named.search(sentence):
+            return 2
+        return 1 if head_phrased is not None and head_phrased.search(sentence) else 0
 
     return how
 
@@ -692,7 +696,7 @@ class QuestionTypes:
             meta = h.meta or {}
             section = _leaf(str(meta.get("section", "") or "")) or _page_text(h)
             sid = str(meta.get("section_id", "") or "")
-            where = f"section {sid}" if sid else f"“{section}”"
+            where = f"section {sid}" if sid else f"‘{section}’"  # “…” encloses the whole follow-up
             # the reading's own opening words: the look-up path finds that sentence, not another of the section
             choice = (f"{question.rstrip(' ?')} in {where} of {meta.get('file_name', 'the PDF')}, where it says "
                       f"‘{_opening(quote)}’?")
