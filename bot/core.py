@@ -33,6 +33,7 @@ log = structlog.get_logger("citebot.core")
 Platform = Literal["slack", "teams"]
 
 MAX_COMMENT_CHARS = 2000
+MAX_CHOICE_CHARS = 500  # a reading's follow-up question, as a button or card action carries it
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,12 @@ class ClaimKey:
 
     ``event``: a Slack event id (any listener's work); ``answer``: one answer per Slack message (its
     ``app_mention`` and ``message`` events share it); ``file``: one ingest per file share in a channel;
-    ``command``: one slash command (its trigger id); ``vote``: one button click or feedback form;
-    ``msg``: one Teams activity. They are the keys of the work journal too."""
+    ``command``: one slash command (its trigger id); ``vote``: one button click or feedback form; ``choice``: one
+    click on a reading of a "which one?" answer; ``msg``: one Teams activity. They are the keys of the work
+    journal too."""
 
     platform: Platform
-    kind: Literal["event", "answer", "file", "command", "vote", "msg"]
+    kind: Literal["event", "answer", "file", "command", "vote", "choice", "msg"]
     parts: tuple[str, ...]
 
     def __str__(self) -> str:
@@ -70,6 +72,10 @@ class ClaimKey:
     @classmethod
     def slack_vote(cls, *parts: str) -> ClaimKey:
         return cls("slack", "vote", parts)
+
+    @classmethod
+    def slack_choice(cls, team: str, channel: str, user: str, action_ts: str) -> ClaimKey:
+        return cls("slack", "choice", (team, channel, user, action_ts))
 
     @classmethod
     def teams_message(cls, conversation_id: str, activity_id: str) -> ClaimKey:
@@ -173,6 +179,15 @@ class ChatCore:
             refused=answer.refused,
         )
         return answer
+
+    def answer_choice(self, ctx: ChatContext, question: str, *, show: ShowText | None = None) -> Answer:
+        """A reading picked under a "which one?" answer (a Slack button, a Teams card action): its follow-up
+        question, answered afresh over the context's scopes, as a reply "2" in the thread is
+        (:meth:`pipelines.questions.QuestionTypes.resolve_choice`): it names its reading whole, so the thread
+        before it is not read into it. The question comes from the click's payload: it is asked with the
+        clicker's scopes, exactly what they could ask by mentioning the bot there, never the scopes of the
+        message that offered it."""
+        return self.ask(ctx, question[:MAX_CHOICE_CHARS], (), show=show)
 
     def history(self, platform: Platform, thread_ref: str) -> list[Turn]:
         turns = self.state.thread_history(platform=platform, thread_ref=thread_ref)

@@ -20,7 +20,7 @@ from connectors.download import (
 )
 from connectors.store_api import DocInfo
 from pipelines.file_names import family_key
-from pipelines.models import IngestProgress, IngestResult
+from pipelines.models import Answer, IngestProgress, IngestResult
 
 APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it; please try again in a minute."
 
@@ -89,6 +89,15 @@ def location_text(file: str, page_start: int, page_end: int, section: str, *, wh
     ``whole_section`` (Slack, which has the room)."""
     heading = section if whole_section else section.split(" > ")[-1]
     return " · ".join(x for x in (file, pages_text(page_start, page_end), heading) if x)
+
+
+def choice_label(answer: Answer, n: int, max_chars: int = 75) -> str:
+    """The ``n``-th reading of a "which one?" answer as a button or card action names it: ``2. ARTICLE VI
+    LIABILITY · contract.pdf``, from the citation the answer numbers it by (Slack: a button's 75 characters)."""
+    c = next((c for c in answer.citations if c.n == n), None)
+    where = f"{c.section.split(' > ')[-1] or pages_text(c.page_start, c.page_end)} · {c.file}" if c else ""
+    label = f"{n}. {where}" if where else f"{n}."
+    return label if len(label) <= max_chars else label[: max_chars - 1].rstrip() + "…"
 
 
 def quote_lines(quote: str) -> list[str]:

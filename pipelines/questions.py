@@ -23,8 +23,9 @@ The handlers, in the order they are tried (:func:`classify` decides which apply)
 * ``compare``: "compare X in A and B", "do both PDFs ...": retrieval within each document separately, one
   cited block per document, and a document that says nothing named as such;
 * ``table``: "which year had the highest revenue": the max / min of a parsed table column, its row quoted;
-* ``clarify``: a short "what is the <thing>?" whose best passages are in different sections with close
-  scores: ask back, the candidates numbered, each quoted, each a follow-up question in ``choices``;
+* ``clarify``: a short "what is the <thing>?" whose best passages (those the look-up answer would read) state
+  it in different sections: ask back, the readings numbered, each quoted, each a follow-up question in
+  ``choices`` (the chat adapters draw them as buttons);
 * ``partial`` / ``multi_part``: "what is X and what is Y?": each part answered on a line of its own, and a
   part the PDFs don't cover named as such.
 """
@@ -61,12 +62,11 @@ AnswerMode = Literal["extractive", "llm"]
 MAX_COMPARED = 6  # documents compared side by side; more than that is not a comparison anyone reads
 MAX_SUMMARY_SECTIONS = 15
 MAX_SUMMARY_QUOTE = 300
-MAX_CHOICES = 4
-CHOICE_MARGIN = 0.15  # candidates of a "which one?" within this cosine of the best
-CHOICE_FLOOR = 0.2
+MAX_CHOICES = 4  # readings offered by a "which one?" (a Slack actions block holds 25 buttons, a Teams card 6)
 MAX_PARTS = 4
 
 CHOICE_ARROW = "→ ask"
+CHOICE_QUOTE_WORDS = 7  # a reading's follow-up question names it by its opening words
 CHOICE_HINT = "Reply with the number (in this thread), or ask again naming the one you mean."
 _CHOICE_REPLY = re.compile(r"\s*(?:#|no\.?\s*|number\s*|option\s*)?(\d)\s*[.)]?\s*", re.I)
 NOTE_PARTIAL = "Part of your question isn't covered by the PDFs here."
@@ -246,6 +246,39 @@ def _content_words(text: str) -> list[str]:
     return [t for t in terms(text) if t not in GENERIC]
 
 
+def _opening(sentence: str, words: int = CHOICE_QUOTE_WORDS) -> str:
+    """The first ``words`` words of ``sentence`` (verbatim, no quotation marks), to name a reading by."""
+    return " ".join(re.sub(r"[“”‘’\"]", "", sentence).split()[:words])
+
+
+def _states(thing: str) -> Callable[[str], int] | None:
+    """How a sentence states ``thing`` ("limit", "notice period"): 2 when it names it (each of its words in some
+    form), 1 when it states it by a phrase of :data:`SYNONYMS` for its last word ("up to" for a limit; its other
+    words still named: a notice period is no reading of "12 weeks of absence"), 0 when not at all. ``None`` when
+    the thing has no content word."""
+    words = [w for w in re.findall(r"[a-z]+", thing.lower()) if w not in STOPWORDS]
+    if not words:
+        return None
+
+    def any_of(options: Sequence[str]) -> re.Pattern[str]:
+        return re.compile(r"\b(?:" + "|".join(re.escape(o) for o in sorted(set(options), key=len, reverse=True))
+                          + r")\b", re.I)
+
+    *modifiers, head = words
+    named = [any_of(word_forms(w)) for w in modifiers]
+    head_named = any_of(word_forms(head))
+    head_phrased = any_of(SYNONYMS[head]) if SYNONYMS.get(head) else None
+
+    def how(sentence: str) -> int:
+        if not all(p.search(sentence) for p in named):
+            return 0
+        if head_named.search(sentence):
+            return 2
+        return 1 if head_phrased is not None and head_phrased.search(sentence) else 0
+
+    return how
+
+
 class QuestionTypes:
     """Answers the question types of issue 24 over ``engine``'s store, or returns ``None`` for a look-up.
 
@@ -301,9 +334,10 @@ class QuestionTypes:
     @staticmethod
     def resolve_choice(question: str, history: Sequence[Turn]) -> str | None:
         """A reply "2" to a "which one?" answer: the second reading's question, from the answer's own text
-        (the chat thread's history is all a platform keeps); ``None`` for anything else."""
+        (the chat thread's history is all a platform keeps); the thread's latest such answer, so a reading picked
+        by its button before is no obstacle. ``None`` for anything else."""
         m = _CHOICE_REPLY.fullmatch(question)
-        last = next((t for t in reversed(history) if t.role == "assistant"), None)
+        last = next((t for t in reversed(history) if t.role == "assistant" and CHOICE_ARROW in t.text), None)
         if not m or last is None:
             return None
         line = re.search(rf"(?m)^{m.group(1)}\. .*{re.escape(CHOICE_ARROW)} “([^”]+)”\s*$", last.text)
@@ -616,49 +650,56 @@ class QuestionTypes:
 
     # --- which one? ----------------------------------------------------------------------------
     def which_one(self, question: str, scopes: list[str], mode: RetrievalMode, k: int) -> Answer | None:
-        """A short "what is the limit?" whose best passages answer different readings: ask which."""
+        """A short "what is the limit?" whose best passages answer different readings: ask which.
+
+        The readings are looked for where the look-up answer would be built from: the ``k`` passages retrieval
+        ranks first. A passage is a reading when one of its sentences states the thing (:func:`_states`: the
+        thing's last word in some form or in a phrase :data:`SYNONYMS` says states it, "up to 160 pounds" for a
+        limit, and every other word of the thing, so "the notice period" needs "notice") and it would be
+        answered at all (its best question–sentence cosine clears the refusal threshold), one reading per
+        section. Two or more: the look-up answer would pick one of them by how close its words are to a
+        one-word question, which favours a passage that says "limited" over one that says "up to" (0.35 against
+        0.07 for the hotel limit); so the readings are offered in retrieval order instead, each quoted."""
         m = _SHORT_DEFINITE.match(question)
         if not m or len(_content_words(question)) > 2:
             return None
         thing = m.group(1)
-        words = [w for w in re.findall(r"[a-z]+", thing.lower()) if w not in STOPWORDS]
-        forms = {f for w in words for f in word_forms(w)}
-        phrases = {p for w in words for p in SYNONYMS.get(w, ())}
-        mention = re.compile(r"\b(?:" + "|".join(re.escape(f) for f in sorted(forms | phrases, key=len, reverse=True))
-                             + r")\b", re.I)
+        states = _states(thing)
+        if states is None:
+            return None
         e = self.engine
         hits, embedding = e._run_retrieval(mode, question, scopes, None)  # noqa: SLF001
-        hits = e._in_scope(hits, scopes)[: max(k, 8)]  # noqa: SLF001
-        cands: list[tuple[float, Document, str]] = []
+        hits = e._in_scope(hits, scopes)[:k]  # noqa: SLF001
+        readings: list[tuple[Document, str]] = []
         seen_sections: set[tuple[str, str]] = set()
         for h in hits:
             key = (str((h.meta or {}).get("doc_id", "")), _top(str((h.meta or {}).get("section", "") or "")))
             content = h.content or ""
             spans = [(_skip_heading_lines(content, a, b, h), b) for a, b in sentence_spans(content)]
-            sentence = next((content[a:b] for a, b in spans if mention.search(content[a:b])
-                             and not _is_heading_line(content[a:b], h)), "")
-            if key in seen_sections or not sentence:
+            stated = [(states(content[a:b]), content[a:b]) for a, b in spans if not _is_heading_line(content[a:b], h)]
+            how, sentence = max(stated, key=lambda st: st[0], default=(0, ""))  # the first that names it, if any
+            if key in seen_sections or not how:
                 continue
-            seen_sections.add(key)
             ext = e.extractive.run(question=question, documents=[h], routed=[], query_embedding=embedding,
                                    content_question=question, reference="")
-            cands.append((float(ext["max_cosine"]), h, sentence))
-        if len(cands) < 2:
-            return None
-        cands.sort(key=lambda c: c[0], reverse=True)
-        best = cands[0][0]
-        close = [c for c in cands if c[0] >= max(best - CHOICE_MARGIN, CHOICE_FLOOR)][:MAX_CHOICES]
-        if len(close) < 2:
+            if float(ext["max_cosine"]) < self.threshold:
+                continue
+            seen_sections.add(key)
+            readings.append((h, sentence))
+        readings = readings[:MAX_CHOICES]
+        if len(readings) < 2:
             return None
         draft = _Draft()
         draft.lines.append(f"Which {thing} do you mean? The PDFs mention several:")
         choices: list[str] = []
-        for i, (_, h, quote) in enumerate(close, 1):
+        for i, (h, quote) in enumerate(readings, 1):
             meta = h.meta or {}
             section = _leaf(str(meta.get("section", "") or "")) or _page_text(h)
             sid = str(meta.get("section_id", "") or "")
-            where = f"section {sid}" if sid else f"“{section}”"
-            choice = f"{question.rstrip(' ?')} in {where} of {meta.get('file_name', 'the PDF')}?"
+            where = f"section {sid}" if sid else f"‘{section}’"  # “…” encloses the whole follow-up
+            # the reading's own opening words: the look-up path finds that sentence, not another of the section
+            choice = (f"{question.rstrip(' ?')} in {where} of {meta.get('file_name', 'the PDF')}, where it says "
+                      f"‘{_opening(quote)}’?")
             choices.append(choice)
             draft.lines.append(f"{i}. {section} ({meta.get('file_name', '')}, {_page_text(h)}) {draft.cite(h, quote)} "
                                f"{CHOICE_ARROW} “{choice}”")

@@ -23,6 +23,8 @@ from pipelines.models import LOCAL_SCOPE, Answer, for_people
 # The query pipeline words its refusal for a chat channel; on the command line there is no channel.
 CHANNEL_REFUSAL = "The PDFs in this channel"
 CLI_REFUSAL = "The indexed PDFs"
+# A "which one?" answer's numbered readings stay; its hint speaks of a thread, which a terminal does not have.
+CLI_CHOICE_HINT = "Ask again with the question of the one you mean: citebot ask \"…\""
 
 
 def register(sub: Any) -> None:
@@ -48,11 +50,15 @@ def local_path(url: str) -> str:
 
 
 def for_terminal(answer: Answer) -> Answer:
-    """The answer as the command line shows it: no control characters, and a refusal that speaks of the
-    indexed PDFs rather than a chat channel."""
+    """The answer as the command line shows it: no control characters, a refusal that speaks of the indexed PDFs
+    rather than a chat channel, and a "which one?" answer's numbered readings with how to ask for one here."""
+    from pipelines.questions import CHOICE_HINT
+
     answer = for_people(answer)
     if answer.refused and CHANNEL_REFUSAL in answer.text:
         answer = answer.model_copy(update={"text": answer.text.replace(CHANNEL_REFUSAL, CLI_REFUSAL, 1)})
+    if answer.kind == "clarify" and CHOICE_HINT in answer.text:
+        answer = answer.model_copy(update={"text": answer.text.replace(CHOICE_HINT, CLI_CHOICE_HINT, 1)})
     return answer
 
 

@@ -19,6 +19,7 @@ one failure path: log the event id, apologise in the thread.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import uuid
@@ -47,6 +48,7 @@ from bot.slack.events import (
     files_of_message,
     mentions,
     parse_assistant_thread,
+    parse_choice_click,
     parse_command,
     parse_feedback_click,
     parse_feedback_form,
@@ -55,7 +57,7 @@ from bot.slack.events import (
     parse_message,
     parse_reaction,
 )
-from bot.slack.render import FEEDBACK_ACTION, FEEDBACK_MODAL, feedback_modal, plain, render_answer
+from bot.slack.render import CHOICE_ACTION, FEEDBACK_ACTION, FEEDBACK_MODAL, feedback_modal, plain, render_answer
 from bot.slack.scopes import MembershipCache, dm_search_scopes
 from bot.slack.stream import AnswerStream
 from bot.slack.workers import SlackWorkers
@@ -138,6 +140,7 @@ class SlackBot:
         self._working: dict[str, Future[str]] = {}  # the 👀 or status this process showed, per answer item
         self.work = SlackWorkers(core, kinds=[
             Kind("slack.answer", self._run_answer, self._give_up_answer),
+            Kind("slack.choice", self._run_choice, self._give_up_choice),
             Kind("slack.ingest", self._run_ingest, self._give_up_ingest),
             Kind("slack.command", self._run_command, self._give_up_command),
             Kind("slack.vote", self._run_vote),
@@ -166,6 +169,7 @@ class SlackBot:
         self.app.event("assistant_thread_started")(self._on_assistant_thread)
         self.app.event("assistant_thread_context_changed")(self._on_assistant_thread)
         self.app.action(FEEDBACK_ACTION)(self._on_feedback_click)
+        self.app.action(re.compile(rf"^{CHOICE_ACTION}\d+$"))(self._on_choice_click)
         self.app.view(FEEDBACK_MODAL)(self._on_feedback_form)
         self.app.command("/citebot")(self._on_command)
         self.app.error(self._on_error)
@@ -390,7 +394,8 @@ class SlackBot:
             if shown == "reaction":
                 self._react(msg.channel, msg.ts, add=False)
 
-    def _answer(self, item: WorkItem, msg: Message) -> None:
+    def _answer(self, item: WorkItem, msg: Message, *, choice: bool = False) -> None:
+        """Answer ``msg`` in its thread once; ``choice``: it is a reading picked under a "which one?" answer."""
         question = msg.question
         where = {"channel": msg.channel, "thread_ts": msg.reply_thread_ts}
         if not question:
@@ -402,13 +407,17 @@ class SlackBot:
             if item.notes.get("answer") and not item.notes.get("recorded"):
                 self._record(item, ctx, msg, posted, Answer.model_validate_json(item.notes["answer"]))
             return
-        history = self.core.history("slack", msg.thread_ref) if msg.in_thread else []
+        history = self.core.history("slack", msg.thread_ref) if msg.in_thread and not choice else []
         # an LLM answer streams into the thread (bot/slack/stream.py); a take-over finishes the message it finds
         earlier = self._posted(item, "stream_ts", **where)
         stream = AnswerStream(self.client, **where, team=msg.team, user=msg.user, resume_ts=earlier,
                               started=lambda ts: self._note(item, stream_ts=ts),
                               metadata=self._metadata(item, "stream_ts"))
-        answer = self.core.ask(ctx, question, history, show=None if earlier else stream)
+        show = None if earlier else stream
+        if choice:
+            answer = self.core.answer_choice(ctx, question, show=show)
+        else:
+            answer = self.core.ask(ctx, question, history, show=show)
         text, blocks = render_answer(answer)
         self._note(item, answer=answer.model_dump_json())  # the post is noted before it leaves
         ts = stream.finish(text=text, blocks=blocks, metadata=self._metadata(item, "answer_ts"))
@@ -432,6 +441,30 @@ class SlackBot:
             return
         self._post_once(item, "apology_ts", channel=msg.channel, thread_ts=msg.reply_thread_ts, text=APOLOGY)
         self._react(msg.channel, msg.ts, add=False)
+
+    # --- "which one?" ------------------------------------------------------------------------------
+    def _on_choice_click(self, ack: Ack, body: dict[str, Any]) -> None:
+        """A reading's button under a "which one?" answer: journaled as a mention is (before the ack, so a killed
+        bot does not lose it), answered in that answer's thread with the clicker's channel as scope."""
+        click = parse_choice_click(body)
+        if click is not None:
+            # Slack does not re-send interactions; a double click is two clicks, each its own action_ts
+            key = ClaimKey.slack_choice(click.team, click.channel, click.user, click.action_ts)
+            if self.work.accept(key, "slack.choice", {"body": body}):
+                self.work.ui.submit(self._set_status, click.channel, click.thread_ts, searching_text(0))
+        ack()
+
+    def _run_choice(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        click = parse_choice_click(payload["body"])
+        if click is not None:
+            structlog.contextvars.bind_contextvars(user=click.user)
+            self._answer(item, click.as_message(), choice=True)
+
+    def _give_up_choice(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        click = parse_choice_click(payload["body"])
+        if click is None or self._posted(item, "answer_ts", click.channel, click.thread_ts):
+            return
+        self._post_once(item, "apology_ts", channel=click.channel, thread_ts=click.thread_ts, text=APOLOGY)
 
     def _react(self, channel: str, ts: str, *, add: bool) -> None:
         """The 👀 that says work started (removed when done); cosmetic, so failures are only logged."""

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.slack.render import ANSWER_REF_BLOCK
+from bot.slack.render import ANSWER_REF_BLOCK, CHOICE_ACTION, MAX_CHOICE_VALUE
 from pipelines.models import slack_scope
 
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
@@ -296,6 +296,57 @@ def parse_feedback_click(body: dict[str, Any], action_id: str) -> FeedbackClick 
         polarity=polarity,
         trigger_id=str(body.get("trigger_id") or ""),
     )
+
+
+@dataclass(frozen=True)
+class ChoiceClick:
+    """A click on a reading's button under a "which one?" answer: that reading's follow-up question, asked by
+    ``user`` in the channel the click came from (never a channel the payload's value names), in the thread of the
+    answer that offered it."""
+
+    team: str
+    channel: str
+    user: str
+    question: str
+    message_ts: str
+    thread_ts: str
+    action_ts: str
+
+    def as_message(self) -> Message:
+        """The click as the message it stands for: the question, asked in the answer's thread, so it is answered
+        and recorded with the scope rules, history and journal of a mention."""
+        return Message(event_id="", team=self.team, channel=self.channel,
+                       channel_type="im" if self.channel.startswith("D") else "", user=self.user,
+                       text=self.question, ts=self.action_ts, thread_ts=self.thread_ts, subtype="")
+
+
+def parse_choice_click(body: dict[str, Any]) -> ChoiceClick | None:
+    """The reading clicked, or None when the payload is not such a click or its value is no question (empty,
+    longer than any button carries, or control characters only): the value is the clicker's to forge."""
+    actions = [a for a in body.get("actions") or [] if isinstance(a, dict)
+               and str(a.get("action_id") or "").startswith(CHOICE_ACTION)]
+    if not actions:
+        return None
+    raw = actions[0].get("value")
+    if not isinstance(raw, str) or len(raw) > MAX_CHOICE_VALUE:
+        return None
+    question = " ".join("".join(ch if ch.isprintable() else " " for ch in raw).split())
+    container, message = _obj(body.get("container")), _obj(body.get("message"))
+    user = _obj(body.get("user"))
+    channel = str(_obj(body.get("channel")).get("id") or container.get("channel_id") or "")
+    message_ts = str(message.get("ts") or container.get("message_ts") or "")
+    thread_ts = str(message.get("thread_ts") or container.get("thread_ts") or message_ts)
+    if not (question and channel and user.get("id") and thread_ts):
+        return None
+    return ChoiceClick(
+        team=str(_obj(body.get("team")).get("id") or user.get("team_id") or ""),
+        channel=channel, user=str(user["id"]), question=question, message_ts=message_ts, thread_ts=thread_ts,
+        action_ts=str(actions[0].get("action_ts") or message_ts),
+    )
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True)

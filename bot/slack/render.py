@@ -3,7 +3,8 @@
 The file name and page of a citation link to the uploaded file (its Slack permalink, kept in the
 document's metadata at upload): ``<permalink|handbook.pdf, p. 12> · 4.2 Parental leave``. Under the
 answer sit Slack's feedback buttons (``feedback_buttons`` in a ``context_actions`` block); 👎 opens
-:func:`feedback_modal`.
+:func:`feedback_modal`. A "which one?" answer (``kind`` clarify) has a button per reading above them
+(:func:`choice_buttons`), whose value is that reading's follow-up question.
 
 Slack's limits are kept here, once: at most 3,000 characters in a section's text, at most 50 blocks
 in a message, and a plain-text ``text`` fallback for notifications and old clients.
@@ -14,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.texts import FEEDBACK_CHOICES, location_text, pages_text, quote_lines
+from bot.core import MAX_CHOICE_CHARS
+from bot.texts import FEEDBACK_CHOICES, choice_label, location_text, pages_text, quote_lines
 from pipelines.components.refusal import CLOSEST_PASSAGES
 from pipelines.models import Answer, Citation, RetrievedChunk
 
@@ -26,6 +28,11 @@ _MAX_QUOTE_CHARS = 2900
 _REFUSED_HEADER = "The closest passages, if you want to check:"
 FEEDBACK_ACTION = "citebot_feedback"  # action_id of the feedback buttons
 FEEDBACK_MODAL = "citebot_feedback_modal"  # callback_id of the 👎 modal
+# action_id prefix of a "which one?" answer's buttons (one per reading: ids are unique within a block)
+CHOICE_ACTION = "citebot_choice_"
+CHOICE_BLOCK = "citebot_choices"
+MAX_BUTTON_TEXT = 75  # Slack's limit on a button's label
+MAX_CHOICE_VALUE = MAX_CHOICE_CHARS  # a reading's follow-up question, carried in its button (Slack: 2,000)
 # block_id prefix of the feedback buttons under a private (ephemeral) answer: a click on an ephemeral message
 # carries no ts Citebot knows, so the block says which answer it was
 ANSWER_REF_BLOCK = "citebot_answer:"
@@ -149,6 +156,19 @@ def feedback_buttons(answer_ref: str = "") -> Block:
     return block
 
 
+def choice_buttons(answer: Answer) -> list[Block]:
+    """A "which one?" answer's readings as buttons (an ``actions`` block, at most 25 elements); a click asks that
+    reading's follow-up question in the thread. None for any other answer."""
+    buttons = [
+        {"type": "button", "action_id": f"{CHOICE_ACTION}{n}", "value": question,
+         "text": {"type": "plain_text", "text": choice_label(answer, n, MAX_BUTTON_TEXT), "emoji": False}}
+        for n, question in enumerate(answer.choices[:25], 1) if 0 < len(question) <= MAX_CHOICE_VALUE
+    ]
+    if answer.kind != "clarify" or not buttons:
+        return []
+    return [{"type": "actions", "block_id": CHOICE_BLOCK, "elements": buttons}]
+
+
 def feedback_modal(private_metadata: str) -> dict[str, Any]:
     """The 👎 modal: what was wrong (one choice) and an optional comment."""
     options = [
@@ -200,7 +220,7 @@ def answer_blocks(answer: Answer, answer_ref: str = "") -> list[Block]:
     if len(head) > _MAX_ANSWER_SECTIONS:
         head = head[:_MAX_ANSWER_SECTIONS]
         head[-1] = section(_clip(head[-1]["text"]["text"], MAX_SECTION_CHARS - 40) + " _(answer shortened)_")
-    tail: list[Block] = []
+    tail: list[Block] = choice_buttons(answer)
     if answer.note:
         tail.append(context(escape(answer.note)))
     tail.append(feedback_buttons(answer_ref))

@@ -231,6 +231,17 @@ def parse_turn(activity: Activity) -> TeamsTurn:
     )
 
 
+def choice_of(value: Any, *, key: str, max_chars: int) -> str | None:
+    """The reading's question a card action sent (``value`` of a message activity: the action's ``data``), or
+    None when the activity is no such click. The value is the sender's to forge: a question is at most
+    ``max_chars`` and printable, and it is asked in the sender's own conversation like anything they type."""
+    raw = _dict(value).get(key)
+    if not isinstance(raw, str) or len(raw) > max_chars:
+        return None
+    question = " ".join("".join(ch if ch.isprintable() else " " for ch in raw).split())
+    return question or None
+
+
 def message_ref(scope: str, activity_id: str) -> str:
     """The key an answer is recorded under: Teams message ids are only unique per conversation."""
     return f"{scope}|{activity_id}"

@@ -8,6 +8,7 @@ and posts proactively), and the turn shows a typing indicator.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,20 +20,21 @@ from microsoft_agents.activity import Activity, ChannelAccount, InvokeResponse, 
 from microsoft_agents.hosting.core import ActivityHandler, ChannelServiceAdapter
 
 from bot.commands import is_core_verb, run_command
-from bot.core import ChatContext, ChatCore, ClaimKey
+from bot.core import MAX_CHOICE_CHARS, ChatContext, ChatCore, ClaimKey
 from bot.teams import render
 from bot.teams.activity import (
     EMULATOR_CHANNEL,
     TEAMS_CHANNEL,
     TeamsTurn,
     also_known_as,
+    choice_of,
     message_ref,
     parse_turn,
     refusal,
 )
 from bot.teams.feedback import FETCH_TASK, SUBMIT_ACTION, parse_vote, task_response
 from bot.teams.graph import graph_configured
-from bot.teams.work import ANSWER, INGEST, SYNC, TeamsWork
+from bot.teams.work import ANSWER, CHOICE, INGEST, SYNC, TeamsWork
 from bot.texts import APOLOGY, GRAPH_NOT_CONFIGURED, SYNC_ONLY_IN_CHANNELS, TEAMS_HELP_TEXT
 from connectors.log import error_fields
 from connectors.settings import Settings
@@ -110,6 +112,15 @@ class CitebotTeamsBot(ActivityHandler):
     async def on_message_activity(self, turn_context: TurnContextProtocol) -> None:
         activity = turn_context.activity
         turn = parse_turn(activity)
+        choice = choice_of(activity.value, key=render.CHOICE_DATA, max_chars=MAX_CHOICE_CHARS)
+        if choice is not None:  # a reading picked on a "which one?" card: answered in this conversation
+            turn = dataclasses.replace(turn, text=choice, mentioned=True, files=())
+            structlog.contextvars.bind_contextvars(platform="teams", scope=turn.scope, user=turn.user)
+            try:
+                await self._journal(turn_context, turn, CHOICE)
+            finally:
+                structlog.contextvars.unbind_contextvars("platform", "scope", "user")
+            return
         if turn.kind == "channel" and not turn.mentioned:
             return  # channel messages are for people unless they mention the bot
         ctx = ChatContext(platform="teams", scope=turn.scope, user=turn.user, event_id=activity.id or "",
@@ -151,8 +162,10 @@ class CitebotTeamsBot(ActivityHandler):
             await self._reply(turn_context, GRAPH_NOT_CONFIGURED)
             return
 
-        # Slow work: journaled before the 200 leaves, done by the journal's workers, delivered proactively.
-        kind = INGEST if turn.files else SYNC if command == "sync" else ANSWER
+        await self._journal(turn_context, turn, INGEST if turn.files else SYNC if command == "sync" else ANSWER)
+
+    async def _journal(self, turn_context: TurnContextProtocol, turn: TeamsTurn, kind: str) -> None:
+        """Slow work: journaled before the 200 leaves, done by the journal's workers, delivered proactively."""
         activity = turn_context.activity
         key = ClaimKey.teams_message(turn.conversation_id, activity.id or uuid.uuid4().hex)
         ref = activity.get_conversation_reference()

@@ -11,7 +11,10 @@ An answer becomes one message activity:
 * ``channelData.feedbackLoop`` of type ``custom``: Teams' own 👍/👎 buttons, which ask the bot for the form to
   show (``message/fetchTask``, :mod:`bot.teams.feedback`) and send what was filled in as ``message/submitAction``;
 * optionally an Adaptive Card attachment with one quote block per citation (file · p. N · section),
-  for places where the client does not draw citation entities (older channel clients).
+  for places where the client does not draw citation entities (older channel clients);
+* for a "which one?" answer (``kind`` clarify), an Adaptive Card with an ``Action.Submit`` per reading
+  (:func:`choices_card`): its ``data`` is that reading's follow-up question, which Teams sends back as a message
+  activity's ``value`` (:func:`bot.teams.activity.choice_of`).
 
 The quotes are the validated spans from the answer pipeline, never re-worded here.
 """
@@ -26,10 +29,13 @@ from urllib.parse import quote
 
 from microsoft_agents.activity import Activity, ActivityTypes, Attachment, Entity
 
-from bot.texts import location_text, pages_text, quote_lines
+from bot.core import MAX_CHOICE_CHARS
+from bot.texts import choice_label, location_text, pages_text, quote_lines
 from pipelines.models import Answer, Citation
 
 ADAPTIVE_CARD = "application/vnd.microsoft.card.adaptive"
+CHOICE_DATA = "citebot_choice"  # the key of a reading's Action.Submit data: its follow-up question
+MAX_CARD_ACTIONS = 6  # Teams shows at most six actions on a card
 # Limits from the Teams client-citation schema.
 _ABSTRACT_MAX = 160
 _NAME_MAX = 80
@@ -215,6 +221,25 @@ def quotes_card(citations: Sequence[Citation]) -> Attachment:
     return Attachment(content_type=ADAPTIVE_CARD, content=content)
 
 
+def choices_card(answer: Answer) -> Attachment | None:
+    """A "which one?" answer's readings as card actions, each named as Slack's button is; None for any other
+    answer. A click sends the reading's question back to the bot in this conversation."""
+    actions = [
+        {"type": "Action.Submit", "title": choice_label(answer, n), "data": {CHOICE_DATA: question}}
+        for n, question in enumerate(answer.choices[:MAX_CARD_ACTIONS], 1) if 0 < len(question) <= MAX_CHOICE_CHARS
+    ]
+    if answer.kind != "clarify" or not actions:
+        return None
+    content = {
+        "type": "AdaptiveCard",
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "version": "1.5",
+        "body": [{"type": "TextBlock", "text": "Which one do you mean?", "weight": "Bolder", "wrap": True}],
+        "actions": actions,
+    }
+    return Attachment(content_type=ADAPTIVE_CARD, content=content)
+
+
 def answer_text(answer: Answer, *, inline_quotes: bool) -> str:
     """The message text. Extractive answers are "Here is what the PDFs say [1][2]:" plus the quotes,
     so without a quote card the quotes follow inline, one ``[n] “quote” — file · p. N`` paragraph each, a quote's
@@ -244,8 +269,12 @@ def answer_activity(answer: Answer, *, quote_card: bool) -> Activity:
         entities=[ai_message_entity(answer.citations)],
         channel_data={"feedbackLoop": {"type": "custom"}},  # 👍/👎 open Citebot's form (bot.teams.feedback)
     )
-    if card:
-        activity.attachments = [quotes_card(answer.citations)]
+    attachments = [quotes_card(answer.citations)] if card else []
+    choices = choices_card(answer)
+    if choices is not None:
+        attachments.append(choices)
+    if attachments:
+        activity.attachments = attachments
     return activity
 
 

@@ -56,6 +56,7 @@ T = TypeVar("T")
 PROGRESS_INTERVAL_S = 2.0
 CONNECTOR_TIMEOUT_S = 60.0  # one Bot Connector call from a worker; its own client retries inside that
 ANSWER, INGEST, SYNC = "teams.answer", "teams.ingest", "teams.sync"  # the journal's kinds of Teams work
+CHOICE = "teams.choice"  # a reading picked on a "which one?" card, answered as a question is
 
 
 class _Progress:
@@ -102,10 +103,12 @@ class TeamsWork:
             platform="teams",
             kinds=[
                 Kind(ANSWER, self._run_answer, self._give_up_answer),
+                Kind(CHOICE, partial(self._run_answer, choice=True), self._give_up_answer),
                 Kind(INGEST, self._run_ingest, self._give_up_ingest),
                 Kind(SYNC, self._run_sync, self._give_up_sync),
             ],
-            lanes=[Lane("answers", (ANSWER,), workers), Lane("uploads", (INGEST, SYNC), settings.upload_workers)],
+            lanes=[Lane("answers", (ANSWER, CHOICE), workers),
+                   Lane("uploads", (INGEST, SYNC), settings.upload_workers)],
             lease_s=settings.work_lease_s,
             scan_s=settings.work_scan_s,
         )
@@ -218,7 +221,8 @@ class TeamsWork:
         return turn, ref, ctx
 
     # --- answers ----------------------------------------------------------------------------------
-    def _run_answer(self, item: WorkItem, payload: dict[str, Any]) -> None:
+    def _run_answer(self, item: WorkItem, payload: dict[str, Any], *, choice: bool = False) -> None:
+        """Answer the turn once; ``choice``: it is a reading picked on a "which one?" card."""
         turn, ref, ctx = self._work_of(payload)
         posted = item.notes.get("answer_id")
         if posted:  # answered before a kill: keep its record, post nothing
@@ -230,11 +234,13 @@ class TeamsWork:
         if item.notes.get("answer"):  # decided before the kill: post that one, do not ask again
             answer = Answer.model_validate_json(item.notes["answer"])
         else:
-            history = self.core.history("teams", turn.thread_ref)
             if turn.kind == "personal" and not item.notes.get("stream_id"):  # Teams streams in 1:1 chats only
                 stream = TeamsStream(lambda a: self._on_loop(self._send(ref, a)),
                                      started=lambda stream_id: self._note(item, stream_id=stream_id))
-            answer = self.core.ask(ctx, turn.text, history, show=stream)
+            if choice:
+                answer = self.core.answer_choice(ctx, turn.text, show=stream)
+            else:
+                answer = self.core.ask(ctx, turn.text, self.core.history("teams", turn.thread_ref), show=stream)
             self._note(item, answer=answer.model_dump_json())  # the answer is noted before it leaves
         message = render.answer_activity(answer, quote_card=turn.kind == "channel")
         if stream is not None and stream.stream_id:

@@ -444,6 +444,18 @@ def feedback_click(
     return payload
 
 
+def button_click(
+    *, user: str, channel: str, message_ts: str, action_id: str, value: str, thread_ts: str = "", team: str = TEAM,
+    block_id: str = "citebot_choices",
+) -> dict[str, Any]:
+    """A ``block_actions`` payload for a click on a ``button`` element of a bot message (in a thread when
+    ``thread_ts``)."""
+    payload = feedback_click(user=user, channel=channel, message_ts=message_ts, value=value, action_id=action_id,
+                             thread_ts=thread_ts, team=team, block_id=block_id)
+    payload["actions"][0]["type"] = "button"
+    return payload
+
+
 def view_submission(view: dict[str, Any], *, user: str, values: dict[str, Any], team: str = TEAM) -> dict[str, Any]:
     """A ``view_submission`` payload for ``view`` (as ``views.open`` was given it) with the person's input."""
     return {

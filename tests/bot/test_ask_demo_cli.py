@@ -53,8 +53,12 @@ def test_demo_then_ask(capsys, monkeypatch):
     assert "Confidential Information secret" in out and "· p. 4 · ARTICLE V CONFIDENTIALITY" in out
     assert main(["ask", "What is the limit?"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("Which limit do you mean? The PDFs mention several:\n1. ARTICLE VI LIABILITY")
-    assert "\n2. 2.1 Flexitime (halvorsen_pike_employee_handbook.pdf, p. 2) [2]" in out
+    # a numbered list, each reading's follow-up question after it, and how to ask one on the command line
+    assert out.startswith("Which limit do you mean? The PDFs mention several:\n1. 2.1 Flexitime")
+    assert f"\n2. ARTICLE VI LIABILITY ({CONTRACT}, p. 5) [2] → ask “What is the limit in section VI of " in out
+    assert f"\n3. 6 Travel and Expenses ({HANDBOOK}, p. 8) [3] → ask “What is the limit in section 6 of " in out
+    assert '\nAsk again with the question of the one you mean: citebot ask "…"\n' in out and "thread" not in out
+    assert "Hotel costs are reimbursed up to 160 pounds per night in London" in out
     assert main(["ask", "What does Figure 1 show?"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("There is no Figure 1 in the PDFs here.\nThey have: ")

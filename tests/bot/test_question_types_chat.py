@@ -35,9 +35,11 @@ from eval.fakes.slack_api import (
     SIGNING_SECRET,
     TEAM,
     FakeSlack,
+    button_click,
     event_callback,
     mention,
     message,
+    post_interaction,
     post_signed,
 )
 from eval.sample_pdfs import CONTRACT, HANDBOOK, sample_bytes
@@ -142,6 +144,47 @@ class World:
         lines = [re.sub(r"\\(.)", r"\1", ln) for ln in re.split(r"\n+", answer) if ln.strip()]
         return Shown(lines, {c["appearance"]["name"] for c in cites}, [c["appearance"]["abstract"] for c in cites],
                      call.body)
+
+    # --- "which one?": the readings offered, and a click on one ------------------------------------
+    def options(self, platform: str, shown: Shown) -> list[tuple[str, str]]:
+        """(label, what a click sends) of each reading a "which one?" answer offers: Slack's buttons, Teams'
+        card actions."""
+        if platform == "slack":
+            (buttons,) = [b["elements"] for b in shown.raw["blocks"] if b["type"] == "actions"]
+            return [(b["text"]["text"], json.dumps(b)) for b in buttons]
+        (card,) = [a["content"] for a in shown.raw.get("attachments") or [] if a["content"].get("actions")]
+        return [(a["title"], json.dumps(a["data"])) for a in card["actions"] if a["type"] == "Action.Submit"]
+
+    def pick(self, platform: str, shown: Shown, option: str, *, where: str = "") -> Shown:
+        """Click ``option`` (from :meth:`options`) as a user of ``where`` would (default: where it was offered):
+        a signed ``block_actions`` payload into the Slack app, a card's submit activity into the Teams app."""
+        if platform == "slack":
+            button = json.loads(option)
+            channel, root = where or CHANNEL, shown.raw["root"]
+            offered = [c for c in self.fake_slack.calls_to("chat.postMessage", channel=CHANNEL, thread_ts=root)
+                       if c.params.get("blocks")][-1].reply["ts"]
+            thread = root if not where else f"{400 + next(self.ids)}.000001"
+            before = len(self.fake_slack.calls_to("chat.postMessage", channel=channel, thread_ts=thread))
+            status, _ = post_interaction(self.slack_url, button_click(
+                user=MEMBER, channel=channel, message_ts=offered if not where else thread, thread_ts=thread,
+                action_id=button["action_id"], value=button["value"]))
+            assert status == 200
+            call = self.fake_slack.wait_for("chat.postMessage", before + 1, channel=channel, thread_ts=thread,
+                                            timeout=120)[-1]
+            assert self.slack_bot.wait_idle(60)
+            return Shown(html.unescape(call.params["text"]).splitlines(), set(), [], call.params)
+        chat = where or FRESH_CHAT
+        activity_id = f"rows-{self.mode}-{next(self.ids)}"
+        activity = {
+            "type": "message", "id": activity_id, "channelId": "msteams", "serviceUrl": self.microsoft.service_url,
+            "from": {"id": ALICE, "name": "Alice"}, "recipient": BOT,
+            "conversation": {"id": chat, "conversationType": "personal", "tenantId": TENANT, "isGroup": False},
+            "channelData": {"tenant": {"id": TENANT}}, "value": json.loads(option),
+        }
+        assert requests.post(f"{self.teams_url}/api/messages", json=activity, timeout=60).status_code in (200, 201)
+        call = self.microsoft.wait_for(lambda c: c.conversation_id == chat and c.reply_to_id == activity_id
+                                       and c.type == "message", timeout=120)[-1]
+        return Shown([re.sub(r"\\(.)", r"\1", ln) for ln in call.text.splitlines()], set(), [], call.body)
 
     def ask(self, platform: str, question: str) -> Shown:
         return self.slack(question) if platform == "slack" else self.teams(question)
@@ -248,21 +291,39 @@ def test_a_figure_that_does_not_exist_is_said_with_what_does(world: World, platf
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
-def test_what_is_the_limit_asks_which_and_a_numbered_reply_answers_it(world: World, platform: str) -> None:
+def test_what_is_the_limit_asks_which_and_a_click_or_a_numbered_reply_answers_it(world: World, platform: str) -> None:
     # in a personal chat every question but the first has a thread before it, and a bare "what is the limit?"
     # there is a follow-up, rewritten from it; asked first, it asks back
     shown = world.slack(LIMIT) if platform == "slack" else world.teams(LIMIT, chat=FRESH_CHAT)
     assert shown.lines[0] == "Which limit do you mean? The PDFs mention several:"
-    assert shown.lines[1].startswith(f"1. ARTICLE VI LIABILITY ({CONTRACT}, p. 5) [1] → ask “")
-    assert shown.lines[2].startswith(f"2. 2.1 Flexitime ({HANDBOOK}, p. 2) [2] → ask “")
+    assert shown.lines[1].startswith(f"1. 2.1 Flexitime ({HANDBOOK}, p. 2) [1] → ask “")
+    assert shown.lines[2].startswith(f"2. ARTICLE VI LIABILITY ({CONTRACT}, p. 5) [2] → ask “")
+    assert shown.lines[3].startswith(f"3. 6 Travel and Expenses ({HANDBOOK}, p. 8) [3] → ask “")  # the hotel limit
     assert shown.files == {CONTRACT, HANDBOOK}
-    # the reply "2" in the thread (a personal chat is one thread) answers that reading
-    reply = world.slack("2", thread=shown.raw["root"]) if platform == "slack" else world.teams("2", chat=FRESH_CHAT)
-    assert reply.files == {HANDBOOK}
+    assert any("up to 160 pounds per night in London" in q for q in shown.quotes)
+    # the three readings as Slack buttons / Teams card actions
+    options = world.options(platform, shown)
+    assert [label for label, _ in options] == [
+        f"1. 2.1 Flexitime · {HANDBOOK}", f"2. ARTICLE VI LIABILITY · {CONTRACT}",
+        f"3. 6 Travel and Expenses · {HANDBOOK}"]
+    # a click on the hotel reading answers it where it was offered, quoting that reading
+    picked = world.pick(platform, shown, options[2][1])
+    text = "\n".join(picked.lines)
     if world.mode == "extractive":
-        assert any("up to 20 hours may be carried over" in q for q in reply.quotes), reply.quotes
+        assert "Hotel costs are reimbursed up to 160 pounds per night in London" in text, text
     else:  # the model answered that reading, from the handbook's passages
-        assert reply.lines[0] == f"The model read {HANDBOOK} [1].", reply.lines
+        assert text.startswith(f"The model read {HANDBOOK} [1]"), text
+    assert HANDBOOK in json.dumps(picked.raw) and CONTRACT not in json.dumps(picked.raw)
+    # the reply "2" in the thread (a personal chat is one thread) answers the second reading
+    reply = world.slack("2", thread=shown.raw["root"]) if platform == "slack" else world.teams("2", chat=FRESH_CHAT)
+    assert reply.files == {CONTRACT}
+    if world.mode == "extractive":
+        assert any("total liability" in q for q in reply.quotes), reply.quotes
+    # the same click from a channel / chat with no PDFs: its own scope, nothing of this one's
+    elsewhere = world.pick(platform, shown, options[2][1], where="C0NOPDFS" if platform == "slack" else "a:1nopdfs")
+    seen = json.dumps(elsewhere.raw)
+    assert "don't seem to answer" in "\n".join(elsewhere.lines), elsewhere.lines
+    assert HANDBOOK not in seen and CONTRACT not in seen and "160 pounds" not in seen
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)

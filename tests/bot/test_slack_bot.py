@@ -8,6 +8,7 @@ worker pool going idle — never a blind sleep.
 from __future__ import annotations
 
 import io
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from eval.fakes.slack_api import (
     FakeSlack,
     FakeSocketMode,
     assistant_thread_event,
+    button_click,
     event_callback,
     feedback_click,
     mention,
@@ -279,7 +281,7 @@ def test_follow_up_in_an_answered_thread_needs_no_mention_and_uses_history(
     assert len(slack.fake.calls_to("chat.postMessage", channel=C_LEAVE, thread_ts=root)) == 2
 
 
-def test_a_question_with_several_readings_asks_back_and_a_numbered_reply_answers_that_one(slack: Harness) -> None:
+def test_a_question_with_several_readings_asks_back_with_a_button_each_and_a_click_answers_it(slack: Harness) -> None:
     from eval.sample_pdfs import CONTRACT, HANDBOOK, sample_bytes
 
     channel = "C0BOTHPDFS"
@@ -288,17 +290,62 @@ def test_a_question_with_several_readings_asks_back_and_a_numbered_reply_answers
         assert slack.core.upload(ctx, file_name=name, data=sample_bytes(name)).status == "indexed"
     root = "130.000001"
     slack.send(mention(channel, MEMBER, "What is the limit?", root))
-    asked = slack.fake.wait_for("chat.postMessage", channel=channel, thread_ts=root)[0].params
+    asked_call = slack.fake.wait_for("chat.postMessage", channel=channel, thread_ts=root)[0]
+    asked = asked_call.params
     lines = asked["text"].splitlines()
     assert lines[0] == "Which limit do you mean? The PDFs mention several:"
-    assert lines[1].startswith(f"1. ARTICLE VI LIABILITY ({CONTRACT}, p. 5) [1] → ask")
-    assert lines[2].startswith(f"2. 2.1 Flexitime ({HANDBOOK}, p. 2) [2] → ask")
+    assert lines[1].startswith(f"1. 2.1 Flexitime ({HANDBOOK}, p. 2) [1] → ask")
+    assert lines[2].startswith(f"2. ARTICLE VI LIABILITY ({CONTRACT}, p. 5) [2] → ask")
+    assert lines[3].startswith(f"3. 6 Travel and Expenses ({HANDBOOK}, p. 8) [3] → ask")
     assert slack.files_cited(asked) == {CONTRACT, HANDBOOK}  # each reading quoted, with its place
+    # the three readings as buttons, under the quotes and above 👍/👎
+    kinds = [b["type"] for b in asked["blocks"]]
+    assert kinds.index("actions") > max(i for i, k in enumerate(kinds) if k == "rich_text")
+    assert kinds.index("actions") < kinds.index("context_actions")
+    (buttons,) = [b["elements"] for b in asked["blocks"] if b["type"] == "actions"]
+    assert [b["text"]["text"] for b in buttons] == [f"1. 2.1 Flexitime · {HANDBOOK}",
+                                                    f"2. ARTICLE VI LIABILITY · {CONTRACT}",
+                                                    f"3. 6 Travel and Expenses · {HANDBOOK}"]
     slack.idle()
-    slack.send(message(channel, MEMBER, "2", "130.000002", thread_ts=root))
+    offered_ts = str(asked_call.reply["ts"])
+
+    # a click on the hotel reading: acknowledged at once, answered in the same thread, quoting that reading
+    t0 = time.monotonic()
+    status, _ = post_interaction(slack.url, button_click(user=MEMBER, channel=channel, message_ts=offered_ts,
+                                                         thread_ts=root, action_id=buttons[2]["action_id"],
+                                                         value=buttons[2]["value"]))
+    assert status == 200 and time.monotonic() - t0 < 3.0
     posted = slack.fake.wait_for("chat.postMessage", 2, channel=channel, thread_ts=root)
-    assert "up to 20 hours may be carried over" in posted[1].params["text"]
+    assert "up to 160 pounds per night in London" in posted[1].params["text"]
     assert slack.files_cited(posted[1].params) == {HANDBOOK}
+    slack.idle()
+    assert slack.core.history("slack", f"{channel}:{root}")[-2].text == buttons[2]["value"]  # the thread has it
+
+    # a reply "2" in the thread still answers the second reading
+    slack.send(message(channel, MEMBER, "2", "130.000002", thread_ts=root))
+    posted = slack.fake.wait_for("chat.postMessage", 3, channel=channel, thread_ts=root)
+    assert "total liability" in posted[2].params["text"] and slack.files_cited(posted[2].params) == {CONTRACT}
+    slack.idle()
+
+    # the same button clicked in another channel (or a payload naming one): that channel's PDFs, never these
+    elsewhere = "150.000001"
+    status, _ = post_interaction(slack.url, button_click(user=OUTSIDER, channel=C_CONTRACT, message_ts=elsewhere,
+                                                         thread_ts=elsewhere, action_id=buttons[2]["action_id"],
+                                                         value=buttons[2]["value"]))
+    assert status == 200
+    (there,) = slack.fake.wait_for("chat.postMessage", channel=C_CONTRACT, thread_ts=elsewhere)
+    assert HANDBOOK not in json.dumps(there.params) and "160 pounds" not in json.dumps(there.params)
+    assert slack.files_cited(there.params) <= {CONTRACT_PDF}
+    slack.idle()
+
+    # a value no button of ours carries (too long) is acknowledged and dropped
+    before = len(slack.fake.calls_to("chat.postMessage", channel=channel))
+    status, _ = post_interaction(slack.url, button_click(user=MEMBER, channel=channel, message_ts=offered_ts,
+                                                         thread_ts=root, action_id=buttons[0]["action_id"],
+                                                         value="What is the limit? " * 100))
+    assert status == 200
+    slack.idle()
+    assert len(slack.fake.calls_to("chat.postMessage", channel=channel)) == before
 
 
 def test_a_quoted_table_arrives_one_row_per_line(slack: Harness) -> None:

@@ -10,7 +10,8 @@ journal, and its lease running out is all it takes.
 * two replicas, one killed mid-burst: the live one takes its work over;
 * an answer posted just before the kill, then Slack's retry of the event: no second answer;
 * a ``/citebot <question>`` acknowledged ("Searching…") but not yet answered at the kill: the restarted bot
-  gives the private answer, once, at the command's ``response_url`` (Slack never re-sends a slash command).
+  gives the private answer, once, at the command's ``response_url`` (Slack never re-sends a slash command);
+* a click on a reading's button, acknowledged but not yet answered at the kill: answered once after the restart.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ from eval.fakes.slack_api import (
     SIGNING_SECRET,
     TEAM,
     FakeSlack,
+    button_click,
     event_callback,
     mention,
+    post_interaction,
     post_signed,
 )
 from tests.bot.test_slack_bot import make_pdf
@@ -332,3 +335,40 @@ def test_an_answer_killed_mid_stream_is_finished_in_its_own_message_after_the_re
     assert answer["text"].startswith("Employees get eighteen weeks [1]. The leave is paid [1].")
     assert any(b["type"] == "context_actions" for b in answer["blocks"])
     assert len(fake.calls_to("chat.startStream")) == 1 and not _answer_texts(fake)
+
+
+def test_a_click_on_a_reading_acknowledged_before_the_kill_is_answered_after_the_restart(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """A "which one?" answer's button: the click is journaled before its ack, as a mention is, so a bot killed
+    before it answered leaves it to the restarted one, which answers in the thread of the answer clicked, once."""
+    data = tmp_path / "data"
+    first = Bot(fake, data, tmp_path / "first.log")
+    offered_in = "5001.000100"  # the thread of the "which one?" answer clicked
+    try:
+        first.wait_ready()
+        _index_handbook(fake, first)
+        # the one worker is held posting a thread answer (its reply never comes): the click waits behind it
+        fake.hold_replies["chat.postMessage"] = threading.Event()
+        busy = event_callback(mention(CHANNEL, ASKER, QUESTION, "5000.000100"), event_id="Ev0DURCLICK")
+        assert post_signed(first.url, busy)[0] == 200
+        fake.wait_until(lambda: sum(_answers(fake).values()) == 1, timeout=180)
+        t0 = time.monotonic()
+        click = button_click(user=ASKER, channel=CHANNEL, message_ts="5001.000200", thread_ts=offered_in,
+                             action_id="citebot_choice_1", value=QUESTION)
+        assert post_interaction(first.url, click)[0] == 200 and time.monotonic() - t0 < 3.0  # acknowledged
+        time.sleep(1)
+        assert _answers(fake)[offered_in] == 0  # not answered before the kill
+    finally:
+        first.kill()
+    fake.hold_replies.pop("chat.postMessage").set()
+
+    second = Bot(fake, data, tmp_path / "second.log")
+    try:
+        second.wait_ready()
+        fake.wait_until(lambda: _answers(fake)[offered_in] == 1, timeout=AFTER_RESTART_S + LEASE_S)
+        time.sleep(LEASE_S + 1)  # room for a second answer to show
+    finally:
+        second.kill()
+    assert _answers(fake)[offered_in] == 1
+    assert any(EXPECTED in t for t in _answer_texts(fake))

@@ -6,6 +6,7 @@ import pytest
 from haystack import Document
 
 from bot.slack.events import (
+    parse_choice_click,
     parse_command,
     parse_file_shared,
     parse_message,
@@ -174,3 +175,45 @@ def test_the_manifest_asks_for_every_event_and_scope_the_app_uses() -> None:
     assert {"assistant:write", "chat:write", "reactions:write", "commands", "files:read"} <= scopes
     assert manifest["settings"]["interactivity"]["is_enabled"] is True  # feedback buttons and the 👎 form
     assert manifest["features"]["assistant_view"]["assistant_description"]
+
+
+class TestWhichOneButtons:
+    """A "which one?" answer offers each reading as a button whose value is its follow-up question; a click's
+    payload is the clicker's to forge, so it is parsed with bounds."""
+
+    def _clarify(self, *choices: str) -> Answer:
+        return Answer(text="Which limit do you mean?\n1. … [1]\n2. … [2]", kind="clarify", choices=list(choices),
+                      citations=[_citation(1), _citation(2).model_copy(update={"file": "contract.pdf",
+                                                                               "section": "ARTICLE VI LIABILITY"})])
+
+    def test_one_button_per_reading_named_by_its_place(self) -> None:
+        _, blocks = render_answer(self._clarify("What is the limit in section 4.2?", "What is the limit in VI?"))
+        (actions,) = [b for b in blocks if b["type"] == "actions"]
+        assert [(e["text"]["text"], e["value"]) for e in actions["elements"]] == [
+            ("1. 4.2 Parental leave · handbook.pdf", "What is the limit in section 4.2?"),
+            ("2. ARTICLE VI LIABILITY · contract.pdf", "What is the limit in VI?"),
+        ]
+        assert len({e["action_id"] for e in actions["elements"]}) == 2  # unique within the block, as Slack requires
+
+    def test_no_buttons_on_other_answers_and_no_button_for_a_question_too_long_to_carry(self) -> None:
+        _, blocks = render_answer(Answer(text="Eighteen weeks [1].", citations=[_citation(1)], choices=["x?"]))
+        assert not [b for b in blocks if b["type"] == "actions"]
+        _, blocks = render_answer(self._clarify("x" * 501, "What is the limit in VI?"))
+        (actions,) = [b for b in blocks if b["type"] == "actions"]
+        assert [e["action_id"] for e in actions["elements"]] == ["citebot_choice_2"]  # still the second reading
+
+    @pytest.mark.parametrize("value", ["", "   ", "\x00\x07", "x" * 501, None, 42])
+    def test_a_click_without_a_question_it_could_carry_is_no_click(self, value: object) -> None:
+        body = {"type": "block_actions", "user": {"id": "U1"}, "channel": {"id": "C1"}, "team": {"id": "T1"},
+                "message": {"ts": "1.0"}, "actions": [{"action_id": "citebot_choice_1", "value": value}]}
+        assert parse_choice_click(body) is None
+
+    def test_a_click_is_the_clickers_question_in_the_clicked_messages_thread(self) -> None:
+        body = {"type": "block_actions", "user": {"id": "U1", "team_id": "T1"}, "channel": {"id": "C9"},
+                "message": {"ts": "2.0", "thread_ts": "1.0"}, "container": {"channel_id": "C1"},
+                "actions": [{"action_id": "citebot_choice_3", "value": " What is\nthe limit? ", "action_ts": "3.0"}]}
+        click = parse_choice_click(body)
+        assert click is not None
+        msg = click.as_message()
+        assert (msg.scope, msg.user, msg.question, msg.reply_thread_ts, msg.in_thread) == (
+            "slack:T1:C9", "U1", "What is the limit?", "1.0", True)

@@ -284,3 +284,44 @@ class TestPackage:
         assert zipfile.ZipFile(tmp_path / "pkg.zip").namelist()
         assert run_package(args, Settings(data_dir=tmp_path)) == 2
         assert "TEAMS_APP_ID" in capsys.readouterr().err
+
+
+class TestWhichOneCard:
+    """A "which one?" answer offers each reading as a card action whose data is its follow-up question; what a
+    submit sends back is the sender's to forge, so it is read with bounds."""
+
+    @staticmethod
+    def _clarify(*choices: str) -> Answer:
+        cites = [Citation(n=n, chunk_id=f"d{n}:00001", doc_id=f"d{n}", file=f, page_start=p, page_end=p, section=sec,
+                          quote="up to 20 hours") for n, (f, p, sec) in enumerate(
+                              [("handbook.pdf", 2, "2 Working Hours > 2.1 Flexitime"),
+                               ("contract.pdf", 5, "ARTICLE VI LIABILITY")], 1)]
+        return Answer(text="Which limit do you mean?", kind="clarify", choices=list(choices), citations=cites)
+
+    def test_one_submit_action_per_reading_named_as_slacks_button(self) -> None:
+        activity = render.answer_activity(self._clarify("What is the limit in 2.1?", "What is the limit in VI?"),
+                                          quote_card=False)
+        (card,) = [a.content for a in activity.attachments or []]
+        assert [(a["type"], a["title"], a["data"][render.CHOICE_DATA]) for a in card["actions"]] == [
+            ("Action.Submit", "1. 2.1 Flexitime · handbook.pdf", "What is the limit in 2.1?"),
+            ("Action.Submit", "2. ARTICLE VI LIABILITY · contract.pdf", "What is the limit in VI?"),
+        ]
+
+    def test_other_answers_have_no_reading_card(self) -> None:
+        answer = self._clarify("x?").model_copy(update={"kind": "answer"})
+        assert not render.answer_activity(answer, quote_card=False).attachments
+
+    @pytest.mark.parametrize(("value", "question"), [
+        ({render.CHOICE_DATA: " What is\nthe limit? "}, "What is the limit?"),
+        ({render.CHOICE_DATA: "x" * 501}, None),
+        ({render.CHOICE_DATA: 42}, None),
+        ({render.CHOICE_DATA: "\x00 "}, None),
+        ({"other": "What is the limit?"}, None),
+        ("What is the limit?", None),
+        (None, None),
+    ])
+    def test_a_submit_carries_a_bounded_question_or_nothing(self, value: Any, question: str | None) -> None:
+        from bot.core import MAX_CHOICE_CHARS
+        from bot.teams.activity import choice_of
+
+        assert choice_of(value, key=render.CHOICE_DATA, max_chars=MAX_CHOICE_CHARS) == question
