@@ -102,6 +102,9 @@ class AnswerPolicy:
                 # streamed, the rounds only gather and the answer is generated (and shown) after them
                 found = self.triage.run(question, context, history, scopes, gather_only=show is not None)
                 context, draft = found.documents, found.draft
+                if draft is None and found.fetched:  # what the model went to fetch leads the passages it answers from
+                    fetched = {id(d) for d in found.fetched}
+                    context = [*found.fetched, *(d for d in context if id(d) not in fetched)]
             if draft is None:
                 draft = self._generate(llm, question=question, documents=context, history=history,
                                        on_text=preview(self.validator, context, show, whole=True))

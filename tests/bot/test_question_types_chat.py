@@ -164,15 +164,18 @@ class World:
             offered = [c for c in self.fake_slack.calls_to("chat.postMessage", channel=CHANNEL, thread_ts=root)
                        if c.params.get("blocks")][-1].reply["ts"]
             thread = root if not where else f"{400 + next(self.ids)}.000001"
-            before = len(self.fake_slack.calls_to("chat.postMessage", channel=channel, thread_ts=thread))
+            def final() -> list[dict[str, Any]]:  # posted, or (an LLM answer) streamed and then updated
+                return [m for m in self.fake_slack.thread(channel, thread) if not m.get("streaming")]
+
+            before = len(final())
             status, _ = post_interaction(self.slack_url, button_click(
                 user=MEMBER, channel=channel, message_ts=offered if not where else thread, thread_ts=thread,
                 action_id=button["action_id"], value=button["value"]))
             assert status == 200
-            call = self.fake_slack.wait_for("chat.postMessage", before + 1, channel=channel, thread_ts=thread,
-                                            timeout=120)[-1]
+            self.fake_slack.wait_until(lambda: len(final()) > before, timeout=120)
             assert self.slack_bot.wait_idle(60)
-            return Shown(html.unescape(call.params["text"]).splitlines(), set(), [], call.params)
+            message = final()[-1]
+            return Shown(html.unescape(message["text"]).splitlines(), set(), [], message)
         chat = where or FRESH_CHAT
         activity_id = f"rows-{self.mode}-{next(self.ids)}"
         activity = {
