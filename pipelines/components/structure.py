@@ -23,8 +23,8 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pipelines.components.layout import Element, Line, ParsedPdf
 from pipelines.components.printed_page_numbers import printed_page_labels
+from pipelines.reading.layout import Element, Line, ParsedPdf
 
 _PAGE_NUMBER = re.compile(
     r"^(?:(?:page|seite|p\.|pg\.?)\s*)?[-\u2013\u2014(\[]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-\u2013\u2014)\]]?"
