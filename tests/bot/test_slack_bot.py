@@ -31,7 +31,6 @@ from eval.fakes.slack_api import (
     SIGNING_SECRET,
     TEAM,
     FakeSlack,
-    FakeSocketMode,
     assistant_thread_event,
     event_callback,
     feedback_click,
@@ -41,6 +40,7 @@ from eval.fakes.slack_api import (
     post_signed,
     view_submission,
 )
+from eval.fakes.slack_socket_mode import FakeSocketMode
 from pipelines.models import slack_scope
 
 pytestmark = pytest.mark.slow
