@@ -4,7 +4,7 @@ One "chunk" per page, holding the page's whole text as Citebot reads it (text la
 none: :func:`pipelines.reading.reader.read_pdf` with the same settings as indexing), embedded by the same
 embedding connector the product uses (all-MiniLM-L6-v2 by default, which reads a text's first 256 word pieces)
 and searched by cosine similarity alone: no BM25, no structure, no routing. Questions are scoped exactly as in
-the other modes (:meth:`eval.runner.EvalIndex.scopes_for`), so page-hit@5 is comparable row by row.
+the other modes (:meth:`eval.index.EvalIndex.scopes_for`), so page-hit@5 is comparable row by row.
 
 The page vectors are built once per eval index and kept beside it (``<index>/page_baseline/``); the index key
 already covers the PDFs, the reading settings and the embedding model.

@@ -7,8 +7,8 @@
   ``--per-doc`` an answerable case is asked in its first source document's scope and an unanswerable one in
   the scopes of the PDFs it is ``asked_in`` (across all of them without that). One index thus serves both
   kinds of run. The key hashes the PDFs' names and bytes, the indexing settings and the indexing code
-  (:data:`INDEX_CODE`, not the query side), so an unchanged corpus is indexed once and reused by later runs,
-  and an interrupted build resumes where it stopped.
+  (:data:`eval.index.INDEX_CODE`, not the query side), so an unchanged corpus is indexed once and reused by later
+  runs, and an interrupted build resumes where it stopped; :mod:`eval.index` builds it.
 * **Answers**: every case goes through :class:`pipelines.service.CitebotService.answer`, the production path.
   Every shown quote is rechecked verbatim against its cited chunk's stored text.
 * **Modes**: ``hybrid`` (fused as ``CITEBOT_FUSION`` says), ``hybrid-weighted`` and ``hybrid-rrf`` (that fusion,
@@ -22,16 +22,13 @@
 
 from __future__ import annotations
 
-import ast
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,80 +36,15 @@ from typing import Any
 from connectors.log import error_fields
 from connectors.settings import Settings
 from eval.cases import Case, apply_asked_in, asked_in_file, load_cases, set_checksum
+from eval.index import REPO, Progress, ServiceFactory, build_index, default_service
 from eval.page_baseline import PageBaseline
 from eval.records import META_FILE, RESULTS_FILE, RETRIEVAL_ONLY, CaseResult, CitedQuote, Hit, read_results
 
-REPO = Path(__file__).resolve().parents[1]
 MODES = ("hybrid", "hybrid-weighted", "hybrid-rrf", "bm25", "dense", "pages")
 # hybrid-weighted / hybrid-rrf: hybrid retrieval with that fusion whatever CITEBOT_FUSION says (hybrid uses it);
 # pages: the naive one-page-one-vector dense retriever (eval/page_baseline.py), retrieval only, no answers.
 FUSION_MODES = {"hybrid-weighted": "weighted", "hybrid-rrf": "rrf"}
-# Settings that change what the index holds (the rest only change answers). The ingest time budgets and memory
-# limit are left out on purpose: they are machine-dependent limits, and a PDF that ran out of time or memory is
-# reported as failed.
-INDEX_SETTINGS = ("chunk_max_tokens", "chunk_min_tokens", "embedding_dim", "ocr_enabled", "ocr_dpi",
-                  "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb", "max_stream_mb", "max_decoded_mb",
-                  "max_document_chars", "max_document_elements", "max_document_chunks")
-# The code that decides what an eval index holds: the indexing pipeline and its components (guard, parser and
-# its page model, OCR, whose work is in pipelines/reading; structure, chunker, embedder, writer), the embedding
-# and OCR connectors, and the store's schema and write path. Its hash is part of the index key, so editing any of
-# it rebuilds the index; editing the query side (retrievers, structure router, query rewriter, extractive and LLM
-# answerers, refusal, citation validator, pipelines/query.py) reuses it. tests/eval/test_runner.py checks that
-# every module the indexing code imports is either listed here or in INDEX_CODE_IMPORTS_NOT_HASHED.
-INDEX_CODE = (
-    "pipelines/indexing.py",
-    "pipelines/components/pdf_guard.py",
-    "pipelines/components/pdf_parser.py",
-    "pipelines/components/clean_text.py",
-    "pipelines/components/layout.py",
-    "pipelines/components/ocr.py",
-    "pipelines/components/isolated_reader.py",
-    "pipelines/reading/reader.py",
-    "pipelines/reading/guard.py",
-    "pipelines/reading/text.py",
-    "pipelines/reading/ocr.py",
-    "pipelines/components/structure.py",
-    "pipelines/components/printed_page_numbers.py",
-    "pipelines/components/chunker.py",
-    "pipelines/components/embedder.py",
-    "pipelines/components/writer.py",
-    "connectors/embedding.py",
-    "connectors/embedding_backends.py",
-    "connectors/embedding_fingerprints.py",
-    "connectors/onnx_export.py",
-    "connectors/ocr.py",
-    "connectors/sqlite_store/schema.py",
-    "connectors/sqlite_store/connection.py",
-    "connectors/sqlite_store/rows.py",
-    "connectors/sqlite_store/store.py",
-)
-# Definitions inside INDEX_CODE files that only read the index (the store's search side): left out of the hash.
-# (The store's BM25, dense search and filters live in files of their own, not hashed: see below.)
-QUERY_ONLY_DEFINITIONS = {
-    "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch", "SQLiteDocumentStore.embedding_search",
-                                         "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches"),
-}
-# Modules the indexing code imports that do not decide what the index holds, and why.
-INDEX_CODE_IMPORTS_NOT_HASHED = {
-    "connectors/settings.py": "the values that matter are hashed (INDEX_SETTINGS)",
-    "connectors/log.py": "logging only",
-    "connectors/store_api.py": "the store protocol and scope checks",
-    "connectors/scoped_retrievers.py": "query side",
-    "connectors/sqlite_store/__init__.py": "the store's public name and its retriever components (query side)",
-    "connectors/sqlite_store/filters.py": "query side: Haystack filters to SQL",
-    "connectors/sqlite_store/fulltext.py": "query side: BM25",
-    "connectors/sqlite_store/vectors.py": "query side: dense search and its matrix cache",
-    "connectors/stores.py": "picks the store class and rebuilds a saved one; the store's own code is hashed",
-    "pipelines/models.py": "result and progress models; chunk metadata is written by the chunker",
-    "pipelines/components/query_embedder.py": "the shared encoder factory the embedder uses; the vectors are "
-    "decided by connectors/embedding.py and the embedding fingerprint, both hashed",
-    "pipelines/reading/isolation.py": "where the reading runs (a child process, its limits), not what it reads",
-    "connectors/private_files.py": "the store's file and folder modes (0600/0700), not what they hold",
-    "connectors/embedding_batching.py": "query side: concurrent questions sharing one encoder call",
-    "connectors/torch_imports.py": "keeps Haystack's eager torch import out of the process, not what vectors are made",
-}
 # Settings that must match for a resumed run to continue an earlier one.
-KEEP_INDEXES = 4
 RESUME_KEYS = ("set_sha256", "retrieval_mode", "fusion", "k", "per_doc", "index_key", "judge", "limit",
                "cases_filter", "categories_filter")
 # Depth of the recorded ranking (MRR, nDCG@10); with --k at least this, the answer's own passages are it.
@@ -121,10 +53,6 @@ RANKING_DEPTH = 10
 
 class EvalRunError(Exception):
     """The run cannot start; the message says what to change."""
-
-
-ServiceFactory = Callable[[Settings], Any]
-Progress = Callable[[str, int, int], None]  # (what, done, total), e.g. ("hybrid cases", 12, 40)
 
 
 def all_modes(settings: Settings) -> list[str]:
@@ -139,12 +67,6 @@ def mode_fusion(mode: str, settings: Settings) -> str | None:
     if mode == "hybrid":
         return settings.fusion
     return FUSION_MODES.get(mode)
-
-
-def _default_service(settings: Settings) -> Any:
-    from pipelines.service import CitebotService
-
-    return CitebotService(settings)
 
 
 # --- selection --------------------------------------------------------------------------------------
@@ -193,76 +115,7 @@ def stratified(cases: Sequence[Case], limit: int | None) -> list[Case]:
     return sorted(picked, key=lambda c: order[c.id])
 
 
-# --- index ------------------------------------------------------------------------------------------
-
-
-@dataclass
-class EvalIndex:
-    settings: Settings
-    path: Path
-    key: str
-    checksum: str
-    scopes: dict[str, str]  # file name -> scope
-    reused: bool
-    ingest: list[dict[str, Any]] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def all_scopes(self) -> list[str]:
-        return sorted(set(self.scopes.values()))
-
-    def scopes_for(self, case: Case, per_doc: bool) -> list[str]:
-        """Per document: an unanswerable case in the scopes of the PDFs it is ``asked_in``, an answerable one in
-        its first source document's scope; across every PDF otherwise (or when none of those is indexed)."""
-        if not per_doc:
-            return self.all_scopes
-        asked = sorted({self.scopes[d] for d in case.asked_in if d in self.scopes})
-        if asked:
-            return asked
-        for s in case.sources:
-            if s.doc in self.scopes:
-                return [self.scopes[s.doc]]
-        return self.all_scopes
-
-
-def _without(source: str, names: Sequence[str]) -> str:
-    """``source`` with the top-level definitions and class methods named in ``names`` (``f``, ``Class.method``,
-    a ``NAME = ...`` constant) blanked out; names it does not define are ignored."""
-    tree = ast.parse(source)
-    wanted = set(names)
-    spans: list[tuple[int, int]] = []
-
-    def visit(body: list[ast.stmt], prefix: str) -> None:
-        for node in body:
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                name = prefix + node.name
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                name = prefix + node.targets[0].id
-            else:
-                continue
-            if name in wanted:
-                first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-                spans.append((first, node.end_lineno or node.lineno))
-            elif isinstance(node, ast.ClassDef) and not prefix:
-                visit(node.body, name + ".")
-
-    visit(tree.body, "")
-    lines = source.splitlines(keepends=True)
-    for first, last in spans:
-        lines[first - 1:last] = [""] * (last - first + 1)
-    return "".join(lines)
-
-
-def _code_fingerprint(repo: Path = REPO) -> str:
-    """Hash of :data:`INDEX_CODE` under ``repo`` (less :data:`QUERY_ONLY_DEFINITIONS`): what decides the index."""
-    h = hashlib.sha256()
-    for rel in INDEX_CODE:
-        path = repo / rel
-        text = path.read_text(encoding="utf-8") if path.exists() else "<missing>"
-        if rel in QUERY_ONLY_DEFINITIONS and path.exists():
-            text = _without(text, QUERY_ONLY_DEFINITIONS[rel])
-        h.update(rel.encode() + b"\0" + text.encode() + b"\0")
-    return h.hexdigest()
+# --- the PDFs -------------------------------------------------------------------------------------
 
 
 def list_pdfs(docs_dir: Path) -> list[Path]:
@@ -272,110 +125,6 @@ def list_pdfs(docs_dir: Path) -> list[Path]:
     if not pdfs:
         raise EvalRunError(f"no .pdf files in {docs_dir}")
     return pdfs
-
-
-def index_key(pdfs: Sequence[Path], settings: Settings) -> str:
-    """What the index holds: the PDFs (names and bytes) and the scope each goes into, the indexing settings,
-    the embedding model and backend (its fingerprint) and the indexing code. Nothing about how questions are
-    asked (per-doc or not)."""
-    h = hashlib.sha256()
-    for p in pdfs:
-        h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest() + _scope_of(p.name).encode())
-    h.update(json.dumps({k: getattr(settings, k) for k in INDEX_SETTINGS}, sort_keys=True).encode())
-    h.update(str(settings.resolved_model_path).encode())
-    # the vectors' fingerprint: an onnx-int8 index is not an fp32 one (torch and fp32 ONNX share theirs)
-    h.update(settings.embedding_fingerprint.encode())
-    h.update(_code_fingerprint().encode())
-    return h.hexdigest()
-
-
-def _scope_of(file_name: str) -> str:
-    """Each PDF's own scope in an eval index."""
-    return f"eval:doc:{hashlib.sha256(file_name.encode()).hexdigest()[:12]}"
-
-
-def _prune(root: Path, keep: int) -> None:
-    """Delete all but the ``keep`` most recently built eval indexes (each code change makes a new one)."""
-    built = sorted((p for p in root.iterdir() if (p / "READY.json").exists()),
-                   key=lambda p: (p / "READY.json").stat().st_mtime, reverse=True)
-    for old in built[keep:]:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def index_checksum(store: Any, scopes: Sequence[str]) -> str:
-    """sha256 over every chunk's id and text in ``scopes``: two runs with the same checksum saw the same index."""
-    h = hashlib.sha256()
-    docs = store.fetch(scopes=list(scopes), limit=10_000_000)
-    for d in sorted(docs, key=lambda d: d.id):
-        h.update(d.id.encode() + b"\0" + (d.content or "").encode() + b"\0")
-    return h.hexdigest()
-
-
-def build_index(
-    settings: Settings,
-    docs_dir: Path,
-    *,
-    service_factory: ServiceFactory = _default_service,
-    cache_root: Path | None = None,
-    log: Callable[[str], None] = print,
-    progress: Progress | None = None,
-    only: Collection[str] | None = None,
-) -> tuple[EvalIndex, Any]:
-    """Index (or reuse) ``docs_dir``'s PDFs, each into its own scope; returns the index and a service over it.
-    ``only``: just these file names (a per-document smoke run), unless the whole folder's index is built already.
-
-    An interrupted build is resumed: each PDF is written in one transaction, and ingesting the same bytes
-    into the same scope again is a no-op (``unchanged``), so only the PDFs not yet written are indexed."""
-    pdfs = list_pdfs(docs_dir)
-    root = cache_root or settings.data_dir / "eval" / "index"
-    if only is not None:
-        wanted = [p for p in pdfs if p.name in set(only)]
-        whole = root / index_key(pdfs, settings)[:20] / "READY.json"
-        if wanted and not whole.exists():
-            pdfs = wanted
-    key = index_key(pdfs, settings)
-    path = root / key[:20]
-    # the model's ONNX export is the user's one (DATA_DIR/models or CITEBOT_MODELS_DIR), not one per eval index
-    eval_settings = settings.model_copy(update={"data_dir": path, "elasticsearch_url": None,
-                                                "models_dir": settings.resolved_models_dir})
-    scopes = {p.name: _scope_of(p.name) for p in pdfs}
-    ready = path / "READY.json"
-    if ready.exists():
-        info = json.loads(ready.read_text(encoding="utf-8"))
-        if info.get("key") == key:
-            service = service_factory(eval_settings)
-            return EvalIndex(eval_settings, path, key, info["checksum"], scopes, True, info.get("ingest", []),
-                             info.get("seconds", 0.0)), service
-        shutil.rmtree(path)  # another key sharing the folder name's 20-hex-digit prefix
-    building = path / "BUILDING.json"
-    if building.exists() and json.loads(building.read_text(encoding="utf-8")).get("key") == key:
-        log(f"resuming the interrupted index build in {path}")
-    elif path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True, exist_ok=True)
-    building.write_text(json.dumps({"key": key}), encoding="utf-8")
-    service = service_factory(eval_settings)
-    t0 = time.perf_counter()
-    ingest: list[dict[str, Any]] = []
-    if progress is not None:
-        progress("indexing PDFs", 0, len(pdfs))
-    for n, p in enumerate(pdfs, 1):
-        t_doc = time.perf_counter()
-        res = service.ingest(p.read_bytes(), file_name=p.name, scope=scopes[p.name])
-        ingest.append({"file": p.name, "status": res.status, "pages": res.pages, "chunks": res.chunks,
-                       "error": res.error})
-        why = f" ({res.error})" if res.error else ""
-        log(f"indexed {n}/{len(pdfs)} {p.name}: {res.status}{why}, {res.pages} pages, {res.chunks} chunks, "
-            f"{time.perf_counter() - t_doc:.1f} s")
-        if progress is not None:
-            progress("indexing PDFs", n, len(pdfs))
-    seconds = time.perf_counter() - t0
-    checksum = index_checksum(service.store, sorted(set(scopes.values())))
-    ready.write_text(json.dumps({"key": key, "checksum": checksum, "ingest": ingest, "seconds": seconds}),
-                     encoding="utf-8")
-    building.unlink(missing_ok=True)
-    _prune(root, keep=KEEP_INDEXES)
-    return EvalIndex(eval_settings, path, key, checksum, scopes, False, ingest, seconds), service
 
 
 # --- metadata ---------------------------------------------------------------------------------------
@@ -543,7 +292,7 @@ def run_eval(
     settings: Settings,
     opts: RunOptions,
     *,
-    service_factory: ServiceFactory = _default_service,
+    service_factory: ServiceFactory = default_service,
     log: Callable[[str], None] = print,
     progress: Progress | None = None,
 ) -> dict[str, tuple[dict[str, Any], list[CaseResult]]]:
@@ -564,7 +313,7 @@ def run_eval(
 
         judge_client = build_client(settings)
     t_start = time.perf_counter()
-    index, service = build_index(settings, opts.docs_dir, service_factory=service_factory, log=log,
+    index, service = build_index(settings, list_pdfs(opts.docs_dir), service_factory=service_factory, log=log,
                                  progress=progress, only=_documents_asked(cases, opts))
     if hasattr(service, "warm_up"):
         service.warm_up()  # build the pipelines now, so the first case's latency is not start-up time

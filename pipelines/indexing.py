@@ -40,11 +40,11 @@ from connectors.store_api import (
 from pipelines.components.chunker import StructureChunker
 from pipelines.components.embedder import PassageEmbedder
 from pipelines.components.isolated_reader import IsolatedPdfReader
-from pipelines.components.layout import IngestError, IngestFailure, ParsedPdf
 from pipelines.components.structure import StructureDetector
 from pipelines.components.writer import ChunkWriter
 from pipelines.models import IngestProgress, IngestResult
 from pipelines.reading.isolation import ChildCrashedError, MemoryLimitTooLowError
+from pipelines.reading.layout import IngestError, IngestFailure, ParsedPdf
 
 log = get_logger("citebot.indexing")
 

@@ -1,8 +1,9 @@
 """Arrows point down: a module imports only from its own layer and the layers below it (ARCHITECTURE.md).
 
     connectors  <-  pipelines  <-  bot
-                               <-  eval  (eval.bench may import bot: it measures the bots)
-    bot.cli is the front end over bot and eval; nothing imports it.
+                               <-  eval
+    bot.cli is the front end over bot and eval, the only module that imports eval; nothing imports it.
+    pipelines.reading (it runs in a small child process) imports only itself and connectors.
 
 And no circles: no module reaches itself again through the modules it imports (STYLE.md: "No import circles, not
 even through imports inside functions"). Every import in the source, at the top of a module, inside a function or
@@ -28,7 +29,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "bot": ("connectors", "pipelines"),
     "bot.cli": ("connectors", "pipelines", "bot", "eval"),
     "eval": ("connectors", "pipelines"),
-    "eval.bench": ("connectors", "pipelines", "eval", "bot.core", "bot.slack", "bot.teams"),
+    "eval.bench": ("connectors", "pipelines", "eval"),
 }
 # Within its own package, a module may not import these (stand-ins and the front end are not the product).
 NOT_WITHIN: dict[str, tuple[str, ...]] = {
@@ -225,11 +226,48 @@ def test_imports_point_down(pkg: str) -> None:
         ("connectors.log", "microsoft_agents.activity", False),
         ("eval.runner", "bot.core", False),
         ("eval.runner", "eval.fakes.openai_api", False),
-        ("eval.bench.teams", "bot.core", True),
-        ("eval.bench.teams", "bot.cli.main", False),
+        ("eval.bench.slack", "bot.core", False),
+        ("eval.bench.slack", "bot.cli.main", False),
+        ("bot.cli.bench_teams", "bot.teams.server", True),
+        ("bot.cli.bench_teams", "eval.fakes.microsoft", True),
         ("eval.bench.slack", "eval.fakes.slack_api", True),
         ("eval.fakes.slack_api", "bot.core", False),
     ],
 )
 def test_the_rule_itself(module: str, target: str, ok: bool) -> None:
     assert (_violation(module, target) is None) is ok
+
+
+def _importers_of(pkg: str) -> list[str]:
+    """Every ``path:line imports target`` in the source whose target is in ``pkg``, from outside ``pkg``."""
+    out = []
+    for path in _sources():
+        module = _module_name(path)
+        if _within(module, pkg):
+            continue
+        out += [f"{path.relative_to(REPO)}:{line} imports {target}"
+                for line, target in _imports(path) if _within(target, pkg)]
+    return out
+
+
+def test_only_the_front_end_imports_eval() -> None:
+    """The command line is the top: it imports eval (and the bots); nothing in bot below it does, and nothing in
+    eval imports bot (a benchmark that drives a bot lives in bot/cli/, e.g. ``bench_teams.py``)."""
+    assert not [i for i in _importers_of("eval") if not i.startswith("bot/cli/")], _importers_of("eval")
+    from_eval = [i for i in _importers_of("bot") if i.startswith("eval/")]
+    assert not from_eval, "\n".join(from_eval)
+
+
+def test_reading_is_a_leaf() -> None:
+    """pipelines/reading runs in a child process that must not load Haystack or the components: it imports
+    its own modules and connectors only (the page model and text cleaning it produces are its own)."""
+    bad = []
+    for path in sorted((REPO / "pipelines" / "reading").rglob("*.py")):
+        for line, target in _imports(path):
+            if target.split(".")[0] in PACKAGES and not (
+                _within(target, "pipelines.reading") or _within(target, "connectors")
+            ):
+                bad.append(f"{path.relative_to(REPO)}:{line} imports {target}")
+            elif target.split(".")[0] == "haystack":
+                bad.append(f"{path.relative_to(REPO)}:{line} imports {target} (Haystack loads torch)")
+    assert not bad, "\n".join(bad)

@@ -105,7 +105,7 @@ def register(sub: Any) -> None:
 
 def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
     from eval.cases import EvalSetError
-    from eval.report import ablation_rows, run_summary_markdown, run_threshold
+    from eval.report_tables import ablation_rows, run_summary_markdown, run_threshold
     from eval.runner import EvalRunError, RunOptions, all_modes, run_eval
 
     docs = args.docs

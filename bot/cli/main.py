@@ -30,13 +30,13 @@ COMMAND_MODULES = [
     "bot.cli.quality_cmd",  # quality
     "bot.cli.models_cmd",  # models prepare
 ]
-# Modules that register `citebot bench <name>` benchmarks (they live under eval/).
+# Modules that register `citebot bench <name>` benchmarks: under eval/bench/, and here those that drive a bot.
 BENCH_MODULES = [
     "eval.bench.ingest",
     "eval.bench.query",
     "eval.bench.retrieval",
     "eval.bench.slack",
-    "eval.bench.teams",
+    "bot.cli.bench_teams",
 ]
 
 

@@ -226,11 +226,11 @@ def _peak_rss_mb() -> float:
 def run_bench(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 - one linear report
     from eval.bench.common import compared_backends, load_average, with_backend
     from pipelines.components.chunker import StructureChunker
-    from pipelines.components.layout import IngestError
     from pipelines.components.ocr import OcrFallback
     from pipelines.components.pdf_guard import PdfGuard
     from pipelines.components.pdf_parser import PdfParser
     from pipelines.components.structure import StructureDetector
+    from pipelines.reading.layout import IngestError
 
     backends = compared_backends(settings, args.backends)
     inputs = _collect(args.paths, args.synthetic_pages, args.filing_pages)

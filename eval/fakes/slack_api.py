@@ -9,7 +9,8 @@ serves uploaded files at ``url_private_download`` URLs (bot token required, like
 signing secret (``X-Slack-Signature`` over ``v0:{timestamp}:{body}``), optionally as a retry.
 :func:`post_interaction` delivers an interaction (a button click, a modal submission) the way Slack does:
 form-encoded ``payload=<json>``, signed; :func:`feedback_click`, :func:`view_submission` and
-:func:`assistant_thread_event` build those payloads and events in Slack's shapes.
+:func:`assistant_thread_event` build those payloads and events in Slack's shapes. The Socket Mode side is
+:mod:`eval.fakes.slack_socket_mode`.
 
 It keeps each of the bot's messages as people see it last (:meth:`FakeSlack.thread`): posted, edited
 (``chat.update``) or streamed (``chat.startStream`` / ``chat.appendStream`` / ``chat.stopStream``, Slack's chat
@@ -74,7 +75,7 @@ class FakeSlack:
         self.admins: set[str] = set()
         self.rate_limit_once: set[str] = set()
         self.fail: dict[str, str] = {}  # method -> Slack error code to answer with
-        self.socket_url = ""  # what apps.connections.open hands out (see FakeSocketMode)
+        self.socket_url = ""  # what apps.connections.open hands out (see eval.fakes.slack_socket_mode.FakeSocketMode)
         self.messages: dict[str, list[dict[str, Any]]] = {}  # channel -> the bot's posts, oldest first
         # method -> until when its replies are held back (the call is done, its answer not yet on its way back),
         # e.g. to kill a bot between a post and its reply
@@ -519,117 +520,3 @@ def message(
     if thread_ts:
         event["thread_ts"] = thread_ts
     return event
-
-
-class FakeSocketMode:
-    """Slack's Socket Mode WebSocket on loopback: hands the connected app envelopes, records its acks."""
-
-    def __init__(self) -> None:
-        import asyncio
-
-        self.acks: list[dict[str, Any]] = []
-        self._cond = threading.Condition()
-        self._loop = asyncio.new_event_loop()
-        self._sockets: list[Any] = []
-        self._transports: list[Any] = []
-        self.connections = 0  # WebSocket connections opened so far
-        self.refuse = False  # True: new connections are turned away
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.port = 0
-
-    def _run(self) -> None:
-        import asyncio
-
-        from aiohttp import WSMsgType, web
-
-        async def ws_handler(request: web.Request) -> web.StreamResponse:
-            if self.refuse:  # Slack unreachable: no new links
-                return web.Response(status=503)
-            ws = web.WebSocketResponse(autoping=True)
-            await ws.prepare(request)
-            await ws.send_str(json.dumps({"type": "hello", "num_connections": 1, "debug_info": {}}))
-            with self._cond:
-                self._sockets.append(ws)
-                self._transports.append(request.transport)
-                self.connections += 1
-                self._cond.notify_all()
-            async for msg in ws:
-                if msg.type == WSMsgType.TEXT:
-                    with self._cond:
-                        self.acks.append(json.loads(msg.data))
-                        self._cond.notify_all()
-            return ws
-
-        async def start() -> None:
-            app = web.Application()
-            app.router.add_get("/link", ws_handler)
-            runner = web.AppRunner(app)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            self._ready.set()
-
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(start())
-        self._loop.run_forever()
-
-    def start(self) -> FakeSocketMode:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def stop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-
-    @property
-    def url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/link?ticket=fake"
-
-    def wait_connected(self, timeout: float = 30.0) -> None:
-        with self._cond:
-            if not self._cond.wait_for(lambda: bool(self._sockets), timeout):
-                raise TimeoutError("the app never opened the Socket Mode connection")
-
-    def deliver(self, body: Any, *, envelope_id: str, kind: str = "events_api") -> None:
-        """Send a body as Slack's Socket Mode does (``kind``: ``events_api``, ``interactive``, ``slash_commands``);
-        ``body`` may be anything, as a malformed envelope's payload may."""
-        import asyncio
-
-        envelope = {
-            "envelope_id": envelope_id,
-            "type": kind,
-            "accepts_response_payload": False,
-            "retry_attempt": 0,
-            "retry_reason": "",
-            "payload": body,
-        }
-        ws = self._sockets[-1]
-        asyncio.run_coroutine_threadsafe(ws.send_str(json.dumps(envelope)), self._loop).result(10)
-
-    def drop(self, how: str) -> None:
-        """Lose the newest link: ``close`` (a close frame) or ``reset`` (the TCP connection cut, no handshake)."""
-        import asyncio
-
-        ws, transport = self._sockets[-1], self._transports[-1]
-
-        async def cut() -> None:
-            if how == "close":
-                await ws.close()
-            else:
-                transport.abort()
-
-        asyncio.run_coroutine_threadsafe(cut(), self._loop).result(10)
-
-    def wait_ack(self, envelope_id: str, timeout: float = 30.0) -> dict[str, Any]:
-        with self._cond:
-            found: list[dict[str, Any]] = []
-
-            def acked() -> bool:
-                found[:] = [a for a in self.acks if a.get("envelope_id") == envelope_id]
-                return bool(found)
-
-            if not self._cond.wait_for(acked, timeout):
-                raise TimeoutError(f"no ack for envelope {envelope_id}")
-            return found[0]

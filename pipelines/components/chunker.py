@@ -22,8 +22,8 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from pipelines.components.clean_text import clean_text
-from pipelines.components.layout import Element
+from pipelines.reading.clean_text import clean_text
+from pipelines.reading.layout import Element
 
 TokenCounter = Callable[[str], int]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pipelines.components.layout import IngestError, IngestFailure, ParsedPdf
 from pipelines.reading.isolation import start as start_fork_server
+from pipelines.reading.layout import IngestError, IngestFailure, ParsedPdf
 from pipelines.reading.ocr import OcrOptions
 from pipelines.reading.reader import PageCallback, ReadOptions, read_pdf_isolated
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pipelines.components.layout import Page, ParsedPdf
+from pipelines.reading.layout import Page, ParsedPdf
 from pipelines.reading.ocr import OcrOptions, PageCallback, ocr_pdf
 
 

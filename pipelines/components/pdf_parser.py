@@ -10,7 +10,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pipelines.components.layout import ParsedPdf
+from pipelines.reading.layout import ParsedPdf
 from pipelines.reading.text import PageCallback, parse_pdf
 
 

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from pipelines.components.layout import Line
+from pipelines.reading.layout import Line
 
 # A line that is only a page number, in the forms footers and headers use: "28", "- 28 -", "Page 28", "28 of 160",
 # "p. 28", or a running title with the number at one end: "Annual Report 2023 | 28", "28 Chapter 3: Safety".

@@ -11,6 +11,9 @@
 * Lists are kept whole (bullet or "(a)"/"1)" items with their continuation lines).
 * Tables are runs of lines made of several cells on one baseline (plus wrapped header/cell lines
   aligned to a column), with their caption ("Table 3: ...") and header row.
+
+What one line is (running line, numbering, caption, bullet, table row) is in
+:mod:`pipelines.components.structure_lines`; this module puts the lines together.
 """
 
 from __future__ import annotations
@@ -23,137 +26,24 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pipelines.components.layout import Element, Line, ParsedPdf
 from pipelines.components.printed_page_numbers import printed_page_labels
-
-_PAGE_NUMBER = re.compile(
-    r"^(?:(?:page|seite|p\.|pg\.?)\s*)?[-\u2013\u2014(\[]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-\u2013\u2014)\]]?"
-    r"(?:\s*(?:of|/|von)\s*\d{1,4})?$",
-    re.IGNORECASE,
+from pipelines.components.structure_lines import (
+    ARTICLE,
+    BULLET,
+    BULLET_CHARS,
+    CAPTION,
+    ENUMERATED,
+    SECTION,
+    SENTENCE_END,
+    caption_label,
+    continues_row,
+    heading_numbering,
+    is_table_row,
+    join_lines,
+    norm_title,
+    strip_running_lines,
 )
-_CAPTION = re.compile(
-    r"^(Table|Tab\.|Tabelle|Figure|Fig\.|Abbildung|Abb\.|Exhibit|Chart)\s+"
-    r"([A-Z]?\d+(?:[.\-]\d+)*)\s*[:.\u2013\u2014-]?\s*",
-    re.IGNORECASE,
-)
-_BULLET_CHARS = tuple("\u2022\u25cf\u25aa\u25e6\u2023\u2043\u00b7*")
-_ENUMERATED = re.compile(r"^(\(?[a-z0-9]{1,2}\)|[\-\u2013\u2014])")
-_NUM_HEADING = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){0,5})\.?\s+(?=[^\W\d_]|[\"\u201c(])")
-_ARTICLE = re.compile(r"^(?:ARTICLE|Article|ART\.)\s+([IVXLC]{1,7}|\d{1,3})\b\.?\s*")
-_SECTION = re.compile(r"^(?:SECTION|Section|Sec\.|\u00a7)\s*(\d{1,3}(?:\.\d{1,3}){0,4})\b\.?\s*")
-_CHAPTER = re.compile(r"^(?:CHAPTER|Chapter|PART|Part|Kapitel)\s+([IVXLC]{1,7}|\d{1,3})\b\.?\s*")
-_ROMAN = re.compile(r"^([IVX]{1,6})\.\s+(?=[A-Z])")
-_BULLET = re.compile(
-    r"^(?:[\u2022\u25cf\u25aa\u25e6\u2023\u2043\u00b7\u2013\u2014*\-]|\(?[a-z]\)|\(\d{1,2}\)|\d{1,2}\))\s+"
-)
-_SENTENCE_END = re.compile(r"[.!?:;\u201d\"')]$")
-_FIGURE = re.compile(r"[$€£(\-\u2014\u2013]*\s*[\d.,]+\s*%?\)?|[\u2014\u2013\-]")
-
-
-_LABEL_KINDS = {"tab": "Table", "fig": "Figure", "abb": "Figure", "exh": "Exhibit", "cha": "Chart"}
-
-
-def caption_label(word: str, number: str) -> str:
-    """``"Table 3"``, ``"Figure 1.2"`` (also for "Tab.", "Abbildung"...): one spelling for lookups."""
-    return f"{_LABEL_KINDS.get(word[:3].lower(), word.rstrip('.').capitalize())} {number}"
-
-
-def _fold(text: str) -> str:
-    return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.strip().lower()))
-
-
-def _norm_title(text: str) -> str:
-    return re.sub(r"[^0-9a-z\u00c0-\u024f]+", "", text.lower())
-
-
-def heading_numbering(text: str) -> tuple[str, int]:
-    """``("4.2", 2)`` for "4.2 Parental leave", ``("IV", 1)`` for "ARTICLE IV ...", ``("", 0)`` when none."""
-    for rx in (_ARTICLE, _CHAPTER):
-        m = rx.match(text)
-        if m:
-            return m.group(1), 1
-    m = _SECTION.match(text)
-    if m:
-        return m.group(1), m.group(1).count(".") + 1
-    m = _NUM_HEADING.match(text)
-    if m:
-        num = m.group(1)
-        if "." not in num and int(num) > 200:  # a year or an amount, not a section number
-            return "", 0
-        return num, num.count(".") + 1
-    m = _ROMAN.match(text)
-    if m:
-        return m.group(1), 1
-    return "", 0
-
-
-def strip_running_lines(pages: list[list[Line]], heights: list[float]) -> list[list[Line]]:
-    """Drop running headers/footers and page numbers (lines in the margin bands)."""
-    band = 0.1
-    counts: Counter[str] = Counter()
-    for lines, h in zip(pages, heights, strict=True):
-        seen = set()
-        for ln in lines:
-            if ln.ocr_confidence is not None:
-                continue
-            if ln.top < h * band or ln.bottom > h * (1 - band):
-                seen.add(_fold(ln.text))
-        counts.update(seen)
-    n = len(pages)
-    threshold = max(2, int(0.3 * n + 0.999)) if n >= 3 else n + 1
-    out = []
-    for lines, h in zip(pages, heights, strict=True):
-        kept = []
-        text_lines = [ln for ln in lines if ln.ocr_confidence is None]
-        lowest = max(text_lines, key=lambda ln: ln.bottom) if text_lines else None
-        highest = min(text_lines, key=lambda ln: ln.top) if text_lines else None
-        for ln in lines:
-            if (ln is lowest or ln is highest) and len(text_lines) > 1 and _PAGE_NUMBER.match(ln.text.strip()):
-                continue  # a lone page number above or below everything else, wherever the margins are
-            in_band = ln.top < h * band or ln.bottom > h * (1 - band)
-            if (
-                in_band
-                and ln.ocr_confidence is None
-                and (counts[_fold(ln.text)] >= threshold or _PAGE_NUMBER.match(ln.text.strip()))
-            ):
-                continue
-            kept.append(ln)
-        out.append(kept)
-    return out
-
-
-def _join(prev: str, nxt: str, hyphen_join: bool) -> str:
-    if not prev:
-        return nxt
-    if hyphen_join:
-        return prev + nxt
-    if prev.endswith("-") and len(prev) > 1 and prev[-2].isalpha() and nxt[:1].islower():
-        return prev[:-1] + nxt
-    return prev + " " + nxt
-
-
-def _is_table_row(ln: Line) -> bool:
-    return len(ln.cells) >= 2 and all(len(c) <= 60 for c in ln.cells) and len(ln.text) <= 240
-
-
-def _continues_row(row: dict[int, str], line: list[tuple[int, str]], full: int, *, header: bool) -> bool:
-    """Whether a table line (cells by column) is the wrapped rest of the row above, not a row of its own.
-
-    A line holding as many cells as a typical row, or starting a new label (a capitalised first cell in
-    the first column), is a row: "Maturities of short-term investments | 769,228" under "Purchases of
-    short-term investments | (2,285,222)" stays a row of its own. A line in lower case under a label
-    alone ("activities | 1,234" under "Net cash provided by operating") or a short tail of text cells
-    continues the row; so do lines under the header that leave the label column empty ("| 2019 | 2018"
-    under "| Year ended | Year ended"). A line of figures under filled cells is a total, never a wrap.
-    """
-    first_col, first = min(line)
-    if set(row) == {0} and first_col == 0 and first[:1].islower():
-        return True
-    if header and first_col > 0:
-        return True
-    if len(line) >= full or (first_col == 0 and not first[:1].islower()):
-        return False
-    return not any(col in row and _FIGURE.fullmatch(t) for col, t in line)
+from pipelines.reading.layout import Element, Line, ParsedPdf
 
 
 @component
@@ -181,8 +71,8 @@ class StructureDetector:
         ocr_conf = {p.number: p.ocr_confidence for p in parsed.pages if p.ocr}
         lines = [ln for page_lines in pages for ln in page_lines]
         body = self._body_size(lines)
-        outline = {(pg, _norm_title(t)): lvl for lvl, t, pg in parsed.outline}
-        outline_titles = {(pg, _norm_title(re.sub(r"^[\dIVX.]+\s+", "", t))): lvl for lvl, t, pg in parsed.outline}
+        outline = {(pg, norm_title(t)): lvl for lvl, t, pg in parsed.outline}
+        outline_titles = {(pg, norm_title(re.sub(r"^[\dIVX.]+\s+", "", t))): lvl for lvl, t, pg in parsed.outline}
         elements = self._elements(lines, body, outline, outline_titles, ocr_conf)
         self._assign_levels(elements)
         self._assign_sections(elements)
@@ -205,20 +95,20 @@ class StructureDetector:
         self, ln: Line, body: float, outline: dict[tuple[int, str], int], outline_titles: dict[tuple[int, str], int]
     ) -> int | None:
         """None when ``ln`` is not a heading; 0 when it is but the level is decided later; >0 from the outline."""
-        if ln.ocr_confidence is not None or ln.cells and _is_table_row(ln):
+        if ln.ocr_confidence is not None or ln.cells and is_table_row(ln):
             return None
         text = ln.text.strip()
-        key = (ln.page, _norm_title(text))
+        key = (ln.page, norm_title(text))
         if key in outline:
             return outline[key]
-        stripped = (ln.page, _norm_title(re.sub(r"^[\dIVX.]+\s+", "", text)))
+        stripped = (ln.page, norm_title(re.sub(r"^[\dIVX.]+\s+", "", text)))
         if stripped in outline_titles and len(text) <= self.max_heading_chars:
             return outline_titles[stripped]
         if len(text) > self.max_heading_chars or len(text.split()) > 16 or len(text) < 2:
             return None
         if text.endswith((",", ";")) or (text.endswith(".") and not re.search(r"\d\.$", text)):
             return None
-        if not any(c.isalpha() for c in text) or _CAPTION.match(text) or _BULLET.match(text):
+        if not any(c.isalpha() for c in text) or CAPTION.match(text) or BULLET.match(text):
             return None
         bigger = ln.size >= body * self.heading_size_ratio
         numbered, _ = heading_numbering(text)
@@ -226,7 +116,7 @@ class StructureDetector:
             return 0
         if ln.bold and (numbered or len(text.split()) <= 8):
             return 0
-        if _ARTICLE.match(text) or (_SECTION.match(text) and text[:1].isupper() and len(text) <= 80):
+        if ARTICLE.match(text) or (SECTION.match(text) and text[:1].isupper() and len(text) <= 80):
             return 0
         return None
 
@@ -250,7 +140,7 @@ class StructureDetector:
             page_offsets: list[tuple[int, int]] = []
             for ln in para:
                 line = ln.text.strip()
-                text = _join(text, line, hyphen)
+                text = join_lines(text, line, hyphen)
                 if ln.page != (page_offsets[-1][1] if page_offsets else para[0].page):
                     page_offsets.append((len(text) - len(line), ln.page))
                 hyphen = ln.hyphen_join
@@ -294,7 +184,7 @@ class StructureDetector:
                     and len(title) + len(lines[i + 1].text) <= self.max_heading_chars
                 ):
                     i += 1
-                    title = _join(title, lines[i].text.strip(), ln.hyphen_join)
+                    title = join_lines(title, lines[i].text.strip(), ln.hyphen_join)
                 numbering, _ = heading_numbering(title)
                 out.append(Element(
                     kind="heading", text=title, page_start=ln.page, page_end=lines[i].page,
@@ -302,7 +192,7 @@ class StructureDetector:
                 ))
                 i += 1
                 continue
-            m = _CAPTION.match(text)
+            m = CAPTION.match(text)
             if m and ln.ocr_confidence is None and len(text) <= 250 and not m.group(1).lower().startswith("tab"):
                 flush_para()
                 out.append(Element(
@@ -311,7 +201,7 @@ class StructureDetector:
                 ))
                 i += 1
                 continue
-            if ln.ocr_confidence is None and _BULLET.match(text):
+            if ln.ocr_confidence is None and BULLET.match(text):
                 flush_para()
                 element, i = self._list(lines, i)
                 out.append(element)
@@ -321,7 +211,7 @@ class StructureDetector:
                 prev = para[-1]
                 new_para = False
                 if prev.page != ln.page or ln.top < prev.top - 2:  # page or column break
-                    new_para = bool(_SENTENCE_END.search(prev.text.strip())) and not prev.hyphen_join
+                    new_para = bool(SENTENCE_END.search(prev.text.strip())) and not prev.hyphen_join
                 else:
                     gap = ln.top - prev.bottom
                     size = max(prev.size, ln.size, 1.0) if prev.size and ln.size else (prev.bottom - prev.top)
@@ -351,41 +241,41 @@ class StructureDetector:
             ln = lines[i]
             text = ln.text.strip()
             if ln is not first:
-                if ln.page != last.page and _SENTENCE_END.search(last.text.strip()) and not _BULLET.match(text):
+                if ln.page != last.page and SENTENCE_END.search(last.text.strip()) and not BULLET.match(text):
                     break
                 if ln.page > first.page + 1:
                     break  # a list (and so a citation) never spans more than two pages
                 gap = ln.top - last.bottom if ln.page == last.page else 0.0
-                if gap > 0.9 * max(last.size, 1.0) and not _BULLET.match(text):
+                if gap > 0.9 * max(last.size, 1.0) and not BULLET.match(text):
                     break
-                if _BULLET.match(text):
+                if BULLET.match(text):
                     if abs(ln.x0 - marker_x) > 30:
                         break
                 elif ln.x0 < marker_x + 2:
                     break
-            if _BULLET.match(text):
+            if BULLET.match(text):
                 if cur:
                     items.append(cur)
-                cur = _BULLET.sub("", text, count=1) if text.startswith(_BULLET_CHARS) else text
+                cur = BULLET.sub("", text, count=1) if text.startswith(BULLET_CHARS) else text
                 hyphen = ln.hyphen_join
             else:
-                cur = _join(cur, text, hyphen)
+                cur = join_lines(cur, text, hyphen)
                 hyphen = ln.hyphen_join
             last = ln
             i += 1
         if cur:
             items.append(cur)
-        text = "\n".join(it if _ENUMERATED.match(it) else f"- {it}" for it in items)
+        text = "\n".join(it if ENUMERATED.match(it) else f"- {it}" for it in items)
         return Element(kind="list", text=text, page_start=first.page, page_end=last.page, items=items), i
 
     def _try_table(self, lines: list[Line], i: int) -> tuple[Element, int] | None:
         caption = ""
-        if _CAPTION.match(lines[i].text.strip()) and i + 1 < len(lines) and _is_table_row(lines[i + 1]):
-            m = _CAPTION.match(lines[i].text.strip())
+        if CAPTION.match(lines[i].text.strip()) and i + 1 < len(lines) and is_table_row(lines[i + 1]):
+            m = CAPTION.match(lines[i].text.strip())
             if m and m.group(1).lower().startswith("tab"):
                 caption = lines[i].text.strip()
                 i += 1
-        if not _is_table_row(lines[i]):
+        if not is_table_row(lines[i]):
             return None
         region: list[Line] = []
         col_x: list[float] = []
@@ -394,7 +284,7 @@ class StructureDetector:
             ln = lines[j]
             if region and ln.page != region[-1].page:
                 break
-            if _is_table_row(ln):
+            if is_table_row(ln):
                 if region and ln.top - max(r.bottom for r in region) > 3.0 * max(ln.size, 1.0):
                     break
                 region.append(ln)
@@ -440,7 +330,7 @@ class StructureDetector:
         for b in baselines:
             size = max(1.0, b["low"] - b["top"])
             close = bool(rows) and -0.2 * size <= b["top"] - rows[-1]["bottom"] < 0.5 * size
-            if close and _continues_row(rows[-1]["cells"], b["cells"], full, header=len(rows) == 1):
+            if close and continues_row(rows[-1]["cells"], b["cells"], full, header=len(rows) == 1):
                 row = rows[-1]
             else:
                 row = {"cells": {}, "bottom": b["low"], "page": b["page"]}
@@ -452,7 +342,7 @@ class StructureDetector:
         header, body_rows = table_rows[0], table_rows[1:]
         if not body_rows:
             return None
-        m = _CAPTION.match(caption) if caption else None
+        m = CAPTION.match(caption) if caption else None
         label = f"Table {m.group(2)}" if m else ""
         element = Element(
             kind="table", text="", page_start=region[0].page, page_end=region[-1].page, label=label,
@@ -482,14 +372,14 @@ class StructureDetector:
             return
         # caption just before the table (already emitted as a paragraph/caption) or just after it
         if out and out[-1].kind in ("paragraph", "caption") and out[-1].page_end == table.page_start:
-            m = _CAPTION.match(out[-1].text)
+            m = CAPTION.match(out[-1].text)
             if m and m.group(1).lower().startswith("tab") and len(out[-1].text) <= 250:
                 table.caption = out.pop().text
                 table.label = f"Table {m.group(2)}"
                 return
         if j < len(lines):
             text = lines[j].text.strip()
-            m = _CAPTION.match(text)
+            m = CAPTION.match(text)
             if m and m.group(1).lower().startswith("tab") and lines[j].page == table.page_end:
                 table.caption = text
                 table.label = f"Table {m.group(2)}"
@@ -532,6 +422,6 @@ class StructureDetector:
                 while stack and stack[-1][0] >= e.level:
                     stack.pop()
                 stack.append((e.level, e.text, e.numbering))
-            path = stack[:-1] if e.kind == "table" and stack and _norm_title(stack[-1][1]) == "abstract" else stack
+            path = stack[:-1] if e.kind == "table" and stack and norm_title(stack[-1][1]) == "abstract" else stack
             e.section = " > ".join(t for _, t, _ in path)
             e.section_id = next((n for _, _, n in reversed(path) if n), "")

@@ -12,7 +12,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from connectors.store_api import ChunkStore
 from connectors.stores import store_from_dict
-from pipelines.components.layout import IngestFailure
+from pipelines.reading.layout import IngestFailure
 
 NO_TEXT = IngestFailure(
     "No readable text was found in this PDF (it may be scanned pages that OCR could not read).", code="no_text"

@@ -1,6 +1,6 @@
 """Reading an uploaded PDF: the guard, the text layer, OCR. The only code that parses untrusted bytes.
 
-Plain functions on bytes and :mod:`pipelines.components.layout` types; nothing here imports Haystack (whose
+Plain functions on bytes and :mod:`pipelines.reading.layout` types; nothing here imports Haystack (whose
 import pulls in torch: ~7 s and ~700 MB of address space), so this part of indexing can run in a small
 process of its own. The components in :mod:`pipelines.components` (``PdfGuard``, ``PdfParser``,
 ``OcrFallback``) wrap these functions for pipelines that read in-process.

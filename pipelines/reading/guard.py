@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from pipelines.components.layout import IngestError
+from pipelines.reading.layout import IngestError
 
 _MB = 1024 * 1024
 _CHUNK = 64 * 1024

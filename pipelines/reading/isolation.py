@@ -51,8 +51,8 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from pipelines.components.layout import IngestError
 from pipelines.reading.guard import TOO_LARGE
+from pipelines.reading.layout import IngestError
 from pipelines.reading.text import TIMEOUT
 
 GRACE_S = 5.0

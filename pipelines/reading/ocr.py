@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from connectors.ocr import OcrError, OcrUnavailableError, ocr_image
-from pipelines.components.clean_text import clean_text
-from pipelines.components.layout import IngestError, Line, Page, ParsedPdf
+from pipelines.reading.clean_text import clean_text
+from pipelines.reading.layout import IngestError, Line, Page, ParsedPdf
 
 PageCallback = Callable[[int, int], None]
 

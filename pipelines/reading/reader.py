@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pipelines.components.layout import IngestError, ParsedPdf
 from pipelines.reading.guard import guard_pdf
 from pipelines.reading.isolation import run_isolated
+from pipelines.reading.layout import IngestError, ParsedPdf
 from pipelines.reading.ocr import OcrOptions, ocr_pdf
 from pipelines.reading.text import parse_pdf
 

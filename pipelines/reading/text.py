@@ -12,7 +12,7 @@ with ``cells``. Letter-spaced runs ("n o n - G A A P") are repaired from the gly
 less text than ``ocr_min_chars`` are flagged for the OCR step. Pages are parsed one at a time and
 the time budget is checked between pages.
 
-Text comes out as valid Unicode (see :mod:`pipelines.components.clean_text`): pdfium's UTF-16 halves
+Text comes out as valid Unicode (see :mod:`pipelines.reading.clean_text`): pdfium's UTF-16 halves
 of a character outside the BMP are joined, control characters are dropped. A page whose text layer is
 mostly control characters (a font without a usable ToUnicode map: the glyph numbers come through
 instead of letters) is unreadable: its text is dropped and the page goes to OCR.
@@ -28,8 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pipelines.components.clean_text import clean_text, is_dropped_char, join_surrogates
-from pipelines.components.layout import IngestError, Line, Page, ParsedPdf
+from pipelines.reading.clean_text import clean_text, is_dropped_char, join_surrogates
+from pipelines.reading.layout import IngestError, Line, Page, ParsedPdf
 
 PageCallback = Callable[[int, int], None]
 

@@ -32,7 +32,6 @@ from eval.fakes.slack_api import (
     SIGNING_SECRET,
     TEAM,
     FakeSlack,
-    FakeSocketMode,
     assistant_thread_event,
     button_click,
     event_callback,
@@ -43,6 +42,7 @@ from eval.fakes.slack_api import (
     post_signed,
     view_submission,
 )
+from eval.fakes.slack_socket_mode import FakeSocketMode
 from pipelines.models import slack_scope
 
 pytestmark = pytest.mark.slow

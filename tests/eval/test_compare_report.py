@@ -336,7 +336,7 @@ def test_runs_without_confidences_report_no_trade_off(tmp_path: Path) -> None:
 
 
 def test_run_summary_prints_categories_and_the_trade_off_per_mode(tmp_path: Path) -> None:
-    from eval.report import run_summary_markdown
+    from eval.report_tables import run_summary_markdown
 
     run = curve_run(tmp_path)
     text = run_summary_markdown({"hybrid": load_run(run), "bm25": load_run(run)})

@@ -18,7 +18,7 @@ from connectors.settings import Settings
 from eval.cases import EvalSetError, load_cases
 from eval.metrics import summarise
 from eval.records import read_results
-from eval.report import run_summary_markdown
+from eval.report_tables import run_summary_markdown
 from eval.runner import EvalRunError, RunOptions, all_modes, run_eval, stratified
 from pipelines.models import Answer, Citation, IngestResult, RetrievedChunk
 
@@ -438,7 +438,7 @@ def test_judge_without_a_judge_model_is_refused_before_indexing(setup: Any, run_
 
 
 def test_old_eval_indexes_are_pruned(setup: Any, tmp_path: Path) -> None:
-    from eval.runner import KEEP_INDEXES
+    from eval.index import KEEP_INDEXES
 
     settings, opts, calls = setup
     for i in range(KEEP_INDEXES + 2):
@@ -463,7 +463,7 @@ class TestIndexCode:
         """A copy of the repository's indexing and query code, to edit."""
         import shutil
 
-        from eval.runner import INDEX_CODE, REPO
+        from eval.index import INDEX_CODE, REPO
 
         for rel in (*INDEX_CODE, *self.QUERY_SIDE):
             (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -477,7 +477,7 @@ class TestIndexCode:
         path.write_text(text.replace(old, new, 1))
 
     def test_query_side_edits_keep_the_key(self, repo: Path) -> None:
-        from eval.runner import _code_fingerprint
+        from eval.index import _code_fingerprint
 
         before = _code_fingerprint(repo)
         assert before == _code_fingerprint()  # the copy is the real code
@@ -503,7 +503,7 @@ class TestIndexCode:
         ("connectors/embedding.py", "from __future__", "EMBED_TWEAK = 1\nfrom __future__"),
     ])
     def test_indexing_side_edits_change_the_key(self, repo: Path, rel: str, old: str, new: str) -> None:
-        from eval.runner import _code_fingerprint
+        from eval.index import _code_fingerprint
 
         before = _code_fingerprint(repo)
         self.edit(repo / rel, old, new)
@@ -513,7 +513,7 @@ class TestIndexCode:
         """A renamed search method would otherwise fall back into the hash (safe, but the list would lie)."""
         import ast
 
-        from eval.runner import QUERY_ONLY_DEFINITIONS, REPO
+        from eval.index import QUERY_ONLY_DEFINITIONS, REPO
 
         for rel, names in QUERY_ONLY_DEFINITIONS.items():
             tree = ast.parse((REPO / rel).read_text())
@@ -531,7 +531,7 @@ class TestIndexCode:
         """Adding an indexing component without listing it in INDEX_CODE fails here."""
         import ast
 
-        from eval.runner import INDEX_CODE, INDEX_CODE_IMPORTS_NOT_HASHED, REPO
+        from eval.index import INDEX_CODE, INDEX_CODE_IMPORTS_NOT_HASHED, REPO
 
         unaccounted = set()
         for rel in INDEX_CODE:
@@ -579,7 +579,7 @@ def test_progress_on_a_terminal_counts_pdfs_and_cases_with_time_left(setup: Any)
 
 def test_the_index_key_follows_the_vectors_not_the_runtime(tmp_path: Path) -> None:
     """fp32 ONNX reproduces the torch vectors, so their indexes are one; an int8 index is another."""
-    from eval.runner import index_key
+    from eval.index import index_key
 
     pdf = tmp_path / "a.pdf"
     pdf.write_bytes(b"%PDF-1.4 test")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.components.clean_text import clean_text, is_dropped_char, join_surrogates
+from pipelines.reading.clean_text import clean_text, is_dropped_char, join_surrogates
 
 
 @pytest.mark.parametrize(

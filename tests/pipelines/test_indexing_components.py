@@ -18,7 +18,6 @@ from eval import sample_pdfs
 from pipelines.components.chunker import StructureChunker, load_token_counter
 from pipelines.components.embedder import PassageEmbedder, passage_text
 from pipelines.components.isolated_reader import IsolatedPdfReader
-from pipelines.components.layout import Element, IngestError, Line, Page, ParsedPdf
 from pipelines.components.ocr import OcrFallback
 from pipelines.components.pdf_guard import PdfGuard
 from pipelines.components.pdf_parser import PdfParser
@@ -28,6 +27,7 @@ from pipelines.components.structure import (
     heading_numbering,
     strip_running_lines,
 )
+from pipelines.reading.layout import Element, IngestError, Line, Page, ParsedPdf
 from pipelines.reading.text import repair_letter_spacing
 from tests.pipelines.pdf_factory import remapped_pdf, to_control_chars, to_math_bold
 

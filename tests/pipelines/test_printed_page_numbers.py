@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipelines.components.layout import Line
 from pipelines.components.printed_page_numbers import printed_page_labels
+from pipelines.reading.layout import Line
 
 
 def _page(number: int, *, header: str = "", footer: str = "", body: str = "Some body text of the page.") -> list[Line]:

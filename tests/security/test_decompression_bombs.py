@@ -20,10 +20,10 @@ import pytest
 
 from connectors.settings import Settings
 from connectors.stores import open_store
-from pipelines.components.layout import IngestError
 from pipelines.indexing import FAILED_INTERNAL, Indexer
 from pipelines.reading import isolation
 from pipelines.reading.guard import ascii85_decode, ascii_hex_decode, check_inflation
+from pipelines.reading.layout import IngestError
 from tests.security import isolation_targets
 from tests.security.conftest import make_pdf
 

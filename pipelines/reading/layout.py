@@ -1,4 +1,6 @@
-"""Plain data passed between the indexing components (pages, lines, elements) and the ingest error type.
+"""The page model reading produces (pages, lines), the elements the structure step makes of it, and the ingest
+error type: plain data passed between reading and the indexing components. It lives with reading because the
+reader's child process builds it without loading any component (Haystack pulls in torch).
 
 Coordinates are PDF points with a top-left origin (``top`` grows downwards), whatever produced the
 line (the text layer or OCR).
