@@ -67,8 +67,9 @@ class _DownloadsHeld(dict):  # type: ignore[type-arg]
 
 
 class _LlmHeldAfter:
-    """The LLM stand-in's responder: the answer calls (the ones given passages) after the first ``n`` wait until
-    ``release``; ``waiting`` is set when one does (the bot is mid-answer)."""
+    """The LLM stand-in's responder: the answer calls (the ones given passages, and no tools: triage's rounds
+    offer tools and come before the answer is written) after the first ``n`` wait until ``release``; ``waiting``
+    is set when one does (the bot is mid-answer)."""
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -78,7 +79,7 @@ class _LlmHeldAfter:
         self._lock = threading.Lock()
 
     def __call__(self, request: dict[str, Any]) -> str:
-        if passages_in(request):
+        if passages_in(request) and not request.get("tools"):
             with self._lock:
                 self.answers += 1
                 held = self.answers > self.n
