@@ -631,13 +631,13 @@ def test_a_download_error_shows_a_fixed_text_never_its_message(
     slack: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bug: Slack showed ``f"...: {e}."``; an exception's message may carry a signed URL or the token."""
-    import bot.slack.app
+    import bot.slack.files
     from connectors.download import DownloadError
 
     def leaky(url: str, **kw: Any) -> bytes:
         raise DownloadError(f"GET {url} with {kw['headers']['Authorization']} failed")
 
-    monkeypatch.setattr(bot.slack.app, "download", leaky)
+    monkeypatch.setattr(bot.slack.files, "download", leaky)
     channel = "C0LEAKY"
     leaky_file = slack.fake.add_file("F0LEAKY", "leaky.pdf", make_pdf(OFFSITE_PAGES))
     slack.send(_file_share(channel, MEMBER, leaky_file, "206.000001"))
