@@ -120,8 +120,8 @@ class Files:
             status = StatusMessage(self.client, shared.channel, earlier, text="")
             status.set(indexing, force=True)
         else:
-            status = StatusMessage(self.client, shared.channel, self.posts.post(item, "status_ts", **where,
-                                                                                 text=indexing), text=indexing)
+            posted = self.posts.post(item, "status_ts", **where, text=indexing)
+            status = StatusMessage(self.client, shared.channel, posted, text=indexing)
         text = self._download_and_index(shared, file, status)
         status.set(plain(text), force=True)
 

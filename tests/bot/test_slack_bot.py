@@ -790,6 +790,7 @@ def test_assistant_pane_searches_the_viewed_channel_and_answers_only_the_asker(s
     slack.send(changed)
     slack.idle()
     assert len(slack.fake.calls_to("chat.postMessage", channel=DM, thread_ts=thread)) == 2  # no second greeting
+    assert slack.fake.calls_to("conversations.replies", channel=DM) == []  # the viewed channel is kept by Citebot
     for call in slack.fake.calls_to("assistant.threads.setSuggestedPrompts", channel_id=DM, thread_ts=thread):
         assert not any("Delivery" in p["title"] for p in call.params["prompts"])
     slack.send(message(DM, MEMBER, "What is the penalty for late delivery of the turbines?", "250.000003",
