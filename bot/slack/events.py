@@ -113,7 +113,12 @@ class Message:
 
 
 def parse_message(body: dict[str, Any]) -> Message | None:
-    """A human's message, or None for bot posts, edits, deletions, joins and other subtypes."""
+    """A human's message, or None for bot posts, edits, deletions, joins and other subtypes.
+
+    Bolt's ``IgnoringSelfEvents`` middleware (on by default) already drops Citebot's own posts, but only those: its
+    test is "this app's ``bot_user_id`` or ``bot_id``". Another app's message (``bot_id`` of its own, e.g. a
+    workflow or a second assistant posting in a thread Citebot answered) and a person's edit (``message_changed``)
+    reach the listeners, and must not be answered: a reply to a bot can start two bots answering each other."""
     event = body.get("event") or {}
     subtype = event.get("subtype")
     if subtype not in _USER_SUBTYPES or event.get("bot_id") or event.get("bot_profile"):

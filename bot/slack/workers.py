@@ -84,14 +84,23 @@ class SlackWorkers:
     """The Slack bot's work: the journal's lanes (answers and commands; uploads) and a small pool for the
     "working on it" signals, with the ack gate the workers wait on."""
 
-    def __init__(self, core: ChatCore, *, kinds: list[Kind]) -> None:
-        s = core.settings
+    def __init__(self, core: ChatCore) -> None:
         self.core = core
         self.recent = RecentKeys()
         self.gate = AckBackPressure()
+        # the 👀 that says "working on it" must not wait for a free worker behind a queue of answers
+        self.ui = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citebot-slack-ui")
+        self._journal: WorkJournal | None = None
+
+    def start(self, kinds: list[Kind]) -> None:
+        """Open the journal's lanes for ``kinds`` and take over what a killed bot left, at once. The kinds come
+        here rather than to ``__init__`` because the listeners that run them are built with these workers."""
+        if self._journal is not None:
+            raise RuntimeError("SlackWorkers started twice")
+        s = self.core.settings
         ingest = tuple(k.name for k in kinds if k.name in INGEST_KINDS)
-        self.journal = WorkJournal(
-            core.state,
+        self._journal = WorkJournal(
+            self.core.state,
             platform="slack",
             kinds=kinds,
             lanes=[
@@ -102,11 +111,13 @@ class SlackWorkers:
             scan_s=s.work_scan_s,
             before_start=self.gate.wait_quiet,
         )
-        # the 👀 that says "working on it" must not wait for a free worker behind a queue of answers
-        self.ui = ThreadPoolExecutor(max_workers=2, thread_name_prefix="citebot-slack-ui")
+        self._journal.start()
 
-    def start(self) -> None:
-        self.journal.start()
+    @property
+    def journal(self) -> WorkJournal:
+        if self._journal is None:
+            raise RuntimeError("SlackWorkers.start() was not called")
+        return self._journal
 
     def accept(self, key: ClaimKey | str, kind: str, payload: dict[str, Any]) -> bool:
         """Journal the work (before the ack leaves); False for a re-delivery."""
@@ -120,10 +131,11 @@ class SlackWorkers:
         return self.journal.wait_idle(timeout_s)
 
     def drain(self, budget_s: float) -> bool:
-        ok = self.journal.drain(budget_s)
+        ok = self._journal.drain(budget_s) if self._journal is not None else True
         self.ui.shutdown(wait=False, cancel_futures=True)
         return ok
 
     def close(self) -> None:
-        self.journal.close()
+        if self._journal is not None:
+            self._journal.close()
         self.ui.shutdown(wait=False, cancel_futures=True)

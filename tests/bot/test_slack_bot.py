@@ -631,13 +631,13 @@ def test_a_download_error_shows_a_fixed_text_never_its_message(
     slack: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bug: Slack showed ``f"...: {e}."``; an exception's message may carry a signed URL or the token."""
-    import bot.slack.app
+    import bot.slack.files
     from connectors.download import DownloadError
 
     def leaky(url: str, **kw: Any) -> bytes:
         raise DownloadError(f"GET {url} with {kw['headers']['Authorization']} failed")
 
-    monkeypatch.setattr(bot.slack.app, "download", leaky)
+    monkeypatch.setattr(bot.slack.files, "download", leaky)
     channel = "C0LEAKY"
     leaky_file = slack.fake.add_file("F0LEAKY", "leaky.pdf", make_pdf(OFFSITE_PAGES))
     slack.send(_file_share(channel, MEMBER, leaky_file, "206.000001"))
@@ -790,6 +790,7 @@ def test_assistant_pane_searches_the_viewed_channel_and_answers_only_the_asker(s
     slack.send(changed)
     slack.idle()
     assert len(slack.fake.calls_to("chat.postMessage", channel=DM, thread_ts=thread)) == 2  # no second greeting
+    assert slack.fake.calls_to("conversations.replies", channel=DM) == []  # the viewed channel is kept by Citebot
     for call in slack.fake.calls_to("assistant.threads.setSuggestedPrompts", channel_id=DM, thread_ts=thread):
         assert not any("Delivery" in p["title"] for p in call.params["prompts"])
     slack.send(message(DM, MEMBER, "What is the penalty for late delivery of the turbines?", "250.000003",

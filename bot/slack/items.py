@@ -1,0 +1,100 @@
+"""A Slack work item's journal key, and the messages it posts: each once, even across a take-over.
+
+Every message the bot posts for a work item carries the item's key and a slot name (answer, status, apology...)
+in its ``metadata``, and its ts is noted on the item in the journal. A take-over (the first worker was killed)
+first looks for the ts it noted, then for a message in the thread carrying that metadata (the post may have left
+just before the kill), and posts only when it finds neither.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import structlog
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from bot.core import ChatCore, ClaimKey
+from bot.journal import RetryLater
+from connectors.state_api import WorkItem
+
+log = structlog.get_logger("citebot.slack")
+
+# The metadata event type of every message the bot posts for a work item: its payload names the item and the
+# slot (answer, status, apology...), so a take-over finds a post that left just before a kill.
+WORK_METADATA = "citebot_work"
+
+
+def unique() -> str:
+    return uuid.uuid4().hex
+
+
+def event_key(event_id: str) -> ClaimKey:
+    """The journal key of an event's work: its event id (a re-delivery carries the same), else a fresh one."""
+    return ClaimKey.slack_event(event_id or unique())
+
+
+class ItemPosts:
+    """Posting once per work item, and noting what the item's work did."""
+
+    def __init__(self, client: WebClient, core: ChatCore) -> None:
+        self.client, self.core = client, core
+
+    def posted(self, item: WorkItem, slot: str, channel: str, thread_ts: str) -> str:
+        """The ts of the message this item posted in ``slot`` before: noted, or (after a take-over, when the
+        post may have left just before the kill) found in the thread by the metadata it carries. "" if none."""
+        ts = item.notes.get(slot, "")
+        if ts or item.attempts <= 1:
+            return ts
+        try:
+            if thread_ts:
+                resp = self.client.conversations_replies(channel=channel, ts=thread_ts, include_all_metadata=True,
+                                                         limit=200)
+            else:
+                resp = self.client.conversations_history(channel=channel, include_all_metadata=True, limit=100)
+        except SlackApiError as e:  # e.g. a missing history scope: post again rather than stay silent
+            log.info("posted_lookup_refused", error=str(e.response.get("error") or "SlackApiError"))
+            return ""
+        except (SlackClientError, OSError) as e:
+            raise RetryLater(5.0) from e
+        for message in resp.get("messages") or []:
+            meta = message.get("metadata") or {}
+            payload = meta.get("event_payload") or {}
+            if (meta.get("event_type") == WORK_METADATA and payload.get("work") == item.key
+                    and payload.get("slot") == slot and message.get("ts")):
+                found = str(message["ts"])
+                log.info("posted_before_found", slot=slot)
+                self.note(item, **{slot: found})
+                return found
+        return ""
+
+    def post(self, item: WorkItem, slot: str, *, channel: str, thread_ts: str, **kw: Any) -> str:
+        """Post a message carrying the item's key in its metadata, and note its ts under ``slot``."""
+        resp = self.client.chat_postMessage(
+            channel=channel, thread_ts=thread_ts or None, metadata=self.metadata(item, slot), **kw,
+        )
+        ts = str(resp["ts"])
+        self.note(item, **{slot: ts})
+        return ts
+
+    @staticmethod
+    def metadata(item: WorkItem, slot: str) -> dict[str, Any]:
+        """What a message the item posts carries, so a take-over can find it (:meth:`posted`)."""
+        return {"event_type": WORK_METADATA, "event_payload": {"work": item.key, "slot": slot}}
+
+    def note(self, item: WorkItem, **note: str) -> None:
+        """Keep what the item's work did, in the journal (for a take-over) and on the item (for this run)."""
+        self.core.note_work(item.key, **note)
+        item.notes.update(note)
+
+    def post_once(self, item: WorkItem, slot: str, *, channel: str, thread_ts: str, **kw: Any) -> str:
+        return self.posted(item, slot, channel, thread_ts) or self.post(
+            item, slot, channel=channel, thread_ts=thread_ts, **kw
+        )
+
+
+def is_admin(client: WebClient, user: str) -> bool:
+    """A workspace admin or owner (``users.info``): who may forget or replace anyone's upload."""
+    info = client.users_info(user=user).get("user") or {}
+    return bool(info.get("is_admin") or info.get("is_owner") or info.get("is_primary_owner"))
