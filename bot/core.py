@@ -154,11 +154,14 @@ class ChatCore:
     def ask(
         self, ctx: ChatContext, question: str, history: Sequence[Turn] = (), *, show: ShowText | None = None
     ) -> Answer:
-        """Answer ``question`` over the context's scopes; logs one summary line, never the text. ``show``: an LLM
-        answer's checked sentences while they are written (the chat platform's streaming)."""
+        """Answer ``question`` over the context's scopes. The service writes the answer's one log line; who asked
+        where is bound to it here (never the text). ``show``: an LLM answer's checked sentences while they are
+        written (the chat platform's streaming)."""
         t0 = time.perf_counter()
         try:
-            answer = for_people(self.service.answer(question, list(ctx.scopes), history, show=show))
+            with structlog.contextvars.bound_contextvars(platform=ctx.platform, scope=ctx.scope, user=ctx.user,
+                                                         event_id=ctx.event_id):
+                answer = for_people(self.service.answer(question, list(ctx.scopes), history, show=show))
         except Exception:
             metrics.record_question_failed(ctx.platform, seconds=time.perf_counter() - t0)
             raise
@@ -166,18 +169,6 @@ class ChatCore:
         metrics.record_question(ctx.platform, mode=answer.mode, refused=answer.refused,
                                 seconds=time.perf_counter() - t0, exact=v.exact, normalised=v.normalised,
                                 fuzzy=v.fuzzy, dropped=v.unknown_chunk + v.unmatched)
-        log.info(
-            "answered",
-            platform=ctx.platform,
-            scope=ctx.scope,
-            user=ctx.user,
-            event_id=ctx.event_id,
-            latency_ms=round((time.perf_counter() - t0) * 1000, 1),
-            n_retrieved=len(answer.retrieved),
-            n_citations=len(answer.citations),
-            mode=answer.mode,
-            refused=answer.refused,
-        )
         return answer
 
     def answer_choice(self, ctx: ChatContext, question: str, *, show: ShowText | None = None) -> Answer:

@@ -42,6 +42,7 @@ from haystack import Document
 
 from connectors.log import get_logger
 from connectors.store_api import DocInfo
+from pipelines.answer_policy import Draft, Validated
 from pipelines.components._text import GENERIC, STOPWORDS, sentence_spans, terms
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
 from pipelines.components.extractive_answerer import _is_heading_line, _skip_heading_lines
@@ -325,9 +326,7 @@ class QuestionTypes:
         for kind in kinds:
             handler = handlers.get(kind)
             out = handler() if handler else None
-            if out is not None:
-                log.info("answer_kind", kind=out.kind, refused=out.refused, n_citations=len(out.citations),
-                         n_choices=len(out.choices), validation=out.validation.model_dump())
+            if out is not None:  # its log line is the service's, as every answer's
                 return out
         return None
 
@@ -349,13 +348,13 @@ class QuestionTypes:
         """Validate every quote against its chunk; an answer whose quotes did not all validate is not given
         (the look-up path answers instead). ``mode`` "llm": the draft holds the model's words (a multi-part
         question's parts), its quotes validated here again all the same."""
-        v = self.validator.run(citations=draft.citations, documents=list(draft.docs.values()))
-        if v["failures"]:
-            log.warning("quote_not_validated", kind=kind, n_failures=len(v["failures"]))
+        v = Validated.of(self.validator.run(citations=draft.citations, documents=list(draft.docs.values())))
+        if v.failures:
+            log.warning("quote_not_validated", kind=kind, n_failures=len(v.failures))
             return None
         return Answer(
-            text="\n".join(draft.lines), citations=v["citations"], refused=refused, mode=mode,
-            retrieved=[_retrieved(d) for d in draft.docs.values()], note=note, validation=v["validation"],
+            text="\n".join(draft.lines), citations=v.citations, refused=refused, mode=mode,
+            retrieved=[_retrieved(d) for d in draft.docs.values()], note=note, validation=v.counts,
             kind=kind, choices=list(choices),
         )
 
@@ -374,7 +373,7 @@ class QuestionTypes:
         for d in draft.docs.values():  # the draft's quotes are the fallback: their chunks must be in the context
             if all(chunk_id_of(c) != chunk_id_of(d) for c in context):
                 context.append(d)
-        ext = {"text": "\n".join(draft.lines), "citations": draft.citations}
+        ext = Draft(text="\n".join(draft.lines), citations=draft.citations)
         written = self.engine.policy._llm_answer(llm, instruction, context, [], ext)  # noqa: SLF001
         if written.refused or written.mode != "llm":
             return fallback.model_copy(update={"note": written.note or fallback.note})
@@ -403,18 +402,18 @@ class QuestionTypes:
         return named, phrases
 
     def _search(self, query: str, scopes: list[str], mode: RetrievalMode, k: int,
-                filters: dict[str, Any] | None) -> tuple[list[Document], dict[str, Any], float]:
+                filters: dict[str, Any] | None) -> tuple[list[Document], Draft, float]:
         """Retrieve within ``filters``, draft the extractive answer, and its confidence (the look-up path's
         own components and formula, see :meth:`pipelines.query.QueryEngine._signals`)."""
         e = self.engine
         analysis = e.analyzer.run(question=query)
         hits, embedding = e._run_retrieval(mode, analysis["query"], scopes, filters)  # noqa: SLF001
         hits = e._in_scope(hits, scopes)[:k]  # noqa: SLF001
-        ext = e.extractive.run(question=analysis["query"], documents=hits, routed=[], query_embedding=embedding,
-                               content_question=query, reference="")
+        ext = Draft.of(e.extractive.run(question=analysis["query"], documents=hits, routed=[],
+                                        query_embedding=embedding, content_question=query, reference=""))
         support = e.term_support(analysis["anchors"], scopes, filters)
         words = e.term_support(analysis["words"], scopes, filters)
-        return hits, ext, confidence(float(ext["max_cosine"]), support, words)
+        return hits, ext, confidence(ext.max_cosine, support, words)
 
     # --- not there -----------------------------------------------------------------------------
     def not_found(self, question: str, scopes: list[str]) -> Answer | None:
@@ -597,7 +596,7 @@ class QuestionTypes:
         for d in named:
             hits, ext, conf = self._search(topic, scopes, mode, k, _doc_filter(d.doc_id))
             by_id = {chunk_id_of(h): h for h in hits}
-            cits = [c for c in ext["citations"] if c["chunk_id"] in by_id]
+            cits = [c for c in ext.citations if c["chunk_id"] in by_id]
             if conf < self.threshold or not cits:
                 silent.append(d.file)
                 said.append(f"• {d.file}: says nothing about {topic} that I could find.")
@@ -680,9 +679,9 @@ class QuestionTypes:
             how, sentence = max(stated, key=lambda st: st[0], default=(0, ""))  # the first that names it, if any
             if key in seen_sections or not how:
                 continue
-            ext = e.extractive.run(question=question, documents=[h], routed=[], query_embedding=embedding,
-                                   content_question=question, reference="")
-            if float(ext["max_cosine"]) < self.threshold:
+            ext = Draft.of(e.extractive.run(question=question, documents=[h], routed=[], query_embedding=embedding,
+                                            content_question=question, reference=""))
+            if ext.max_cosine < self.threshold:
                 continue
             seen_sections.add(key)
             readings.append((h, sentence))

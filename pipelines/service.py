@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.tracing import span, tag
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from pipelines.streaming import ShowText
 
 ProgressCallback = Callable[[IngestProgress], None]
+
+log = get_logger("citebot.service")
 
 # Longer questions are cut to this many characters (a pasted document is not a question, and every
 # reference in it costs a lookup); the answer then says so.
@@ -193,14 +196,32 @@ class CitebotService:
         k: int | None = None,
         show: ShowText | None = None,
     ) -> Answer:
-        """The answer to ``question`` over ``scopes``. ``show``: in LLM mode, the answer's sentences as they are
-        written and checked (:mod:`pipelines.streaming`); the answer returned is the same with or without it."""
+        """The answer to ``question`` over ``scopes``; logs the one summary line of the answer (counts and
+        timings, never text: the chat core binds who asked where). ``show``: in LLM mode, the answer's sentences
+        as they are written and checked (:mod:`pipelines.streaming`); the answer returned is the same with or
+        without it."""
+        t0 = time.perf_counter()
         scopes = require_scopes(scopes)
         if len(question) <= MAX_QUESTION_CHARS:
-            return self._answer(question, scopes, history, mode=mode, k=k, show=show)
-        answer = self._answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k, show=show)
-        note = f"{NOTE_QUESTION_CUT} {answer.note}" if answer.note else NOTE_QUESTION_CUT
-        return answer.model_copy(update={"note": note})
+            answer = self._answer(question, scopes, history, mode=mode, k=k, show=show)
+        else:
+            answer = self._answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k, show=show)
+            note = f"{NOTE_QUESTION_CUT} {answer.note}" if answer.note else NOTE_QUESTION_CUT
+            answer = answer.model_copy(update={"note": note})
+        log.info(
+            "answer",
+            mode=answer.mode,
+            kind=answer.kind,
+            retrieval=mode,
+            refused=answer.refused,
+            n_retrieved=len(answer.retrieved),
+            n_citations=len(answer.citations),
+            n_choices=len(answer.choices),
+            confidence=None if answer.confidence is None else round(answer.confidence, 3),
+            latency_ms=round((time.perf_counter() - t0) * 1000, 1),
+            validation=answer.validation.model_dump(),
+        )
+        return answer
 
     def _answer(
         self, question: str, scopes: list[str], history: Sequence[Turn], *, mode: RetrievalMode, k: int | None,
