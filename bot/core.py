@@ -18,12 +18,13 @@ import structlog
 
 from bot import texts
 from connectors import metrics
-from connectors.download import DownloadError, TooLargeError
+from connectors.download import DownloadError, TooLargeError, check_size
 from connectors.log import error_fields
 from connectors.settings import Settings
 from connectors.state_api import ChatState, Polarity
 from connectors.store_api import DocInfo
 from connectors.stores import open_state
+from connectors.uploads import max_upload_bytes
 from pipelines.models import Answer, IngestResult, Turn, for_people, printable
 from pipelines.service import CitebotService, ProgressCallback
 from pipelines.streaming import ShowText
@@ -268,7 +269,7 @@ class ChatCore:
 
     @property
     def max_file_bytes(self) -> int:
-        return int(self.settings.max_file_mb * 1_000_000)
+        return max_upload_bytes(self.settings.max_file_mb)
 
     def ingest(
         self,
@@ -286,10 +287,8 @@ class ChatCore:
         the bytes, :meth:`upload`, :meth:`record_upload` (when the platform has a ``file_ref``); returns the text
         to show. A failed download gets its class's fixed text; any other exception is ours and propagates, for
         the adapter's "something went wrong on my side"."""
-        if size > self.max_file_bytes:  # the platform told us the size: don't even start
-            metrics.record_ingest_refused(ctx.platform, "too_large")
-            return texts.too_large_text(file_name, self.settings.max_file_mb)
         try:
+            check_size(size, self.max_file_bytes)  # the platform told us the size: don't even start
             data = fetch(self.max_file_bytes)
         except DownloadError as e:  # its message is never shown, nor logged: it may carry a URL
             log.info("download_failed", platform=ctx.platform, scope=ctx.scope, user=ctx.user, **error_fields(e))

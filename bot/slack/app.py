@@ -75,7 +75,7 @@ from bot.texts import (
     progress_text,
     searching_text,
 )
-from connectors.download import download, host_of
+from connectors.download import download, host_of, may_receive_credentials
 from connectors.log import error_fields
 from connectors.settings import Settings
 from connectors.state_api import WorkItem
@@ -559,9 +559,9 @@ class SlackBot:
         return {SLACK_FILE_HOST, host_of(self.settings.slack_api_url)}
 
     def _is_slack_file_url(self, url: str) -> bool:
-        """HTTPS on Slack's file host; plain HTTP only on the configured API host (a local test server)."""
-        host = host_of(url)
-        return host in self._file_hosts and (url.startswith("https://") or host == host_of(self.settings.slack_api_url))
+        """A link the bot token may follow (HTTPS on Slack's file host; plain HTTP only on a configured endpoint,
+        a local test server): the download's own rule, asked before anything is posted."""
+        return may_receive_credentials(url, self._file_hosts, self.settings.configured_hosts)
 
     def _download_and_index(self, shared: FileShared, file: SlackFile, status: _StatusMessage) -> str:
         def fetch(max_bytes: int) -> bytes:
