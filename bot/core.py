@@ -25,8 +25,8 @@ from connectors.state_api import ChatState, Polarity
 from connectors.store_api import DocInfo
 from connectors.stores import open_state
 from connectors.uploads import max_upload_bytes
-from pipelines.models import Answer, IngestResult, Turn, for_people, printable
-from pipelines.service import CitebotService, ProgressCallback
+from pipelines.models import Answer, IngestResult, ProgressCallback, Turn, for_people, printable
+from pipelines.service import CitebotService
 from pipelines.streaming import ShowText
 
 log = structlog.get_logger("citebot.core")

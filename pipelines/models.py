@@ -30,6 +30,7 @@ Chunk ids are ``f"{doc_id}:{chunk_index:05d}"``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -181,3 +182,8 @@ class IngestProgress(BaseModel):
     pages_done: int = 0
     pages_total: int = 0
 
+
+
+# How an upload's steps report: one IngestProgress per step and page (the chat adapters edit a status message,
+# the command line draws a bar).
+ProgressCallback = Callable[[IngestProgress], None]

@@ -16,14 +16,12 @@ from connectors.settings import Settings
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.tracing import span, tag
 from pipelines.file_names import clean_name, name_key
-from pipelines.models import Answer, IngestProgress, IngestResult, RetrievalMode, Turn
+from pipelines.models import Answer, IngestResult, ProgressCallback, RetrievalMode, Turn
 
 if TYPE_CHECKING:
     from pipelines.indexing import Indexer
     from pipelines.query import QueryEngine
     from pipelines.streaming import ShowText
-
-ProgressCallback = Callable[[IngestProgress], None]
 
 log = get_logger("citebot.service")
 

@@ -15,7 +15,8 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from pipelines.components.query_embedder import check_backend, shared_encoder
 
-ProgressCallback = Callable[[int, int], None]
+# Passages embedded so far, of all the passages.
+EmbedCallback = Callable[[int, int], None]
 
 
 def passage_text(doc: Document) -> str:
@@ -70,7 +71,7 @@ class PassageEmbedder:
         return str(self._encoder.fingerprint)
 
     @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document], on_progress: ProgressCallback | None = None) -> dict[str, Any]:
+    def run(self, documents: list[Document], on_progress: EmbedCallback | None = None) -> dict[str, Any]:
         self.warm_up()
         if on_progress is not None:
             on_progress(0, len(documents))
