@@ -13,7 +13,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from pipelines.components.query_embedder import check_backend, shared_encoder
+from pipelines.components.query_embedder import check_embedding_args, shared_encoder
 
 # Passages embedded so far, of all the passages.
 EmbedCallback = Callable[[int, int], None]
@@ -36,13 +36,9 @@ class PassageEmbedder:
         backend: str = "torch",
         models_dir: str = "",
     ) -> None:
-        if not model_path:
-            raise ValueError("model_path is required")
-        if threads < 1:
-            raise ValueError("threads must be >= 1")
+        check_embedding_args(model_path, threads, backend, str(models_dir or ""))
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        check_backend(backend, str(models_dir or ""))
         self.model_path = model_path
         self.threads = threads
         self.batch_size = batch_size
