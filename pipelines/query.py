@@ -32,7 +32,7 @@ from connectors.settings import Settings
 from connectors.store_api import ChunkStore, require_scopes
 from connectors.tracing import span, tag
 from pipelines.answer_policy import AnswerPolicy, Draft, Signals
-from pipelines.components.citation_validator import CitationValidator, chunk_id_of
+from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.extractive_answerer import ExtractiveAnswerer
 from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer
 from pipelines.components.page_ranker import PageRanker
@@ -376,7 +376,7 @@ class QueryEngine:
         return answer.model_copy(
             update={
                 "confidence": signals.confidence,
-                "retrieved": [_retrieved(d) for d in context],
+                "retrieved": [RetrievedChunk.of_document(d) for d in context],
                 "timings_ms": Timings(
                     retrieve=round((t_retrieved - t0) * 1000, 1),
                     generate=round((t_end - t_retrieved) * 1000, 1),
@@ -411,17 +411,3 @@ def _in_best_document(routed: list[Document], hits: list[Document]) -> list[Docu
     if best is None:
         return routed
     return [d for d in routed if (d.meta or {}).get("doc_id") == best]
-
-
-def _retrieved(doc: Document) -> RetrievedChunk:
-    meta = doc.meta or {}
-    return RetrievedChunk(
-        chunk_id=chunk_id_of(doc),
-        doc_id=str(meta.get("doc_id", "")),
-        file=str(meta.get("file_name", "")),
-        page_start=int(meta.get("page_start", 0) or 0),
-        page_end=int(meta.get("page_end", meta.get("page_start", 0)) or 0),
-        section=str(meta.get("section", "") or ""),
-        score=round(float(doc.score or 0.0), 6),
-        url=str(meta.get("source_url", "") or ""),
-    )

@@ -210,15 +210,7 @@ def _page_text(doc: Document) -> str:
     return f"p. {a}" if not b or a == b else f"pp. {a}–{b}"
 
 
-def _retrieved(doc: Document) -> RetrievedChunk:
-    m = doc.meta or {}
-    return RetrievedChunk(
-        chunk_id=chunk_id_of(doc), doc_id=str(m.get("doc_id", "")), file=str(m.get("file_name", "")),
-        page_start=int(m.get("page_start", 0) or 0),
-        page_end=int(m.get("page_end", m.get("page_start", 0)) or 0),
-        section=str(m.get("section", "") or ""), score=round(float(doc.score or 0.0), 6),
-        url=str(m.get("source_url", "") or ""),
-    )
+_retrieved = RetrievedChunk.of_document
 
 
 def _first_sentence(doc: Document, max_chars: int = MAX_SUMMARY_QUOTE) -> str:
