@@ -18,6 +18,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret, deserialize_secrets_inplace
 
+from pipelines.components._text import answer_sentences
 from pipelines.components.citation_validator import chunk_id_of
 from pipelines.models import Citation, Turn
 
@@ -77,7 +78,6 @@ def build_messages(
     return messages
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKER = re.compile(r"\s*\[(\d+)\]")
 _LEADING_MARKERS = re.compile(r"^(?:\s*\[\d+\])+")
 # Links as a model may write them: markdown [text](url), Slack <url|text>, URLs, www. hosts, e-mail
@@ -120,7 +120,7 @@ def _as_written(chunk: str) -> tuple[str, str]:
 def _sentences(text: str) -> list[str]:
     """The answer's sentences; markers written after a sentence's full stop ("... pay. [1] Next") stay with it."""
     out: list[str] = []
-    for piece in _SENTENCE.split(text.strip()):
+    for piece in answer_sentences(text.strip()):
         lead = _LEADING_MARKERS.match(piece)
         if lead and out:
             out[-1] += lead.group(0)
