@@ -232,9 +232,11 @@ class Indexer:
         uploaded_by: str = "",
         source_url: str = "",
         progress: ProgressCallback | None = None,
+        replaces: Sequence[str] = (),
     ) -> IngestResult:
         """``source_url``: where people open the file (Slack permalink, Teams file URL, local ``file://``),
-        kept in every chunk's metadata so citations can link to it."""
+        kept in every chunk's metadata so citations can link to it. ``replaces``: the earlier versions this one
+        replaces, removed in the same write (the service decides which: :meth:`CitebotService.ingest`)."""
         (scope,) = require_scopes([scope])
         started = time.monotonic()
         report = _Progress(file_name, progress)
@@ -302,7 +304,7 @@ class Indexer:
                         "source_url": source_url,
                     },
                     "embedder": {"on_progress": on_embed},
-                    "writer": {"scope": scope, "file_name": file_name},
+                    "writer": {"scope": scope, "replaces": list(replaces)},
                 },
                 include_outputs_from={"reader"},
                 snapshot_callback=_drop_snapshot,

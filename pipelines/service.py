@@ -113,7 +113,8 @@ class CitebotService:
         progress: ProgressCallback | None = None,
         same_source_only: bool = False,
     ) -> IngestResult:
-        """Index ``data`` as ``file_name`` in ``scope``. A new version replaces the uploader's own earlier one;
+        """Index ``data`` as ``file_name`` in ``scope``: the one place that decides which earlier documents an upload
+        replaces (the stores only remove what they are told to). A new version replaces the uploader's own earlier one;
         a document of that name that someone else uploaded is replaced only for an admin (``is_admin``, a
         callable is asked only then). Otherwise the file is indexed beside it under a free name
         (``expenses (2).pdf``) and ``renamed_from`` says so; forget's uploader-or-admin rule holds for uploads too.
@@ -157,17 +158,18 @@ class CitebotService:
         admin = (bool(exact) and len(exact) == len(others) and not same_source_only
                  and (is_admin() if callable(is_admin) else is_admin))
         name = file_name if admin or not others else self._free_name(file_name, docs, mine)
+        # Who may replace what, decided here and nowhere else: the uploader's own earlier versions of the name the
+        # file gets, and for an admin someone else's of exactly that name. The store removes exactly these, in the
+        # transaction that writes the new version (replaced_doc_id: the first of them, the uploader's own first).
+        replaces = [d.doc_id for d in docs if d.file == name and d.uploaded_by == uploaded_by]
+        replaces += [d.doc_id for d in exact if d.doc_id not in replaces] if admin else []
         result = self.indexer.ingest(data, file_name=name, scope=scope, uploaded_by=uploaded_by,
-                                     source_url=source_url, progress=progress)
-        if result.status != "indexed":  # failed, or these bytes are here already: nothing was named
+                                     source_url=source_url, progress=progress, replaces=replaces)
+        if result.status != "indexed":  # failed, or these bytes are here already: nothing was named or replaced
             return result.model_copy(update={"file": file_name})
         if name != file_name:
             return result.model_copy(update={"renamed_from": file_name})
-        replaced = result.replaced_doc_id
-        for d in exact if admin else []:
-            if d.doc_id != result.doc_id and self.store.delete_document(d.doc_id, scopes=[scope]):
-                replaced = replaced or d.doc_id
-        return result.model_copy(update={"replaced_doc_id": replaced})
+        return result
 
     @staticmethod
     def _free_name(file_name: str, docs: Sequence[DocInfo], mine: Callable[[DocInfo], bool]) -> str:
