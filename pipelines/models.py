@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 ElementType = Literal["text", "table", "list", "caption", "ocr"]
 RetrievalMode = Literal["hybrid", "bm25", "dense"]
-# What kind of answer it is (issue 24): a look-up, or one of the question types of pipelines/questions.py.
+# What kind of answer it is (issue 24): a look-up, or one of the question types of pipelines/questions/.
 AnswerKind = Literal["answer", "compare", "summary", "not_found", "clarify", "table", "document_type", "partial",
                      "multi_part"]
 
