@@ -42,7 +42,7 @@ Reply again. Use only the chunk_ids listed above and copy each quote exactly fro
 Drop any claim you cannot support with an exact quote."""
 
 
-def _passage_header(doc: Document) -> str:
+def passage_header(doc: Document) -> str:
     meta = doc.meta or {}
     a, b = meta.get("page_start", "?"), meta.get("page_end", "?")
     page = f"p. {a}" if a == b else f"pp. {a}-{b}"
@@ -60,7 +60,7 @@ def build_messages(
     *,
     max_passage_chars: int = 2500,
 ) -> list[dict[str, str]]:
-    passages = "\n\n".join(f"{_passage_header(d)}\n{(d.content or '')[:max_passage_chars]}" for d in documents)
+    passages = "\n\n".join(f"{passage_header(d)}\n{(d.content or '')[:max_passage_chars]}" for d in documents)
     convo = ""
     if history:
         convo = "Earlier in this thread:\n" + "\n".join(f"{t.role}: {t.text[:500]}" for t in history[-4:]) + "\n\n"
