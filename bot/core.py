@@ -18,14 +18,15 @@ import structlog
 
 from bot import texts
 from connectors import metrics
-from connectors.download import DownloadError, TooLargeError
+from connectors.download import DownloadError, TooLargeError, check_size
 from connectors.log import error_fields
 from connectors.settings import Settings
 from connectors.state_api import ChatState, Polarity
 from connectors.store_api import DocInfo
 from connectors.stores import open_state
-from pipelines.models import Answer, IngestResult, Turn, for_people, printable
-from pipelines.service import CitebotService, ProgressCallback
+from connectors.uploads import max_upload_bytes
+from pipelines.models import Answer, IngestResult, ProgressCallback, Turn, for_people, printable
+from pipelines.service import CitebotService
 from pipelines.streaming import ShowText
 
 log = structlog.get_logger("citebot.core")
@@ -154,11 +155,14 @@ class ChatCore:
     def ask(
         self, ctx: ChatContext, question: str, history: Sequence[Turn] = (), *, show: ShowText | None = None
     ) -> Answer:
-        """Answer ``question`` over the context's scopes; logs one summary line, never the text. ``show``: an LLM
-        answer's checked sentences while they are written (the chat platform's streaming)."""
+        """Answer ``question`` over the context's scopes. The service writes the answer's one log line; who asked
+        where is bound to it here (never the text). ``show``: an LLM answer's checked sentences while they are
+        written (the chat platform's streaming)."""
         t0 = time.perf_counter()
         try:
-            answer = for_people(self.service.answer(question, list(ctx.scopes), history, show=show))
+            with structlog.contextvars.bound_contextvars(platform=ctx.platform, scope=ctx.scope, user=ctx.user,
+                                                         event_id=ctx.event_id):
+                answer = for_people(self.service.answer(question, list(ctx.scopes), history, show=show))
         except Exception:
             metrics.record_question_failed(ctx.platform, seconds=time.perf_counter() - t0)
             raise
@@ -166,18 +170,6 @@ class ChatCore:
         metrics.record_question(ctx.platform, mode=answer.mode, refused=answer.refused,
                                 seconds=time.perf_counter() - t0, exact=v.exact, normalised=v.normalised,
                                 fuzzy=v.fuzzy, dropped=v.unknown_chunk + v.unmatched)
-        log.info(
-            "answered",
-            platform=ctx.platform,
-            scope=ctx.scope,
-            user=ctx.user,
-            event_id=ctx.event_id,
-            latency_ms=round((time.perf_counter() - t0) * 1000, 1),
-            n_retrieved=len(answer.retrieved),
-            n_citations=len(answer.citations),
-            mode=answer.mode,
-            refused=answer.refused,
-        )
         return answer
 
     def answer_choice(self, ctx: ChatContext, question: str, *, show: ShowText | None = None) -> Answer:
@@ -277,7 +269,7 @@ class ChatCore:
 
     @property
     def max_file_bytes(self) -> int:
-        return int(self.settings.max_file_mb * 1_000_000)
+        return max_upload_bytes(self.settings.max_file_mb)
 
     def ingest(
         self,
@@ -295,10 +287,8 @@ class ChatCore:
         the bytes, :meth:`upload`, :meth:`record_upload` (when the platform has a ``file_ref``); returns the text
         to show. A failed download gets its class's fixed text; any other exception is ours and propagates, for
         the adapter's "something went wrong on my side"."""
-        if size > self.max_file_bytes:  # the platform told us the size: don't even start
-            metrics.record_ingest_refused(ctx.platform, "too_large")
-            return texts.too_large_text(file_name, self.settings.max_file_mb)
         try:
+            check_size(size, self.max_file_bytes)  # the platform told us the size: don't even start
             data = fetch(self.max_file_bytes)
         except DownloadError as e:  # its message is never shown, nor logged: it may carry a URL
             log.info("download_failed", platform=ctx.platform, scope=ctx.scope, user=ctx.user, **error_fields(e))

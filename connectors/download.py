@@ -34,7 +34,8 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-PDF_MAGIC = b"%PDF-"
+from connectors.uploads import looks_like_pdf
+
 MAX_REDIRECTS = 5
 _READ_SIZE = 1 << 16
 
@@ -104,11 +105,6 @@ class _Watchdog:
             timer.cancel()
 
 
-def looks_like_pdf(data: bytes) -> bool:
-    """PDF files start with ``%PDF-`` (some producers put a little junk before it)."""
-    return PDF_MAGIC in data[:1024]
-
-
 def host_of(url: str) -> str:
     """The lower-cased host name of ``url`` ("" when it has none)."""
     return (urlsplit(url).hostname or "").lower().rstrip(".")
@@ -146,7 +142,16 @@ def check_url(url: str, trusted_hosts: Collection[str] = ()) -> str:
     return host
 
 
-def _may_receive_credentials(url: str, credential_hosts: Collection[str], trusted_hosts: Collection[str]) -> bool:
+def check_size(size: int, max_bytes: int) -> None:
+    """Raise :class:`TooLargeError` when ``size`` (declared by a platform or a server, or read so far) is over
+    the cap (:func:`connectors.uploads.max_upload_bytes`)."""
+    if size > max_bytes:
+        raise TooLargeError(_too_big(max_bytes))
+
+
+def may_receive_credentials(url: str, credential_hosts: Collection[str], trusted_hosts: Collection[str]) -> bool:
+    """The one rule of where a credential may go: a host of ``credential_hosts``, over HTTPS (plain HTTP only to
+    a host of ``trusted_hosts``, endpoints the admin configured, such as a local test server)."""
     host = host_of(url)
     if host not in credential_hosts:
         return False
@@ -261,7 +266,7 @@ def _exchange(
     current = url
     for _hop in range(MAX_REDIRECTS + 1):
         check_url(current, trusted)
-        send = dict(headers) if _may_receive_credentials(current, cred_hosts, trusted) else {}
+        send = dict(headers) if may_receive_credentials(current, cred_hosts, trusted) else {}
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise DeadlineError(_too_slow(timeout_s))
@@ -307,8 +312,8 @@ def download(
 
 def _read_body(resp: requests.Response, *, max_bytes: int, deadline: float, timeout_s: float) -> bytes:
     declared = resp.headers.get("Content-Length")
-    if declared and declared.isdigit() and int(declared) > max_bytes:
-        raise TooLargeError(_too_big(max_bytes))
+    if declared and declared.isdigit():
+        check_size(int(declared), max_bytes)
     raw = resp.raw
     sock = getattr(getattr(raw, "connection", None), "sock", None)
     chunks: list[bytes] = []
@@ -330,8 +335,7 @@ def _read_body(resp: requests.Response, *, max_bytes: int, deadline: float, time
         if not chunk:
             return b"".join(chunks)
         size += len(chunk)
-        if size > max_bytes:
-            raise TooLargeError(_too_big(max_bytes))
+        check_size(size, max_bytes)
         chunks.append(chunk)
 
 

@@ -268,7 +268,9 @@ class CitebotElasticsearchStore:
         self._guard(self.document_store.delete_documents, list(document_ids), refresh=True)
 
     # --- ChunkStore ----------------------------------------------------------------------------------
-    def replace_document(self, documents: list[Document], *, scope: str, file_name: str) -> list[str]:
+    def replace_document(
+        self, documents: list[Document], *, scope: str, replaces: Sequence[str] = ()
+    ) -> list[str]:
         (scope,) = require_scopes([scope])
         docs = self._validate(documents)
         ids = [d.id for d in docs]
@@ -291,9 +293,8 @@ class CitebotElasticsearchStore:
         foreign = [i for i, src in existing.items() if src.get("scope") != scope]
         if foreign:
             raise DuplicateDocumentError(f"{len(foreign)} chunk id(s) belong to another scope, e.g. {foreign[0]}")
-        # only the uploader's own versions of the file are replaced; someone else's stay (see store_api)
-        owner = _uploaded_by_any(sorted({str(d.meta.get("uploaded_by") or "") for d in docs}) or [""])
-        old_doc_ids = self._doc_ids_of_file(scope, file_name, owner)
+        # the versions the service decided this one replaces (store_api), and earlier chunks of this doc_id
+        old_doc_ids = self._doc_ids_in(scope, sorted(set(replaces) - set(new_doc_ids)))
 
         try:
             self.document_store.write_documents(docs, policy=DuplicatePolicy.OVERWRITE, refresh=False)
@@ -301,8 +302,7 @@ class CitebotElasticsearchStore:
                 "bool": {
                     "filter": [{"term": {"scope": scope}}],
                     "should": [
-                        {"bool": {"filter": [{"term": {"file_name": file_name}}, owner]}},
-                        {"terms": {"doc_id": new_doc_ids}},
+                        {"terms": {"doc_id": sorted(set(old_doc_ids) | set(new_doc_ids))}},
                     ],
                     "minimum_should_match": 1,
                     "must_not": [{"ids": {"values": ids}}],
@@ -315,9 +315,9 @@ class CitebotElasticsearchStore:
             self._undo(ids, existing)
             if isinstance(e, (StoreError, DuplicateDocumentError, ValueError)):
                 raise
-            raise StoreError(f"writing {file_name!r} to Elasticsearch failed; nothing was changed") from e
+            raise StoreError("writing a document to Elasticsearch failed; nothing was changed") from e
         self.refresh()
-        replaced = sorted(set(old_doc_ids) - set(new_doc_ids))
+        replaced = [d for d in dict.fromkeys(replaces) if d in set(old_doc_ids)]
         log.debug("store_replace_document", scope=scope, chunks=len(docs), replaced=len(replaced))
         return replaced
 
@@ -337,8 +337,11 @@ class CitebotElasticsearchStore:
         except Exception as e:  # noqa: BLE001 - the original error is the one to raise
             log.error("store_undo_failed", chunks=len(actions), error=type(e).__name__)  # noqa: TRY400
 
-    def _doc_ids_of_file(self, scope: str, file_name: str, owner: dict[str, Any]) -> list[str]:
-        query = {"bool": {"filter": [{"term": {"scope": scope}}, {"term": {"file_name": file_name}}, owner]}}
+    def _doc_ids_in(self, scope: str, doc_ids: list[str]) -> list[str]:
+        """Those of ``doc_ids`` that have chunks in ``scope``."""
+        if not doc_ids:
+            return []
+        query = {"bool": {"filter": [{"term": {"scope": scope}}, {"terms": {"doc_id": doc_ids}}]}}
         return [b["key"]["doc_id"] for b in self._composite(query, [{"doc_id": {"terms": {"field": "doc_id"}}}])]
 
     def has_document(self, doc_id: str, *, scope: str) -> bool:
@@ -528,14 +531,6 @@ class CitebotElasticsearchStore:
         data = dict(hit["_source"])
         data["score"] = score
         return Document.from_dict(data)
-
-
-def _uploaded_by_any(uploaders: list[str]) -> dict[str, Any]:
-    """Chunks uploaded by one of ``uploaders`` ("" also matches chunks without the field, as in SQLite)."""
-    should: list[dict[str, Any]] = [{"terms": {"uploaded_by": uploaders}}]
-    if "" in uploaders:
-        should.append({"bool": {"must_not": [{"exists": {"field": "uploaded_by"}}]}})
-    return {"bool": {"should": should, "minimum_should_match": 1}}
 
 
 def _top(terms_agg: dict[str, Any]) -> str:

@@ -286,11 +286,12 @@ def parse_json_object(content: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def client_from_settings(settings: Any, **kwargs: Any) -> LLMClient:
-    """Build the client from :class:`connectors.settings.Settings`."""
+def client_from_settings(settings: Any, *, model: str | None = None, **kwargs: Any) -> LLMClient:
+    """Build the client from :class:`connectors.settings.Settings` (``model``: another model on the same
+    endpoint, e.g. the eval judge's; default ``CITEBOT_LLM_MODEL``)."""
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
     return LLMClient(
-        model=settings.llm_model,
+        model=model or settings.llm_model,
         base_url=settings.openai_base_url,
         api_key=key,
         timeout_s=settings.llm_timeout_s,

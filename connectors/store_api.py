@@ -65,11 +65,14 @@ class ChunkStore(Protocol):
     def delete_documents(self, document_ids: list[str]) -> None: ...
 
     # --- Citebot ----------------------------------------------------------------------------
-    def replace_document(self, documents: list[Document], *, scope: str, file_name: str) -> list[str]:
-        """Write all chunks of one document and remove every other version of ``file_name`` in
-        ``scope`` that the same person uploaded (chunk meta ``uploaded_by``), all or nothing; a version
-        someone else uploaded is never removed here (the service picks another name for the new one, or
-        removes it itself for an admin). Returns the doc_ids that were replaced."""
+    def replace_document(
+        self, documents: list[Document], *, scope: str, replaces: Sequence[str] = ()
+    ) -> list[str]:
+        """Write all chunks of one document and remove the documents of ``scope`` named in ``replaces``, all or
+        nothing. Which earlier versions a new one replaces is the caller's decision
+        (:meth:`pipelines.service.CitebotService.ingest`: who may replace what); the store only executes it.
+        Earlier chunks of the new document's own doc_id go too (a re-index with fewer chunks leaves none
+        behind). Returns the doc_ids of ``replaces`` that were there and are gone, in ``replaces``' order."""
         ...
 
     def has_document(self, doc_id: str, *, scope: str) -> bool: ...

@@ -51,6 +51,7 @@ INDEX_CODE = (
     "pipelines/components/structure_lines.py",
     "pipelines/components/printed_page_numbers.py",
     "pipelines/components/chunker.py",
+    "pipelines/components/_text.py",
     "pipelines/components/embedder.py",
     "pipelines/components/writer.py",
     "connectors/embedding.py",
@@ -58,6 +59,7 @@ INDEX_CODE = (
     "connectors/embedding_fingerprints.py",
     "connectors/onnx_export.py",
     "connectors/ocr.py",
+    "connectors/uploads.py",
     "connectors/sqlite_store/schema.py",
     "connectors/sqlite_store/connection.py",
     "connectors/sqlite_store/rows.py",
@@ -68,6 +70,10 @@ INDEX_CODE = (
 QUERY_ONLY_DEFINITIONS = {
     "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch", "SQLiteDocumentStore.embedding_search",
                                          "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches"),
+    # the chunker cuts with chunk_sentences (and _CHUNK_SENT); the rest is the query side's
+    "pipelines/components/_text.py": ("STOPWORDS", "GENERIC", "_TOKEN", "stem", "coverage", "terms", "_SENT_END",
+                                      "_ABBREV", "_BULLET", "_ANSWER_SENT", "_QUESTION_SENT", "answer_sentences",
+                                      "question_sentences", "sentence_spans", "_strip"),
 }
 # Modules the indexing code imports that do not decide what the index holds, and why.
 INDEX_CODE_IMPORTS_NOT_HASHED = {

@@ -53,16 +53,9 @@ def build_client(settings: Settings) -> _ChatJSON:
         raise JudgeError("--judge needs an LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL")
     if not settings.judge_model:
         raise JudgeError("--judge needs a judge model separate from the generator: set CITEBOT_JUDGE_MODEL")
-    from connectors.llm import LLMClient
+    from connectors.llm import client_from_settings
 
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return LLMClient(
-        model=settings.judge_model,
-        base_url=settings.openai_base_url,
-        api_key=key,
-        timeout_s=settings.llm_timeout_s,
-        max_retries=settings.llm_max_retries,
-    )
+    return client_from_settings(settings, model=settings.judge_model)
 
 
 def _prompt(criterion: str, r: CaseResult) -> str:

@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ from pipelines.components.embedder import PassageEmbedder
 from pipelines.components.isolated_reader import IsolatedPdfReader
 from pipelines.components.structure import StructureDetector
 from pipelines.components.writer import ChunkWriter
-from pipelines.models import IngestProgress, IngestResult
+from pipelines.models import IngestProgress, IngestResult, ProgressCallback
 from pipelines.reading.isolation import ChildCrashedError, MemoryLimitTooLowError
 from pipelines.reading.layout import IngestError, IngestFailure, ParsedPdf
 
@@ -52,7 +52,6 @@ log = get_logger("citebot.indexing")
 # loudly fail) to serialise the PDF bytes and callbacks on every refusal. Keep its logs to real errors.
 logging.getLogger("haystack.utils.base_serialization").setLevel(logging.ERROR)
 
-ProgressCallback = Callable[[IngestProgress], None]
 
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -233,9 +232,11 @@ class Indexer:
         uploaded_by: str = "",
         source_url: str = "",
         progress: ProgressCallback | None = None,
+        replaces: Sequence[str] = (),
     ) -> IngestResult:
         """``source_url``: where people open the file (Slack permalink, Teams file URL, local ``file://``),
-        kept in every chunk's metadata so citations can link to it."""
+        kept in every chunk's metadata so citations can link to it. ``replaces``: the earlier versions this one
+        replaces, removed in the same write (the service decides which: :meth:`CitebotService.ingest`)."""
         (scope,) = require_scopes([scope])
         started = time.monotonic()
         report = _Progress(file_name, progress)
@@ -303,7 +304,7 @@ class Indexer:
                         "source_url": source_url,
                     },
                     "embedder": {"on_progress": on_embed},
-                    "writer": {"scope": scope, "file_name": file_name},
+                    "writer": {"scope": scope, "replaces": list(replaces)},
                 },
                 include_outputs_from={"reader"},
                 snapshot_callback=_drop_snapshot,

@@ -30,13 +30,17 @@ Chunk ids are ``f"{doc_id}:{chunk_index:05d}"``.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
+if TYPE_CHECKING:
+    from haystack import Document
+
 ElementType = Literal["text", "table", "list", "caption", "ocr"]
 RetrievalMode = Literal["hybrid", "bm25", "dense"]
-# What kind of answer it is (issue 24): a look-up, or one of the question types of pipelines/questions.py.
+# What kind of answer it is (issue 24): a look-up, or one of the question types of pipelines/questions/.
 AnswerKind = Literal["answer", "compare", "summary", "not_found", "clarify", "table", "document_type", "partial",
                      "multi_part"]
 
@@ -51,27 +55,53 @@ def teams_scope(tenant_id: str, conversation_id: str) -> str:
     return f"teams:{tenant_id}:{conversation_id}"
 
 
-class Citation(BaseModel):
+def chunk_id_of(doc: Document) -> str:
+    """The chunk id (``doc_id:00042``) of a stored chunk."""
+    meta = doc.meta or {}
+    if meta.get("doc_id") and meta.get("chunk_index") is not None:
+        return f"{meta['doc_id']}:{int(meta['chunk_index']):05d}"
+    return doc.id
+
+
+class ChunkLocation(BaseModel):
+    """Where a passage is: its chunk, document, file, pages and section, and where the file opens. What a
+    citation and a retrieved passage both say; :meth:`of` reads it from a chunk's metadata."""
+
+    chunk_id: str
+    doc_id: str
+    file: str
+    page_start: int
+    page_end: int
+    section: str = ""
+    url: str = Field("", description="Where the file opens (the chunk's ``source_url``); '' if unknown.")
+
+    @staticmethod
+    def of(doc: Document) -> dict[str, Any]:
+        """The location fields of a stored chunk, to build a :class:`Citation` or :class:`RetrievedChunk` with."""
+        meta = doc.meta or {}
+        return {
+            "chunk_id": chunk_id_of(doc),
+            "doc_id": str(meta.get("doc_id", "")),
+            "file": str(meta.get("file_name", "")),
+            "page_start": int(meta.get("page_start", 0) or 0),
+            "page_end": int(meta.get("page_end", meta.get("page_start", 0)) or 0),
+            "section": str(meta.get("section", "") or ""),
+            "url": str(meta.get("source_url", "") or ""),
+        }
+
+
+class Citation(ChunkLocation):
     n: int = Field(description="The [n] marker in the answer text.")
-    chunk_id: str
-    doc_id: str
-    file: str
-    page_start: int
-    page_end: int
-    section: str = ""
     quote: str = Field(description="An exact span of the chunk's text, validated before it is shown.")
-    url: str = Field("", description="Where the cited file opens (the chunk's ``source_url``); '' if unknown.")
 
 
-class RetrievedChunk(BaseModel):
-    chunk_id: str
-    doc_id: str
-    file: str
-    page_start: int
-    page_end: int
-    section: str = ""
+class RetrievedChunk(ChunkLocation):
     score: float
-    url: str = ""
+
+    @classmethod
+    def of_document(cls, doc: Document) -> RetrievedChunk:
+        """A retrieved chunk as an answer lists it (its score rounded to six places)."""
+        return cls(**ChunkLocation.of(doc), score=round(float(doc.score or 0.0), 6))
 
 
 class Timings(BaseModel):
@@ -181,3 +211,7 @@ class IngestProgress(BaseModel):
     pages_done: int = 0
     pages_total: int = 0
 
+
+# How an upload's steps report: one IngestProgress per step and page (the chat adapters edit a status message,
+# the command line draws a bar).
+ProgressCallback = Callable[[IngestProgress], None]

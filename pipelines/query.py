@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from haystack import Document, Pipeline
@@ -30,8 +31,8 @@ from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, require_scopes
 from connectors.tracing import span, tag
-from pipelines.answer_policy import AnswerPolicy
-from pipelines.components.citation_validator import CitationValidator, chunk_id_of
+from pipelines.answer_policy import AnswerPolicy, Draft, Signals
+from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.extractive_answerer import ExtractiveAnswerer
 from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer
 from pipelines.components.page_ranker import PageRanker
@@ -54,7 +55,8 @@ __all__ = ["MODES", "PROMPT_VERSION", "QueryEngine", "build_query_pipeline"]
 
 
 def build_query_pipeline(settings: Settings, store: ChunkStore, mode: RetrievalMode = "hybrid") -> Pipeline:
-    """The retrieval pipeline for ``mode``. Run it with :func:`pipeline_inputs`."""
+    """The retrieval pipeline for ``mode``. Run it with :func:`pipeline_inputs`. The one check of ``mode``: every
+    retrieval goes through the pipeline built here (:meth:`QueryEngine._pipeline`)."""
     from connectors.stores import make_retrievers
 
     if mode not in MODES:
@@ -88,32 +90,25 @@ def pipeline_inputs(
     return data
 
 
+@dataclass(frozen=True)
 class Retrieval:
-    """What one retrieval produced: referenced chunks, fused hits, the query embedding."""
+    """What one retrieval hands the answer: the referenced chunks (``routed``), the fused hits, the query and
+    its embedding.
 
-    def __init__(
-        self,
-        routed: list[Document],
-        hits: list[Document],
-        embedding: list[float],
-        reference: str,
-        query: str,
-        content_question: str,
-        explicit: bool,
-        anchors: list[str] | None = None,
-        filters: dict[str, Any] | None = None,
-        words: list[str] | None = None,
-    ) -> None:
-        self.routed = routed
-        self.hits = hits
-        self.embedding = embedding
-        self.reference = reference
-        self.query = query
-        self.content_question = content_question
-        self.explicit = explicit  # the question named pages/sections/tables that exist: quote only those
-        self.anchors = anchors or []  # specific terms (years, numbers, names) an answering passage must hold
-        self.filters = filters  # what the question restricted retrieval to (a named file)
-        self.words = words or []  # the question's content words
+    ``explicit``: the question named pages/sections/tables that exist, so quote only those; ``anchors``:
+    specific terms (years, numbers, names) an answering passage must hold; ``filters``: what the question
+    restricted retrieval to (a named file); ``words``: the question's content words."""
+
+    routed: list[Document]
+    hits: list[Document]
+    embedding: list[float]
+    reference: str
+    query: str
+    content_question: str
+    explicit: bool
+    anchors: list[str] = field(default_factory=list)
+    filters: dict[str, Any] | None = None
+    words: list[str] = field(default_factory=list)
 
     def context(self, k: int) -> list[Document]:
         """Referenced chunks first, then the top ``k`` fused hits not already there."""
@@ -205,8 +200,6 @@ class QueryEngine:
 
     # --- retrieval -----------------------------------------------------------------------------
     def _retrieve(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> Retrieval:
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}")
         with span("analyze"):
             analysis = self.analyzer.run(question=query)
         with span("route") as s:
@@ -230,8 +223,10 @@ class QueryEngine:
         routed = self._in_scope(routed, scopes)
         hits = self._in_scope(hits, scopes)
         return Retrieval(
-            routed, hits, embedding, reference, analysis["query"], strip_instructions(routed_out["content_question"]),
-            bool(routed_out["explicit"]), analysis["anchors"], filters, analysis["words"],
+            routed=routed, hits=hits, embedding=embedding, reference=reference, query=analysis["query"],
+            content_question=strip_instructions(routed_out["content_question"]),
+            explicit=bool(routed_out["explicit"]), anchors=analysis["anchors"] or [], filters=filters,
+            words=analysis["words"] or [],
         )
 
     def term_support(self, terms: Sequence[str], scopes: list[str], filters: dict[str, Any] | None) -> float:
@@ -246,16 +241,16 @@ class QueryEngine:
                 found += 1
         return found / min(len(terms), MAX_TERMS)
 
-    def _extract(self, r: Retrieval, k: int) -> dict[str, Any]:
+    def _extract(self, r: Retrieval, k: int) -> Draft:
         """The extractive answer and its relevance (explicitly referenced chunks only, when there are some)."""
-        return self.extractive.run(
+        return Draft.of(self.extractive.run(
             question=r.query,
             documents=[] if r.explicit else r.hits[:k],
             routed=r.routed,
             query_embedding=r.embedding,
             content_question=r.content_question,
             reference=r.reference,
-        )
+        ))
 
     def _run_retrieval(
         self, mode: RetrievalMode, query: str, scopes: list[str], filters: dict[str, Any] | None
@@ -319,25 +314,21 @@ class QueryEngine:
         self.warm_up()
         scopes = require_scopes(list(scopes))
         k = self.settings.answer_top_k
-        return self.assess(question, scopes, mode, k)[2]["confidence"]
+        return self.assess(question, scopes, mode, k)[2].confidence
 
-    def assess(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> tuple[Retrieval, dict[str, Any],
-                                                                                         dict[str, float]]:
+    def assess(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> tuple[Retrieval, Draft, Signals]:
         """Retrieve, draft the extractive answer, and measure how well the passages answer (see :meth:`_signals`)."""
         r = self._retrieve(query, scopes, mode, k)
         ext = self._extract(r, k)
         return r, ext, self._signals(r, ext, scopes)
 
-    def _signals(self, r: Retrieval, ext: dict[str, Any], scopes: list[str]) -> dict[str, float]:
-        """``max_cosine``, ``coverage`` (question terms in the passages), ``anchor_support`` and ``word_support``
-        (specific terms and content words found in the scope) and ``confidence``, the number the refusal
-        threshold applies to (1.0 for an explicit reference)."""
+    def _signals(self, r: Retrieval, ext: Draft, scopes: list[str]) -> Signals:
+        """The draft's ``max_cosine`` and ``coverage``, the term support in the scope, and ``confidence``, the
+        number the refusal threshold applies to (1.0 for an explicit reference): see :class:`Signals`."""
         support = 1.0 if r.explicit else self.term_support(r.anchors, scopes, r.filters)
         words = 1.0 if r.explicit else self.term_support(r.words, scopes, r.filters)
-        signals = {"max_cosine": float(ext["max_cosine"]), "coverage": float(ext["coverage"]),
-                   "anchor_support": support, "word_support": words}
-        signals["confidence"] = confidence(signals["max_cosine"], support, words) if not r.explicit else 1.0
-        return signals
+        return Signals(max_cosine=ext.max_cosine, coverage=ext.coverage, anchor_support=support, word_support=words,
+                       confidence=confidence(ext.max_cosine, support, words) if not r.explicit else 1.0)
 
     # --- answers -------------------------------------------------------------------------------
     def answer(
@@ -373,19 +364,19 @@ class QueryEngine:
                 ext = self._extract(r, k)
             with span("confidence") as s:
                 signals = self._signals(r, ext, scopes)
-                tag(s, confidence=round(signals["confidence"], 4))
+                tag(s, confidence=round(signals.confidence, 4))
             context = r.context(k)
             t_retrieved = time.perf_counter()
             with span("decide") as s:
-                answer = self.policy.decide(question, list(history), context, ext, signals["confidence"], scopes,
+                answer = self.policy.decide(question, list(history), context, ext, signals.confidence, scopes,
                                             show=show)
                 tag(s, answer_mode=answer.mode, refused=answer.refused, n_citations=len(answer.citations))
             t_end = time.perf_counter()
-            tag(root, **self._outcome_tags(answer, signals["confidence"], len(context), len(r.routed)))
-        answer = answer.model_copy(
+            tag(root, **self._outcome_tags(answer, signals.confidence, len(context), len(r.routed)))
+        return answer.model_copy(
             update={
-                "confidence": signals["confidence"],
-                "retrieved": [_retrieved(d) for d in context],
+                "confidence": signals.confidence,
+                "retrieved": [RetrievedChunk.of_document(d) for d in context],
                 "timings_ms": Timings(
                     retrieve=round((t_retrieved - t0) * 1000, 1),
                     generate=round((t_end - t_retrieved) * 1000, 1),
@@ -393,20 +384,6 @@ class QueryEngine:
                 ),
             }
         )
-        log.info(
-            "answer",
-            mode=answer.mode,
-            retrieval=mode,
-            refused=answer.refused,
-            n_retrieved=len(context),
-            n_routed=len(r.routed),
-            n_citations=len(answer.citations),
-            confidence=round(signals["confidence"], 3),
-            latency_ms=answer.timings_ms.total,
-            validation=answer.validation.model_dump(),
-        )
-        return answer
-
 
     def _outcome_tags(self, answer: Answer, confidence: float, n_retrieved: int, n_routed: int) -> dict[str, Any]:
         """What a trace of the answer says: its outcome, confidence, validation counts, why it refused."""
@@ -434,17 +411,3 @@ def _in_best_document(routed: list[Document], hits: list[Document]) -> list[Docu
     if best is None:
         return routed
     return [d for d in routed if (d.meta or {}).get("doc_id") == best]
-
-
-def _retrieved(doc: Document) -> RetrievedChunk:
-    meta = doc.meta or {}
-    return RetrievedChunk(
-        chunk_id=chunk_id_of(doc),
-        doc_id=str(meta.get("doc_id", "")),
-        file=str(meta.get("file_name", "")),
-        page_start=int(meta.get("page_start", 0) or 0),
-        page_end=int(meta.get("page_end", meta.get("page_start", 0)) or 0),
-        section=str(meta.get("section", "") or ""),
-        score=round(float(doc.score or 0.0), 6),
-        url=str(meta.get("source_url", "") or ""),
-    )

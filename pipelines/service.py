@@ -11,18 +11,19 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.tracing import span, tag
 from pipelines.file_names import clean_name, name_key
-from pipelines.models import Answer, IngestProgress, IngestResult, RetrievalMode, Turn
+from pipelines.models import Answer, IngestResult, ProgressCallback, RetrievalMode, Turn
 
 if TYPE_CHECKING:
     from pipelines.indexing import Indexer
     from pipelines.query import QueryEngine
     from pipelines.streaming import ShowText
 
-ProgressCallback = Callable[[IngestProgress], None]
+log = get_logger("citebot.service")
 
 # Longer questions are cut to this many characters (a pasted document is not a question, and every
 # reference in it costs a lookup); the answer then says so.
@@ -112,7 +113,8 @@ class CitebotService:
         progress: ProgressCallback | None = None,
         same_source_only: bool = False,
     ) -> IngestResult:
-        """Index ``data`` as ``file_name`` in ``scope``. A new version replaces the uploader's own earlier one;
+        """Index ``data`` as ``file_name`` in ``scope``: the one place that decides which earlier documents an upload
+        replaces (the stores only remove what they are told to). A new version replaces the uploader's own earlier one;
         a document of that name that someone else uploaded is replaced only for an admin (``is_admin``, a
         callable is asked only then). Otherwise the file is indexed beside it under a free name
         (``expenses (2).pdf``) and ``renamed_from`` says so; forget's uploader-or-admin rule holds for uploads too.
@@ -156,17 +158,18 @@ class CitebotService:
         admin = (bool(exact) and len(exact) == len(others) and not same_source_only
                  and (is_admin() if callable(is_admin) else is_admin))
         name = file_name if admin or not others else self._free_name(file_name, docs, mine)
+        # Who may replace what, decided here and nowhere else: the uploader's own earlier versions of the name the
+        # file gets, and for an admin someone else's of exactly that name. The store removes exactly these, in the
+        # transaction that writes the new version (replaced_doc_id: the first of them, the uploader's own first).
+        replaces = [d.doc_id for d in docs if d.file == name and d.uploaded_by == uploaded_by]
+        replaces += [d.doc_id for d in exact if d.doc_id not in replaces] if admin else []
         result = self.indexer.ingest(data, file_name=name, scope=scope, uploaded_by=uploaded_by,
-                                     source_url=source_url, progress=progress)
-        if result.status != "indexed":  # failed, or these bytes are here already: nothing was named
+                                     source_url=source_url, progress=progress, replaces=replaces)
+        if result.status != "indexed":  # failed, or these bytes are here already: nothing was named or replaced
             return result.model_copy(update={"file": file_name})
         if name != file_name:
             return result.model_copy(update={"renamed_from": file_name})
-        replaced = result.replaced_doc_id
-        for d in exact if admin else []:
-            if d.doc_id != result.doc_id and self.store.delete_document(d.doc_id, scopes=[scope]):
-                replaced = replaced or d.doc_id
-        return result.model_copy(update={"replaced_doc_id": replaced})
+        return result
 
     @staticmethod
     def _free_name(file_name: str, docs: Sequence[DocInfo], mine: Callable[[DocInfo], bool]) -> str:
@@ -193,14 +196,32 @@ class CitebotService:
         k: int | None = None,
         show: ShowText | None = None,
     ) -> Answer:
-        """The answer to ``question`` over ``scopes``. ``show``: in LLM mode, the answer's sentences as they are
-        written and checked (:mod:`pipelines.streaming`); the answer returned is the same with or without it."""
+        """The answer to ``question`` over ``scopes``; logs the one summary line of the answer (counts and
+        timings, never text: the chat core binds who asked where). ``show``: in LLM mode, the answer's sentences
+        as they are written and checked (:mod:`pipelines.streaming`); the answer returned is the same with or
+        without it."""
+        t0 = time.perf_counter()
         scopes = require_scopes(scopes)
         if len(question) <= MAX_QUESTION_CHARS:
-            return self._answer(question, scopes, history, mode=mode, k=k, show=show)
-        answer = self._answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k, show=show)
-        note = f"{NOTE_QUESTION_CUT} {answer.note}" if answer.note else NOTE_QUESTION_CUT
-        return answer.model_copy(update={"note": note})
+            answer = self._answer(question, scopes, history, mode=mode, k=k, show=show)
+        else:
+            answer = self._answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k, show=show)
+            note = f"{NOTE_QUESTION_CUT} {answer.note}" if answer.note else NOTE_QUESTION_CUT
+            answer = answer.model_copy(update={"note": note})
+        log.info(
+            "answer",
+            mode=answer.mode,
+            kind=answer.kind,
+            retrieval=mode,
+            refused=answer.refused,
+            n_retrieved=len(answer.retrieved),
+            n_citations=len(answer.citations),
+            n_choices=len(answer.choices),
+            confidence=None if answer.confidence is None else round(answer.confidence, 3),
+            latency_ms=round((time.perf_counter() - t0) * 1000, 1),
+            validation=answer.validation.model_dump(),
+        )
+        return answer
 
     def _answer(
         self, question: str, scopes: list[str], history: Sequence[Turn], *, mode: RetrievalMode, k: int | None,

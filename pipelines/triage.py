@@ -43,7 +43,7 @@ from connectors.log import get_logger
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.tracing import span, tag
 from pipelines.components.citation_validator import chunk_id_of
-from pipelines.components.llm_answerer import _passage_header, build_messages, parse_draft
+from pipelines.components.llm_answerer import build_messages, parse_draft, passage_header
 from pipelines.models import Turn
 
 log = get_logger("citebot.triage")
@@ -257,7 +257,7 @@ class Triage:
 
     # --- the outline ---------------------------------------------------------------------------
     def _documents(self, scopes: list[str]) -> list[DocInfo]:
-        docs: list[DocInfo] = self.router._documents(scopes)[0]  # noqa: SLF001 - the router's cached listing
+        docs = self.router.documents(scopes)  # the router's cached listing
         return [d for d in docs if d.scope in scopes]
 
     def outline(self, scopes: Sequence[str], first: Sequence[str] = ()) -> str:
@@ -363,7 +363,7 @@ class Triage:
         if not 1 <= page <= max(d.pages, 1):
             return f"{d.file} has {d.pages} page{'s' if d.pages != 1 else ''}; there is no page {page}.", []
         # physical pages, as the outline and every passage header number them
-        docs = self.router._physical(scopes, _doc_filter(d.doc_id), page, page)  # noqa: SLF001
+        docs = self.router.physical_pages(scopes, _doc_filter(d.doc_id), page, page)
         return self._shown(docs, scopes, f"Nothing was read on page {page} of {d.file}.")
 
     def _fetch_section(self, args: dict[str, Any], scopes: list[str]) -> tuple[str, list[Document]]:
@@ -425,7 +425,7 @@ class Triage:
         shown: list[Document] = []
         budget = self.max_result_chars
         for d in ok[:MAX_FETCHED_CHUNKS]:
-            head = _passage_header(d)
+            head = passage_header(d)
             room = min(budget - len(head) - 2, self.max_passage_chars)
             if room < 80:
                 break

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.slack.render import ANSWER_REF_BLOCK, CHOICE_ACTION, MAX_CHOICE_VALUE
+from connectors.uploads import is_pdf_file
 from pipelines.models import slack_scope
 
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
@@ -45,11 +46,7 @@ class SlackFile:
 
     @property
     def is_pdf(self) -> bool:
-        return (
-            self.filetype.lower() == "pdf"
-            or self.mimetype.lower() == "application/pdf"
-            or self.name.lower().endswith(".pdf")
-        )
+        return is_pdf_file(self.name, file_type=self.filetype, mime_type=self.mimetype)
 
     @property
     def complete(self) -> bool:

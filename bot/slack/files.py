@@ -29,7 +29,7 @@ from bot.slack.items import ItemPosts, event_key, is_admin
 from bot.slack.render import plain
 from bot.slack.workers import SlackWorkers
 from bot.texts import EXTERNAL_FILE_TEXT, INGEST_FAILED_TEXT, UPLOADS_BUSY_TEXT, indexing_text, progress_text
-from connectors.download import download, host_of
+from connectors.download import download, host_of, may_receive_credentials
 from connectors.settings import Settings
 from connectors.state_api import WorkItem
 from pipelines.models import IngestProgress
@@ -144,9 +144,9 @@ class Files:
         return {SLACK_FILE_HOST, host_of(self.settings.slack_api_url)}
 
     def _is_slack_file_url(self, url: str) -> bool:
-        """HTTPS on Slack's file host; plain HTTP only on the configured API host (a local test server)."""
-        host = host_of(url)
-        return host in self._file_hosts and (url.startswith("https://") or host == host_of(self.settings.slack_api_url))
+        """A link the bot token may follow (HTTPS on Slack's file host; plain HTTP only on a configured endpoint,
+        a local test server): the download's own rule, asked before anything is posted."""
+        return may_receive_credentials(url, self._file_hosts, self.settings.configured_hosts)
 
     def _download_and_index(self, shared: FileShared, file: SlackFile, status: StatusMessage) -> str:
         def fetch(max_bytes: int) -> bytes:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from microsoft_agents.activity import Activity, ActivityTypes
 
+from connectors.uploads import is_pdf_file
 from pipelines.models import teams_scope
 
 FILE_DOWNLOAD_INFO = "application/vnd.microsoft.teams.file.download.info"
@@ -43,7 +44,7 @@ class TeamsFile:
 
     @property
     def is_pdf(self) -> bool:
-        return self.file_type.lower() == "pdf" or self.name.lower().endswith(".pdf")
+        return is_pdf_file(self.name, file_type=self.file_type)
 
 
 @dataclass(frozen=True)

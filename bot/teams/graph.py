@@ -18,8 +18,18 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from connectors.download import DeadlineError, DownloadError, Fetched, TooLargeError, download, fetch, host_of
+from connectors.download import (
+    DeadlineError,
+    DownloadError,
+    Fetched,
+    TooLargeError,
+    check_size,
+    download,
+    fetch,
+    host_of,
+)
 from connectors.settings import Settings
+from connectors.uploads import is_pdf_file
 
 GRAPH_SCOPE = "https://graph.microsoft.com/.default"
 _TIMEOUT_S = 20.0  # per call, start to finish
@@ -140,7 +150,7 @@ class GraphClient:
                     continue
                 name = str(item.get("name") or "")
                 mime = str((item.get("file") or {}).get("mimeType") or "")
-                if not (name.lower().endswith(".pdf") or mime == "application/pdf"):
+                if not is_pdf_file(name, mime_type=mime):
                     continue
                 yield DriveFile(
                     item_id=str(item.get("id") or ""),
@@ -156,8 +166,7 @@ class GraphClient:
 
     def download(self, f: DriveFile, *, max_bytes: int, timeout_s: float) -> bytes:
         """The file's bytes (size cap, timeout and PDF magic check from connectors.download)."""
-        if f.size > max_bytes:
-            raise TooLargeError(f"the file is larger than the {max_bytes / 1_000_000:.0f} MB limit")
+        check_size(f.size, max_bytes)
         trusted = self.settings.configured_hosts
         if f.download_url:  # pre-authenticated: no token goes with it
             return download(f.download_url, max_bytes=max_bytes, timeout_s=timeout_s, trusted_hosts=trusted)

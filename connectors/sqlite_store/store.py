@@ -123,7 +123,9 @@ class SQLiteDocumentStore:
         self._vectors.after_write()
 
     # --- ChunkStore ----------------------------------------------------------------------------------
-    def replace_document(self, documents: list[Document], *, scope: str, file_name: str) -> list[str]:
+    def replace_document(
+        self, documents: list[Document], *, scope: str, replaces: Sequence[str] = ()
+    ) -> list[str]:
         (scope,) = require_scopes([scope])
         docs = self._rows.validate_docs(documents)
         new_ids: set[str] = set()
@@ -133,28 +135,21 @@ class SQLiteDocumentStore:
             if d.meta.get("doc_id"):
                 new_ids.add(str(d.meta["doc_id"]))
         docs = [d if d.meta.get("scope") == scope else replace(d, meta={**d.meta, "scope": scope}) for d in docs]
-        # only the uploader's own versions of the file are replaced; someone else's stay (see store_api)
-        uploaders = sorted({str(d.meta.get("uploaded_by") or "") for d in docs}) or [""]
-        owned = (
-            f"scope=? AND file_name=? AND coalesce(json_extract(meta, '$.uploaded_by'), '') "
-            f"IN ({','.join('?' * len(uploaders))})"
-        )
+        # the versions the service decided this one replaces (store_api), and earlier chunks of this doc_id
+        old: set[str] = set()
         with self._write() as conn:
-            old = {
-                r[0]
-                for r in conn.execute(
-                    f"SELECT DISTINCT doc_id FROM chunks WHERE {owned} AND doc_id IS NOT NULL",
-                    [scope, file_name, *uploaders],
-                )
-            }
-            self._rows.delete_chunks(conn, owned, [scope, file_name, *uploaders])
-            for batch in batches(sorted(new_ids), 500):
+            for batch in batches(sorted(set(replaces) - new_ids), 500):
+                marks = ",".join("?" * len(batch))
+                old.update(r[0] for r in conn.execute(
+                    f"SELECT DISTINCT doc_id FROM chunks WHERE scope=? AND doc_id IN ({marks})", [scope, *batch]
+                ))
+            for batch in batches(sorted(new_ids | old), 500):
                 marks = ",".join("?" * len(batch))
                 self._rows.delete_chunks(conn, f"scope=? AND doc_id IN ({marks})", [scope, *batch])
             self._rows.insert(conn, docs, DuplicatePolicy.FAIL)
             self._rows.log_changes(conn, {scope})
         self._vectors.after_write()
-        replaced = sorted(old - new_ids)
+        replaced = [d for d in dict.fromkeys(replaces) if d in old]
         log.debug("store_replace_document", scope=scope, chunks=len(docs), replaced=len(replaced))
         return replaced
 

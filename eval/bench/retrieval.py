@@ -179,7 +179,7 @@ def bench_sqlite(
         by_doc.setdefault((d.meta["scope"], d.meta["doc_id"]), []).append(d)
     t0, c0 = time.perf_counter(), time.process_time()
     for (scope, _doc_id), chunks in by_doc.items():
-        store.replace_document(chunks, scope=scope, file_name=chunks[0].meta["file_name"])
+        store.replace_document(chunks, scope=scope)
     write_s, write_cpu_s = time.perf_counter() - t0, time.process_time() - c0
     store.close()
     size = _disk_size(path)

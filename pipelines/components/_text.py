@@ -1,4 +1,16 @@
-"""Small text helpers shared by the query components: terms, stop words, sentence spans."""
+"""Small text helpers shared by the components: terms, stop words, and every way text is cut into sentences.
+
+The sentence rules, side by side (each reader needs its own cut; changing one changes what it produces:
+:func:`chunk_sentences` changes the chunks, so the index):
+
+* :func:`sentence_spans` — the sentences a quote can be: paragraph and bullet breaks, then ``.!?`` before a
+  capital, digit or bullet, not after an abbreviation ("Dr.", "e.g."); spans into the text, so quotes stay verbatim.
+* :func:`chunk_sentences` — where the chunker may cut a paragraph too long for one chunk: after ``.!?;:`` before a
+  capital or digit (a clause end is a fine cut there; the pieces are joined again up to the chunk's size).
+* :func:`answer_sentences` — the claims of an LLM answer: after ``.!?`` and at every line break (a model's list
+  item is a claim of its own, whatever it ends with).
+* :func:`question_sentences` — the sentences of a question: after ``.!?`` before anything.
+"""
 
 from __future__ import annotations
 
@@ -75,6 +87,26 @@ _ABBREV = frozenset(
     "dr mr mrs ms prof st no nos fig figs vs etc e.g i.e cf approx art sec p pp vol ch inc ltd co".split()  # noqa: SIM905
 )
 _BULLET = re.compile(r"\n\s*(?=[•\-\*–]|\d+[.)]\s|[a-z][.)]\s)")
+
+
+_CHUNK_SENT = re.compile(r"(?<=[.!?;:])\s+(?=[\"\u201c(\[]?[A-Z0-9\u00c0-\u024f])")
+_ANSWER_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
+_QUESTION_SENT = re.compile(r"(?<=[.?!])\s+(?=\S)")
+
+
+def chunk_sentences(text: str) -> list[str]:
+    """The pieces the chunker may cut an over-long paragraph into (see the module docstring)."""
+    return _CHUNK_SENT.split(text)
+
+
+def answer_sentences(text: str) -> list[str]:
+    """The sentences and lines of an LLM answer (see the module docstring); pieces may be blank."""
+    return _ANSWER_SENT.split(text)
+
+
+def question_sentences(text: str) -> list[str]:
+    """The sentences of a question (see the module docstring)."""
+    return _QUESTION_SENT.split(text)
 
 
 def sentence_spans(text: str, *, lines: bool = False) -> list[tuple[int, int]]:

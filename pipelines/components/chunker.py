@@ -13,7 +13,6 @@ section's short introduction is merged into its first subsection (which keeps th
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -22,14 +21,13 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
+from pipelines.components._text import chunk_sentences
 from pipelines.reading.clean_text import clean_text
 from pipelines.reading.layout import Element
 
 TokenCounter = Callable[[str], int]
 
 MAX_PAGE_SPAN = 2  # a chunk (and so a citation) covers at most this many pages
-
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;:])\s+(?=[\"\u201c(\[]?[A-Z0-9\u00c0-\u024f])")
 
 
 @dataclass
@@ -236,7 +234,7 @@ class StructureChunker:
         conf = e.ocr_confidence if e.ocr else None
         if self._tokens(e.text) <= budget:
             return [_Piece(e.text, e.page_start, e.page_end, kind, e.label, conf)]
-        parts = e.items if e.kind == "list" and e.items else _SENTENCE_SPLIT.split(e.text)
+        parts = e.items if e.kind == "list" and e.items else chunk_sentences(e.text)
         if e.kind == "list":
             parts = [f"- {p}" for p in parts]
         out: list[_Piece] = []

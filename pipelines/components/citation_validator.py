@@ -16,7 +16,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from pipelines.models import Citation, ValidationCounts
+from pipelines.models import ChunkLocation, Citation, ValidationCounts, chunk_id_of
 
 _QUOTES = {
     "\u2018": "'",
@@ -155,27 +155,8 @@ def match_quote(quote: str, source: str, *, fuzzy_threshold: float = 0.9) -> Quo
     return QuoteMatch("fuzzy", source[s:e], s, e, al.score / 100)
 
 
-def chunk_id_of(doc: Document) -> str:
-    """The chunk id (``doc_id:00042``) of a retrieved chunk."""
-    meta = doc.meta or {}
-    if meta.get("doc_id") and meta.get("chunk_index") is not None:
-        return f"{meta['doc_id']}:{int(meta['chunk_index']):05d}"
-    return doc.id
-
-
 def citation_from(doc: Document, *, n: int, quote: str) -> Citation:
-    meta = doc.meta or {}
-    return Citation(
-        n=n,
-        chunk_id=chunk_id_of(doc),
-        doc_id=str(meta.get("doc_id", "")),
-        file=str(meta.get("file_name", "")),
-        page_start=int(meta.get("page_start", 0) or 0),
-        page_end=int(meta.get("page_end", meta.get("page_start", 0)) or 0),
-        section=str(meta.get("section", "") or ""),
-        quote=quote,
-        url=str(meta.get("source_url", "") or ""),
-    )
+    return Citation(**ChunkLocation.of(doc), n=n, quote=quote)
 
 
 @component

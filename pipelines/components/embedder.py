@@ -13,9 +13,10 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from pipelines.components.query_embedder import check_backend, shared_encoder
+from pipelines.components.query_embedder import check_embedding_args, shared_encoder
 
-ProgressCallback = Callable[[int, int], None]
+# Passages embedded so far, of all the passages.
+EmbedCallback = Callable[[int, int], None]
 
 
 def passage_text(doc: Document) -> str:
@@ -35,13 +36,9 @@ class PassageEmbedder:
         backend: str = "torch",
         models_dir: str = "",
     ) -> None:
-        if not model_path:
-            raise ValueError("model_path is required")
-        if threads < 1:
-            raise ValueError("threads must be >= 1")
+        check_embedding_args(model_path, threads, backend, str(models_dir or ""))
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        check_backend(backend, str(models_dir or ""))
         self.model_path = model_path
         self.threads = threads
         self.batch_size = batch_size
@@ -70,7 +67,7 @@ class PassageEmbedder:
         return str(self._encoder.fingerprint)
 
     @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document], on_progress: ProgressCallback | None = None) -> dict[str, Any]:
+    def run(self, documents: list[Document], on_progress: EmbedCallback | None = None) -> dict[str, Any]:
         self.warm_up()
         if on_progress is not None:
             on_progress(0, len(documents))

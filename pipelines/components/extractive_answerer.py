@@ -39,7 +39,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from pipelines.components._text import coverage, sentence_spans, terms
 from pipelines.components.citation_validator import chunk_id_of
-from pipelines.components.query_embedder import check_backend, shared_encoder
+from pipelines.components.query_embedder import check_embedding_args, shared_encoder
 from pipelines.components.statements import Formula, formula_for, is_line
 
 LEAD = "Here is what the PDFs say"
@@ -193,13 +193,7 @@ class ExtractiveAnswerer:
         max_table_chars: int = 1500,
         cosine_weight: float = 0.7,
     ) -> None:
-        if not model_path:
-            raise ValueError("model_path is required")
-        if threads < 1:
-            raise ValueError("threads must be >= 1")
-        check_backend(backend, str(models_dir or ""))
-        if not 0.0 <= batch_window_ms <= 100.0:
-            raise ValueError("batch_window_ms must be between 0 and 100")
+        check_embedding_args(model_path, threads, backend, str(models_dir or ""), batch_window_ms)
         if not 1 <= max_quotes <= 3:
             raise ValueError("max_quotes must be 1, 2 or 3")
         if not 4 <= max_candidates <= 256:

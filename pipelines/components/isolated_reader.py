@@ -16,7 +16,8 @@ from haystack import component, default_from_dict, default_to_dict
 from pipelines.reading.isolation import start as start_fork_server
 from pipelines.reading.layout import IngestError, IngestFailure, ParsedPdf
 from pipelines.reading.ocr import OcrOptions
-from pipelines.reading.reader import PageCallback, ReadOptions, read_pdf_isolated
+from pipelines.reading.reader import ReadOptions, read_pdf_isolated
+from pipelines.reading.text import PageCallback
 
 MIN_MEMORY_MB = 256
 

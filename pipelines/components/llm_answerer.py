@@ -18,6 +18,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.utils import Secret, deserialize_secrets_inplace
 
+from pipelines.components._text import answer_sentences
 from pipelines.components.citation_validator import chunk_id_of
 from pipelines.models import Citation, Turn
 
@@ -41,7 +42,7 @@ Reply again. Use only the chunk_ids listed above and copy each quote exactly fro
 Drop any claim you cannot support with an exact quote."""
 
 
-def _passage_header(doc: Document) -> str:
+def passage_header(doc: Document) -> str:
     meta = doc.meta or {}
     a, b = meta.get("page_start", "?"), meta.get("page_end", "?")
     page = f"p. {a}" if a == b else f"pp. {a}-{b}"
@@ -59,7 +60,7 @@ def build_messages(
     *,
     max_passage_chars: int = 2500,
 ) -> list[dict[str, str]]:
-    passages = "\n\n".join(f"{_passage_header(d)}\n{(d.content or '')[:max_passage_chars]}" for d in documents)
+    passages = "\n\n".join(f"{passage_header(d)}\n{(d.content or '')[:max_passage_chars]}" for d in documents)
     convo = ""
     if history:
         convo = "Earlier in this thread:\n" + "\n".join(f"{t.role}: {t.text[:500]}" for t in history[-4:]) + "\n\n"
@@ -77,7 +78,6 @@ def build_messages(
     return messages
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _MARKER = re.compile(r"\s*\[(\d+)\]")
 _LEADING_MARKERS = re.compile(r"^(?:\s*\[\d+\])+")
 # Links as a model may write them: markdown [text](url), Slack <url|text>, URLs, www. hosts, e-mail
@@ -120,7 +120,7 @@ def _as_written(chunk: str) -> tuple[str, str]:
 def _sentences(text: str) -> list[str]:
     """The answer's sentences; markers written after a sentence's full stop ("... pay. [1] Next") stay with it."""
     out: list[str] = []
-    for piece in _SENTENCE.split(text.strip()):
+    for piece in answer_sentences(text.strip()):
         lead = _LEADING_MARKERS.match(piece)
         if lead and out:
             out[-1] += lead.group(0)

@@ -12,7 +12,8 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from pipelines.reading.layout import Page, ParsedPdf
-from pipelines.reading.ocr import OcrOptions, PageCallback, ocr_pdf
+from pipelines.reading.ocr import OcrOptions, ocr_pdf
+from pipelines.reading.text import PageCallback
 
 
 @component

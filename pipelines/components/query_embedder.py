@@ -14,8 +14,17 @@ from haystack import component, default_from_dict, default_to_dict
 BACKENDS = ("onnx", "onnx-int8", "torch")
 
 
-def check_backend(backend: str, models_dir: str) -> None:
-    """The constructor checks the embedding components share."""
+def check_embedding_args(
+    model_path: str, threads: int, backend: str, models_dir: str, batch_window_ms: float = 0.0
+) -> None:
+    """The embedding settings every component that embeds takes (``Settings.embedding_args``), checked in one
+    place: its constructor calls this with them."""
+    if not model_path:
+        raise ValueError("model_path is required (settings.resolved_model_path)")
+    if threads < 1:
+        raise ValueError("threads must be >= 1")
+    if not 0.0 <= batch_window_ms <= 100.0:
+        raise ValueError("batch_window_ms must be between 0 and 100")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}")
     if backend != "torch" and not models_dir:
@@ -43,13 +52,7 @@ class QueryEmbedder:
         models_dir: str = "",
         batch_window_ms: float = 0.0,
     ) -> None:
-        if not model_path:
-            raise ValueError("model_path is required (settings.resolved_model_path)")
-        if threads < 1:
-            raise ValueError("threads must be >= 1")
-        check_backend(backend, str(models_dir or ""))
-        if not 0.0 <= batch_window_ms <= 100.0:
-            raise ValueError("batch_window_ms must be between 0 and 100")
+        check_embedding_args(model_path, threads, backend, str(models_dir or ""), batch_window_ms)
         self.model_path = str(model_path)
         self.threads = threads
         self.backend = backend

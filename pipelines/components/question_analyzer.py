@@ -23,9 +23,8 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pipelines.components._text import GENERIC, STOPWORDS
+from pipelines.components._text import GENERIC, STOPWORDS, question_sentences
 
-_SENTENCE = re.compile(r"(?<=[.?!])\s+(?=\S)")
 _FORMAT_CUE = re.compile(
     r"\b(?:format(?:ted)?|in (?:a |the )?list|as a list|list format|decimal(?: place)?s?|round(?:ed)?|nearest|"
     r"yyyy|integer|int|float|percentage terms?|directly answer|(?:your|the) answer|answer (?:with|in|as)|"
@@ -66,7 +65,7 @@ _QUESTION_WORDS = frozenset(
 def strip_instructions(question: str) -> str:
     """The question without inline examples of the answer's form and without trailing format instructions."""
     text = _EXAMPLE.sub("", " ".join(question.split())).strip()
-    sentences = _SENTENCE.split(text)
+    sentences = question_sentences(text)
     kept = sentences[:1] + [s for s in sentences[1:] if not _FORMAT_CUE.search(s)]
     out = " ".join(kept).strip()
     return out or " ".join(question.split())
@@ -126,7 +125,7 @@ def anchors(text: str) -> list[str]:
         if len(m.group(0)) > 1:  # "3" or "2" are too common to tell anything
             found.append(m.group(0).replace(",", ""))
     shouting = sum(w.isupper() for w in _WORD.findall(text)) > len(_WORD.findall(text)) / 2
-    for sentence in _SENTENCE.split(text):
+    for sentence in question_sentences(text):
         words = _WORD.findall(sentence)
         for i, w in enumerate(words):
             bare = re.sub(r"['’]s$", "", w.strip(".,'’"))

@@ -210,6 +210,10 @@ class StructureRouter:
             self._files[key] = (now, version, docs, entries)
         return docs, entries
 
+    def documents(self, scopes: list[str]) -> list[DocInfo]:
+        """The documents in ``scopes``, from the cached listing the file names are read from (triage's outline)."""
+        return self._documents(scopes)[0]
+
     def _file_names(self, scopes: list[str]) -> list[tuple[str, list[str]]]:
         return self._documents(scopes)[1]
 
@@ -306,7 +310,7 @@ class StructureRouter:
             ]}),
             limit=self.fetch_limit,
         )
-        physical = self._physical(scopes, file_cond, a, b)
+        physical = self.physical_pages(scopes, file_cond, a, b)
         found_by_label = {(d.meta or {}).get("doc_id") for d in by_label}
         docs = by_label + [d for d in physical if (d.meta or {}).get("doc_id") not in found_by_label]
         return [replace(d, score=1.0) for d in docs]
@@ -314,7 +318,7 @@ class StructureRouter:
     def _nth_page(self, scopes: list[str], file_cond: dict[str, Any] | None, n: int) -> list[Document]:
         """The chunks on physical page ``n`` of each document (``-1``: its last page)."""
         if n > 0:
-            return self._physical(scopes, file_cond, n, n)
+            return self.physical_pages(scopes, file_cond, n, n)
         names = set((file_cond or {}).get("value") or [])
         docs: list[Document] = []
         for info in self._documents(scopes, recount=True)[0]:  # a document uploaded a moment ago has a last page
@@ -326,7 +330,9 @@ class StructureRouter:
                                                                              limit=self.fetch_limit)]
         return docs[: self.fetch_limit]
 
-    def _physical(self, scopes: list[str], file_cond: dict[str, Any] | None, a: int, b: int) -> list[Document]:
+    def physical_pages(self, scopes: list[str], file_cond: dict[str, Any] | None, a: int, b: int) -> list[Document]:
+        """The chunks on physical pages ``a`` to ``b`` (as a passage header numbers them; ``file_cond``: a
+        filter on the files), at most ``fetch_limit``."""
         return self.document_store.fetch(
             scopes=scopes,
             filters=_and(file_cond, {"operator": "AND", "conditions": [

@@ -1,7 +1,7 @@
 """ChunkWriter: all chunks of one document in one store transaction, replacing older versions.
 
-``store.replace_document`` writes the new chunks and removes every other version of the same file
-name in the same scope, all or nothing; a failure leaves the store exactly as it was.
+``store.replace_document`` writes the new chunks and removes the versions the service decided this one
+replaces (``replaces``), all or nothing; a failure leaves the store exactly as it was.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ class ChunkWriter:
         return default_from_dict(cls, data)
 
     @component.output_types(written=int, replaced=list[str], failed=list[IngestFailure])
-    def run(self, documents: list[Document], scope: str, file_name: str) -> dict[str, Any]:
-        """Replace the file's chunks in ``scope``; a file without chunks writes nothing and comes back in
-        ``failed``. A store that cannot write raises :class:`connectors.store_api.StoreError`."""
+    def run(self, documents: list[Document], scope: str, replaces: list[str] | None = None) -> dict[str, Any]:
+        """Write the file's chunks in ``scope``, removing the documents ``replaces`` names; a file without chunks
+        writes nothing and comes back in ``failed``. A store that cannot write raises
+        :class:`connectors.store_api.StoreError`."""
         if not documents:
             return {"written": 0, "replaced": [], "failed": [NO_TEXT]}
-        replaced = self.store.replace_document(documents, scope=scope, file_name=file_name)
+        replaced = self.store.replace_document(documents, scope=scope, replaces=replaces or [])
         return {"written": len(documents), "replaced": list(replaced), "failed": []}

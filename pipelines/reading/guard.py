@@ -22,9 +22,10 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+from connectors.uploads import BYTES_PER_MB, looks_like_pdf, max_upload_bytes
 from pipelines.reading.layout import IngestError
 
-_MB = 1024 * 1024
+_MB = 1024 * 1024  # the decompression budgets' unit; the file's size cap is in connectors.uploads
 _CHUNK = 64 * 1024
 
 TOO_LARGE = "The PDF is too large when decompressed (a possible decompression bomb), so it was not indexed."
@@ -48,11 +49,11 @@ def check_pdf_bytes(
     """Raise :class:`IngestError` when ``data`` is not a PDF we are willing to open."""
     if not data:
         raise IngestError("The file is empty.", code="empty")
-    if b"%PDF-" not in data[:1024]:
+    if not looks_like_pdf(data):
         raise IngestError("This file is not a PDF (it does not start with the PDF signature).", code="not_pdf")
-    if len(data) > max_file_mb * _MB:
+    if len(data) > max_upload_bytes(max_file_mb):
         raise IngestError(
-            f"The file is {len(data) / _MB:.1f} MB, over the {max_file_mb:g} MB limit.", code="too_large"
+            f"The file is {len(data) / BYTES_PER_MB:.1f} MB, over the {max_file_mb:g} MB limit.", code="too_large"
         )
     if b"%%EOF" not in data[-4096:]:
         raise IngestError("The PDF is truncated or damaged (its end is missing); please upload it again.",

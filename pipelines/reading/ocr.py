@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from connectors.ocr import OcrError, OcrUnavailableError, ocr_image
 from pipelines.reading.clean_text import clean_text
 from pipelines.reading.layout import IngestError, Line, Page, ParsedPdf
-
-PageCallback = Callable[[int, int], None]
+from pipelines.reading.text import PageCallback
 
 _MIN_LINE_CONFIDENCE = 30.0
 _DOCUMENT_PSM = 3  # columns and paragraphs

@@ -10,9 +10,7 @@ from pipelines.reading.guard import guard_pdf
 from pipelines.reading.isolation import run_isolated
 from pipelines.reading.layout import IngestError, ParsedPdf
 from pipelines.reading.ocr import OcrOptions, ocr_pdf
-from pipelines.reading.text import parse_pdf
-
-PageCallback = Callable[[int, int], None]
+from pipelines.reading.text import PageCallback, parse_pdf
 
 TOO_MUCH_TEXT = (
     "The PDF holds more text than one document may have here (CITEBOT_MAX_DOCUMENT_CHARS / _ELEMENTS), so it was "

@@ -31,6 +31,7 @@ from typing import Any
 from pipelines.reading.clean_text import clean_text, is_dropped_char, join_surrogates
 from pipelines.reading.layout import IngestError, Line, Page, ParsedPdf
 
+# Pages read so far, of all the pages: the one progress callback of reading (text layer, OCR, the child process).
 PageCallback = Callable[[int, int], None]
 
 _SOFT_HYPHEN_MARK = "\ufffe"  # pdfium's marker for a hyphen at a line end

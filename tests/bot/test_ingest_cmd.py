@@ -73,10 +73,9 @@ def test_chunk_stats_counts_only_the_given_scopes(tmp_path: Path) -> None:
             chunk("a", 2, "s1", element_type="table", label="Table 1"),
             chunk("a", 3, "s1", element_type="ocr", page_start=3, page_end=3, ocr_confidence=80.0),
         ],
-        scope="s1", file_name="a.pdf",
+        scope="s1",
     )
-    store.replace_document([chunk("b", 0, "s2", element_type="table", label="Table 9")], scope="s2",
-                           file_name="b.pdf")
+    store.replace_document([chunk("b", 0, "s2", element_type="table", label="Table 9")], scope="s2")
     stats = chunk_stats(store, ["s1"], count_tokens=lambda t: len(t.split()))
     assert stats["chunks"] == 4 and stats["documents"] == 1
     assert stats["share_spanning_pages"] == 0.25

@@ -92,10 +92,9 @@ def test_scope_and_input_checks_happen_before_any_request() -> None:
         store.embedding_search([1.0, 0.0], scopes=["local"], top_k=5)
     bad = Document(id="a:00000", content="x", meta={"scope": "local", "doc_id": "a"}, embedding=[0.1] * 3)
     with pytest.raises(ValueError, match="4"):
-        store.replace_document([bad], scope="local", file_name="a.pdf")
+        store.replace_document([bad], scope="local")
     with pytest.raises(ValueError, match="scope"):
         store.replace_document(
             [Document(id="a:00000", content="x", meta={"scope": "slack:T:C", "doc_id": "a"})],
             scope="local",
-            file_name="a.pdf",
         )

@@ -237,7 +237,7 @@ class TestSharing:
         for t in threads:
             t.start()
         for i in range(50, 80):
-            store.replace_document([doc(i, f"added chunk {i} handbook")], scope="local", file_name=f"f{i}.pdf")
+            store.replace_document([doc(i, f"added chunk {i} handbook")], scope="local")
         stop.set()
         for t in threads:
             t.join(timeout=30)

@@ -564,7 +564,7 @@ class TestScopes:
 
 
 # --------------------------------------------------------------------------------------------------
-# replace_document: all or nothing, old versions go
+# replace_document: all or nothing, the versions it is told to replace go (and only those)
 # --------------------------------------------------------------------------------------------------
 def _version(doc_id: str, n: int, word: str, scope: str = "local", file: str = "policy.pdf") -> list[Document]:
     return [
@@ -598,13 +598,13 @@ def _clash_other_scope(docs: list[Document]) -> list[Document]:
 class TestReplaceDocument:
     @pytest.mark.parametrize("corrupt", [_bad_dim, _nan, _dup_in_batch, _clash_other_scope])
     def test_failure_midway_leaves_store_as_before(self, store: Any, corrupt: Any) -> None:
-        store.replace_document(_version("v1", 3, "alpha"), scope="local", file_name="policy.pdf")
+        store.replace_document(_version("v1", 3, "alpha"), scope="local")
         store.write_documents([chunk("foreign", 0, "another channel's text", scope="slack:T:C9")])
         before = snapshot(store, ["local"])
         foreign_before = snapshot(store, ["slack:T:C9"])
 
         with pytest.raises(WRITE_ERRORS):
-            store.replace_document(corrupt(_version("v2", 8, "omega")), scope="local", file_name="policy.pdf")
+            store.replace_document(corrupt(_version("v2", 8, "omega")), scope="local", replaces=["v1"])
 
         assert snapshot(store, ["local"]) == before
         assert snapshot(store, ["slack:T:C9"]) == foreign_before
@@ -612,21 +612,20 @@ class TestReplaceDocument:
         assert {d.meta["doc_id"] for d in store.embedding_search(unit((6, 1.0)), scopes=["local"], top_k=10)} == {"v1"}
         assert store.count_documents() == 4
 
-    def test_replace_removes_old_version_of_same_file_only_in_its_scope(self, store: Any) -> None:
-        assert store.replace_document(_version("v1", 3, "alpha"), scope="local", file_name="policy.pdf") == []
-        store.replace_document(
-            _version("x1", 2, "alpha", scope="slack:T:C1"), scope="slack:T:C1", file_name="policy.pdf"
-        )
-        store.replace_document(_version("o1", 2, "other", file="other.pdf"), scope="local", file_name="other.pdf")
+    def test_replace_removes_the_named_versions_only_in_its_scope(self, store: Any) -> None:
+        assert store.replace_document(_version("v1", 3, "alpha"), scope="local") == []
+        store.replace_document(_version("x1", 2, "alpha", scope="slack:T:C1"), scope="slack:T:C1")
+        store.replace_document(_version("o1", 2, "other", file="other.pdf"), scope="local")
 
-        assert store.replace_document(_version("v2", 2, "omega"), scope="local", file_name="policy.pdf") == ["v1"]
+        # another scope's document is never removed, even when named; nor a document not named ("o1")
+        assert store.replace_document(_version("v2", 2, "omega"), scope="local", replaces=["x1", "v1"]) == ["v1"]
         assert [(d.doc_id, d.chunks) for d in store.list_documents(scopes=["local"])] == [("o1", 2), ("v2", 2)]
         assert store.bm25_search("alpha", scopes=["local"], top_k=10) == []
         assert {d.meta["doc_id"] for d in store.bm25_search("omega", scopes=["local"], top_k=10)} == {"v2"}
         assert [(d.doc_id, d.chunks) for d in store.list_documents(scopes=["slack:T:C1"])] == [("x1", 2)]
 
         # re-indexing the same document with fewer chunks drops the stale ones
-        assert store.replace_document(_version("v2", 1, "omega"), scope="local", file_name="policy.pdf") == []
+        assert store.replace_document(_version("v2", 1, "omega"), scope="local") == []
         assert [(d.doc_id, d.chunks) for d in store.list_documents(scopes=["local"])] == [("o1", 2), ("v2", 1)]
         assert len(store.embedding_search(unit((0, 1.0)), scopes=["local"], top_k=10)) == 3
 
@@ -668,7 +667,7 @@ READER = textwrap.dedent(
 @pytest.mark.slow
 def test_second_process_sees_whole_documents_only(store: Any, store_cfg: dict[str, Any]) -> None:
     n = 60
-    store.replace_document(_version("old", 5, "alpha"), scope="local", file_name="old.pdf")
+    store.replace_document(_version("old", 5, "alpha"), scope="local")
     env = {**os.environ, "HAYSTACK_TELEMETRY_ENABLED": "False"}
     reader = subprocess.Popen(
         [sys.executable, "-c", READER, json.dumps(store_cfg), str(n)],
@@ -688,7 +687,7 @@ def test_second_process_sees_whole_documents_only(store: Any, store_cfg: dict[st
             chunk("new", i, f"Zanzibar annex clause {i}", file="new.pdf", embedding=unit((77, 1.0), (100 + i, 0.1)))
             for i in range(n)
         ]
-        store.replace_document(new, scope="local", file_name="new.pdf")
+        store.replace_document(new, scope="local")
         out, err = reader.communicate(timeout=120)
     finally:
         if reader.poll() is None:

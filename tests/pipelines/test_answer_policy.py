@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from haystack import Document
 
-from pipelines.answer_policy import AnswerPolicy
+from pipelines.answer_policy import AnswerPolicy, Draft
 from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.refusal import REFUSAL_TEXT, RefusalCheck, refusal_text
 
@@ -15,7 +15,7 @@ DOC = Document(
     id="hb:00000", content=f"Leave. {QUOTE} Other text.",
     meta={"file_name": "hb.pdf", "page_start": 4, "page_end": 4, "section": "4 Leave", "chunk_id": "hb:00000"},
 )
-EXT = {"text": "From hb.pdf [1]:", "citations": [{"n": 1, "chunk_id": "hb:00000", "quote": QUOTE}]}
+EXT = Draft(text="From hb.pdf [1]:", citations=[{"n": 1, "chunk_id": "hb:00000", "quote": QUOTE}])
 
 
 def _policy() -> AnswerPolicy:
@@ -27,7 +27,7 @@ def _policy() -> AnswerPolicy:
     [
         (0.9, EXT, [DOC], False),
         (0.2, EXT, [DOC], True),
-        (0.9, {"text": "", "citations": []}, [DOC], True),
+        (0.9, Draft(text=""), [DOC], True),
         (0.9, EXT, [], True),
     ],
 )

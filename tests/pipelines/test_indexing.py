@@ -154,14 +154,16 @@ class TestIngestSamples:
         assert a.status == b.status == "indexed" and a.doc_id != b.doc_id
         assert [d.doc_id for d in indexer.store.list_documents(scopes=["slack:T1:C1"])] == [a.doc_id]
 
-    def test_new_version_of_a_file_replaces_the_old_one(self, indexer: Indexer) -> None:
+    def test_new_version_replaces_the_old_one_it_is_told_to(self, indexer: Indexer) -> None:
+        """The service names the versions an upload replaces (tests/security/test_uploads_keep_owners.py); the
+        write of the new version removes them in the same transaction."""
         v1 = sample_pdfs.sample_bytes(sample_pdfs.CONTRACT)
         writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(v1)))
         writer.remove_page(len(writer.pages) - 1)  # v2: the signature page is gone
         buf = io.BytesIO()
         writer.write(buf)
         first = indexer.ingest(v1, file_name="msa.pdf", scope="local")
-        second = indexer.ingest(buf.getvalue(), file_name="msa.pdf", scope="local")
+        second = indexer.ingest(buf.getvalue(), file_name="msa.pdf", scope="local", replaces=[first.doc_id])
         assert first.status == second.status == "indexed"
         assert second.replaced_doc_id == first.doc_id
         docs = indexer.store.list_documents(scopes=["local"])
@@ -270,7 +272,7 @@ class TestRefusals:
         ix = Indexer(settings, open_store(settings))
         contract = sample_pdfs.sample_bytes(sample_pdfs.CONTRACT)
         # something already indexed under the same file name must survive the failed upload
-        ix.store.replace_document(contract_chunks, scope="local", file_name="x.pdf")
+        ix.store.replace_document(contract_chunks, scope="local")
         # seeded past the indexer, so record what made the vectors as an ingest would (else: a legacy store)
         ix.store.set_embedding_fingerprint(str(ix.pipeline.get_component("embedder").fingerprint))
         before = _snapshot(ix)
@@ -288,7 +290,8 @@ class TestRefusals:
             "timeout": lambda: handbook,
         }
         data = make[kind]()
-        res = ix.ingest(data, file_name="x.pdf", scope="local")
+        res = ix.ingest(data, file_name="x.pdf", scope="local",
+                        replaces=[contract_chunks[0].meta["doc_id"]])
         assert res.status == "failed"
         assert res.error and reason_words in res.error
         assert "Traceback" not in res.error and "Error(" not in res.error

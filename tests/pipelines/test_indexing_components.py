@@ -719,7 +719,7 @@ class TestChunkWriter:
         meta = {"scope": "slack:T1:C1", "doc_id": "d1", "file_name": "a.pdf", "page_start": 1, "page_end": 1}
         docs = [Document(id=f"d1:{i:05d}", content=f"chunk {i}", meta={**meta, "chunk_index": i}, embedding=[0.0] * 4)
                 for i in range(n_chunks)]
-        out = ChunkWriter(store=store).run(documents=docs, scope="slack:T1:C1", file_name="a.pdf")
+        out = ChunkWriter(store=store).run(documents=docs, scope="slack:T1:C1")
         assert out["written"] == n_chunks
         assert out["failed"] == ([] if n_chunks else [NO_TEXT])
         assert NO_TEXT.code == "no_text"

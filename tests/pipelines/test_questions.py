@@ -8,7 +8,8 @@ import pytest
 from connectors.settings import Settings
 from eval.sample_pdfs import CONTRACT, HANDBOOK, sample_bytes
 from pipelines.models import Turn
-from pipelines.questions import QuestionKind, _extreme_row, classify, split_parts
+from pipelines.questions import QuestionKind, classify, split_parts
+from pipelines.questions.tables import _extreme_row
 from pipelines.service import CitebotService
 
 BOTH, HB_ONLY = "slack:T1:CBOTH", "slack:T1:CHB"
@@ -109,7 +110,7 @@ TABLE = "Table 2: Revenue\nYear | Revenue (GBP million) | Headcount\n2020 | 78.9
     ],
 )
 def test_extreme_row_reads_the_column_the_question_names(question, low, expected):
-    from pipelines.questions import _content_words
+    from pipelines.questions.steps import content_words as _content_words
 
     assert _extreme_row(TABLE, set(_content_words(question)), question, low=low) == expected
 

@@ -28,7 +28,7 @@ QUESTION = "when does the merger close?"
 def _fill(settings: Settings) -> None:
     store = open_store(settings)
     store.replace_document([chunk("d1", 0, SECRET, scope="slack:T1:CBOARD", embedding=[0.1] * 384)],
-                           scope="slack:T1:CBOARD", file_name="a.pdf")
+                           scope="slack:T1:CBOARD")
     state = open_state(settings)
     state.record_answer(platform="slack", message_ref="m1", thread_ref="t1", scope="slack:T1:CBOARD", user="U1",
                         question=QUESTION, answer_json="{}")

@@ -67,17 +67,18 @@ def _version(doc_id: str, uploader: str, word: str) -> list[Any]:
     ]
 
 
-def test_the_store_replaces_only_the_uploaders_own_version(any_store: Any) -> None:
-    """The store-level half, in both stores: whatever the caller does, a write never removes someone else's."""
-    assert any_store.replace_document(_version("a1", "UALICE", "alpha"), scope=SCOPE, file_name="expenses.pdf") == []
-    assert any_store.replace_document(_version("b1", "UBOB", "bravo"), scope=SCOPE, file_name="expenses.pdf") == []
+def test_the_store_replaces_only_what_the_service_named(any_store: Any) -> None:
+    """The store-level half, in both stores: the service decides who may replace what (above); a write removes
+    exactly the versions it names, never another of the same file name."""
+    assert any_store.replace_document(_version("a1", "UALICE", "alpha"), scope=SCOPE) == []
+    assert any_store.replace_document(_version("b1", "UBOB", "bravo"), scope=SCOPE) == []
     assert [(d.doc_id, d.uploaded_by) for d in any_store.list_documents(scopes=[SCOPE])] == [
         ("a1", "UALICE"),
         ("b1", "UBOB"),
     ]
     assert {d.meta["doc_id"] for d in any_store.bm25_search("alpha", scopes=[SCOPE], top_k=5)} == {"a1"}
 
-    assert any_store.replace_document(_version("a2", "UALICE", "omega"), scope=SCOPE, file_name="expenses.pdf") == [
+    assert any_store.replace_document(_version("a2", "UALICE", "omega"), scope=SCOPE, replaces=["a1"]) == [
         "a1"
     ]
     assert sorted(d.doc_id for d in any_store.list_documents(scopes=[SCOPE])) == ["a2", "b1"]

@@ -1,0 +1,98 @@
+"""What a question asks for, as far as its words tell: :func:`classify` (which handlers of
+:class:`pipelines.questions.QuestionTypes` may apply, most specific first) and :func:`split_parts` (the questions
+a multi-part question asks). The patterns here are the handlers' too: a summary's, a comparison's wording is taken
+out of the question with the pattern that recognised it."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+from pipelines.components._text import terms
+from pipelines.components.structure_router import parse_refs
+
+MAX_PARTS = 4
+
+COMPARE = re.compile(r"\b(compare|comparison|comparing|differ|differs|difference|differences|versus|vs\.?|"
+                     r"contrast|both|each (?:document|pdf|file))\b", re.I)
+ALL_DOCS = re.compile(r"\b(?:both|the (?:two|\d+) (?:pdfs|documents|files)|all (?:the )?(?:pdfs|documents|files)|"
+                      r"each (?:document|pdf|file))\b", re.I)
+SUMMARY = re.compile(r"^\s*(?:please\s+)?(?:summari[sz]e|give (?:me )?(?:an? )?(?:short |brief )?(?:summary|"
+                     r"overview) of|(?:an? )?(?:short |brief )?(?:summary|overview) of|what(?:'s| is) in|"
+                     r"tl;?dr(?: of)?)\b", re.I)
+THIS_DOC = re.compile(r"\b(?:this|the|that) (?:document|pdf|file|doc)\b", re.I)
+_DOC_TYPE = re.compile(
+    r"\b(?:what|which)\s+(?:kind|type|sort)\s+of\s+(?:a\s+)?(?:document|pdf|file|doc)\b"
+    r"|\bwhat\s+(?:is|are)\s+(?:this|these|the)\s+(?:document|pdf|file|doc)s?(?:\s+about)?\s*\??$"
+    r"|\bwhat\s+(?:documents|pdfs|files)\s+(?:are|do you have)\b",
+    re.I,
+)
+EXTREME = re.compile(r"\b(highest|lowest|largest|smallest|biggest|greatest|most|least|fewest|maximum|minimum|"
+                     r"max|min|top|bottom|peak|best|worst)\b", re.I)
+LOW_WORDS = {"lowest", "smallest", "least", "fewest", "minimum", "min", "bottom", "worst"}
+SHORT_DEFINITE = re.compile(
+    r"^\s*(?:what|which|how \w+)\s+(?:is|are|was|were|'s)\s+(?:the|our|my)\s+"
+    r"([a-z][\w\-]*(?:\s[a-z][\w\-]*)?)\s*\??\s*$",
+    re.I,
+)
+APPENDIX = re.compile(r"\b(appendix|annex|schedule|exhibit|attachment)\s+([A-Z]|\d{1,3}|[IVX]{1,5})\b", re.I)
+# "what is X and what is Y", "X? And Y?": parts that each ask their own question
+_PART_SPLIT = re.compile(r"\s*(?:\?\s*|[;,]?\s+)(?:and|also|plus)\s+(?=(?:what|how|when|where|who|which|why|is|are|"
+                         r"does|do|can|may)\b)|\?\s+(?=\S)", re.I)
+# a sentence after the first is a part of its own only when it asks ("Who approves overtime?"); one that
+# instructs ("Base your judgments on the balance sheet.", "If it is not a useful metric, say why.") is the
+# first question's context, as analysts write them
+_ASKS = re.compile(r"^(?:what|how|when|where|who|whom|whose|which|why|is|are|was|were|does|do|did|can|could|may|"
+                   r"might|has|have|had|should|will|would)\b", re.I)
+
+
+class QuestionKind(StrEnum):
+    """What a question asks for, as far as the words tell (:func:`classify`)."""
+
+    LOOKUP = "lookup"
+    REFERENCE = "reference"
+    DOCUMENT_TYPE = "document_type"
+    SUMMARY = "summary"
+    COMPARE = "compare"
+    TABLE = "table"
+    SHORT = "short"
+    MULTI_PART = "multi_part"
+
+    @classmethod
+    def from_str(cls, value: str) -> QuestionKind:
+        try:
+            return cls(value)
+        except ValueError as e:
+            raise ValueError(f"unknown question kind {value!r}; one of {', '.join(k.value for k in cls)}") from e
+
+
+def classify(question: str) -> list[QuestionKind]:
+    """The kinds ``question`` may be, most specific first; always ends with ``LOOKUP``."""
+    kinds: list[QuestionKind] = []
+    refs = parse_refs(question)
+    if refs.any or APPENDIX.search(question):
+        kinds.append(QuestionKind.REFERENCE)
+    if _DOC_TYPE.search(question):
+        kinds.append(QuestionKind.DOCUMENT_TYPE)
+    if SUMMARY.search(question) and not refs.any:
+        kinds.append(QuestionKind.SUMMARY)
+    if COMPARE.search(question):
+        kinds.append(QuestionKind.COMPARE)
+    if EXTREME.search(question) and re.search(r"\b(?:which|what|who|when)\b", question, re.I):
+        kinds.append(QuestionKind.TABLE)
+    if SHORT_DEFINITE.match(question):
+        kinds.append(QuestionKind.SHORT)
+    if len(split_parts(question)) > 1:
+        kinds.append(QuestionKind.MULTI_PART)
+    kinds.append(QuestionKind.LOOKUP)
+    return kinds
+
+
+def split_parts(question: str) -> list[str]:
+    """The questions a multi-part question asks ("What is X and what is Y?" -> two), each ending in '?'."""
+    parts = [p.strip(" ?,;") for p in _PART_SPLIT.split(question)]
+    parts = [p for i, p in enumerate(parts)
+             if len(terms(p)) >= 1 and len(p.split()) >= 3 and (i == 0 or _ASKS.match(p))]
+    if len(parts) < 2:
+        return [question]
+    return [p[0].upper() + p[1:] + "?" for p in parts[:MAX_PARTS]]
