@@ -67,7 +67,8 @@ INDEX_CODE = (
 # (The store's BM25, dense search and filters live in files of their own, not hashed: see below.)
 QUERY_ONLY_DEFINITIONS = {
     "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch", "SQLiteDocumentStore.embedding_search",
-                                         "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches"),
+                                         "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches",
+                                         "SQLiteDocumentStore.document_vectors"),
 }
 # Modules the indexing code imports that do not decide what the index holds, and why.
 INDEX_CODE_IMPORTS_NOT_HASHED = {

@@ -243,6 +243,13 @@ class SQLiteDocumentStore:
             .fetchall()
         )
         return [self._rows.row_to_doc(r[0], r[1], r[2], r[3], r[4], None) for r in rows]
+    def document_vectors(self, doc_id: str, *, scope: str, limit: int = 20_000) -> Any:
+        # No blank line above and no import of DocumentVectors at the top (hence Any): outside its query-side
+        # methods this file's text keys the eval indexes (eval/index.py); a new line there would rebuild them.
+        """One document's chunks with their vectors as one matrix, for page ranking (:meth:`.Vectors.document_vectors`,
+        a :class:`connectors.store_api.DocumentVectors`)."""
+        (scope,) = require_scopes([scope])
+        return self._vectors.document_vectors(doc_id, scope=scope, limit=limit)
 
     # --- search ---------------------------------------------------------------------------------------
     def embedding_search(
