@@ -196,9 +196,19 @@ def _names(asked: _Asked, words: Sequence[str], key: str) -> bool:
 
 
 def named_files(question: str, file_names: Sequence[str]) -> list[str]:
-    """The files whose company the question names (the question is read once, each file name once per process)."""
+    """The files whose company the question names (the question is read once, each file name once per process, and
+    each company once per question: a channel's filings of one company, or its scans named alike, share one)."""
     asked = _asked(question)
-    return [f for f in file_names if _names(asked, *_company(f))]
+    named: dict[tuple[tuple[str, ...], str], bool] = {}
+    out = []
+    for f in file_names:
+        company = _company(f)
+        hit = named.get(company)
+        if hit is None:
+            hit = named[company] = _names(asked, *company)
+        if hit:
+            out.append(f)
+    return out
 
 
 def _fit(asked: Period, file: Period) -> float:
