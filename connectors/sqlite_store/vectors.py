@@ -212,9 +212,10 @@ def _read_document_vectors(
     if blobs:
         vectors[has] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), width)
 
+    kept = [(r[0], r[3], r[4], r[5]) for r in rows]  # id, content, meta, extra: the vectors are in the matrix
+
     def make(i: int) -> Document:
-        r = rows[i]
-        return Rows.row_to_doc(r[0], r[3], r[4], r[5], None, None)
+        return Rows.row_to_doc(*kept[i], None, None)
 
     return DocumentVectors(
         ids=[r[0] for r in rows],

@@ -16,7 +16,9 @@ re-ranks the fused chunk hits by their page:
 The best chunk of each top page (by cosine with the question) leads the hits, one per page, then the hits
 follow in their fused order. Page data is built from the store per document and cached (a document id
 names its bytes in its scope; entries expire after ten minutes, so a `citebot reindex` is seen), so a
-question costs one vector product over the pages in play.
+question costs one vector product over the pages in play. The store hands a document over as
+``document_vectors`` (ids, pages, texts and one matrix of vectors): a ``Document`` is made only for the chunks
+that lead.
 """
 
 from __future__ import annotations
