@@ -31,7 +31,7 @@ class DocInfo(BaseModel):
     source_url: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq: numpy arrays have no one truth value
 class DocumentVectors:
     """One document's chunks as page ranking reads them, without making a ``Document`` of each: per chunk, in
     :meth:`ChunkStore.fetch`'s order, its id, ``chunk_index`` and first page (``page_start``; 0 when missing), its
