@@ -34,7 +34,7 @@ from connectors.elasticsearch_client import redact_url, tls_options
 from connectors.log import get_logger
 from connectors.scoped_retrievers import ScopedBM25Retriever, ScopedEmbeddingRetriever
 from connectors.settings import Settings
-from connectors.store_api import DocInfo, StoreError, require_scopes, scope_filter
+from connectors.store_api import DocInfo, DocumentVectors, StoreError, require_scopes, scope_filter
 
 log = get_logger(__name__)
 
@@ -441,6 +441,14 @@ class CitebotElasticsearchStore:
                 break
             after = hits[-1]["sort"]
         return docs
+
+    def document_vectors(self, doc_id: str, *, scope: str, limit: int = 20_000) -> DocumentVectors:
+        """One document's chunks with their vectors as one matrix, for page ranking: the chunks come back with their
+        embeddings in the one sorted search ``fetch`` makes (the vectors are part of each hit's source)."""
+        (scope,) = require_scopes([scope])
+        chunks = self.fetch(scopes=[scope], filters={"field": "meta.doc_id", "operator": "==", "value": doc_id},
+                            limit=limit, return_embedding=True)
+        return DocumentVectors.from_documents(chunks, self.embedding_dim or 0)
 
     def embedding_fingerprint(self) -> str | None:
         """The fingerprint of the model and backend the stored vectors were made with, kept in the index

@@ -8,9 +8,11 @@ of another scope.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 from haystack import Document
 from pydantic import BaseModel
 
@@ -27,6 +29,51 @@ class DocInfo(BaseModel):
     uploaded_by: str = ""
     sha256: str = ""
     source_url: str = ""
+
+
+@dataclass(frozen=True, eq=False)  # eq: numpy arrays have no one truth value
+class DocumentVectors:
+    """One document's chunks as page ranking reads them, without making a ``Document`` of each: per chunk, in
+    :meth:`ChunkStore.fetch`'s order, its id, ``chunk_index`` and first page (``page_start``; 0 when missing), its
+    text, and its stored vector as a row of ``vectors`` (float32, as written; a chunk without one has a row of
+    zeros and ``has_vector`` False). :meth:`document` makes one chunk's ``Document`` (no embedding) when it is
+    needed."""
+
+    ids: list[str]
+    chunk_indexes: list[int]
+    pages: list[int]
+    contents: list[str]
+    vectors: np.ndarray
+    has_vector: np.ndarray
+    make_document: Callable[[int], Document]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def document(self, i: int) -> Document:
+        """The ``i``-th chunk as :meth:`ChunkStore.fetch` returns it without embeddings."""
+        return self.make_document(i)
+
+    @classmethod
+    def from_documents(cls, docs: Sequence[Document], dim: int = 0) -> DocumentVectors:
+        """From chunks fetched with their embeddings (a store that has nothing cheaper)."""
+        dim = next((len(d.embedding) for d in docs if d.embedding), dim)
+        vectors = np.zeros((len(docs), dim), dtype=np.float32)
+        has = np.zeros(len(docs), dtype=bool)
+        for i, d in enumerate(docs):
+            if d.embedding:
+                vectors[i] = np.asarray(d.embedding, dtype=np.float32)
+                has[i] = True
+        kept = [replace(d, embedding=None) for d in docs]
+        return cls(
+            ids=[d.id for d in docs],
+            chunk_indexes=[int((d.meta or {}).get("chunk_index", 0) or 0) for d in docs],
+            pages=[int((d.meta or {}).get("page_start", 0) or 0) for d in docs],
+            contents=[d.content or "" for d in docs],
+            vectors=vectors,
+            has_vector=has,
+            make_document=kept.__getitem__,
+        )
 
 
 class StoreError(Exception):
@@ -122,6 +169,12 @@ class ChunkStore(Protocol):
         return_embedding: bool = False,
     ) -> list[Document]:
         """Chunks by metadata (pages, section, label, file), ordered by doc and chunk_index."""
+        ...
+
+    def document_vectors(self, doc_id: str, *, scope: str, limit: int = 20_000) -> DocumentVectors:
+        """Every chunk of ``doc_id`` in ``scope`` (up to ``limit``), as ``fetch`` with ``return_embedding=True``
+        and a ``meta.doc_id`` filter returns them, but as :class:`DocumentVectors`: ids, pages, texts and one
+        matrix of vectors, no ``Document`` made until asked for (page ranking reads a few per question)."""
         ...
 
     def all_scopes(self) -> list[str]:

@@ -69,7 +69,8 @@ INDEX_CODE = (
 # (The store's BM25, dense search and filters live in files of their own, not hashed: see below.)
 QUERY_ONLY_DEFINITIONS = {
     "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch", "SQLiteDocumentStore.embedding_search",
-                                         "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches"),
+                                         "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches",
+                                         "SQLiteDocumentStore.document_vectors"),
     # the chunker cuts with chunk_sentences (and _CHUNK_SENT); the rest is the query side's
     "pipelines/components/_text.py": ("STOPWORDS", "GENERIC", "_TOKEN", "stem", "coverage", "terms", "_SENT_END",
                                       "_ABBREV", "_BULLET", "_ANSWER_SENT", "_QUESTION_SENT", "answer_sentences",

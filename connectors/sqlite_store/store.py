@@ -25,7 +25,7 @@ from connectors.sqlite_store.fulltext import FullText
 from connectors.sqlite_store.rows import Rows, batches
 from connectors.sqlite_store.schema import create_schema
 from connectors.sqlite_store.vectors import Vectors
-from connectors.store_api import DocInfo, StoreError, require_scopes
+from connectors.store_api import DocInfo, DocumentVectors, StoreError, require_scopes
 
 # Pipelines saved before the store became a package name it by this path; they still load.
 _PATH_BEFORE_THE_PACKAGE = "connectors.sqlite_store.SQLiteDocumentStore"
@@ -238,6 +238,12 @@ class SQLiteDocumentStore:
             .fetchall()
         )
         return [self._rows.row_to_doc(r[0], r[1], r[2], r[3], r[4], None) for r in rows]
+
+    def document_vectors(self, doc_id: str, *, scope: str, limit: int = 20_000) -> DocumentVectors:
+        """One document's chunks with their vectors as one matrix, for page ranking
+        (:meth:`.Vectors.document_vectors`)."""
+        (scope,) = require_scopes([scope])
+        return self._vectors.document_vectors(doc_id, scope=scope, limit=limit)
 
     # --- search ---------------------------------------------------------------------------------------
     def embedding_search(

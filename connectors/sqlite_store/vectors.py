@@ -26,7 +26,7 @@ from connectors.log import get_logger
 from connectors.sqlite_store.connection import Connections
 from connectors.sqlite_store.filters import filters_to_sql, index_terms
 from connectors.sqlite_store.rows import Rows
-from connectors.store_api import StoreError, require_scopes
+from connectors.store_api import DocumentVectors, StoreError, require_scopes
 
 log = get_logger("connectors.sqlite_store")
 
@@ -143,6 +143,11 @@ class Vectors:
                 conn, [int(r) for r in rids[idx]], [float(s) for s in scores[idx]], return_embedding, scopes
             )
 
+    def document_vectors(self, doc_id: str, *, scope: str, limit: int) -> DocumentVectors:
+        """One document's chunks with their stored vectors as one matrix of the store's dimension."""
+        with self._conns.read() as conn:
+            return _read_document_vectors(conn, doc_id, scope, limit, self._dim)
+
     # --- dense cache -----------------------------------------------------------------------------------
     def refresh(self, conn: sqlite3.Connection) -> int:
         """Drop cached matrices of scopes written since we last looked (by any process); returns the
@@ -186,6 +191,41 @@ class Vectors:
                 self._matrices[scope] = sm
             log.debug("store_matrix_loaded", rows=len(rows), ms=round((time.perf_counter() - t0) * 1000, 1))
             return sm
+
+
+def _read_document_vectors(
+    conn: sqlite3.Connection, doc_id: str, scope: str, limit: int, dim: int | None
+) -> DocumentVectors:
+    """One document's chunks in ``fetch``'s order, with their stored vectors as one matrix (``dim`` columns: the
+    store's dimension, or the vectors' own). Reads the columns page ranking needs; the rest of each row is kept as
+    read and turned into a ``Document`` only for the chunks asked for."""
+    rows = conn.execute(
+        "SELECT c.id, c.chunk_index, c.page_start, c.content, c.meta, c.extra, e.embedding FROM chunks c "
+        "LEFT JOIN embeddings e ON e.rid = c.rid WHERE c.scope = ? AND c.doc_id = ? "
+        "ORDER BY c.chunk_index, c.id LIMIT ?",
+        (scope, doc_id, int(limit)),
+    ).fetchall()
+    blobs = [r[6] for r in rows if r[6] is not None]
+    width = dim or (len(blobs[0]) // 4 if blobs else 0)
+    vectors = np.zeros((len(rows), width), dtype=np.float32)
+    has = np.fromiter((r[6] is not None for r in rows), dtype=bool, count=len(rows))
+    if blobs:
+        vectors[has] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), width)
+
+    kept = [(r[0], r[3], r[4], r[5]) for r in rows]  # id, content, meta, extra: the vectors are in the matrix
+
+    def make(i: int) -> Document:
+        return Rows.row_to_doc(*kept[i], None, None)
+
+    return DocumentVectors(
+        ids=[r[0] for r in rows],
+        chunk_indexes=[int(r[1] or 0) for r in rows],
+        pages=[int(r[2] or 0) for r in rows],
+        contents=[r[3] or "" for r in rows],
+        vectors=vectors,
+        has_vector=has,
+        make_document=make,
+    )
 
 
 def hits_by_rid(

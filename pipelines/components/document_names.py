@@ -113,6 +113,9 @@ class _Asked:
     # more words at least six letters long (a key they begin), by first letter.
     runs: frozenset[str]
     prefixes: Mapping[str, tuple[str, ...]]
+    # The words that look like names (at least three letters), by first letter, each with whether it may be an
+    # abbreviation (AMEX, JnJ): every way a word names a file needs the file's key to start with its letter.
+    named: Mapping[str, tuple[tuple[str, str, bool], ...]]
 
 
 @functools.lru_cache(maxsize=256)
@@ -132,8 +135,13 @@ def _asked(question: str) -> _Asked:
             runs.add(run)
             if j > i and len(run) >= 6:
                 prefixes.setdefault(run[0], []).append(run)
+    named: dict[str, list[tuple[str, str, bool]]] = {}
+    for pos, (raw, norm) in enumerate(tokens):
+        if proper[pos] and len(norm) >= 3:
+            short = raw.isupper() or re.fullmatch(r"[A-Z]n[A-Z]", raw) is not None
+            named.setdefault(norm[0], []).append((raw, norm, short))
     return _Asked(tokens, proper, norms, frozenset(n[0] for n in norms), frozenset(runs),
-                  {c: tuple(r) for c, r in prefixes.items()})
+                  {c: tuple(r) for c, r in prefixes.items()}, {c: tuple(t) for c, t in named.items()})
 
 
 @functools.lru_cache(maxsize=16384)
@@ -182,13 +190,8 @@ def _names(asked: _Asked, words: Sequence[str], key: str) -> bool:
         return True
     if any(key.startswith(run) and len(run) >= 0.6 * len(key) for run in asked.prefixes.get(key[0], ())):
         return True  # they begin it, and make most of it
-    tokens, proper = asked.tokens, asked.proper
-    for pos, (raw, norm) in enumerate(tokens):
-        if not proper[pos] or len(norm) < 3:
-            continue
-        if raw.isupper() and _abbreviates(raw, words, key):  # AMEX, JPM, MGM, ADBE
-            return True
-        if re.fullmatch(r"[A-Z]n[A-Z]", raw) and _abbreviates(raw, words, key):  # JnJ
+    for raw, norm, short in asked.named.get(key[0], ()):
+        if short and _abbreviates(raw, words, key):  # AMEX, JPM, MGM, ADBE; JnJ
             return True
         if key.startswith(norm) and (len(norm) >= 5 or len(norm) >= 0.4 * len(key)):  # Ulta, Germanwings
             return True
@@ -196,9 +199,19 @@ def _names(asked: _Asked, words: Sequence[str], key: str) -> bool:
 
 
 def named_files(question: str, file_names: Sequence[str]) -> list[str]:
-    """The files whose company the question names (the question is read once, each file name once per process)."""
+    """The files whose company the question names (the question is read once, each file name once per process, and
+    each company once per question: a channel's filings of one company, or its scans named alike, share one)."""
     asked = _asked(question)
-    return [f for f in file_names if _names(asked, *_company(f))]
+    named: dict[tuple[tuple[str, ...], str], bool] = {}
+    out = []
+    for f in file_names:
+        company = _company(f)
+        hit = named.get(company)
+        if hit is None:
+            hit = named[company] = _names(asked, *company)
+        if hit:
+            out.append(f)
+    return out
 
 
 def _fit(asked: Period, file: Period) -> float:

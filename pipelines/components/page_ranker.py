@@ -16,7 +16,9 @@ re-ranks the fused chunk hits by their page:
 The best chunk of each top page (by cosine with the question) leads the hits, one per page, then the hits
 follow in their fused order. Page data is built from the store per document and cached (a document id
 names its bytes in its scope; entries expire after ten minutes, so a `citebot reindex` is seen), so a
-question costs one vector product over the pages in play.
+question costs one vector product over the pages in play. The store hands a document over as
+``document_vectors`` (ids, pages, texts and one matrix of vectors): a ``Document`` is made only for the chunks
+that lead.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
@@ -32,7 +33,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
-from connectors.store_api import ChunkStore, require_scopes
+from connectors.store_api import ChunkStore, DocumentVectors, require_scopes
 from connectors.stores import store_from_dict
 from pipelines.components.statements import statement_kind, wanted_statements
 
@@ -57,50 +58,64 @@ class PageVector(Enum):
 
 @dataclass
 class _Pages:
-    """One document's pages: their numbers, unit vectors and chunks per page, and (read the first time a question
-    asks for a statement, most never do) their statement kinds."""
+    """One document's pages: their numbers, unit vectors and chunks per page (row numbers in ``chunks``), and (read
+    the first time a question asks for a statement, most never do) their statement kinds."""
 
     pages: list[int]
     vectors: np.ndarray
-    chunks: list[list[Document]]
+    members: list[list[int]]
+    chunks: DocumentVectors
     _kinds: list[str] | None = None
 
     @property
     def kinds(self) -> list[str]:
         if self._kinds is None:  # two threads may both work it out: the same list
-            texts = ["\n".join(c.content or "" for c in group) for group in self.chunks]
+            texts = ["\n".join(self.chunks.contents[j] for j in group) for group in self.members]
             self._kinds = [statement_kind(text[:400], text) for text in texts]
         return self._kinds
+
+    def best_chunk(self, i: int, q: np.ndarray) -> int:
+        """The chunk of page ``i`` nearest the (unit) question vector; the first of equals, in reading order."""
+        vectors, has = self.chunks.vectors, self.chunks.has_vector
+        best, top = -1, -np.inf
+        for j in self.members[i]:
+            if has[j]:
+                v = vectors[j]
+                c = float(v @ q) / (float(_norm(v)) or 1.0)
+            else:
+                c = -1.0
+            if c > top:
+                best, top = j, c
+        return best
 
 
 def _page_of(doc: Document) -> int:
     return int((doc.meta or {}).get("page_start", 0) or 0)
 
 
-def build_pages(chunks: Sequence[Document], page_vector: PageVector = PageVector.HEAD) -> _Pages:
+def _norm(x: np.ndarray) -> np.floating[Any]:
+    """``np.linalg.norm`` of a 1-D float vector, the same operations (``sqrt(x.dot(x))``) without its checks: a
+    question's cache misses take two a page."""
+    return np.sqrt(x.dot(x))
+
+
+def build_pages(chunks: DocumentVectors, page_vector: PageVector = PageVector.HEAD) -> _Pages:
     """Group one document's chunks by their first page, in reading order (``chunk_index``)."""
-    by_page: dict[int, list[Document]] = {}
-    for c in sorted(chunks, key=lambda c: int((c.meta or {}).get("chunk_index", 0) or 0)):
-        by_page.setdefault(_page_of(c), []).append(c)
+    by_page: dict[int, list[int]] = {}
+    for j in sorted(range(len(chunks)), key=chunks.chunk_indexes.__getitem__):
+        by_page.setdefault(chunks.pages[j], []).append(j)
     pages = sorted(by_page)
-    dim = next((len(c.embedding) for c in chunks if c.embedding), 0)
-    vectors = np.zeros((len(pages), max(dim, 1)), dtype=np.float32)
+    vectors = np.zeros((len(pages), max(chunks.vectors.shape[1], 1)), dtype=np.float32)
+    has = chunks.has_vector.tolist()
     for i, p in enumerate(pages):
-        embedded = [c.embedding for c in by_page[p] if c.embedding]
+        embedded = [j for j in by_page[p] if has[j]]
         if embedded:
             # the head alone needs making a unit vector (the page's other chunks count only for a mean)
-            vecs = embedded[:1] if page_vector is PageVector.HEAD else embedded
-            units = [x / (np.linalg.norm(x) or 1.0) for x in (np.asarray(e, dtype=np.float32) for e in vecs)]
+            rows = embedded[:1] if page_vector is PageVector.HEAD else embedded
+            units = [x / (_norm(x) or 1.0) for x in (chunks.vectors[j] for j in rows)]
             v = units[0] if page_vector is PageVector.HEAD else np.mean(units, axis=0)
-            vectors[i] = v / (np.linalg.norm(v) or 1.0)
-    return _Pages(pages, vectors, [by_page[p] for p in pages])
-
-
-def _cosine(chunk: Document, q: np.ndarray) -> float:
-    if not chunk.embedding:
-        return -1.0
-    v = np.asarray(chunk.embedding, dtype=np.float32)
-    return float(v @ q) / (float(np.linalg.norm(v)) or 1.0)
+            vectors[i] = v / (_norm(v) or 1.0)
+    return _Pages(pages, vectors, [by_page[p] for p in pages], chunks)
 
 
 @component
@@ -140,11 +155,8 @@ class PageRanker:
             if hit is not None and now - hit[0] < _CACHE_TTL_S:
                 self._cache.move_to_end(key)
                 return hit[1]
-        chunks = self.document_store.fetch(
-            scopes=[scope], filters={"field": "meta.doc_id", "operator": "==", "value": doc_id},
-            limit=_FETCH_LIMIT, return_embedding=True,
-        )
-        pages = build_pages(chunks, self.page_vector)
+        pages = build_pages(self.document_store.document_vectors(doc_id, scope=scope, limit=_FETCH_LIMIT),
+                            self.page_vector)
         with self._lock:
             self._cache[key] = (now, pages)
             while len(self._cache) > _CACHE_DOCS:
@@ -172,22 +184,22 @@ class PageRanker:
             k = (str((h.meta or {}).get("doc_id", "")), _page_of(h))
             evidence[k] = max(evidence.get(k, 0.0), float(h.score or 0.0))
         top_evidence = max(evidence.values(), default=1.0) or 1.0
-        scored: list[tuple[float, list[Document]]] = []
+        scored: list[tuple[float, _Pages, int]] = []
         for scope, doc_id in docs:
             pages = self._pages(scope, doc_id)
             if not pages.pages:
                 continue
-            cos = pages.vectors @ q
+            cos = pages.vectors @ q if pages.vectors.shape[1] == q.shape[0] else np.zeros(len(pages.pages))
             for i, p in enumerate(pages.pages):
                 s = self.page_weight * float(cos[i]) + evidence.get((doc_id, p), 0.0) / top_evidence
                 if wanted and pages.kinds[i] in wanted:
                     s += self.statement_boost
-                scored.append((s, pages.chunks[i]))
+                scored.append((s, pages, i))
         scored.sort(key=lambda t: t[0], reverse=True)
         lead: list[Document] = []
         seen: set[str] = set()
-        for s, chunks in scored[: self.top_pages]:
-            best = max(chunks, key=lambda c: _cosine(c, q))
-            lead.append(replace(best, embedding=None, score=s))
+        for s, pages, i in scored[: self.top_pages]:
+            best = pages.chunks.document(pages.best_chunk(i, q))
+            lead.append(replace(best, score=s))
             seen.add(best.id)
         return {"documents": lead + [h for h in hits if h.id not in seen]}

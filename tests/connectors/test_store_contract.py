@@ -491,6 +491,31 @@ class TestRanking:
         assert fused.index("h:00002") < fused.index("h:00001")
 
 
+class TestDocumentVectors:
+    def test_a_documents_chunks_in_reading_order_with_their_vectors_as_one_matrix(self, store: Any) -> None:
+        from dataclasses import replace
+
+        chunks = [chunk("h", i, t, page_start=1 + i // 2) for i, t in enumerate(TEXTS)]
+        chunks[2] = replace(chunks[2], embedding=None)  # a chunk without a vector: a row of zeros
+        store.write_documents(chunks[::-1])
+        store.write_documents([chunk("k", 0, "Another file in the scope.", file="b.pdf"),
+                               chunk("o", 0, "Another scope's chunk.", scope="other")])
+        got = store.document_vectors("h", scope="local")
+        assert got.ids == ["h:00000", "h:00001", "h:00002", "h:00003"]
+        assert (got.chunk_indexes, got.pages, got.contents) == ([0, 1, 2, 3], [1, 1, 2, 2], TEXTS)
+        assert got.has_vector.tolist() == [True, True, False, True]
+        assert got.vectors.shape == (4, DIM) and not got.vectors[2].any()
+        want = [np.asarray(c.embedding, dtype=np.float32) for c in chunks if c.embedding]
+        assert np.array_equal(got.vectors[[0, 1, 3]], np.stack(want))
+        fetched = store.fetch(scopes=["local"], filters={"field": "meta.doc_id", "operator": "==", "value": "h"})
+        assert [got.document(i) for i in range(len(got))] == fetched  # the chunk as fetch returns it, no embedding
+        assert len(store.document_vectors("o", scope="local")) == 0  # another scope's document
+        assert len(store.document_vectors("h", scope="other")) == 0
+        assert store.document_vectors("h", scope="local", limit=2).ids == ["h:00000", "h:00001"]
+        with pytest.raises(ScopeRequiredError):
+            store.document_vectors("h", scope=" ")
+
+
 # --------------------------------------------------------------------------------------------------
 # scopes
 # --------------------------------------------------------------------------------------------------

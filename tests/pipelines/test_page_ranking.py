@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pytest
 from haystack import Document
 from haystack.document_stores.types import DuplicatePolicy
@@ -141,3 +143,106 @@ def test_page_ranker_round_trips_and_stays_in_scope(store):
     # a hit from a scope the question may not see brings none of its document's pages
     assert ranker.run(question="capex", query_embedding=[0.1] * 384, hits=[hit], scopes=["slack:T1:OTHER"]) == {
         "documents": [hit]}
+
+
+# --------------------------------------------------------------------------------------------------
+# page ranking reads store.document_vectors: the same pages, ranks and scores as from fetched Documents
+# --------------------------------------------------------------------------------------------------
+def _fetched(store, scope: str, doc_id: str) -> list[Document]:
+    return store.fetch(scopes=[scope], filters={"field": "meta.doc_id", "operator": "==", "value": doc_id},
+                       limit=20_000, return_embedding=True)
+
+
+def _ranked_from_fetched_documents(store, ranker: PageRanker, question: str, embedding: list[float],
+                                   hits: list[Document], scopes: list[str]) -> list[Document]:
+    """``PageRanker.run`` as it was before ``document_vectors``: each document's chunks fetched as Documents with
+    their embeddings, a page's vector from its first chunk's, the lead chunk of a page the nearest of its chunks."""
+    docs: list[tuple[str, str]] = []
+    for h in hits:
+        key = (h.meta["scope"], h.meta["doc_id"])
+        if key[0] in scopes and key not in docs:
+            docs.append(key)
+    q = np.asarray(embedding, dtype=np.float32)
+    q = q / (np.linalg.norm(q) or 1.0)
+    wanted = set(wanted_statements(question))
+    evidence: dict[tuple[str, int], float] = {}
+    for h in hits:
+        k = (h.meta["doc_id"], int(h.meta.get("page_start", 0) or 0))
+        evidence[k] = max(evidence.get(k, 0.0), float(h.score or 0.0))
+    top = max(evidence.values(), default=1.0) or 1.0
+    scored: list[tuple[float, list[Document]]] = []
+    for scope, doc_id in docs[: ranker.max_documents]:
+        by_page: dict[int, list[Document]] = {}
+        for c in sorted(_fetched(store, scope, doc_id), key=lambda c: int(c.meta.get("chunk_index", 0) or 0)):
+            by_page.setdefault(int(c.meta.get("page_start", 0) or 0), []).append(c)
+        pages = sorted(by_page)
+        vectors = np.zeros((len(pages), len(embedding)), dtype=np.float32)
+        for i, p in enumerate(pages):
+            head = np.asarray(next(c.embedding for c in by_page[p] if c.embedding), dtype=np.float32)
+            unit = head / (np.linalg.norm(head) or 1.0)
+            vectors[i] = unit / (np.linalg.norm(unit) or 1.0)
+        cos = vectors @ q
+        for i, p in enumerate(pages):
+            s = ranker.page_weight * float(cos[i]) + evidence.get((doc_id, p), 0.0) / top
+            text = "\n".join(c.content or "" for c in by_page[p])
+            if wanted and statement_kind(text[:400], text) in wanted:
+                s += ranker.statement_boost
+            scored.append((s, by_page[p]))
+    scored.sort(key=lambda t: t[0], reverse=True)
+
+    def cosine(c: Document) -> float:
+        v = np.asarray(c.embedding, dtype=np.float32)
+        return float(v @ q) / (float(np.linalg.norm(v)) or 1.0)
+
+    lead = [replace(max(chunks, key=cosine), embedding=None, score=s) for s, chunks in scored[: ranker.top_pages]]
+    ids = {d.id for d in lead}
+    return lead + [h for h in hits if h.id not in ids]
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory):
+    from eval.sample_pdfs import CONTRACT, HANDBOOK, sample_bytes
+    from pipelines.service import CitebotService
+
+    service = CitebotService(Settings(data_dir=tmp_path_factory.mktemp("samples"), ocr_enabled=False))
+    for name in (HANDBOOK, CONTRACT):
+        assert service.ingest(sample_bytes(name), file_name=name, scope="local").status == "indexed"
+    return service
+
+
+@pytest.mark.slow
+def test_document_vectors_are_the_fetched_chunks_of_the_sample_pdfs(samples):
+    store = samples.store
+    listed = store.list_documents(scopes=["local"])
+    assert len(listed) == 2
+    for info in listed:
+        chunks = _fetched(store, "local", info.doc_id)
+        got = store.document_vectors(info.doc_id, scope="local")
+        assert got.ids == [c.id for c in chunks] and len(got) == info.chunks
+        assert got.pages == [c.meta["page_start"] for c in chunks]
+        assert got.chunk_indexes == [c.meta["chunk_index"] for c in chunks]
+        assert got.contents == [c.content for c in chunks]
+        assert got.has_vector.all()
+        assert np.array_equal(got.vectors, np.asarray([c.embedding for c in chunks], dtype=np.float32))
+        assert [got.document(i) for i in range(len(got))] == [replace(c, embedding=None) for c in chunks]
+    assert len(store.document_vectors(listed[0].doc_id, scope="elsewhere")) == 0  # another scope's: nothing
+
+
+@pytest.mark.slow
+def test_page_ranking_ranks_and_scores_as_from_fetched_documents(samples, store):
+    from eval.cases import load_cases
+
+    questions = [c.question for c in load_cases(Path(__file__).resolve().parents[2] / "eval/sets/demo.jsonl")]
+    filing_settings, filing_store = store
+    runs = [(samples.query, samples.store, "local", q) for q in questions]
+    runs += [(QueryEngine(filing_settings, filing_store), filing_store, SCOPE,
+              "What is Acme's FY2020 free cash flow? FCF is cash from operations minus capital expenditures.")]
+    reordered = 0
+    for engine, chunk_store, scope, question in runs:
+        engine.warm_up()
+        hits, embedding = engine._run_retrieval("hybrid", question, [scope], None)
+        ranked = engine.pages.run(question=question, query_embedding=embedding, hits=hits, scopes=[scope])
+        expected = _ranked_from_fetched_documents(chunk_store, engine.pages, question, embedding, hits, [scope])
+        assert ranked["documents"] == expected, question
+        reordered += [d.id for d in expected] != [d.id for d in hits]
+    assert reordered >= len(runs) // 2  # page ranking changed the order for most questions: this compared something
