@@ -493,7 +493,7 @@ class TestIndexCode:
 
     @pytest.mark.parametrize(("rel", "old", "new"), [
         ("pipelines/components/chunker.py", "from __future__", "CHUNK_TWEAK = 1\nfrom __future__"),
-        ("pipelines/components/ocr.py", "from __future__", "OCR_TWEAK = 1\nfrom __future__"),
+        ("pipelines/reading/ocr.py", "from __future__", "OCR_TWEAK = 1\nfrom __future__"),
         ("pipelines/indexing.py", "from __future__", "INDEXING_TWEAK = 1\nfrom __future__"),
         ("connectors/sqlite_store/schema.py", "CREATE TABLE IF NOT EXISTS chunks (",
          "CREATE TABLE IF NOT EXISTS chunks (\n"),
