@@ -297,7 +297,7 @@ def test_a_child_past_the_deadline_is_killed_with_its_helpers(monkeypatch: pytes
             on_progress=lambda _what, pid: helpers.append(pid),
         )
     assert err.value.code == "timeout" and "longer than the time allowed" in err.value.reason
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 45  # long before the target's own 60 s sleep would have ended
     assert helpers
 
     def gone(pid: int) -> bool:
