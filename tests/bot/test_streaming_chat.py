@@ -34,7 +34,7 @@ from eval.fakes.microsoft import AppThread, FakeMicrosoft
 from eval.fakes.openai_api import FakeOpenAI, passages_in
 from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, mention, post_signed
 from pipelines.models import for_people, slack_scope, teams_scope
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
 
 pytestmark = pytest.mark.slow
 
@@ -110,7 +110,7 @@ def _log_to_live_streams() -> None:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     data_dir: Path = tmp_path_factory.mktemp("stream")
-    pdf = make_pdf([("4.2 Parental leave", f"{LEAVE} {NOTICE}")])
+    pdf = sections_pdf([("4.2 Parental leave", f"{LEAVE} {NOTICE}")])
     with FakeOpenAI() as llm, FakeSlack() as fake_slack, FakeMicrosoft(
         client_id=APP_ID, client_secret="fake-app-password"  # noqa: S106
     ) as microsoft:

@@ -19,7 +19,7 @@ from eval import sample_pdfs
 from pipelines.components.chunker import StructureChunker
 from pipelines.indexing import FAILED_INTERNAL, Indexer, make_doc_id
 from pipelines.models import IngestProgress
-from tests.pipelines.pdf_factory import remapped_pdf, slide_deck_pdf, to_control_chars, to_math_bold
+from tests.helpers.pdfs import remapped_pdf, slide_deck_pdf, to_control_chars, to_math_bold
 
 
 def _settings(tmp_path: Path, **kw: object) -> Settings:

@@ -27,7 +27,7 @@ from pipelines.components.structure import (
 )
 from pipelines.reading.layout import Element, IngestError, Line, Page, ParsedPdf
 from pipelines.reading.text import repair_letter_spacing
-from tests.pipelines.pdf_factory import remapped_pdf, to_control_chars, to_math_bold
+from tests.helpers.pdfs import remapped_pdf, to_control_chars, to_math_bold
 
 MODEL_PATH = str(Settings().resolved_model_path)
 

@@ -15,7 +15,7 @@ from pipelines.components.chunker import StructureChunker
 from pipelines.components.structure import StructureDetector
 from pipelines.indexing import Indexer
 from pipelines.reading.layout import IngestError
-from tests.conftest import SHARED_PDFS
+from tests.helpers import SHARED_PDFS
 
 pytestmark = pytest.mark.slow
 

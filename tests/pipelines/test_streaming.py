@@ -24,7 +24,7 @@ from pipelines.components.llm_answerer import keep_supported
 from pipelines.models import Citation
 from pipelines.service import CitebotService
 from pipelines.streaming import SentencePreview
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
 
 SCOPE = "slack:T1:CSTREAM"
 LEAVE = "The primary carer receives 26 weeks of parental leave on full pay."
@@ -118,7 +118,7 @@ class TestSentencePreview:
 
 @pytest.fixture(scope="module")
 def handbook() -> bytes:
-    return make_pdf([("4.2 Parental leave", f"{LEAVE} {NOTICE}")])
+    return sections_pdf([("4.2 Parental leave", f"{LEAVE} {NOTICE}")])
 
 
 @pytest.fixture
