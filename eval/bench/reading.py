@@ -21,7 +21,6 @@ from haystack import component, default_from_dict, default_to_dict
 from pipelines.reading.guard import guard_pdf
 from pipelines.reading.layout import Page, ParsedPdf
 from pipelines.reading.ocr import OcrOptions, ocr_pdf
-from pipelines.reading.ocr import PageCallback as OcrPageCallback
 from pipelines.reading.text import PageCallback, parse_pdf
 
 
@@ -145,7 +144,7 @@ class OcrFallback:
         data: bytes,
         parsed: ParsedPdf,
         deadline: float | None = None,
-        on_page: OcrPageCallback | None = None,
+        on_page: PageCallback | None = None,
     ) -> dict[str, Any]:
         return {"parsed": ocr_pdf(data, parsed, self.options, deadline=deadline, on_page=on_page)}
 

@@ -44,8 +44,9 @@ class CitebotProcess:
                 stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=data_dir.parent, start_new_session=True,
             )
 
-    def wait_ready(self, timeout: float = 240.0) -> float:
-        """Until ``/readyz`` says 200; when it did (``time.monotonic()``)."""
+    def wait_ready(self, timeout: float = 600.0) -> float:
+        """Until ``/readyz`` says 200; when it did (``time.monotonic()``). The first bot of a test run exports the
+        embedding model (into the run's shared models directory) before it is ready: minutes on a loaded machine."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, f"the bot exited: {self.log.read_text()[-3000:]}"
