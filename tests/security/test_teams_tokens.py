@@ -92,7 +92,7 @@ def _token(activity: dict[str, Any], key: rsa.RSAPrivateKey, **claims: Any) -> s
 def _sent(world: TeamsHarness, activity: dict[str, Any], token: str | None) -> tuple[int, list[str]]:
     """Post ``activity``; the HTTP status and the texts the bot sent to its conversation because of it."""
     assert world.fake is not None
-    resp = _sent(world, activity, token=token)
+    resp = world.post(activity, token=token)
     conv = activity["conversation"]["id"]
     if resp.status_code < 300:
         world.fake.wait_for(lambda c: c.conversation_id == conv, timeout=30)
