@@ -304,10 +304,10 @@ def test_a_click_on_a_reading_acknowledged_before_the_kill_is_answered_after_the
         busy = event_callback(mention(CHANNEL, ASKER, QUESTION, "5000.000100"), event_id="Ev0DURCLICK")
         assert post_signed(first.url, busy)[0] == 200
         fake.wait_until(lambda: sum(_answers(fake).values()) == 1, timeout=180)
-        t0 = time.monotonic()
         click = button_click(user=ASKER, channel=CHANNEL, message_ts="5001.000200", thread_ts=offered_in,
                              action_id="citebot_choice_1", value=QUESTION)
-        assert post_interaction(first.url, click)[0] == 200 and time.monotonic() - t0 < 3.0  # acknowledged
+        # acknowledged while the one worker is held: the ack did not wait for an answer
+        assert post_interaction(first.url, click)[0] == 200
         time.sleep(1)
         assert _answers(fake)[offered_in] == 0  # not answered before the kill
     finally:
