@@ -71,8 +71,8 @@ class SlackHarness:
         }
         return post_signed(self.url, payload, form=True)
 
-    def idle(self) -> None:
-        assert self.bot.wait_idle(60), "the bot's worker pool did not finish"
+    def idle(self, timeout: float = 60) -> None:
+        assert self.bot.wait_idle(timeout), "the bot's worker pool did not finish"
 
     # --- what the bot posted ------------------------------------------------------------------------
     def answers(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
