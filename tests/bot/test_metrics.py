@@ -108,6 +108,12 @@ def test_metrics_count_questions_uploads_votes_and_quotes(
     for _question, ts in QUESTIONS:
         fake.wait_for("chat.postMessage", channel=CHANNEL, thread_ts=ts, timeout=60)
     answers = {ts: fake.calls_to("chat.postMessage", channel=CHANNEL, thread_ts=ts)[-1] for _q, ts in QUESTIONS}
+    # an answer is recorded just after its post, and a vote counts only on a recorded answer: vote once the
+    # questions' work is done (the queue empty), as a person reading the answer first would
+    deadline = time.monotonic() + 120
+    while value(scraped(bot), "citebot_queue_depth", platform="slack") != 0:
+        assert time.monotonic() < deadline, "the questions' work never finished"
+        time.sleep(0.2)
 
     liked, disliked = answers["300.000001"].reply["ts"], answers["300.000002"].reply["ts"]
     item = {"type": "message", "channel": CHANNEL, "ts": liked}
