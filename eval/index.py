@@ -29,19 +29,17 @@ REPO = Path(__file__).resolve().parents[1]
 INDEX_SETTINGS = ("chunk_max_tokens", "chunk_min_tokens", "embedding_dim", "ocr_enabled", "ocr_dpi",
                   "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb", "max_stream_mb", "max_decoded_mb",
                   "max_document_chars", "max_document_elements", "max_document_chunks")
-# The code that decides what an eval index holds: the indexing pipeline and its components (guard, parser and
-# its page model, OCR, whose work is in pipelines/reading; structure, chunker, embedder, writer), the embedding
-# and OCR connectors, and the store's schema and write path. Its hash is part of the index key, so editing any of
-# it rebuilds the index; editing the query side (retrievers, structure router, query rewriter, extractive and LLM
-# answerers, refusal, citation validator, pipelines/query.py) reuses it. tests/eval/test_runner.py checks that
-# every module the indexing code imports is either listed here or in INDEX_CODE_IMPORTS_NOT_HASHED.
+# The code that decides what an eval index holds: the indexing pipeline and its components (the isolated reader,
+# whose guard, parser and its page model, and OCR are in pipelines/reading; structure, chunker, embedder,
+# writer), the embedding and OCR connectors, and the store's schema and write path. Its hash is part of the index
+# key, so editing any of it rebuilds the index; editing the query side (retrievers, structure router, query
+# rewriter, extractive and LLM answerers, refusal, citation validator, pipelines/query.py) reuses it.
+# tests/eval/test_runner.py checks that every module the indexing code imports is either listed here or in
+# INDEX_CODE_IMPORTS_NOT_HASHED.
 INDEX_CODE = (
     "pipelines/indexing.py",
-    "pipelines/components/pdf_guard.py",
-    "pipelines/components/pdf_parser.py",
     "pipelines/reading/clean_text.py",
     "pipelines/reading/layout.py",
-    "pipelines/components/ocr.py",
     "pipelines/components/isolated_reader.py",
     "pipelines/reading/reader.py",
     "pipelines/reading/guard.py",

@@ -14,7 +14,6 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-SHARED_PDFS = Path(__file__).resolve().parents[2] / "shared" / "pdfs"
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

@@ -225,10 +225,8 @@ def _peak_rss_mb() -> float:
 
 def run_bench(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 - one linear report
     from eval.bench.common import compared_backends, load_average, with_backend
+    from eval.bench.reading import OcrFallback, PdfGuard, PdfParser
     from pipelines.components.chunker import StructureChunker
-    from pipelines.components.ocr import OcrFallback
-    from pipelines.components.pdf_guard import PdfGuard
-    from pipelines.components.pdf_parser import PdfParser
     from pipelines.components.structure import StructureDetector
     from pipelines.reading.layout import IngestError
 

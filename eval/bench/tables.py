@@ -59,7 +59,7 @@ def is_figure(cell: str) -> bool:
 
 def detector_tables(data: bytes) -> dict[int, list[Rows]]:
     """Today's detector: page number -> its tables, each ``[header, *rows]``."""
-    from pipelines.components.pdf_parser import PdfParser
+    from eval.bench.reading import PdfParser
     from pipelines.components.structure import StructureDetector
 
     parsed = PdfParser().run(data)["parsed"]
@@ -141,8 +141,8 @@ MULTICOLUMN = [
 
 
 def known_tables(shared: Path) -> list[Known]:
+    from eval.bench.reading import PdfParser
     from eval.sample_pdfs import CONTRACT, CONTRACT_BLOCKS, HANDBOOK, HANDBOOK_BLOCKS, sample_bytes
-    from pipelines.components.pdf_parser import PdfParser
 
     out: list[Known] = []
     for name, blocks in ((HANDBOOK, HANDBOOK_BLOCKS), (CONTRACT, CONTRACT_BLOCKS)):

@@ -1,6 +1,6 @@
 """IsolatedPdfReader: guard, text layer and OCR of one upload, in a child process with a memory limit.
 
-The same steps as ``PdfGuard -> PdfParser -> OcrFallback`` (:func:`pipelines.reading.reader.read_pdf`), run
+The guard, the text layer and OCR (:func:`pipelines.reading.reader.read_pdf`), run
 by :func:`pipelines.reading.reader.read_pdf_isolated`: the child's address space is capped at
 ``max_memory_mb`` and it is killed a few seconds past the document's deadline, so no PDF can take the indexer
 down. A child costs ~20-35 ms per upload (see :mod:`pipelines.reading.isolation`); ``warm_up`` starts the

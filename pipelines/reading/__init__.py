@@ -2,6 +2,6 @@
 
 Plain functions on bytes and :mod:`pipelines.reading.layout` types; nothing here imports Haystack (whose
 import pulls in torch: ~7 s and ~700 MB of address space), so this part of indexing can run in a small
-process of its own. The components in :mod:`pipelines.components` (``PdfGuard``, ``PdfParser``,
-``OcrFallback``) wrap these functions for pipelines that read in-process.
+process of its own (:class:`pipelines.components.isolated_reader.IsolatedPdfReader`). The benchmarks time each
+step on its own through the thin components of :mod:`eval.bench.reading`.
 """

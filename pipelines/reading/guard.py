@@ -1,4 +1,4 @@
-"""Refuse what must not be parsed, before the parser sees it (the checks behind :class:`PdfGuard`).
+"""Refuse what must not be parsed, before the parser sees it.
 
 Checks, in order: empty file, not a PDF (magic bytes, whatever the extension), over the size limit,
 truncated (no ``%%EOF`` near the end), a decompression bomb (every stream decoded through its own filter

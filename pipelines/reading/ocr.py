@@ -1,4 +1,4 @@
-"""Tesseract for the pages whose text layer is empty or too thin (the work behind :class:`OcrFallback`).
+"""Tesseract for the pages whose text layer is empty or too thin (a step of the reader).
 
 Pages are rendered one at a time with pypdfium2 (greyscale, ``dpi``, capped at ``max_pixels``) and
 the image is dropped before the next page, so memory stays flat however long the document is. A

@@ -13,7 +13,7 @@ import pytest
 
 from bot.cli.main import main
 from eval.fakes.openai_api import FakeOpenAI, passages_in
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,7 @@ class _Terminal(io.StringIO):
 def test_ask_prints_sentences_as_they_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     pdf = tmp_path / "handbook.pdf"
-    pdf.write_bytes(make_pdf([("4.2 Parental leave", f"{LEAVE} {NOTICE}")]))
+    pdf.write_bytes(sections_pdf([("4.2 Parental leave", f"{LEAVE} {NOTICE}")]))
     monkeypatch.setenv("CITEBOT_OCR_ENABLED", "false")
     assert main(["ingest", str(pdf)]) == 0
     capsys.readouterr()

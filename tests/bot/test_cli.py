@@ -3,7 +3,6 @@ refusals worded for the terminal, quiet ends when the reader goes away, one clea
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import socket
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli.main import main
+from tests.helpers.pdfs import make_pdf
 
 REPO = Path(__file__).resolve().parents[2]
 LEAVE_LINES = [
@@ -23,22 +23,6 @@ LEAVE_LINES = [
     "Employees may take eighteen weeks of paid parental leave after the birth or adoption of a child.",
     "Parental leave must be requested from the people team at least four weeks in advance.",
 ]
-
-
-def make_pdf(lines: list[str]) -> bytes:
-    from reportlab.lib.pagesizes import A4
-    from reportlab.pdfgen import canvas
-
-    buf = io.BytesIO()
-    c = canvas.Canvas(buf, pagesize=A4, invariant=True)
-    y = 780.0
-    for i, line in enumerate(lines):
-        c.setFont("Helvetica-Bold" if i < 3 else "Helvetica", 11)
-        c.drawString(60, y, line)
-        y -= 22
-    c.showPage()
-    c.save()
-    return buf.getvalue()
 
 
 def _env(data_dir: Path) -> dict[str, str]:
@@ -61,7 +45,7 @@ def test_docs_table_local_paths_terminal_refusal_and_forget_by_name(
 ) -> None:
     monkeypatch.setenv("CITEBOT_OCR_ENABLED", "false")
     (tmp_path / "pdfs").mkdir()
-    (tmp_path / "pdfs" / "leave policy.pdf").write_bytes(make_pdf(LEAVE_LINES))
+    (tmp_path / "pdfs" / "leave policy.pdf").write_bytes(make_pdf([LEAVE_LINES]))
     assert main(["ingest", "pdfs"]) == 0
     capsys.readouterr()
 
@@ -165,7 +149,7 @@ def test_feedback_json_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
 def test_ask_json_into_a_closed_pipe_ends_quietly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CITEBOT_OCR_ENABLED", "false")
     pdf = tmp_path / "leave.pdf"
-    pdf.write_bytes(make_pdf(LEAVE_LINES))
+    pdf.write_bytes(make_pdf([LEAVE_LINES]))
     assert main(["ingest", str(pdf)]) == 0
     done = _closed_reader(["ask", "How many weeks of parental leave?", "--json"], tmp_path / "data")
     assert (done.returncode, done.stderr.decode()) == (0, "")

@@ -4,7 +4,6 @@ and what they see on stdout and stderr checked."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import pty
@@ -18,27 +17,22 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pdfs import Line, make_pdf
+
 REPO = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LOG_LINE = re.compile(r"\[(debug|info|warning)\s*\]|\"level\": \"(debug|info)\"|\b(info|debug)\s+\]")
 
 
-def make_pdf(path: Path, title: str, pages: int = 1) -> Path:
-    from reportlab.lib.pagesizes import A4
-    from reportlab.pdfgen import canvas
-
+def write_report(path: Path, title: str, pages: int = 1) -> Path:
+    """A report of ``pages`` pages at ``path``: each a bold heading over 36 numbered lines."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    c = canvas.Canvas(buf, pagesize=A4, invariant=True)
-    for p in range(pages):
-        c.setFont("Helvetica-Bold", 12)
-        c.drawString(60, 790, f"{title} section {p + 1}")
-        c.setFont("Helvetica", 10)
-        for i in range(36):
-            c.drawString(60, 760 - 18 * i, f"{title}: line {i} of page {p + 1}; the notice period is {i + p} days.")
-        c.showPage()
-    c.save()
-    path.write_bytes(buf.getvalue())
+    path.write_bytes(make_pdf([
+        [Line(f"{title} section {p + 1}", bold=True, size=12)]
+        + [Line(f"{title}: line {i} of page {p + 1}; the notice period is {i + p} days.", size=10,
+                gap=30 if i == 0 else None) for i in range(36)]
+        for p in range(pages)
+    ], leading=18, top=790))
     return path
 
 
@@ -81,8 +75,8 @@ def in_terminal(*args: str, cwd: Path, data_dir: Path, timeout: float = 300) -> 
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    make_pdf(tmp_path / "a" / "report.pdf", "Alpha")
-    make_pdf(tmp_path / "b" / "report.pdf", "Beta")
+    write_report(tmp_path / "a" / "report.pdf", "Alpha")
+    write_report(tmp_path / "b" / "report.pdf", "Beta")
     return tmp_path
 
 
@@ -132,7 +126,7 @@ def test_help_starts_with_what_people_do_first(tmp_path: Path) -> None:
 def test_a_script_without_a_main_guard_ingests_once_and_logs_at_its_level(tmp_path: Path) -> None:
     """Rows 1 and 14: the library from a plain script. The reader's child never imports the script, so it runs
     once and the PDF is read; the configured level (info) holds, no debug lines."""
-    pdf = make_pdf(tmp_path / "policy.pdf", "Policy")
+    pdf = write_report(tmp_path / "policy.pdf", "Policy")
     script = tmp_path / "use_citebot.py"
     script.write_text(
         "from pathlib import Path\n"
@@ -177,7 +171,7 @@ def test_two_files_of_one_name_are_both_kept_and_forget_takes_the_path(workdir: 
     listed = json.loads(citebot("docs", "--json", cwd=workdir, data_dir=data).stdout)
     assert sorted(d["file"] for d in listed) == ["report (2).pdf", "report.pdf"]
 
-    make_pdf(workdir / "b" / "report.pdf", "Beta, second edition")
+    write_report(workdir / "b" / "report.pdf", "Beta, second edition")
     again = citebot("ingest", ".", cwd=workdir, data_dir=data)
     assert again.returncode == 0, again.stderr
     assert "a/report.pdf: unchanged" in again.stdout
@@ -205,8 +199,8 @@ def test_blank_scopes_are_refused_with_one_friendly_line(tmp_path: Path, command
 @pytest.mark.slow
 def test_ctrl_c_during_ingest_says_one_line_and_keeps_what_was_indexed(tmp_path: Path) -> None:
     """Row 5: a real SIGINT to the process group, as a terminal's Ctrl-C sends it."""
-    make_pdf(tmp_path / "small.pdf", "Small")
-    make_pdf(tmp_path / "large.pdf", "Large", pages=60)
+    write_report(tmp_path / "small.pdf", "Small")
+    write_report(tmp_path / "large.pdf", "Large", pages=60)
     data = tmp_path / "data"
     # Ctrl-C reaches a command in the foreground; the suite itself may run where SIGINT is ignored (a job started
     # with `&` from a script), which the child would inherit and then never see the Ctrl-C
@@ -247,7 +241,7 @@ def test_ctrl_c_while_the_reader_process_starts_says_one_line(tmp_path: Path) ->
     """Ctrl-C pressed early, while the fork server that starts the reading child is still importing: the terminal
     sends SIGINT to the whole process group, and only the command may answer it, with its one line (the server
     printed a KeyboardInterrupt traceback of its own under it)."""
-    make_pdf(tmp_path / "large.pdf", "Large", pages=20)
+    write_report(tmp_path / "large.pdf", "Large", pages=20)
     data = tmp_path / "data"
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli.main", "ingest", "large.pdf"], cwd=tmp_path,
                             env=env(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -270,7 +264,7 @@ def test_ctrl_c_while_the_reader_process_starts_says_one_line(tmp_path: Path) ->
 def test_a_wrong_model_path_is_named_with_its_setting(tmp_path: Path) -> None:
     """Row 12: our own error's text, not `failed with EmbeddingModelError at ...`; reindex --check says the
     model is missing rather than that a reindex is needed."""
-    make_pdf(tmp_path / "policy.pdf", "Policy")
+    write_report(tmp_path / "policy.pdf", "Policy")
     assert citebot("ingest", "policy.pdf", cwd=tmp_path, data_dir=tmp_path / "data").returncode == 0
     for args in (["ask", "what?"], ["reindex", "--check"]):
         proc = citebot(*args, cwd=tmp_path, data_dir=tmp_path / "data", CITEBOT_MODEL_PATH=str(tmp_path / "wrong"))

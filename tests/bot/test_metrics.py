@@ -8,10 +8,6 @@ and a 👎 button; then one scrape, parsed with prometheus-client's own parser, 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -26,9 +22,7 @@ from connectors import metrics
 from connectors.settings import Settings
 from connectors.stores import open_state, open_store
 from eval.fakes.slack_api import (
-    BOT_TOKEN,
     BOT_USER,
-    SIGNING_SECRET,
     TEAM,
     FakeSlack,
     event_callback,
@@ -39,23 +33,18 @@ from eval.fakes.slack_api import (
     post_signed,
 )
 from pipelines.models import slack_scope
-from tests.bot.test_slack_bot import LEAVE_PAGES, make_pdf
+from tests.helpers.pdfs import LEAVE_PAGES, make_pdf
+from tests.helpers.process import free_port
+from tests.helpers.slack import SlackProcess
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 CHANNEL, USER, FAN, CRITIC = "C0METRICS", "U0ASKER", "U0FAN", "U0CRITIC"
 QUESTIONS = [
     ("How many weeks of parental leave do employees get?", "300.000001"),
     ("How far in advance must parental leave be requested?", "300.000002"),
     ("What is the boiling point of tungsten on Mars?", "300.000003"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def get(url: str) -> tuple[int, str, str]:
@@ -77,47 +66,16 @@ def value(scrape: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str
     return scrape.get((name, frozenset(labels.items())), 0.0)
 
 
-class Bot:
-    def __init__(self, fake: FakeSlack, data_dir: Path, log: Path) -> None:
-        self.port, self.metrics_port = free_port(), free_port()
-        env = {**os.environ, "PYTHONPATH": str(REPO), "HAYSTACK_TELEMETRY_ENABLED": "False",
-               "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-               "CITEBOT_SLACK_API_URL": fake.url, "CITEBOT_DATA_DIR": str(data_dir), "CITEBOT_OCR_ENABLED": "false",
-               "CITEBOT_LOG_FORMAT": "json"}
-        self.log = log
-        with log.open("w") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bot.cli.main", "serve", "slack", "--http", "--host", "127.0.0.1",
-                 "--port", str(self.port), "--metrics-port", str(self.metrics_port)],
-                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=data_dir.parent,
-            )
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + 120
-        while get(f"{self.url}/readyz")[0] != 200:
-            assert self.proc.poll() is None, f"the bot exited: {self.log.read_text()[-2000:]}"
-            assert time.monotonic() < deadline, "the bot never became ready"
-            time.sleep(0.2)
-
-    def scrape(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-        status, content_type, body = get(f"http://127.0.0.1:{self.metrics_port}/metrics")
-        assert status == 200 and content_type.startswith("text/plain"), (status, content_type)
-        return samples(body)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(30)
+def scraped(bot: SlackProcess) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    status, content_type, body = get(f"http://127.0.0.1:{bot.metrics_port}/metrics")
+    assert status == 200 and content_type.startswith("text/plain"), (status, content_type)
+    return samples(body)
 
 
 @pytest.fixture
-def running(tmp_path: Path) -> Iterator[tuple[FakeSlack, Bot]]:
+def running(tmp_path: Path) -> Iterator[tuple[FakeSlack, SlackProcess]]:
     with FakeSlack() as fake:
-        bot = Bot(fake, tmp_path / "data", tmp_path / "bot.log")
+        bot = SlackProcess(fake, tmp_path / "data", tmp_path / "bot.log", metrics_port=free_port())
         try:
             bot.wait_ready()
             yield fake, bot
@@ -131,13 +89,15 @@ def _share(fake: FakeSlack, url: str, file_id: str, name: str, data: bytes, ts: 
     assert post_signed(url, event_callback(event))[0] == 200
 
 
-def test_metrics_count_questions_uploads_votes_and_quotes(running: tuple[FakeSlack, Bot], tmp_path: Path) -> None:
+def test_metrics_count_questions_uploads_votes_and_quotes(
+    running: tuple[FakeSlack, SlackProcess], tmp_path: Path
+) -> None:
     fake, bot = running
-    events = f"{bot.url}/slack/events"
-    before = bot.scrape()
+    events = bot.url
+    before = scraped(bot)
     assert value(before, "citebot_questions_total", platform="slack", mode="extractive", outcome="answered") == 0
     # the bot's own port, which a public Ingress may reach, does not show them with --metrics-port
-    assert get(f"{bot.url}/metrics")[0] == 404
+    assert get(f"{bot.base}/metrics")[0] == 404
 
     _share(fake, events, "F0GOOD", "handbook.pdf", make_pdf(LEAVE_PAGES), "290.000001")
     _share(fake, events, "F0BAD", "broken.pdf", b"%PDF-1.4\n%no objects at all\n" * 20, "290.000002")
@@ -148,6 +108,12 @@ def test_metrics_count_questions_uploads_votes_and_quotes(running: tuple[FakeSla
     for _question, ts in QUESTIONS:
         fake.wait_for("chat.postMessage", channel=CHANNEL, thread_ts=ts, timeout=60)
     answers = {ts: fake.calls_to("chat.postMessage", channel=CHANNEL, thread_ts=ts)[-1] for _q, ts in QUESTIONS}
+    # an answer is recorded just after its post, and a vote counts only on a recorded answer: vote once the
+    # questions' work is done (the queue empty), as a person reading the answer first would
+    deadline = time.monotonic() + 120
+    while value(scraped(bot), "citebot_queue_depth", platform="slack") != 0:
+        assert time.monotonic() < deadline, "the questions' work never finished"
+        time.sleep(0.2)
 
     liked, disliked = answers["300.000001"].reply["ts"], answers["300.000002"].reply["ts"]
     item = {"type": "message", "channel": CHANNEL, "ts": liked}
@@ -159,7 +125,7 @@ def test_metrics_count_questions_uploads_votes_and_quotes(running: tuple[FakeSla
 
     deadline = time.monotonic() + 60
     while True:
-        scrape = bot.scrape()
+        scrape = scraped(bot)
         votes = sum(value(scrape, "citebot_feedback_total", platform="slack", polarity=p) for p in ("up", "down"))
         idle = value(scrape, "citebot_queue_depth", platform="slack") == 0
         if (votes == 2 and idle) or time.monotonic() > deadline:

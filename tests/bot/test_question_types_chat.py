@@ -13,19 +13,15 @@ import html
 import itertools
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import requests
 import structlog
 
 from bot.core import ChatContext, ChatCore
-from bot.slack.app import SlackBot, build_bot
-from bot.slack.server import make_http_server
 from bot.teams.server import anonymous_authentication, build_app
 from connectors.settings import Settings
 from eval.fakes.microsoft import AppThread, FakeMicrosoft
@@ -36,14 +32,14 @@ from eval.fakes.slack_api import (
     TEAM,
     FakeSlack,
     button_click,
-    event_callback,
     mention,
     message,
     post_interaction,
-    post_signed,
 )
 from eval.sample_pdfs import CONTRACT, HANDBOOK, sample_bytes
 from pipelines.models import slack_scope, teams_scope
+from tests.helpers.slack import SlackHarness
+from tests.helpers.teams import TeamsHarness
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +47,6 @@ CHANNEL, MEMBER = "C0ROWS", "U0ROWS"
 TENANT, CHAT, ALICE = "tenant-rows", "a:1personal-rows", "29:alice"
 FRESH_CHAT = "a:1personal-rows-fresh"  # both PDFs too, nothing asked there before the "which limit?" row
 APP_ID = "0b7f9a3c-1d2e-4f50-8a6b-9c0d1e2f3a4b"
-BOT = {"id": f"28:{APP_ID}", "name": "Citebot"}
 COMPARE_NOTICE = "Compare the notice periods in the handbook and the services agreement"
 COMPARE_CONFIDENTIALITY = "Compare the two PDFs on confidentiality"
 SUMMARY = "Summarize the services agreement"
@@ -81,14 +76,12 @@ class Shown:
 
 @dataclass
 class World:
+    """Both bots over one core, in one mode: what a question shows the asker on each platform."""
+
     mode: str
-    fake_slack: FakeSlack
-    slack_url: str
-    microsoft: FakeMicrosoft
-    teams_url: str
+    slack_bot: SlackHarness
+    teams_bot: TeamsHarness
     llm: FakeOpenAI | None
-    slack_bot: SlackBot
-    core: ChatCore
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     # --- Slack ----------------------------------------------------------------------------------
@@ -98,11 +91,10 @@ class World:
             CHANNEL, MEMBER, question, ts, thread_ts=thread)
         root = thread or ts
         before = len(self._slack_answers(root))
-        status, _ = post_signed(self.slack_url, event_callback(event, team=TEAM))
-        assert status == 200
-        self.fake_slack.wait_until(lambda: len(self._slack_answers(root)) > before, timeout=120)
+        assert self.slack_bot.send(event) == 200
+        self.slack_bot.fake.wait_until(lambda: len(self._slack_answers(root)) > before, timeout=120)
         params = self._slack_answers(root)[-1]
-        assert self.slack_bot.wait_idle(60)  # the answer is recorded after its post: then the thread is "answered"
+        self.slack_bot.idle()  # the answer is recorded after its post: then the thread is "answered"
         head = [b["text"]["text"] for b in params["blocks"] if b["type"] == "section"]
         lines = html.unescape("\n".join(head)).splitlines()
         files = set()
@@ -117,23 +109,19 @@ class World:
 
     def _slack_answers(self, root: str) -> list[dict[str, Any]]:
         # the thread's answers as the asker sees them at the end: posted, or (an LLM answer) streamed, then updated
-        return [m for m in self.fake_slack.thread(CHANNEL, root) if m.get("blocks") and not m.get("streaming")]
+        return [m for m in self.slack_bot.fake.thread(CHANNEL, root) if m.get("blocks") and not m.get("streaming")]
 
     # --- Teams ----------------------------------------------------------------------------------
     def teams(self, question: str, *, chat: str = CHAT) -> Shown:
-        activity_id = f"rows-{self.mode}-{next(self.ids)}"
-        activity = {
-            "type": "message", "id": activity_id, "channelId": "msteams", "serviceUrl": self.microsoft.service_url,
-            "from": {"id": ALICE, "name": "Alice"}, "recipient": BOT,
-            "conversation": {"id": chat, "conversationType": "personal", "tenantId": TENANT, "isGroup": False},
-            "channelData": {"tenant": {"id": TENANT}}, "text": question, "attachments": [],
-        }
-        assert requests.post(f"{self.teams_url}/api/messages", json=activity, timeout=60).status_code in (200, 201)
-        call = self.microsoft.wait_for(lambda c: c.conversation_id == chat and c.reply_to_id == activity_id
-                                       and c.type == "message" and bool(c.body.get("entities")), timeout=120)[-1]
+        activity = self.teams_bot.chat_message(question, chat=chat, tenant=TENANT, user=ALICE,
+                                               activity_id=f"rows-{self.mode}-{next(self.ids)}")
+        activity["from"]["name"] = "Alice"
+        assert self.teams_bot.post(activity).status_code in (200, 201)
+        call = self.teams_bot.wait_answer(activity, timeout=120)
         # the answer is recorded after its post; a reply in the chat ("2") reads it from the thread's history
         deadline = time.monotonic() + 60
-        while not any(t.role == "user" and t.text == question for t in self.core.history("teams", chat)[-2:]):
+        core = self.teams_bot.core
+        while not any(t.role == "user" and t.text == question for t in core.history("teams", chat)[-2:]):
             assert time.monotonic() < deadline, "the answer was never recorded"
             time.sleep(0.05)
         text = call.text.split("\n\n_", 1)[0]  # the note, in italics, follows the answer
@@ -159,34 +147,31 @@ class World:
         """Click ``option`` (from :meth:`options`) as a user of ``where`` would (default: where it was offered):
         a signed ``block_actions`` payload into the Slack app, a card's submit activity into the Teams app."""
         if platform == "slack":
+            slack = self.slack_bot
             button = json.loads(option)
             channel, root = where or CHANNEL, shown.raw["root"]
-            offered = [c for c in self.fake_slack.calls_to("chat.postMessage", channel=CHANNEL, thread_ts=root)
+            offered = [c for c in slack.fake.calls_to("chat.postMessage", channel=CHANNEL, thread_ts=root)
                        if c.params.get("blocks")][-1].reply["ts"]
             thread = root if not where else f"{400 + next(self.ids)}.000001"
             def final() -> list[dict[str, Any]]:  # posted, or (an LLM answer) streamed and then updated
-                return [m for m in self.fake_slack.thread(channel, thread) if not m.get("streaming")]
+                return [m for m in slack.fake.thread(channel, thread) if not m.get("streaming")]
 
             before = len(final())
-            status, _ = post_interaction(self.slack_url, button_click(
+            status, _ = post_interaction(slack.url, button_click(
                 user=MEMBER, channel=channel, message_ts=offered if not where else thread, thread_ts=thread,
                 action_id=button["action_id"], value=button["value"]))
             assert status == 200
-            self.fake_slack.wait_until(lambda: len(final()) > before, timeout=120)
-            assert self.slack_bot.wait_idle(60)
+            slack.fake.wait_until(lambda: len(final()) > before, timeout=120)
+            slack.idle()
             message = final()[-1]
             return Shown(html.unescape(message["text"]).splitlines(), set(), [], message)
-        chat = where or FRESH_CHAT
-        activity_id = f"rows-{self.mode}-{next(self.ids)}"
-        activity = {
-            "type": "message", "id": activity_id, "channelId": "msteams", "serviceUrl": self.microsoft.service_url,
-            "from": {"id": ALICE, "name": "Alice"}, "recipient": BOT,
-            "conversation": {"id": chat, "conversationType": "personal", "tenantId": TENANT, "isGroup": False},
-            "channelData": {"tenant": {"id": TENANT}}, "value": json.loads(option),
-        }
-        assert requests.post(f"{self.teams_url}/api/messages", json=activity, timeout=60).status_code in (200, 201)
-        call = self.microsoft.wait_for(lambda c: c.conversation_id == chat and c.reply_to_id == activity_id
-                                       and c.type == "message", timeout=120)[-1]
+        activity = self.teams_bot.chat_message("", chat=where or FRESH_CHAT, tenant=TENANT, user=ALICE,
+                                               activity_id=f"rows-{self.mode}-{next(self.ids)}")
+        activity["from"]["name"] = "Alice"
+        del activity["text"], activity["attachments"]
+        activity["value"] = json.loads(option)
+        assert self.teams_bot.post(activity).status_code in (200, 201)
+        call = self.teams_bot.wait_reply(activity, timeout=120)
         return Shown([re.sub(r"\\(.)", r"\1", ln) for ln in call.text.splitlines()], set(), [], call.body)
 
     def ask(self, platform: str, question: str) -> Shown:
@@ -217,16 +202,10 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
             for name in (HANDBOOK, CONTRACT):
                 ctx = ChatContext(ctx_platform, scope, MEMBER if ctx_platform == "slack" else ALICE)
                 assert core.upload(ctx, file_name=name, data=sample_bytes(name)).status == "indexed"
-        bot = build_bot(settings, core)
-        server = make_http_server(bot.app, "127.0.0.1", 0)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        app = build_app(settings, core, auth=anonymous_authentication())
-        with AppThread(app) as teams:
-            yield World(mode, fake_slack, f"http://127.0.0.1:{server.server_address[1]}/slack/events", microsoft,
-                        teams.url, llm, bot, core)
-        server.shutdown()
-        server.server_close()
-        bot.close()
+        with SlackHarness.serving(settings, core, fake_slack) as slack:
+            app = build_app(settings, core, auth=anonymous_authentication())
+            with AppThread(app) as teams:
+                yield World(mode, slack, TeamsHarness(core, settings, microsoft, teams), llm)
     fake_slack.stop()
     if llm:
         llm.stop()
@@ -370,7 +349,7 @@ def test_with_an_llm_the_model_fetches_the_section_it_needs_and_its_page_is_cite
     if world.mode != "llm" or world.llm is None:
         pytest.skip("triage is the model's: without one there is nothing to fetch for")
     scope = slack_scope(TEAM, CHANNEL) if platform == "slack" else teams_scope(TENANT, CHAT)
-    (hb,) = [d.doc_id for d in world.core.service.list_documents(scope) if d.file == HANDBOOK]
+    (hb,) = [d.doc_id for d in world.slack_bot.core.service.list_documents(scope) if d.file == HANDBOOK]
     before = len(world.llm.requests)
     world.llm.responder = fetching_responder({"name": "fetch_section", "arguments": {"document_id": hb,
                                                                                      "section": "6"}},

@@ -42,8 +42,8 @@ from eval.fakes.slack_api import (
     post_signed,
     view_submission,
 )
-from tests.bot.test_slack_bot import make_pdf
-from tests.connectors.test_store_contract import ES_SKIP_REASON, ES_URL
+from tests.helpers.pdfs import make_pdf
+from tests.helpers.stores import ES_SKIP_REASON, ES_URL
 
 pytestmark = pytest.mark.slow
 

@@ -12,29 +12,27 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 import structlog
 
 from bot.core import ChatContext, ChatCore
-from bot.slack.app import SlackBot, build_bot
 from bot.slack.render import render_answer
-from bot.slack.server import make_http_server
 from bot.teams import render as teams_render
 from bot.teams import stream as teams_stream
 from bot.teams.server import anonymous_authentication, build_app
 from connectors.settings import Settings
 from eval.fakes.microsoft import AppThread, FakeMicrosoft
 from eval.fakes.openai_api import FakeOpenAI, passages_in
-from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, mention, post_signed
+from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, mention
 from pipelines.models import for_people, slack_scope, teams_scope
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
+from tests.helpers.slack import SlackHarness
+from tests.helpers.teams import APP_ID, APP_PASSWORD, TeamsHarness
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +40,6 @@ CHANNEL, MEMBER = "C0STREAM", "U0STREAM"
 TENANT, CHAT, ALICE = "tenant-stream", "a:1personal-stream", "29:alice"
 CHAT_2 = "a:1personal-stream-2"  # a chat of its own per test: a second question in a chat is a follow-up
 GROUP_CHAT = "19:group-stream@thread.v2"
-APP_ID = "0b7f9a3c-1d2e-4f50-8a6b-9c0d1e2f3a4c"
-BOT = {"id": f"28:{APP_ID}", "name": "Citebot"}
 LEAVE = "The primary carer receives 26 weeks of parental leave on full pay."
 NOTICE = "Employees give four weeks of notice before parental leave starts."
 QUESTION = "How many weeks of parental leave does the primary carer get?"
@@ -63,43 +59,41 @@ def _model(answer: str, quotes: list[str]) -> Any:
 
 @dataclass
 class World:
-    fake_slack: FakeSlack
-    slack_url: str
-    slack_bot: SlackBot
+    """The Slack app and the Teams app over one core, in LLM mode (the local OpenAI-format server)."""
+
+    slack: SlackHarness
+    teams: TeamsHarness
     microsoft: FakeMicrosoft
-    teams_url: str
     llm: FakeOpenAI
-    core: ChatCore
     ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def fake_slack(self) -> FakeSlack:
+        return self.slack.fake
 
     def slack_ask(self, question: str) -> str:
         ts = f"{500 + next(self.ids)}.000001"
-        status, _ = post_signed(self.slack_url, event_callback(mention(CHANNEL, MEMBER, question, ts), team=TEAM))
-        assert status == 200
+        assert self.slack.send(mention(CHANNEL, MEMBER, question, ts)) == 200
         return ts
 
     def slack_final(self, root: str) -> dict[str, Any]:
-        assert self.slack_bot.wait_idle(120)
+        self.slack.idle(120)
         (answer,) = self.fake_slack.thread(CHANNEL, root)
         return answer
 
     def teams_ask(self, question: str, *, chat: str = CHAT, kind: str = "personal") -> str:
-        activity_id = f"stream-{next(self.ids)}"
-        conversation = {"id": chat, "conversationType": kind, "tenantId": TENANT, "isGroup": kind != "personal"}
-        activity = {
-            "type": "message", "id": activity_id, "channelId": "msteams", "serviceUrl": self.microsoft.service_url,
-            "from": {"id": ALICE, "name": "Alice"}, "recipient": BOT, "conversation": conversation,
-            "channelData": {"tenant": {"id": TENANT}}, "text": question, "attachments": [],
-        }
-        assert requests.post(f"{self.teams_url}/api/messages", json=activity, timeout=60).status_code in (200, 201)
-        return activity_id
+        activity = self.teams.chat_message(question, chat=chat, tenant=TENANT, user=ALICE, kind=kind,
+                                           activity_id=f"stream-{next(self.ids)}")
+        activity["from"]["name"] = "Alice"
+        assert self.teams.post(activity).status_code in (200, 201)
+        return str(activity["id"])
 
     def teams_calls(self, activity_id: str) -> list[Any]:
         return [c for c in self.microsoft.connector_calls() if c.reply_to_id == activity_id]
 
     def non_streaming(self, scope: str, question: str = QUESTION) -> Any:
         """The answer the non-streaming path gives (the same model, no ``show``)."""
-        return for_people(self.core.service.answer(question, [scope]))
+        return for_people(self.slack.core.service.answer(question, [scope]))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -110,15 +104,15 @@ def _log_to_live_streams() -> None:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     data_dir: Path = tmp_path_factory.mktemp("stream")
-    pdf = make_pdf([("4.2 Parental leave", f"{LEAVE} {NOTICE}")])
+    pdf = sections_pdf([("4.2 Parental leave", f"{LEAVE} {NOTICE}")])
     with FakeOpenAI() as llm, FakeSlack() as fake_slack, FakeMicrosoft(
-        client_id=APP_ID, client_secret="fake-app-password"  # noqa: S106
+        client_id=APP_ID, client_secret=APP_PASSWORD
     ) as microsoft:
         settings = Settings(
             _env_file=None,  # type: ignore[call-arg]
             data_dir=data_dir, ocr_enabled=False,
             slack_bot_token=BOT_TOKEN, slack_signing_secret=SIGNING_SECRET, slack_api_url=fake_slack.url,
-            slack_workers=2, teams_app_id=APP_ID, teams_app_password="fake-app-password",  # noqa: S106
+            slack_workers=2, teams_app_id=APP_ID, teams_app_password=APP_PASSWORD,
             teams_graph_url=microsoft.graph_url, teams_token_url=microsoft.token_url,
             openai_base_url=llm.base_url, llm_model="fake-model",
         )
@@ -127,16 +121,10 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                             (teams_scope(TENANT, CHAT_2), ALICE), (teams_scope(TENANT, GROUP_CHAT), ALICE)]:
             ctx = ChatContext(scope.split(":", 1)[0], scope, user)  # type: ignore[arg-type]
             assert core.upload(ctx, file_name="handbook.pdf", data=pdf).status == "indexed"
-        bot = build_bot(settings, core)
-        server = make_http_server(bot.app, "127.0.0.1", 0)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        app = build_app(settings, core, auth=anonymous_authentication())
-        with AppThread(app) as teams:
-            yield World(fake_slack, f"http://127.0.0.1:{server.server_address[1]}/slack/events", bot, microsoft,
-                        teams.url, llm, core)
-        server.shutdown()
-        server.server_close()
-        bot.close()
+        with SlackHarness.serving(settings, core, fake_slack) as slack:
+            app = build_app(settings, core, auth=anonymous_authentication())
+            with AppThread(app) as teams:
+                yield World(slack, TeamsHarness(core, settings, microsoft, teams), microsoft, llm)
 
 
 @pytest.fixture(autouse=True)

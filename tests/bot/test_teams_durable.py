@@ -18,12 +18,8 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,11 +31,11 @@ import requests
 from bot.teams.activity import FILE_DOWNLOAD_INFO
 from eval.fakes.microsoft import Call, FakeMicrosoft
 from eval.fakes.openai_api import FakeOpenAI, passages_in, quoting_responder
-from tests.bot.test_teams_http import cited_files, make_pdf
+from tests.helpers.pdfs import make_pdf
+from tests.helpers.teams import PDF_LAYOUT, TeamsProcess, cited_files
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 BOT = {"id": "28:citebot-durable", "name": "Citebot"}
 TENANT = "tenant-durable"
 CHAT = "a:1durable-alice"
@@ -105,57 +101,11 @@ def fake() -> Iterator[FakeMicrosoft]:
         f.files.release.set()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Bot:
-    """``citebot serve teams --insecure-local`` in its own process group."""
-
-    def __init__(self, fake: FakeMicrosoft, llm: FakeOpenAI, data_dir: Path, log: Path, **settings: str) -> None:
-        self.port = _free_port()
-        env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("CITEBOT_", "TEAMS_", "Microsoft", "OPENAI_"))},
-            "CITEBOT_MODELS_DIR": os.environ.get("CITEBOT_MODELS_DIR", str(data_dir / "models")),  # one export
-            "PYTHONPATH": str(REPO), "HAYSTACK_TELEMETRY_ENABLED": "False",
-            "CITEBOT_DATA_DIR": str(data_dir), "CITEBOT_OCR_ENABLED": "false", "CITEBOT_LOG_FORMAT": "json",
-            # the fake's host is a configured endpoint, so its file downloads are allowed on a loopback address
-            "CITEBOT_TEAMS_GRAPH_URL": fake.graph_url, "OPENAI_BASE_URL": llm.base_url,
-            "CITEBOT_WORK_LEASE_S": str(LEASE_S), "CITEBOT_WORK_SCAN_S": "0.5", "CITEBOT_TEAMS_WORKERS": "1",
-            **settings,
-        }
-        self.log = log
-        with log.open("a") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bot.cli.main", "serve", "teams", "--insecure-local", "--host", "127.0.0.1",
-                 "--port", str(self.port)],
-                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=data_dir.parent, start_new_session=True,
-            )
-        self.url = f"http://127.0.0.1:{self.port}/api/messages"
-
-    def wait_ready(self, timeout: float = 240.0) -> float:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"the bot exited: {self.log.read_text()[-3000:]}"
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=10) as resp:  # noqa: S310
-                    if resp.status == 200:
-                        return time.monotonic()
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise TimeoutError(f"not ready in {timeout} s: {self.log.read_text()[-3000:]}")
-
-    def logged(self, event: str) -> int:
-        return self.log.read_text().count(f'"event": "{event}"')
-
-    def kill(self) -> None:
-        """SIGKILL to the whole process group (the OOM killer, a node failure, an eviction past its grace)."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
+def _bot(fake: FakeMicrosoft, llm: FakeOpenAI, data_dir: Path, log: Path, **settings: str) -> TeamsProcess:
+    """``citebot serve teams --insecure-local`` with a short lease, one worker."""
+    return TeamsProcess(fake, llm, data_dir, log, **{"CITEBOT_WORK_LEASE_S": str(LEASE_S),
+                                                     "CITEBOT_WORK_SCAN_S": "0.5", "CITEBOT_TEAMS_WORKERS": "1",
+                                                     **settings})
 
 
 def _message(fake: FakeMicrosoft, text: str, *, attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -184,7 +134,7 @@ def _file(fake: FakeMicrosoft, name: str, data: bytes) -> dict[str, Any]:
     }
 
 
-def _send(bot: Bot, activity: dict[str, Any]) -> None:
+def _send(bot: TeamsProcess, activity: dict[str, Any]) -> None:
     assert requests.post(bot.url, json=activity, timeout=60).status_code in (200, 201)  # acknowledged
 
 
@@ -201,8 +151,8 @@ def _texts(fake: FakeMicrosoft, kind: str) -> list[Call]:
     return [c for c in fake.connector_calls() if c.conversation_id == CHAT and c.kind == kind]
 
 
-def _index_handbook(fake: FakeMicrosoft, bot: Bot) -> None:
-    _send(bot, _message(fake, "", attachments=[_file(fake, "handbook.pdf", make_pdf(POLICY))]))
+def _index_handbook(fake: FakeMicrosoft, bot: TeamsProcess) -> None:
+    _send(bot, _message(fake, "", attachments=[_file(fake, "handbook.pdf", make_pdf([POLICY], **PDF_LAYOUT))]))
     fake.wait_for(lambda c: c.conversation_id == CHAT and c.text.startswith("Indexed handbook.pdf"), timeout=180)
 
 
@@ -210,14 +160,14 @@ def test_a_bot_killed_mid_burst_and_mid_upload_answers_everything_once_after_the
     tmp_path: Path, fake: FakeMicrosoft, llm: tuple[FakeOpenAI, _LlmHeldAfter]
 ) -> None:
     data = tmp_path / "data"
-    first = Bot(fake, llm[0], data, tmp_path / "first.log")
+    first = _bot(fake, llm[0], data, tmp_path / "first.log")
     try:
         first.wait_ready()
         _index_handbook(fake, first)
         # an upload whose download hangs: killed mid-ingest, with its "Indexing…" status posted
         fake.files.held.add("report.pdf")
-        _send(first, _message(fake, "", attachments=[
-            _file(fake, "report.pdf", make_pdf(["Annual Report", "1 Results", "Revenue grew by nine percent."]))]))
+        report = make_pdf([["Annual Report", "1 Results", "Revenue grew by nine percent."]], **PDF_LAYOUT)
+        _send(first, _message(fake, "", attachments=[_file(fake, "report.pdf", report)]))
         asked = []
         for _ in range(12):  # a burst, every one acknowledged
             question = _message(fake, QUESTION)
@@ -231,7 +181,7 @@ def test_a_bot_killed_mid_burst_and_mid_upload_answers_everything_once_after_the
     fake.files.release.set()
     llm[1].release.set()
 
-    second = Bot(fake, llm[0], data, tmp_path / "second.log")
+    second = _bot(fake, llm[0], data, tmp_path / "second.log")
     try:
         ready = second.wait_ready()
         fake.wait_for(lambda c: set(_answers(fake)) >= set(asked), timeout=AFTER_RESTART_S + LEASE_S)
@@ -256,7 +206,7 @@ def test_the_other_replica_takes_over_the_work_of_a_killed_one(tmp_path: Path, f
     data = tmp_path / "data"
     a_held = _LlmHeldAfter(1)  # replica a's LLM holds its second answer; b's answers at once
     with FakeOpenAI(a_held) as a_llm, FakeOpenAI() as b_llm:
-        a, b = Bot(fake, a_llm, data, tmp_path / "a.log"), Bot(fake, b_llm, data, tmp_path / "b.log")
+        a, b = _bot(fake, a_llm, data, tmp_path / "a.log"), _bot(fake, b_llm, data, tmp_path / "b.log")
         try:
             a.wait_ready()
             b.wait_ready()
@@ -286,7 +236,7 @@ def test_an_activity_sent_again_after_its_answer_and_a_kill_is_not_answered_agai
     its answer noted."""
     llm[1].release.set()
     data = tmp_path / "data"
-    first = Bot(fake, llm[0], data, tmp_path / "first.log")
+    first = _bot(fake, llm[0], data, tmp_path / "first.log")
     question = _message(fake, QUESTION)
     try:
         first.wait_ready()
@@ -299,7 +249,7 @@ def test_an_activity_sent_again_after_its_answer_and_a_kill_is_not_answered_agai
     finally:
         first.kill()
 
-    second = Bot(fake, llm[0], data, tmp_path / "second.log")
+    second = _bot(fake, llm[0], data, tmp_path / "second.log")
     try:
         second.wait_ready()
         _send(second, question)
@@ -321,7 +271,7 @@ def test_sigterm_drains_within_its_budget_and_hands_the_rest_to_the_next_start(
     data = tmp_path / "data"
     held = _LlmHeldAfter(1)
     with FakeOpenAI(held) as llm:
-        first = Bot(fake, llm, data, tmp_path / "first.log", CITEBOT_DRAIN_S="2")
+        first = _bot(fake, llm, data, tmp_path / "first.log", CITEBOT_DRAIN_S="2")
         try:
             first.wait_ready()
             _index_handbook(fake, first)
@@ -341,7 +291,7 @@ def test_sigterm_drains_within_its_budget_and_hands_the_rest_to_the_next_start(
         assert sum(_answers(fake).values()) == 1
         assert '"handed_back": 1' in first.log.read_text()  # the one running; the rest never left the journal
 
-        second = Bot(fake, llm, data, tmp_path / "second.log", CITEBOT_WORK_LEASE_S="60")  # no lease runs out
+        second = _bot(fake, llm, data, tmp_path / "second.log", CITEBOT_WORK_LEASE_S="60")  # no lease runs out
         try:
             ready = second.wait_ready()
             fake.wait_for(lambda c: set(_answers(fake)) >= set(asked), timeout=AFTER_RESTART_S)

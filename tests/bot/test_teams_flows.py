@@ -1,36 +1,30 @@
-"""Handler logic through a recording adapter (the Agents SDK's ``ChannelServiceAdapter`` with its posting replaced
-by a list): which messages are answered, what the core sees, what goes out in the turn and what is delivered later
-with ``continue_conversation``.
+"""Handler logic through a recording adapter (:class:`tests.helpers.teams.RecordingAdapter`: the Agents SDK's
+``ChannelServiceAdapter`` with its posting replaced by a list): which messages are answered, what the core sees,
+what goes out in the turn and what is delivered later with ``continue_conversation``.
 
 The real CitebotService and SQLite store answer; a PDF is put into the channel's scope first.
 """
 
 from __future__ import annotations
 
-import asyncio
-import io
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import structlog
-from microsoft_agents.activity import Activity, ActivityTypes, ConversationReference, ResourceResponse
-from microsoft_agents.hosting.core import ChannelServiceAdapter, TurnContext
+from microsoft_agents.activity import Activity, ActivityTypes
 
 from bot.core import ChatContext, ChatCore
 from bot.teams.bot import CitebotTeamsBot
 from bot.texts import APOLOGY, GRAPH_NOT_CONFIGURED, SYNC_ONLY_IN_CHANNELS
 from bot.texts import TEAMS_HELP_TEXT as HELP_TEXT
 from connectors.settings import Settings
+from tests.helpers.pdfs import make_pdf
+from tests.helpers.teams import TeamsHarness as Harness
+from tests.helpers.teams import wire
 
 pytestmark = pytest.mark.slow
-
-
-def wire(activity: Activity) -> dict[str, Any]:
-    """The activity as the Bot Connector receives it (JSON, camelCase keys)."""
-    return activity.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,20 +46,6 @@ LINES = [
 ]
 
 _ids = itertools.count(1)
-
-
-def make_pdf(lines: list[str]) -> bytes:
-    from reportlab.lib.pagesizes import A4
-    from reportlab.pdfgen import canvas
-
-    buf = io.BytesIO()
-    c = canvas.Canvas(buf, pagesize=A4, invariant=1)
-    for i, line in enumerate(lines):
-        c.setFont("Helvetica", 12)
-        c.drawString(60, 800 - 24 * i, line)
-    c.showPage()
-    c.save()
-    return buf.getvalue()
 
 
 def channel_activity(text: str, *, mention: bool = True) -> Activity:
@@ -106,67 +86,16 @@ def chat_activity(text: str, *, chat: str = "a:1chat-flows", **extra: Any) -> Ac
     return Activity.model_validate(data)
 
 
-class RecordingAdapter(ChannelServiceAdapter):
-    """Keeps what the bot sends, in the turn and proactively, in ``activity_buffer`` instead of posting it."""
-
-    def __init__(self) -> None:
-        super().__init__(None)  # type: ignore[arg-type] - no connector clients: nothing leaves the process
-        self.activity_buffer: list[Activity] = []
-        self._ids = itertools.count(1)
-
-    async def send_activities(self, context: TurnContext, activities: list[Activity]) -> list[ResourceResponse]:
-        for activity in activities:
-            if activity.type == ActivityTypes.invoke_response:
-                context.turn_state[self.INVOKE_RESPONSE_KEY] = activity
-            self.activity_buffer.append(activity)
-        return [ResourceResponse(id=f"sent-{next(self._ids)}") for _ in activities]
-
-    async def update_activity(self, context: TurnContext, activity: Activity) -> ResourceResponse:
-        self.activity_buffer.append(activity)
-        return ResourceResponse(id=activity.id)
-
-    async def delete_activity(self, context: TurnContext, reference: ConversationReference) -> None:
-        return None
-
-    async def continue_conversation(  # type: ignore[override]
-        self, agent_app_id: str, continuation_activity: Activity, callback: Any
-    ) -> None:
-        await self.run_pipeline(TurnContext(self, continuation_activity), callback)
-
-
-@dataclass
-class Turn:
-    in_turn: list[Activity]  # sent while the turn ran
-    later: list[Activity]  # sent proactively after it
-
-
-@dataclass
-class Harness:
-    core: ChatCore
-    bot: CitebotTeamsBot
-
-    def run(self, activity: Activity) -> Turn:
-        adapter = RecordingAdapter()
-
-        async def go() -> Turn:
-            ctx = TurnContext(adapter, activity)
-            await adapter.run_pipeline(ctx, self.bot.on_turn)
-            n = len(adapter.activity_buffer)
-            await self.bot.drain()
-            return Turn(list(adapter.activity_buffer[:n]), list(adapter.activity_buffer[n:]))
-
-        return asyncio.run(go())
-
-
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harness]:
     settings = Settings(data_dir=tmp_path_factory.mktemp("teams-flows"))
     core = ChatCore.from_settings(settings)
     ctx = ChatContext(platform="teams", scope=SCOPE, user="29:alice")
-    result = core.upload(ctx, file_name=FILE, data=make_pdf(LINES))
+    # one page, 12 pt lines 24 pt apart, none of them bold
+    result = core.upload(ctx, file_name=FILE, data=make_pdf([LINES], size=12, leading=24, top=800, bold=None))
     assert result.status == "indexed"
     bot = CitebotTeamsBot(core, settings, workers=2)
-    yield Harness(core, bot)
+    yield Harness(core, settings, bot=bot)
     bot.close()
 
 

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import html
 import io
-import itertools
 import json
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +20,27 @@ import structlog
 from markdown_it import MarkdownIt
 
 from bot.core import ChatCore
-from bot.teams.activity import FILE_DOWNLOAD_INFO
 from bot.teams.server import anonymous_authentication, build_app
 from bot.texts import APOLOGY
 from connectors.settings import Settings
-from eval.fakes.microsoft import AppThread, Call, ChannelFolder, FakeMicrosoft
+from eval.fakes.microsoft import AppThread, ChannelFolder, FakeMicrosoft
+from tests.helpers.pdfs import ZEPHYR_LINES, make_pdf
+from tests.helpers.teams import (
+    APP_ID,
+    APP_PASSWORD,
+    BOT,
+    CHANNEL_A,
+    CHANNEL_B,
+    GROUP_ID,
+    OTHER_TENANT,
+    PDF_LAYOUT,
+    TEAM_ID,
+    TENANT,
+    citations,
+    cited_files,
+    new_id,
+)
+from tests.helpers.teams import TeamsHarness as World
 
 pytestmark = pytest.mark.slow
 
@@ -36,26 +50,8 @@ def _log_to_live_streams() -> None:
     """A CLI test run earlier may have bound structlog to a captured stream pytest has since closed."""
     structlog.reset_defaults()
 
-APP_ID = "0b7f9a3c-1d2e-4f50-8a6b-9c0d1e2f3a4b"
-APP_PASSWORD = "fake-app-password"  # noqa: S105
-BOT = {"id": f"28:{APP_ID}", "name": "Citebot"}
-TENANT = "tenant-one"
-OTHER_TENANT = "tenant-two"
-TEAM_ID = "19:team-ops@thread.tacv2"
-GROUP_ID = "9f1c2d3e-0000-4000-8000-00000000aaaa"
-CHANNEL_A = "19:channel-a@thread.tacv2"
-CHANNEL_B = "19:channel-b@thread.tacv2"
-
 # Each PDF holds one fact nobody else has, so a leak is visible in the answer.
 ZEPHYR = "zephyr_budget.pdf"
-ZEPHYR_LINES = [
-    "Aurora Project Finance Memo",
-    "1 Budget",
-    "The Zephyr budget for the Aurora project is 4,200 kroner per quarter.",
-    "Requests above the Zephyr budget need approval from the finance committee.",
-    "2 Reporting",
-    "Spending is reported to the steering group every month.",
-]
 KESTREL = "kestrel_parking.pdf"
 KESTREL_LINES = [
     "Kestrel Campus Parking Rules",
@@ -70,143 +66,6 @@ ORCHID_LINES = [
     "Orchid staff travel by train when the journey takes under six hours.",
     "First class tickets are reimbursed only for journeys over four hours.",
 ]
-
-
-def make_pdf(lines: list[str]) -> bytes:
-    from reportlab.lib.pagesizes import A4
-    from reportlab.pdfgen import canvas
-
-    buf = io.BytesIO()
-    c = canvas.Canvas(buf, pagesize=A4, invariant=1)
-    y = 800
-    for line in lines:
-        c.setFont("Helvetica-Bold" if line[:1].isdigit() or lines.index(line) == 0 else "Helvetica", 12)
-        c.drawString(60, y, line)
-        y -= 24
-    c.showPage()
-    c.save()
-    return buf.getvalue()
-
-
-_ids = itertools.count(1_700_000_000_000)
-
-
-def new_id() -> str:
-    return str(next(_ids))
-
-
-@dataclass
-class World:
-    fake: FakeMicrosoft
-    app: AppThread
-    core: ChatCore
-    settings: Settings
-
-    # --- activities -------------------------------------------------------------------------------
-    def channel_message(
-        self,
-        text: str,
-        *,
-        channel: str = CHANNEL_A,
-        tenant: str = TENANT,
-        mention: bool = True,
-        user: str = "29:alice",
-        group_id: str | None = GROUP_ID,
-        activity_id: str | None = None,
-    ) -> dict[str, Any]:
-        activity_id = activity_id or new_id()
-        team: dict[str, Any] = {"id": TEAM_ID}
-        if group_id:
-            team["aadGroupId"] = group_id
-        return {
-            "type": "message",
-            "id": activity_id,
-            "channelId": "msteams",
-            "serviceUrl": self.fake.service_url,
-            "from": {"id": user, "name": user},
-            "recipient": BOT,
-            "conversation": {
-                "id": f"{channel};messageid={activity_id}",
-                "conversationType": "channel",
-                "isGroup": True,
-                "tenantId": tenant,
-            },
-            "channelData": {"channel": {"id": channel}, "team": team, "tenant": {"id": tenant}},
-            "text": f"<at>Citebot</at> {text}" if mention else text,
-            "entities": [{"type": "mention", "text": "<at>Citebot</at>", "mentioned": BOT}] if mention else [],
-        }
-
-    def chat_message(
-        self,
-        text: str,
-        *,
-        chat: str = "a:1personal-alice",
-        tenant: str = TENANT,
-        user: str = "29:alice",
-        kind: str = "personal",
-        attachments: list[dict[str, Any]] | None = None,
-        activity_id: str | None = None,
-    ) -> dict[str, Any]:
-        return {
-            "type": "message",
-            "id": activity_id or new_id(),
-            "channelId": "msteams",
-            "serviceUrl": self.fake.service_url,
-            "from": {"id": user, "name": user},
-            "recipient": BOT,
-            "conversation": {"id": chat, "conversationType": kind, "tenantId": tenant, "isGroup": kind != "personal"},
-            "channelData": {"tenant": {"id": tenant}},
-            "text": text,
-            "attachments": attachments or [],
-        }
-
-    def file_attachment(self, name: str, data: bytes) -> dict[str, Any]:
-        key = f"{new_id()}-{name}"
-        self.fake.files[key] = data
-        return {
-            "contentType": FILE_DOWNLOAD_INFO,
-            "contentUrl": f"https://contoso-my.sharepoint.com/personal/alice/Documents/{name}",
-            "name": name,
-            "content": {"downloadUrl": self.fake.file_url(key), "uniqueId": key, "fileType": name.rsplit(".", 1)[-1]},
-        }
-
-    # --- transport --------------------------------------------------------------------------------
-    def post(self, activity: dict[str, Any]) -> requests.Response:
-        return requests.post(f"{self.app.url}/api/messages", json=activity, timeout=60)
-
-    def replies(self, conversation_id: str) -> list[Call]:
-        return [c for c in self.fake.connector_calls() if c.conversation_id == conversation_id]
-
-    def wait_answer(self, activity: dict[str, Any]) -> Call:
-        """The answer to ``activity``: a message with entities replying to it in its conversation."""
-        conv, activity_id = activity["conversation"]["id"], activity["id"]
-        return self.fake.wait_for(
-            lambda c: (
-                c.conversation_id == conv
-                and c.reply_to_id == activity_id
-                and c.type == "message"
-                and bool(c.body.get("entities"))
-            ),
-            timeout=60,
-        )[-1]
-
-    def wait_text(self, conversation_id: str, needle: str, *, since: float = 0.0, timeout: float = 90) -> Call:
-        return self.fake.wait_for(
-            lambda c: c.conversation_id == conversation_id and needle in c.text and c.at >= since, timeout=timeout
-        )[-1]
-
-    def ask(self, activity: dict[str, Any]) -> Call:
-        assert self.post(activity).status_code in (200, 201)
-        return self.wait_answer(activity)
-
-
-def citations(call: Call) -> list[dict[str, Any]]:
-    (entity,) = [e for e in call.body["entities"] if e.get("@type") == "Message"]
-    return list(entity.get("citation") or [])
-
-
-def cited_files(call: Call) -> set[str]:
-    return {c["appearance"]["name"] for c in citations(call)}
 
 
 _MD = MarkdownIt("commonmark")  # links as a Teams client draws them from a markdown message
@@ -268,7 +127,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 def seeded(world: World) -> World:
     """Channel A synced from its Files tab (Zephyr), a personal chat holding Kestrel (sent as a file)."""
     fake = world.fake
-    fake.files[ZEPHYR] = make_pdf(ZEPHYR_LINES)
+    fake.files[ZEPHYR] = make_pdf([ZEPHYR_LINES], **PDF_LAYOUT)
     fake.files["notes.txt"] = b"not a pdf"
     fake.files["zephyr_copy.pdf"] = fake.files[ZEPHYR]
     folder = [ZEPHYR, "notes.txt", "zephyr_copy.pdf"]
@@ -277,7 +136,8 @@ def seeded(world: World) -> World:
     assert world.post(sync).status_code in (200, 201)
     world.wait_text(sync["conversation"]["id"], "Synced 2 PDFs")
 
-    upload = world.chat_message("", attachments=[world.file_attachment(KESTREL, make_pdf(KESTREL_LINES))])
+    kestrel = make_pdf([KESTREL_LINES], **PDF_LAYOUT)
+    upload = world.chat_message("", attachments=[world.file_attachment(KESTREL, kestrel)])
     assert world.post(upload).status_code in (200, 201)
     world.wait_text(upload["conversation"]["id"], f"Indexed {KESTREL}")
     return world
@@ -385,7 +245,7 @@ def test_slow_ingest_is_finished_proactively(seeded: World) -> None:
     chat = "a:1personal-slow"
     seeded.fake.download_delay_s = 1.0
     try:
-        attachment = seeded.file_attachment(ORCHID, make_pdf(ORCHID_LINES))
+        attachment = seeded.file_attachment(ORCHID, make_pdf([ORCHID_LINES], **PDF_LAYOUT))
         upload = seeded.chat_message("", chat=chat, attachments=[attachment])
         resp = seeded.post(upload)
         acked = time.perf_counter()
@@ -414,18 +274,8 @@ def test_ingest_progress_edits_the_status_message_and_the_result_comes_last(
         ["Badges", "Green badges open the laboratory wing; grey badges open only the offices."],
         ["Deliveries", "Couriers leave parcels in the loading bay behind the cafeteria."],
     ]
-    from reportlab.lib.pagesizes import A4
-    from reportlab.pdfgen import canvas
-
-    buf = io.BytesIO()
-    c = canvas.Canvas(buf, pagesize=A4, invariant=1)
-    for lines in pages:
-        c.setFont("Helvetica", 12)
-        for i, line in enumerate(lines):
-            c.drawString(60, 800 - 24 * i, line)
-        c.showPage()
-    c.save()
-    upload = seeded.chat_message("", chat=chat, attachments=[seeded.file_attachment("heron.pdf", buf.getvalue())])
+    heron = make_pdf(pages, **PDF_LAYOUT, bold=None)
+    upload = seeded.chat_message("", chat=chat, attachments=[seeded.file_attachment("heron.pdf", heron)])
     assert seeded.post(upload).status_code in (200, 201)
     seeded.wait_text(chat, "Indexed heron.pdf")
     calls = seeded.replies(chat)
@@ -464,7 +314,8 @@ def test_reaction_and_feedback_invoke_land_in_the_same_log(
     chat = "19:groupchat-feedback@thread.v2"
     # the group chat gets its own PDF first, so the answer has a citation
     upload = seeded.chat_message(
-        "", chat=chat, kind="groupChat", attachments=[seeded.file_attachment(KESTREL, make_pdf(KESTREL_LINES))]
+        "", chat=chat, kind="groupChat",
+        attachments=[seeded.file_attachment(KESTREL, make_pdf([KESTREL_LINES], **PDF_LAYOUT))],
     )
     seeded.post(upload)
     seeded.wait_text(chat, f"Indexed {KESTREL}")
@@ -674,7 +525,7 @@ def test_sync_finds_the_team_group_through_the_bot_connector(seeded: World) -> N
     """Channel messages usually lack channelData.team.aadGroupId: the bot asks the Bot Connector."""
     fake = seeded.fake
     fake.team_groups[TEAM_ID] = GROUP_ID
-    fake.files["orchid_b.pdf"] = make_pdf(ORCHID_LINES)
+    fake.files["orchid_b.pdf"] = make_pdf([ORCHID_LINES], **PDF_LAYOUT)
     fake.channel_folders[(GROUP_ID, CHANNEL_B)] = ChannelFolder("drive-1", "folder-b", ["orchid_b.pdf"])
     sync = seeded.channel_message("sync", channel=CHANNEL_B, group_id=None)
     assert seeded.post(sync).status_code in (200, 201)

@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +27,8 @@ from haystack.testing.document_store import DocumentStoreBaseTests
 from connectors.settings import Settings
 from connectors.store_api import ScopeRequiredError, StoreError
 from connectors.stores import make_retrievers, open_store
+from tests.helpers.stores import DIM, STORE_KINDS, chunk, drop_store, store_settings, unit
 
-ES_URL = os.environ.get("CITEBOT_TEST_ELASTICSEARCH_URL")
-ES_SKIP_REASON = (
-    "set CITEBOT_TEST_ELASTICSEARCH_URL to a running Elasticsearch 8 (deploy/docker-compose.yml starts one) "
-    "to run the contract suite against it"
-)
-STORE_KINDS = [
-    "sqlite",
-    pytest.param(
-        "elasticsearch", marks=[pytest.mark.integration, pytest.mark.skipif(not ES_URL, reason=ES_SKIP_REASON)]
-    ),
-]
-DIM = 384
 # What a failed write may raise: the input was bad, an id clashed, or the store refused.
 WRITE_ERRORS = (ValueError, DuplicateDocumentError, DocumentStoreError, StoreError)
 
@@ -48,63 +36,6 @@ WRITE_ERRORS = (ValueError, DuplicateDocumentError, DocumentStoreError, StoreErr
 # --------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------
-def store_settings(kind: str, tmp_path: Path, dim: int = DIM) -> dict[str, Any]:
-    if kind == "sqlite":
-        return {"data_dir": str(tmp_path / "data"), "embedding_dim": dim}
-    return {
-        "data_dir": str(tmp_path / "data"),
-        "embedding_dim": dim,
-        "elasticsearch_url": ES_URL,
-        "elasticsearch_index": f"citebot-test-{uuid.uuid4().hex[:12]}",
-    }
-
-
-def drop_store(store: Any) -> None:
-    drop = getattr(store, "drop_index", None)
-    if drop is not None:
-        drop()
-    close = getattr(store, "close", None)
-    if close is not None:
-        close()
-
-
-def unit(*weights: tuple[int, float], dim: int = DIM) -> list[float]:
-    """A unit vector with the given (axis, weight) components."""
-    v = np.zeros(dim, dtype=np.float64)
-    for axis, w in weights:
-        v[axis] += w
-    return (v / np.linalg.norm(v)).tolist()
-
-
-def chunk(
-    doc_id: str,
-    i: int,
-    text: str,
-    *,
-    scope: str = "local",
-    file: str = "a.pdf",
-    embedding: list[float] | None = None,
-    **meta: Any,
-) -> Document:
-    m = {
-        "scope": scope,
-        "doc_id": doc_id,
-        "file_name": file,
-        "page_start": meta.pop("page_start", i + 1),
-        "page_end": meta.pop("page_end", i + 1),
-        "section": meta.pop("section", ""),
-        "section_id": "",
-        "element_type": meta.pop("element_type", "text"),
-        "label": meta.pop("label", ""),
-        "chunk_index": i,
-        "sha256": f"sha-{doc_id}",
-        "uploaded_by": "U1",
-        "uploaded_at": meta.pop("uploaded_at", "2026-01-01T10:00:00+00:00"),
-        **meta,
-    }
-    return Document(id=f"{doc_id}:{i:05d}", content=text, meta=m, embedding=embedding or unit((i % DIM, 1.0)))
-
-
 def snapshot(store: Any, scopes: list[str]) -> Any:
     """Everything a user could see of ``scopes``."""
     docs = store.fetch(scopes=scopes, limit=10_000)

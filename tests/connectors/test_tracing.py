@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from connectors import tracing
 from connectors.settings import Settings
 from pipelines.service import CitebotService
-from tests.bot.test_slack_bot import make_pdf
+from tests.helpers.pdfs import make_pdf
 
 pytestmark = pytest.mark.slow
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
-from pydantic import AliasChoices
 
 from bot.health import READY_PATH
 from connectors.settings import Settings
+from tests.helpers.deploy import setting_names
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 VERSION = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
@@ -23,17 +23,6 @@ BOTS = {"citebot-slack": "slack", "citebot-teams": "teams"}
 COMPOSE_ONLY = {
     "ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD", "ES_HEAP", "ES_MEM_LIMIT", "CITEBOT_IMAGE", "CITEBOT_TEAMS_PUBLISH_PORT",
 }
-
-
-def setting_names() -> set[str]:
-    """Every environment variable name the settings object reads."""
-    names = set()
-    for field, info in Settings.model_fields.items():
-        if isinstance(info.validation_alias, AliasChoices):
-            names |= {str(c) for c in info.validation_alias.choices}
-        else:
-            names.add(f"CITEBOT_{field.upper()}")
-    return names
 
 
 @pytest.fixture(scope="module")

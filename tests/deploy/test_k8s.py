@@ -5,39 +5,14 @@ credentials from a Secret, every setting a real one."""
 from __future__ import annotations
 
 import copy
-import os
 import tomllib
-from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from bot.health import HEALTH_PATH, METRICS_PATH, READY_PATH
-from tests.deploy.test_compose import setting_names
-
-K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
-KUBERNETES_VERSION = "1.30.0"  # the oldest minor still supported upstream when this was written; 1.3x accept it too
-
-if os.environ.get("CI"):
-    import kubernetes_validate  # declared in the test extra: CI must have it
-else:
-    kubernetes_validate = pytest.importorskip(
-        "kubernetes_validate", reason="kubernetes-validate is in the test extra: pip install -e '.[test]'"
-    )
-
-
-def manifests() -> list[tuple[str, dict[str, Any]]]:
-    out = []
-    for path in sorted(K8S.glob("*.yaml")):
-        if path.name == "kustomization.yaml":
-            continue
-        out += [(path.name, doc) for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
-    return out
-
-
-def by_kind(kind: str) -> dict[str, dict[str, Any]]:
-    return {doc["metadata"]["name"]: doc for _, doc in manifests() if doc["kind"] == kind}
+from tests.helpers.deploy import setting_names
+from tests.helpers.k8s import K8S, KUBERNETES_VERSION, by_kind, kubernetes_validate, manifests
 
 
 @pytest.mark.parametrize("version", [KUBERNETES_VERSION, kubernetes_validate.latest_version()])

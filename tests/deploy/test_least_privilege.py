@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.test_k8s import K8S, KUBERNETES_VERSION, by_kind, kubernetes_validate
+from tests.helpers.k8s import K8S, KUBERNETES_VERSION, by_kind, kubernetes_validate
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 ACCESS = K8S / "elasticsearch" / "access.yaml"

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
-from reportlab.lib.pagesizes import A4
-from reportlab.pdfgen import canvas
 
 from connectors.settings import Settings
 from eval.page_baseline import PageBaseline
+from tests.helpers.pdfs import make_pdf
 
 HANDBOOK = [
     ["Welcome to Halvorsen", "This handbook describes how the company works and whom to ask."],
@@ -26,25 +24,12 @@ FILING = [
 ]
 
 
-def _pdf(pages: list[list[str]]) -> bytes:
-    buf = io.BytesIO()
-    c = canvas.Canvas(buf, pagesize=A4)
-    for lines in pages:
-        y = 780
-        for line in lines:
-            c.drawString(72, y, line)
-            y -= 20
-        c.showPage()
-    c.save()
-    return buf.getvalue()
-
-
 @pytest.fixture
 def docs(tmp_path: Path) -> tuple[list[Path], dict[str, str]]:
     folder = tmp_path / "docs"
     folder.mkdir()
-    (folder / "handbook.pdf").write_bytes(_pdf(HANDBOOK))
-    (folder / "filing.pdf").write_bytes(_pdf(FILING))
+    (folder / "handbook.pdf").write_bytes(make_pdf(HANDBOOK, size=12, leading=20, left=72, bold=None))
+    (folder / "filing.pdf").write_bytes(make_pdf(FILING, size=12, leading=20, left=72, bold=None))
     pdfs = sorted(folder.iterdir())
     return pdfs, {p.name: f"scope:{p.stem}" for p in pdfs}
 

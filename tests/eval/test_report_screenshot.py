@@ -14,7 +14,7 @@ from PIL import Image
 
 from eval.report import write_report
 from eval.screenshot import find_chromium, screenshot
-from tests.eval.test_compare_report import good, missed, refused_unanswerable, write_run
+from tests.helpers.runs import good, missed, refused_unanswerable, write_run
 
 pytestmark = [
     pytest.mark.slow,

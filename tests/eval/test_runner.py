@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from eval.records import read_results
 from eval.report_tables import run_summary_markdown
 from eval.runner import EvalRunError, RunOptions, all_modes, run_eval, stratified
 from pipelines.models import Answer, Citation, IngestResult, RetrievedChunk
+from tests.helpers.pdfs import make_pdf
 
 
 class FakeStore:
@@ -288,24 +288,14 @@ def test_mode_all_writes_one_run_per_mode(setup: Any) -> None:
     assert len(calls["ingest"]) == 2  # indexed once for all modes
 
 
-def _pdf(pages: list[str]) -> bytes:
-    from reportlab.pdfgen import canvas
-
-    buf = io.BytesIO()
-    c = canvas.Canvas(buf)
-    for text in pages:
-        c.drawString(72, 760, text)
-        c.showPage()
-    c.save()
-    return buf.getvalue()
-
-
 def test_mode_all_runs_both_fusions_bm25_dense_and_the_naive_page_baseline(setup: Any) -> None:
     settings, opts, calls = setup
-    (opts.docs_dir / "one.pdf").write_bytes(_pdf(["Contents and foreword.", "Gloves can be returned within 21 days.",
-                                                  "The board met eleven times."]))
-    (opts.docs_dir / "two.pdf").write_bytes(_pdf(["Annual report cover.", "Free cash flow was 3,282 million.",
-                                                  "Hotels are paid up to 120 euros a night."]))
+    one_line_pages = {"size": 12, "top": 760, "left": 72, "bold": None}
+    one = [["Contents and foreword."], ["Gloves can be returned within 21 days."], ["The board met eleven times."]]
+    two = [["Annual report cover."], ["Free cash flow was 3,282 million."],
+           ["Hotels are paid up to 120 euros a night."]]
+    (opts.docs_dir / "one.pdf").write_bytes(make_pdf(one, **one_line_pages))
+    (opts.docs_dir / "two.pdf").write_bytes(make_pdf(two, **one_line_pages))
     cases = [{"id": "a", "question": "How long can gloves be returned?", "sources": [{"doc": "one.pdf", "pages": [2]}]},
              {"id": "b", "question": "What was the free cash flow?", "sources": [{"doc": "two.pdf", "pages": [2]}]},
              {"id": "d", "question": "How much may a hotel night cost?", "sources": [{"doc": "two.pdf", "pages": [3]}]}]
@@ -493,7 +483,7 @@ class TestIndexCode:
 
     @pytest.mark.parametrize(("rel", "old", "new"), [
         ("pipelines/components/chunker.py", "from __future__", "CHUNK_TWEAK = 1\nfrom __future__"),
-        ("pipelines/components/ocr.py", "from __future__", "OCR_TWEAK = 1\nfrom __future__"),
+        ("pipelines/reading/ocr.py", "from __future__", "OCR_TWEAK = 1\nfrom __future__"),
         ("pipelines/indexing.py", "from __future__", "INDEXING_TWEAK = 1\nfrom __future__"),
         ("connectors/sqlite_store/schema.py", "CREATE TABLE IF NOT EXISTS chunks (",
          "CREATE TABLE IF NOT EXISTS chunks (\n"),

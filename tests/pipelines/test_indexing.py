@@ -19,7 +19,7 @@ from eval import sample_pdfs
 from pipelines.components.chunker import StructureChunker
 from pipelines.indexing import FAILED_INTERNAL, Indexer, make_doc_id
 from pipelines.models import IngestProgress
-from tests.pipelines.pdf_factory import remapped_pdf, slide_deck_pdf, to_control_chars, to_math_bold
+from tests.helpers.pdfs import remapped_pdf, slide_deck_pdf, to_control_chars, to_math_bold
 
 
 def _settings(tmp_path: Path, **kw: object) -> Settings:
@@ -108,7 +108,10 @@ class TestIngestSamples:
             sample_pdfs.sample_bytes(sample_pdfs.HANDBOOK)).hexdigest())
         chunks = ix.store.fetch(scopes=["local"], limit=500)
         assert len(chunks) == res.chunks
-        assert all(c.embedding is not None or True for c in chunks)
+        # every chunk is stored with its vector, all of one length (dense retrieval can find each of them)
+        vectors = [c.embedding for c in ix.store.fetch(scopes=["local"], limit=500, return_embedding=True)]
+        assert len(vectors) == res.chunks and all(v is not None for v in vectors)
+        assert len({len(v) for v in vectors if v is not None}) == 1 and len(vectors[0] or []) > 0
         by_label = [c for c in chunks if c.meta["label"] == "Table 2"]
         assert by_label and all(c.meta["element_type"] == "table" for c in by_label)
         sec = ix.store.fetch(scopes=["local"], filters={"field": "meta.section_id", "operator": "==", "value": "4.2"})

@@ -15,12 +15,10 @@ from haystack import Document
 
 from connectors.settings import Settings
 from eval import sample_pdfs
+from eval.bench.reading import OcrFallback, PdfGuard, PdfParser
 from pipelines.components.chunker import StructureChunker, load_token_counter
 from pipelines.components.embedder import PassageEmbedder, passage_text
 from pipelines.components.isolated_reader import IsolatedPdfReader
-from pipelines.components.ocr import OcrFallback
-from pipelines.components.pdf_guard import PdfGuard
-from pipelines.components.pdf_parser import PdfParser
 from pipelines.components.structure import (
     StructureDetector,
     caption_label,
@@ -29,7 +27,7 @@ from pipelines.components.structure import (
 )
 from pipelines.reading.layout import Element, IngestError, Line, Page, ParsedPdf
 from pipelines.reading.text import repair_letter_spacing
-from tests.pipelines.pdf_factory import remapped_pdf, to_control_chars, to_math_bold
+from tests.helpers.pdfs import remapped_pdf, to_control_chars, to_math_bold
 
 MODEL_PATH = str(Settings().resolved_model_path)
 
@@ -95,7 +93,7 @@ class TestPdfGuard:
         guard = PdfGuard(max_file_mb=5, max_pages=10, max_stream_mb=8, max_total_inflated_mb=64)
         data = guard.to_dict()
         assert data == {
-            "type": "pipelines.components.pdf_guard.PdfGuard",
+            "type": "eval.bench.reading.PdfGuard",
             "init_parameters": {"max_file_mb": 5, "max_pages": 10, "max_stream_mb": 8, "max_total_inflated_mb": 64},
         }
         again = PdfGuard.from_dict(data)
@@ -140,7 +138,7 @@ class TestPdfParser:
         with pytest.raises(ValueError, match="ocr_min_chars"):
             PdfParser(ocr_min_chars=-1)
         data = PdfParser(ocr_min_chars=12).to_dict()
-        assert data == {"type": "pipelines.components.pdf_parser.PdfParser", "init_parameters": {"ocr_min_chars": 12}}
+        assert data == {"type": "eval.bench.reading.PdfParser", "init_parameters": {"ocr_min_chars": 12}}
         assert PdfParser.from_dict(data).ocr_min_chars == 12
 
     def test_flags_only_the_scanned_page_for_ocr(self) -> None:

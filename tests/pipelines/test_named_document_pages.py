@@ -6,7 +6,7 @@ import pytest
 
 from connectors.settings import Settings
 from pipelines.service import CitebotService
-from tests.conftest import SHARED_PDFS
+from tests.helpers import SHARED_PDFS
 
 pytestmark = pytest.mark.slow
 

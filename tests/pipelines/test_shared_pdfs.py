@@ -10,14 +10,12 @@ import pytest
 
 from connectors.settings import Settings
 from connectors.stores import open_store
+from eval.bench.reading import OcrFallback, PdfGuard, PdfParser
 from pipelines.components.chunker import StructureChunker
-from pipelines.components.ocr import OcrFallback
-from pipelines.components.pdf_guard import PdfGuard
-from pipelines.components.pdf_parser import PdfParser
 from pipelines.components.structure import StructureDetector
 from pipelines.indexing import Indexer
 from pipelines.reading.layout import IngestError
-from tests.conftest import SHARED_PDFS
+from tests.helpers import SHARED_PDFS
 
 pytestmark = pytest.mark.slow
 

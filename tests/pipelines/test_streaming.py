@@ -24,7 +24,7 @@ from pipelines.components.llm_answerer import keep_supported
 from pipelines.models import Citation
 from pipelines.service import CitebotService
 from pipelines.streaming import SentencePreview
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
 
 SCOPE = "slack:T1:CSTREAM"
 LEAVE = "The primary carer receives 26 weeks of parental leave on full pay."
@@ -104,13 +104,17 @@ class TestSentencePreview:
         assert at[0] > reply.index('"citations"')
 
     def test_a_failing_show_stops_the_preview_not_the_answer(self) -> None:
+        tried: list[str] = []
+
         def show(piece: str) -> None:
+            tried.append(piece)
             raise OSError("the chat platform is gone")
 
         p = SentencePreview(validator=CitationValidator(), documents=DOCS, show=show, whole=True)
         reply = _reply("Carers get 26 weeks [1]. Notice is four weeks [2].", [LEAVE, NOTICE])
         for end in range(1, len(reply) + 1):
             p(reply[:end])  # never raises
+        assert len(tried) == 1  # the first sentence was tried; after the failure nothing more is sent
 
 
 # --- through the service, streamed by the local OpenAI-format server -------------------------------
@@ -118,7 +122,7 @@ class TestSentencePreview:
 
 @pytest.fixture(scope="module")
 def handbook() -> bytes:
-    return make_pdf([("4.2 Parental leave", f"{LEAVE} {NOTICE}")])
+    return sections_pdf([("4.2 Parental leave", f"{LEAVE} {NOTICE}")])
 
 
 @pytest.fixture

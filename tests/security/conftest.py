@@ -11,7 +11,7 @@ import pytest
 
 from connectors.settings import Settings
 from connectors.stores import open_store
-from tests.connectors.test_store_contract import STORE_KINDS, drop_store, store_settings
+from tests.helpers.stores import STORE_KINDS, drop_store, store_settings
 
 
 @pytest.fixture(params=STORE_KINDS)
@@ -24,24 +24,3 @@ def any_store(any_store_settings: Settings) -> Iterator[Any]:
     store = open_store(any_store_settings)
     yield store
     drop_store(store)
-
-
-def make_pdf(*pages: list[tuple[str, str]]) -> bytes:
-    """A text PDF, one page per argument: each page a list of ``(heading, paragraph)``."""
-    import io
-
-    from reportlab.lib.pagesizes import A4
-    from reportlab.lib.styles import getSampleStyleSheet
-    from reportlab.platypus import PageBreak, Paragraph, SimpleDocTemplate
-
-    styles = getSampleStyleSheet()
-    story: list[Any] = []
-    for i, page in enumerate(pages):
-        if i:
-            story.append(PageBreak())
-        for heading, text in page:
-            story.append(Paragraph(heading, styles["Heading2"]))
-            story.append(Paragraph(text, styles["BodyText"]))
-    buf = io.BytesIO()
-    SimpleDocTemplate(buf, pagesize=A4, title="Test document").build(story)
-    return buf.getvalue()

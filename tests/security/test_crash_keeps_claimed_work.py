@@ -24,13 +24,12 @@ from typing import Any
 import pytest
 
 from bot.core import ChatCore
-from bot.slack.app import build_bot
-from bot.slack.server import make_http_server
 from connectors.settings import Settings
 from connectors.state_log import StateLog
 from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, post_signed
 from pipelines.models import slack_scope
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
+from tests.helpers.slack import SlackHarness
 
 REPO = Path(__file__).resolve().parents[2]
 CHANNEL, USER, FILE_ID = "C0CRASH", "U0UPLOADER", "F0EXPENSES"
@@ -90,7 +89,8 @@ def _settings(data_dir: Path, fake: FakeSlack) -> dict[str, Any]:
 @pytest.mark.slow
 def test_an_upload_claimed_by_a_killed_process_is_indexed_on_slacks_retry(tmp_path: Path, fake: FakeSlack) -> None:
     cfg = _settings(tmp_path / "data", fake)
-    fake.add_file(FILE_ID, "expenses.pdf", make_pdf([("3 Travel", "Hotels are reimbursed up to 120 pounds a night.")]))
+    policy = sections_pdf([("3 Travel", "Hotels are reimbursed up to 120 pounds a night.")])
+    fake.add_file(FILE_ID, "expenses.pdf", policy)
     delivery = event_callback(
         {"type": "file_shared", "file_id": FILE_ID, "user_id": USER, "file": {"id": FILE_ID}, "channel_id": CHANNEL},
         event_id="Ev0CRASH0001",
@@ -117,20 +117,12 @@ def test_an_upload_claimed_by_a_killed_process_is_indexed_on_slacks_retry(tmp_pa
     # Slack re-sends the event to the restarted bot
     settings = Settings(_env_file=None, **cfg)  # type: ignore[call-arg]
     core = ChatCore.from_settings(settings)
-    bot = build_bot(settings, core)
-    server = make_http_server(bot.app, "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/slack/events"
-        assert post_signed(url, delivery, retry_num=1)[0] == 200
-        assert bot.wait_idle(180)
+    with SlackHarness.serving(settings, core, fake) as restarted:
+        assert post_signed(restarted.url, delivery, retry_num=1)[0] == 200
+        assert restarted.bot.wait_idle(180)
         # a second retry (Slack sends up to three) finds the work done and does nothing
-        assert post_signed(url, delivery, retry_num=2)[0] == 200
-        assert bot.wait_idle(60)
-    finally:
-        server.shutdown()
-        server.server_close()
-        bot.close()
+        assert post_signed(restarted.url, delivery, retry_num=2)[0] == 200
+        assert restarted.bot.wait_idle(60)
 
     updates = [c.params for c in fake.calls_to("chat.update", channel=CHANNEL)]
     assert updates and all(u["ts"] == indexing.reply["ts"] for u in updates)  # the status message it left

@@ -19,7 +19,7 @@ import pytest
 
 from connectors.settings import Settings
 from connectors.stores import open_state, open_store
-from tests.connectors.test_store_contract import chunk
+from tests.helpers.stores import chunk
 
 SECRET = "The merger with Contoso closes on 3 March"
 QUESTION = "when does the merger close?"

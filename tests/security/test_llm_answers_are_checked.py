@@ -24,7 +24,7 @@ from pipelines.answer_policy import NOTE_DROPPED
 from pipelines.components.llm_answerer import keep_supported
 from pipelines.models import Answer, Citation
 from pipelines.service import CitebotService
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +43,7 @@ QUESTION = "How many weeks of parental leave does the primary carer get?"
 
 @pytest.fixture(scope="module")
 def handbook() -> bytes:
-    return make_pdf(
+    return sections_pdf(
         [
             ("4.2 Parental leave", f"{LEAVE} {FORM}"),
             ("4.3 Notes", INJECTION),

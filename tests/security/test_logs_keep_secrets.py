@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,14 +17,13 @@ import pytest
 import requests
 
 from bot.core import ChatCore
-from bot.slack.app import build_bot
-from bot.slack.server import make_http_server
 from bot.teams.server import BOT_KEY, anonymous_authentication, build_app
 from bot.texts import APOLOGY
 from connectors.log import configure_logging
 from connectors.settings import Settings
 from eval.fakes.microsoft import AppThread, FakeMicrosoft
-from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, mention, post_signed
+from eval.fakes.slack_api import FakeSlack, mention
+from tests.helpers.slack import SlackHarness
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "hunter2"
@@ -103,25 +101,16 @@ def test_a_failing_slack_listener_logs_no_exception_text(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     fake = FakeSlack().start()
-    settings = Settings(_env_file=None, data_dir=tmp_path, slack_bot_token=BOT_TOKEN,  # type: ignore[call-arg]
-                        slack_signing_secret=SIGNING_SECRET, slack_api_url=fake.url, slack_workers=1,
-                        ocr_enabled=False)
-    bot = build_bot(settings, ChatCore.from_settings(settings))
-    server = make_http_server(bot.app, "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings = SlackHarness.settings(tmp_path, fake, slack_workers=1)
     try:
-        monkeypatch.setattr(bot.core.service, "answer", _boom)
-        configure_logging("info", "json")
-        url = f"http://127.0.0.1:{server.server_address[1]}/slack/events"
-        event = mention("C0LOGS", "U0MEMBER", "what is the budget?", "400.000001")
-        status, _ = post_signed(url, event_callback(event, team=TEAM, event_id="EvLOGS1"))
-        assert status == 200
-        fake.wait_for("chat.postMessage", channel="C0LOGS", text=APOLOGY)
-        assert bot.wait_idle(30)
+        with SlackHarness.serving(settings, ChatCore.from_settings(settings), fake) as slack:
+            monkeypatch.setattr(slack.bot.core.service, "answer", _boom)
+            configure_logging("info", "json")
+            event = mention("C0LOGS", "U0MEMBER", "what is the budget?", "400.000001")
+            assert slack.send(event, event_id="EvLOGS1") == 200
+            fake.wait_for("chat.postMessage", channel="C0LOGS", text=APOLOGY)
+            assert slack.bot.wait_idle(30)
     finally:
-        server.shutdown()
-        server.server_close()
-        bot.close()
         fake.stop()
     logged = "".join(capfd.readouterr())
     assert PASSWORD not in logged

@@ -17,7 +17,7 @@ from bot.core import ChatContext, ChatCore
 from bot.texts import docs_text, ingest_result_text
 from connectors.settings import Settings
 from pipelines.file_names import clean_name, is_look_alike, name_key
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
 
 SCOPE = "slack:T1:CHR"
 HR = ChatContext("slack", SCOPE, "UHR")
@@ -25,7 +25,7 @@ MALLORY = ChatContext("slack", SCOPE, "UMALLORY")
 
 
 def _policy(days: str) -> bytes:
-    return make_pdf([("4.2 Parental leave", f"Parental leave is {days} at full pay.")])
+    return sections_pdf([("4.2 Parental leave", f"Parental leave is {days} at full pay.")])
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from connectors.sqlite_store import SQLiteDocumentStore
-from tests.connectors.test_store_contract import DIM, chunk, unit
+from tests.helpers.stores import DIM, chunk, unit
 
 A, B = "slack:T1:CA", "slack:T1:CB"
 

@@ -18,16 +18,9 @@ from bot.core import ChatCore
 from bot.teams.server import anonymous_authentication, build_app
 from connectors.settings import Settings
 from eval.fakes.microsoft import AppThread, ChannelFolder, FakeMicrosoft
-from tests.bot.test_teams_http import (
-    APP_ID,
-    APP_PASSWORD,
-    CHANNEL_A,
-    GROUP_ID,
-    TENANT,
-    ZEPHYR_LINES,
-    World,
-    make_pdf,
-)
+from tests.helpers.pdfs import ZEPHYR_LINES, make_pdf
+from tests.helpers.teams import APP_ID, APP_PASSWORD, CHANNEL_A, GROUP_ID, PDF_LAYOUT, TENANT
+from tests.helpers.teams import TeamsHarness as World
 
 pytestmark = pytest.mark.slow
 
@@ -61,8 +54,8 @@ def world(tmp_path: Any) -> Iterator[World]:
 
 def test_a_synced_file_is_its_authors_not_the_syncing_members(world: World) -> None:
     fake = world.fake
-    fake.files[CAROLS] = make_pdf(ZEPHYR_LINES)
-    fake.files[APPS] = make_pdf(["Wiki export", "The wiki moved to the intranet in May."])
+    fake.files[CAROLS] = make_pdf([ZEPHYR_LINES], **PDF_LAYOUT)
+    fake.files[APPS] = make_pdf([["Wiki export", "The wiki moved to the intranet in May."]], **PDF_LAYOUT)
     fake.file_authors[CAROLS] = "oid-carol"
     fake.channel_folders[(GROUP_ID, CHANNEL_A)] = ChannelFolder("drive-1", "folder-a", [CAROLS, APPS])
 

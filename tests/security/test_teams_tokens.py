@@ -25,15 +25,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from bot.core import ChatCore
 from bot.teams.auth import CONNECTOR_SCOPE
 from bot.teams.server import build_app
-from connectors.settings import Settings
 from eval.fakes.microsoft import FAKE_TOKEN, AppThread, FakeMicrosoft
+from tests.helpers.teams import APP_ID, APP_PASSWORD, BOT, TeamsHarness
 
 pytestmark = pytest.mark.slow
 
-APP_ID = "0b7f9a3c-1d2e-4f50-8a6b-9c0d1e2f3a4b"
-APP_PASSWORD = "fake-app-password"  # noqa: S105
 ISSUER = "https://api.botframework.com"
-BOT = {"id": f"28:{APP_ID}", "name": "Citebot"}
 TENANT = "tenant-tokens"
 
 
@@ -72,58 +69,62 @@ def _serve_openid(key: rsa.RSAPrivateKey, kid: str, endorsements: list[str]) -> 
     return OpenId(f"http://127.0.0.1:{server.server_address[1]}/openid", server)
 
 
-@dataclass
-class World:
-    fake: FakeMicrosoft
-    app: AppThread
-    key: rsa.RSAPrivateKey
+def _message(world: TeamsHarness, text: str, *, service_url: str | None = None,
+             channel_id: str = "msteams") -> dict[str, Any]:
+    assert world.fake is not None
+    activity_id = str(time.time_ns())
+    return {
+        "type": "message", "id": activity_id, "channelId": channel_id,
+        "serviceUrl": service_url or world.fake.service_url,
+        "from": {"id": "29:alice"}, "recipient": BOT,
+        "conversation": {"id": f"a:1tokens-{activity_id}", "conversationType": "personal", "tenantId": TENANT},
+        "channelData": {"tenant": {"id": TENANT}}, "text": text,
+    }
 
-    def message(self, text: str, *, service_url: str | None = None, channel_id: str = "msteams") -> dict[str, Any]:
-        activity_id = str(time.time_ns())
-        return {
-            "type": "message", "id": activity_id, "channelId": channel_id,
-            "serviceUrl": service_url or self.fake.service_url,
-            "from": {"id": "29:alice"}, "recipient": BOT,
-            "conversation": {"id": f"a:1tokens-{activity_id}", "conversationType": "personal", "tenantId": TENANT},
-            "channelData": {"tenant": {"id": TENANT}}, "text": text,
-        }
 
-    def token(self, activity: dict[str, Any], *, key: rsa.RSAPrivateKey | None = None, **claims: Any) -> str:
-        now = int(time.time())
-        body = {"iss": ISSUER, "aud": APP_ID, "serviceurl": activity["serviceUrl"], "nbf": now - 5,
-                "exp": now + 3600, **claims}
-        return jwt.encode(body, key or self.key, algorithm="RS256", headers={"kid": "key-1"})
+def _token(activity: dict[str, Any], key: rsa.RSAPrivateKey, **claims: Any) -> str:
+    now = int(time.time())
+    body = {"iss": ISSUER, "aud": APP_ID, "serviceurl": activity["serviceUrl"], "nbf": now - 5,
+            "exp": now + 3600, **claims}
+    return jwt.encode(body, key, algorithm="RS256", headers={"kid": "key-1"})
 
-    def post(self, activity: dict[str, Any], token: str | None) -> tuple[int, list[str]]:
-        """Post ``activity``; the HTTP status and the texts the bot sent to its conversation because of it."""
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        resp = requests.post(f"{self.app.url}/api/messages", json=activity, headers=headers, timeout=60)
-        conv = activity["conversation"]["id"]
-        if resp.status_code < 300:
-            self.fake.wait_for(lambda c: c.conversation_id == conv, timeout=30)
-        return resp.status_code, [c.text for c in self.fake.connector_calls() if c.conversation_id == conv]
+
+def _sent(world: TeamsHarness, activity: dict[str, Any], token: str | None) -> tuple[int, list[str]]:
+    """Post ``activity``; the HTTP status and the texts the bot sent to its conversation because of it."""
+    assert world.fake is not None
+    resp = world.post(activity, token=token)
+    conv = activity["conversation"]["id"]
+    if resp.status_code < 300:
+        world.fake.wait_for(lambda c: c.conversation_id == conv, timeout=30)
+    return resp.status_code, [c.text for c in world.fake.connector_calls() if c.conversation_id == conv]
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    key = _key()
+def key() -> rsa.RSAPrivateKey:
+    """The key the OpenID metadata endorses."""
+    return _key()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, key: rsa.RSAPrivateKey) -> Iterator[TeamsHarness]:
     openid = _serve_openid(key, "key-1", ["msteams"])
     data_dir: Path = tmp_path_factory.mktemp("teams-tokens")
     try:
         with FakeMicrosoft(client_id=APP_ID, client_secret=APP_PASSWORD) as fake:
-            settings = Settings(data_dir=data_dir, teams_app_id=APP_ID, teams_app_password=APP_PASSWORD,
-                                teams_openid_url=openid.url, teams_token_url=fake.token_url,
-                                teams_graph_url=fake.graph_url)
-            with AppThread(build_app(settings, ChatCore.from_settings(settings))) as app:
-                yield World(fake, app, key)
+            settings = TeamsHarness.app_settings(data_dir, fake, teams_openid_url=openid.url)
+            core = ChatCore.from_settings(settings)
+            with AppThread(build_app(settings, core)) as app:
+                yield TeamsHarness(core, settings, fake, app)
     finally:
         openid.server.shutdown()
         openid.server.server_close()
 
 
-def test_a_token_signed_by_the_metadatas_key_is_served_and_the_reply_carries_the_bots_token(world: World) -> None:
-    activity = world.message("help")
-    status, texts = world.post(activity, world.token(activity))
+def test_a_token_signed_by_the_metadatas_key_is_served_and_the_reply_carries_the_bots_token(
+    world: TeamsHarness, key: rsa.RSAPrivateKey
+) -> None:
+    activity = _message(world, "help")
+    status, texts = _sent(world, activity, _token(activity, key))
     assert status in (200, 201)
     assert any("Citebot" in t for t in texts)
     (reply,) = [c for c in world.fake.connector_calls() if c.conversation_id == activity["conversation"]["id"]]
@@ -136,34 +137,38 @@ def test_a_token_signed_by_the_metadatas_key_is_served_and_the_reply_carries_the
     ["no token", "another key", "another audience", "another issuer", "expired", "another serviceurl",
      "a channel the key does not endorse"],
 )
-def test_a_token_that_does_not_check_out_gets_401_and_no_reply(world: World, case: str) -> None:
-    activity = world.message("help", channel_id="webchat" if "endorse" in case else "msteams")
+def test_a_token_that_does_not_check_out_gets_401_and_no_reply(
+    world: TeamsHarness, key: rsa.RSAPrivateKey, case: str
+) -> None:
+    activity = _message(world, "help", channel_id="webchat" if "endorse" in case else "msteams")
     claims: dict[str, Any] = {
         "another audience": {"aud": "someone-elses-app"},
         "another issuer": {"iss": "https://sts.windows.net/attacker/"},
         "expired": {"exp": int(time.time()) - 3600, "nbf": int(time.time()) - 7200},
         "another serviceurl": {"serviceurl": "https://smba.trafficmanager.net/emea/"},
     }.get(case, {})
-    token = None if case == "no token" else world.token(activity, key=_key() if case == "another key" else None,
-                                                         **claims)
-    status, texts = world.post(activity, token)
+    token = None if case == "no token" else _token(activity, _key() if case == "another key" else key,
+                                                     **claims)
+    status, texts = _sent(world, activity, token)
     assert status == 401
     assert texts == []
 
 
-def test_the_bots_token_never_goes_to_a_service_url_outside_the_bot_connector(world: World) -> None:
+def test_the_bots_token_never_goes_to_a_service_url_outside_the_bot_connector(
+    world: TeamsHarness, key: rsa.RSAPrivateKey
+) -> None:
     """Even with a valid signature (a token minted for another host): a serviceUrl that is not the Bot Connector's
     is refused before the bot asks for a token or posts anything."""
     outside = "https://attacker.example/api/"
-    activity = world.message("help", service_url=outside)
+    activity = _message(world, "help", service_url=outside)
     tokens_before, calls_before = world.fake.token_requests, len(world.fake.calls)
     resp = requests.post(f"{world.app.url}/api/messages", json=activity, timeout=60,
-                         headers={"Authorization": f"Bearer {world.token(activity)}"})
+                         headers={"Authorization": f"Bearer {_token(activity, key)}"})
     assert resp.status_code == 401
     assert world.fake.token_requests == tokens_before and len(world.fake.calls) == calls_before
 
 
-def test_a_slow_signing_key_fetch_does_not_hold_up_the_bots_replies(world: World) -> None:
+def test_a_slow_signing_key_fetch_does_not_hold_up_the_bots_replies(world: TeamsHarness) -> None:
     """An inbound token check that waits on Microsoft's key server (here: one that hangs) must not stop the bot
     from getting the token its replies need: the two fetches do not share one lock."""
     from bot.teams.auth import TeamsAuth, Unauthorized

@@ -17,11 +17,9 @@ import pytest
 
 import connectors.download as dl
 from bot.core import ChatCore
-from bot.slack.app import build_bot
-from bot.slack.server import make_http_server
 from connectors.download import BlockedAddressError, DownloadError, download
-from connectors.settings import Settings
-from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, message, post_signed
+from eval.fakes.slack_api import TEAM, FakeSlack, event_callback, message, post_signed
+from tests.helpers.slack import SlackHarness
 
 PDF = b"%PDF-1.7\n" + b"x" * 2000
 
@@ -141,16 +139,9 @@ def test_the_timeout_bounds_the_whole_download_not_each_read(servers: Any) -> No
 def slack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeSlack, Any, str]]:
     data_dir: Path = tmp_path_factory.mktemp("slack-tokens")
     fake = FakeSlack().start()
-    settings = Settings(_env_file=None, data_dir=data_dir, slack_bot_token=BOT_TOKEN,  # type: ignore[call-arg]
-                        slack_signing_secret=SIGNING_SECRET, slack_api_url=fake.url, slack_workers=1,
-                        ocr_enabled=False)
-    bot = build_bot(settings, ChatCore.from_settings(settings))
-    server = make_http_server(bot.app, "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield fake, bot, f"http://127.0.0.1:{server.server_address[1]}/slack/events"
-    server.shutdown()
-    server.server_close()
-    bot.close()
+    settings = SlackHarness.settings(data_dir, fake, slack_workers=1)
+    with SlackHarness.serving(settings, ChatCore.from_settings(settings), fake) as harness:
+        yield fake, harness.bot, harness.url
     fake.stop()
 
 

@@ -20,7 +20,7 @@ from connectors.settings import Settings
 from eval.fakes.openai_api import FakeOpenAI, fetched_passages, passages_in, tool_results
 from pipelines.answer_policy import NOTE_DROPPED
 from pipelines.service import CitebotService
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
 
 pytestmark = pytest.mark.slow
 
@@ -41,10 +41,10 @@ def test_a_steered_model_reads_nothing_of_another_channel_and_its_claims_are_dro
     with FakeOpenAI() as fake:
         svc = CitebotService(Settings(_env_file=None, data_dir=tmp_path / "data",  # type: ignore[call-arg]
                                       ocr_enabled=False, openai_base_url=fake.base_url, llm_model="fake-model"))
-        board = make_pdf([("Minutes", SECRET)])
+        board = sections_pdf([("Minutes", SECRET)])
         assert svc.ingest(board, file_name="board_minutes.pdf", scope=THEIRS).status == "indexed"
         (theirs,) = svc.list_documents(THEIRS)
-        handbook = make_pdf([("4.2 Parental leave", LEAVE)], [("4.3 Notes", _injection(theirs.doc_id))])
+        handbook = sections_pdf([("4.2 Parental leave", LEAVE)], [("4.3 Notes", _injection(theirs.doc_id))])
         assert svc.ingest(handbook, file_name="handbook.pdf", scope=OURS).status == "indexed"
 
         def obedient(req: dict[str, Any]) -> Any:

@@ -27,7 +27,7 @@ from connectors.settings import Settings
 from pipelines.indexing import TOO_MANY_CHUNKS, TOO_SLOW
 from pipelines.models import IngestProgress
 from pipelines.reading.reader import TOO_MUCH_TEXT
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ def glyph_lines_pdf(pages: int, lines: int) -> bytes:
 
 
 def _policy(text: str) -> bytes:
-    return make_pdf([("4.2 Parental leave", text)])
+    return sections_pdf([("4.2 Parental leave", text)])
 
 
 def _chunks(core: ChatCore) -> str:

@@ -14,8 +14,8 @@ import pytest
 from bot.core import ChatContext, ChatCore
 from bot.texts import ingest_result_text
 from connectors.settings import Settings
-from tests.connectors.test_store_contract import chunk
-from tests.security.conftest import make_pdf
+from tests.helpers.pdfs import sections_pdf
+from tests.helpers.stores import chunk
 
 SCOPE = "slack:T1:CFIN"
 ALICE = ChatContext("slack", SCOPE, "UALICE")
@@ -24,7 +24,7 @@ CAROL = ChatContext("slack", SCOPE, "UCAROL")  # a workspace admin
 
 
 def _expenses(limit: str) -> bytes:
-    return make_pdf([("3 Travel", f"Hotel costs are reimbursed up to {limit} per night with an itemised receipt.")])
+    return sections_pdf([("3 Travel", f"Hotel costs are reimbursed up to {limit} per night with an itemised receipt.")])
 
 
 def _contents(core: ChatCore) -> str:
