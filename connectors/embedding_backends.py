@@ -32,6 +32,7 @@ EmbeddingModelError.__module__ = OnnxExportError.__module__ = "connectors.embedd
 class Encoder(Protocol):
     backend: str  # the backend actually running (``torch`` after a fallback)
     fingerprint: str  # what the vectors are comparable by: stores record it
+    one_text_a_run: bool  # every text is run on its own, whatever the batch size asked (``onnx-int8``)
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, on_progress: Progress | None = None) -> np.ndarray:
         """Unit-normalised float32 embeddings, one row per text; ``on_progress(done, total)`` after each batch."""
@@ -40,6 +41,7 @@ class Encoder(Protocol):
 
 class TorchEncoder:
     backend = "torch"
+    one_text_a_run = False
 
     def __init__(self, path: Path, threads: int, fingerprint: str) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -136,6 +138,11 @@ class OnnxEncoder:
             raise EmbeddingModelError(f"could not load {onnx_file}: {type(e).__name__}") from e
         self.input_names = {i.name for i in self.session.get_inputs()}
         self.backend = backend
+        # dynamic quantization scales the activations of the whole batch at once, so a text's int8 vector would
+        # depend on the texts beside it (cosine 0.99 to itself alone): a question asked in a busy channel could
+        # then quote other passages than asked alone. One text a run is no slower here: sorted batches of 32
+        # took 10.6 CPU-s for 176 README passages, one at a time 8.2.
+        self.one_text_a_run = backend == "onnx-int8"
         self.fingerprint = fingerprint
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, on_progress: Progress | None = None) -> np.ndarray:
@@ -144,11 +151,7 @@ class OnnxEncoder:
         tokens computed for a 99-page 10-K from 109k to 84k. A text that occurs twice is embedded once."""
         if not texts:
             return np.zeros((0, 0), np.float32)
-        if self.backend == "onnx-int8":
-            # dynamic quantization scales the activations of the whole batch at once, so a text's int8 vector would
-            # depend on the texts beside it (cosine 0.99 to itself alone): a question asked in a busy channel could
-            # then quote other passages than asked alone. One text a run is no slower here: sorted batches of 32
-            # took 10.6 CPU-s for 176 README passages, one at a time 8.2.
+        if self.one_text_a_run:
             batch_size = 1
         unique = list(dict.fromkeys(texts))
         encodings = self.tokenizer.encode_batch(unique)

@@ -35,6 +35,7 @@ class BatchingEncoder:
             raise ValueError("window_s must be >= 0")
         self.encoder = encoder
         self.backend = encoder.backend
+        self.one_text_a_run = encoder.one_text_a_run
         self.fingerprint = encoder.fingerprint
         self.window_s = window_s
         self.max_texts = max_texts

@@ -70,7 +70,7 @@ class Settings(BaseSettings):
     )
     embedding_batch_window_ms: float = Field(
         4.0, ge=0.0, le=100.0, description="Concurrent questions arriving this close together are embedded as one "
-        "batch; 0 turns batching off."
+        "batch; 0 turns batching off. onnx-int8 embeds one text a run and is never batched."
     )
 
     # --- ingestion -------------------------------------------------------------------------

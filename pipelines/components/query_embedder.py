@@ -32,11 +32,15 @@ def check_embedding_args(
 
 
 def shared_encoder(model_path: str, threads: int, backend: str, models_dir: str, window_ms: float = 0.0) -> Any:
-    """The process's encoder for these settings; behind the shared batcher when ``window_ms`` > 0."""
+    """The process's encoder for these settings; behind the shared batcher when ``window_ms`` > 0 and the encoder
+    computes a batch at once. An encoder that runs one text at a time (``onnx-int8``) gains nothing from a shared
+    batch, which would only queue every worker's texts on one thread: called directly, each worker's run leaves the
+    interpreter to the others and the runs share the cores (``bench slack``: 50 mentions at once answered at
+    14-18/s against 10-11/s behind the batcher, same load)."""
     from connectors.embedding import get_encoder, shared_batcher
 
     enc = get_encoder(Path(model_path), threads, backend=backend, models_dir=Path(models_dir) if models_dir else None)
-    return shared_batcher(enc, window_ms / 1000) if window_ms > 0 else enc
+    return shared_batcher(enc, window_ms / 1000) if window_ms > 0 and not enc.one_text_a_run else enc
 
 
 @component

@@ -123,6 +123,7 @@ class TestOnnxExport:
 class _Fake:
     backend = "fake"
     fingerprint = "fake"
+    one_text_a_run = False
 
     def __init__(self, delay: float = 0.02, fail: bool = False) -> None:
         self.calls: list[list[str]] = []

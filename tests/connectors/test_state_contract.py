@@ -299,6 +299,35 @@ def test_journaled_work_is_taken_by_one_worker_among_racing_replicas(make_state:
     assert a.count_work(kinds=KINDS, states=("running",)) == 2
 
 
+def test_a_burst_of_work_accepted_at_once_is_journaled_once_each_with_its_first_payload(make_state: Factory) -> None:
+    """50 deliveries acked at the same moment (some of them Slack's re-deliveries of another): each new key is
+    journaled, pending, with the payload of its first delivery, and each re-delivery is told it is one."""
+    a, b = make_state(host="replica-a"), make_state(host="replica-b")
+    barrier = threading.Barrier(50)
+    results: dict[int, bool] = {}
+
+    def accept(i: int) -> None:
+        barrier.wait(10)
+        replica = a if i % 2 else b
+        results[i] = replica.add_work(f"slack:answer:T1:C1:{i % 40}.0", kind="slack.answer", payload=f'{{"d": {i}}}')
+
+    threads = [threading.Thread(target=accept, args=(i,)) for i in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    firsts = {}
+    for i, added in results.items():
+        if added:
+            assert f"{i % 40}" not in firsts, "a key was journaled twice"
+            firsts[f"{i % 40}"] = i
+    assert len(results) == 50 and sorted(firsts) == sorted(str(k) for k in range(40))
+    items = {i.key: i for i in a.work_items(state="pending")}
+    assert len(items) == 40
+    for k, i in firsts.items():
+        assert json.loads(items[f"slack:answer:T1:C1:{k}.0"].payload) == {"d": i}
+
+
 def test_work_whose_lease_ran_out_is_taken_over_once_and_its_old_owner_cannot_end_it(make_state: Factory) -> None:
     now = [3_000_000.0]
     a = make_state(clock=lambda: now[0], host="replica-a")

@@ -51,3 +51,17 @@ class TestQueryEmbedder:
         assert dot(a, b) > dot(a, c)
         with pytest.raises(ValueError, match="non-empty"):
             e.run(text="  ")
+
+    @pytest.mark.slow
+    def test_int8_workers_run_the_model_themselves_and_fp32_shares_batches(self, shared_models_dir):
+        """int8 runs one text at a time, so a shared batch would only queue every worker's texts on one thread;
+        fp32 computes a batch at once, so concurrent questions still share one."""
+        from connectors.embedding import BatchingEncoder
+        from pipelines.components.query_embedder import shared_encoder
+
+        model = str(Settings().resolved_model_path)
+        int8 = shared_encoder(model, 1, "onnx-int8", str(shared_models_dir), 4.0)
+        assert int8.one_text_a_run and not isinstance(int8, BatchingEncoder)
+        fp32 = shared_encoder(model, 1, "onnx", str(shared_models_dir), 4.0)
+        assert isinstance(fp32, BatchingEncoder) and not fp32.one_text_a_run
+        assert shared_encoder(model, 1, "onnx", str(shared_models_dir), 0.0) is fp32.encoder
