@@ -5,12 +5,12 @@ traces URL, e.g. ``http://otel-collector:4318/v1/traces``) turns it on for the b
 tests pass an in-memory exporter to :func:`enable`.
 
 All spans go through Haystack's tracer (``haystack.tracing``) with deepset's OpenTelemetry integration
-(``opentelemetry-haystack``), so the indexing pipeline's ``Pipeline.run`` traces each of its components by
-itself, and the query path, which runs its components without ``Pipeline.run``, opens the same kind of spans
-with :func:`span`. One rule holds for both: a span carries only the attributes in :data:`ALLOWED_TAGS`
-(names, counts, scores, outcomes). Haystack's own pipeline span would record the whole pipeline input, the
-uploaded PDF's bytes included, and its content tags the question and passages; :class:`_SafeTracer` drops
-every tag not on the list, whatever ``HAYSTACK_CONTENT_TRACING_ENABLED`` says.
+(``opentelemetry-haystack``). Neither path runs ``Pipeline.run`` (its copies of every input cost CPU for
+nothing): the indexer opens a ``haystack.component.run`` span per component as ``Pipeline.run`` would, and the
+query path opens the same kind of spans with :func:`span`. One rule holds for both: a span carries only the
+attributes in :data:`ALLOWED_TAGS` (names, counts, scores, outcomes). Haystack's own pipeline span would record
+the whole pipeline input, the uploaded PDF's bytes included, and its content tags the question and passages;
+:class:`_SafeTracer` drops every tag not on the list, whatever ``HAYSTACK_CONTENT_TRACING_ENABLED`` says.
 """
 
 from __future__ import annotations
