@@ -18,15 +18,18 @@ Per run, over the given PDFs (files or folders):
 ``--save-chunks FILE`` writes what the indexer stored (id, text, metadata but the upload time) and
 ``--same-chunks FILE`` compares a run with such a file, e.g. one made by an older version: a speed change must
 not change what is indexed (the development sets' indexes stay valid). ``--check`` exits 1 when a target is
-missed or the chunks differ, for a pipeline.
+missed or the chunks differ, for a pipeline: the targets are checked for the last backend compared (the configured
+one; the ones before it are baselines) on CPU time, reader child included, which is what one core gives whatever
+else the machine runs; and on the wall clock too when the load average stayed at or below ``CHECK_WALL_MAX_LOAD``
+(the issue's "a machine with load <= 1.5"), else the report says the wall clock was not checked and why.
 
-Wall-clock and CPU seconds are both reported: these machines are shared, and CPU time is the
-steadier number when other work runs (the reader's child process is not in the end-to-end CPU time: parse+chunk
-is measured on its own above). ``--synthetic-pages N`` adds a generated N-page text report
-(e.g. 500 for the memory target); ``--filing-pages N`` a generated N-page annual-report-like filing (items,
-dense financial tables, numbered notes; 160 for issue 11). Targets (issue 11): end-to-end >= 6 pages/s on
-the 117-page shared PDF and >= 5 pages/s on a 160-page text filing; parse+chunk >= 30 pages/s; OCR <= 2
-s/page; peak RSS <= 1.5 GB.
+Wall-clock and CPU seconds are both reported: these machines are shared, and CPU time is the steadier number when
+other work runs (the end-to-end CPU time is this process's plus the reader child's, which the child reports:
+:func:`pipelines.reading.isolation.children_cpu_s`). ``--synthetic-pages N`` adds a generated N-page text report
+(e.g. 500 for the memory target); ``--filing-pages N`` a generated N-page annual-report-like filing (items, dense
+financial tables, numbered notes; 160 for issue 11). Targets (issue 11): end-to-end >= 6 pages/s on the 117-page
+shared PDF and >= 5 pages/s on a 160-page text filing; parse+chunk >= 30 pages/s; OCR <= 2 s/page; peak RSS <= 1.5
+GB.
 """
 
 from __future__ import annotations
@@ -319,18 +322,33 @@ def run_bench(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR
 
 
 TARGETS = {"end_to_end_pages_per_s": 5.0, "parse_pages_per_s": 30.0, "peak_rss_mb": 1536.0}
+CHECK_WALL_MAX_LOAD = 1.5
+
+
+def wall_checked(results: dict[str, Any]) -> bool:
+    """Whether the wall-clock rates count: the 1-minute load average at start and end at most 1.5."""
+    return max(results["load_avg_1m"]) <= CHECK_WALL_MAX_LOAD
 
 
 def missed_targets(results: dict[str, Any]) -> list[str]:
-    """What ``--check`` fails on: each target missed, and chunks that differ from ``--same-chunks``."""
+    """What ``--check`` fails on: each target missed by the last backend compared (per CPU-second, reader child
+    included; per wall-clock second too when :func:`wall_checked`), and chunks that differ from ``--same-chunks``."""
     missed = []
-    for b, r in results["per_backend"].items():
-        rate = r["end_to_end"]["pages_per_s"] or 0.0
-        if rate < TARGETS["end_to_end_pages_per_s"]:
-            missed.append(f"end to end {rate} pages/s < {TARGETS['end_to_end_pages_per_s']} ({b})")
-    parse = results["parse_structure_chunk"]["pages_per_s"] or 0.0
-    if parse < TARGETS["parse_pages_per_s"]:
-        missed.append(f"parse+structure+chunk {parse} pages/s < {TARGETS['parse_pages_per_s']}")
+    b = results["backends"][-1]
+    e2e = results["per_backend"][b]["end_to_end"]
+    target = TARGETS["end_to_end_pages_per_s"]
+    per_cpu = e2e["pages_per_cpu_s"] or 0.0
+    if per_cpu < target:
+        missed.append(f"end to end {per_cpu} pages per CPU-s (reader child included) < {target} ({b})")
+    wall = wall_checked(results)
+    if wall and (e2e["pages_per_s"] or 0.0) < target:
+        missed.append(f"end to end {e2e['pages_per_s']} pages/s < {target} ({b})")
+    parse = results["parse_structure_chunk"]
+    target = TARGETS["parse_pages_per_s"]
+    if (parse["pages_per_cpu_s"] or 0.0) < target:
+        missed.append(f"parse+structure+chunk {parse['pages_per_cpu_s']} pages per CPU-s < {target}")
+    if wall and (parse["pages_per_s"] or 0.0) < target:
+        missed.append(f"parse+structure+chunk {parse['pages_per_s']} pages/s < {target}")
     if results["peak_rss_mb"] > TARGETS["peak_rss_mb"]:
         missed.append(f"peak RSS {results['peak_rss_mb']} MB > {TARGETS['peak_rss_mb']}")
     same = results.get("same_chunks")
@@ -371,6 +389,7 @@ def _measure_backend(settings: Settings, inputs: list[tuple[str, bytes]], chunks
     from connectors.stores import open_store
     from pipelines.components.embedder import PassageEmbedder
     from pipelines.indexing import Indexer
+    from pipelines.reading.isolation import children_cpu_s
 
     embedder = PassageEmbedder(**settings.embedding_args(), batch_size=settings.embedding_batch_size)  # type: ignore[arg-type]
     with _Clock() as load_clock:
@@ -386,6 +405,7 @@ def _measure_backend(settings: Settings, inputs: list[tuple[str, bytes]], chunks
     with _Clock() as embed_clock:
         embedder.run(chunks)
     e2e_pages = e2e_chunks = 0
+    reader_cpu = children_cpu_s()
     with tempfile.TemporaryDirectory() as tmp:
         e2e_settings = settings.model_copy(update={"data_dir": Path(tmp)})
         e2e_store = open_store(e2e_settings)
@@ -401,6 +421,7 @@ def _measure_backend(settings: Settings, inputs: list[tuple[str, bytes]], chunks
                     if name in per_file:
                         per_file[name]["pages_per_s"][settings.embedding_backend] = _rate(res.pages, one.wall)
         stored = stored_chunks(e2e_store)
+    reader_cpu = children_cpu_s() - reader_cpu
     return {
         "stored_chunks": stored,
         "running": str(embedder._encoder.backend),  # noqa: SLF001 - torch after a fallback
@@ -413,8 +434,9 @@ def _measure_backend(settings: Settings, inputs: list[tuple[str, bytes]], chunks
                              "chunks_per_s": _rate(len(chunks), before_clock.wall),
                              "chunks_per_cpu_s": _rate(len(chunks), before_clock.cpu)},
         "end_to_end": {"pages": e2e_pages, "chunks": e2e_chunks, "wall_s": round(e2e_clock.wall, 2),
-                       "cpu_s": round(e2e_clock.cpu, 2), "pages_per_s": _rate(e2e_pages, e2e_clock.wall),
-                       "pages_per_cpu_s": _rate(e2e_pages, e2e_clock.cpu)},
+                       "cpu_s": round(e2e_clock.cpu + reader_cpu, 2), "reader_cpu_s": round(reader_cpu, 2),
+                       "pages_per_s": _rate(e2e_pages, e2e_clock.wall),
+                       "pages_per_cpu_s": _rate(e2e_pages, e2e_clock.cpu + reader_cpu)},
     }
 
 
@@ -480,19 +502,20 @@ def _print(results: dict[str, Any], *, as_json: bool) -> None:
     print(f"parse+structure+chunk: {p['pages']} pages -> {p['chunks']} chunks in {p['wall_s']} s "
           f"= {p['pages_per_s']} pages/s ({p['pages_per_cpu_s']} pages per CPU-s)   target >= 30")
     print(f"OCR: {o['pages']} pages, {o['s_per_page']} s/page ({o['source']})   target <= 2")
-    print(f"  {'':34s}" + "".join(f"{b:>12s}" for b in backends) + "    ratio")
+    print(f"  {'':40s}" + "".join(f"{b:>12s}" for b in backends) + "    ratio")
     rows = [("model load s", lambda r: r["model_load_s"], False),
             ("embedding chunks/s, before #23", lambda r: r["embedding_before"]["chunks_per_s"], True),
             ("embedding chunks per CPU-s, before", lambda r: r["embedding_before"]["chunks_per_cpu_s"], True),
             ("embedding chunks/s", lambda r: r["embedding"]["chunks_per_s"], True),
             ("embedding chunks per CPU-s", lambda r: r["embedding"]["chunks_per_cpu_s"], True),
             ("end to end pages/s", lambda r: r["end_to_end"]["pages_per_s"], True),
-            ("end to end pages per CPU-s", lambda r: r["end_to_end"]["pages_per_cpu_s"], True)]
+            ("end to end pages per CPU-s, reader too", lambda r: r["end_to_end"]["pages_per_cpu_s"], True),
+            ("  of which reader child CPU-s", lambda r: r["end_to_end"]["reader_cpu_s"], False)]
     for label, get, higher_better in rows:
         vals = [get(res[b]) for b in backends]
         ratios = ", ".join(ratio(get(res[b]), get(res[base])) if higher_better else ratio(get(res[base]), get(res[b]))
                            for b in backends[1:])
-        print(f"  {label:34s}" + "".join(f"{v if v is not None else '-':>12}" for v in vals) + f"    {ratios}")
+        print(f"  {label:40s}" + "".join(f"{v if v is not None else '-':>12}" for v in vals) + f"    {ratios}")
     print("  per file (pages, chunks/page, end-to-end pages/s per backend):")
     for name, f in results["per_file"].items():
         rates = "  ".join(f"{b} {f['pages_per_s'].get(b, '-')}" for b in backends)
@@ -513,5 +536,7 @@ def _print(results: dict[str, Any], *, as_json: bool) -> None:
               f"{b['chunks']} chunks; convert+split {b['convert_split_pages_per_s']} pages/s, embedding "
               f"{b['embedding_chunks_per_s']} chunks/s, end to end {b['end_to_end_pages_per_s']} pages/s "
               f"({b['end_to_end_pages_per_cpu_s']} per CPU-s)")
+    if not wall_checked(results):
+        print(f"wall-clock rates not checked: load average above {CHECK_WALL_MAX_LOAD} (per CPU-s checked)")
     for m in results["missed"]:
         print(f"target missed: {m}")

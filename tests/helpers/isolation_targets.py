@@ -38,3 +38,12 @@ def hang_with_a_helper(report: Report) -> None:
     helper = subprocess.Popen(["sleep", "60"])  # noqa: S607 - a test helper
     report("helper", helper.pid)
     time.sleep(60)
+
+
+def busy(report: Report, cpu_seconds: float) -> int:
+    """Use ``cpu_seconds`` of CPU time (a parse that works hard), then return how many rounds it took."""
+    rounds = 0
+    end = time.process_time() + cpu_seconds
+    while time.process_time() < end:
+        rounds += sum(range(1000)) > 0
+    return rounds

@@ -233,6 +233,15 @@ def test_a_pdf_that_needs_more_memory_than_the_limit_is_refused_and_the_indexer_
     assert res.status == "indexed", res.error
 
 
+def test_the_reading_childs_cpu_time_is_counted_in_the_process_that_ran_it() -> None:
+    """The fork server reaps the children, so the process's own ``RUSAGE_CHILDREN`` misses them: a benchmark that
+    counted only that would call a reading free."""
+    before = isolation.children_cpu_s()
+    assert isolation.run_isolated(isolation_targets.busy, 0.4, max_memory_mb=512, deadline=None) > 0
+    used = isolation.children_cpu_s() - before
+    assert 0.4 <= used < 3.0
+
+
 @pytest.mark.parametrize(
     ("target", "args", "code"),
     [
