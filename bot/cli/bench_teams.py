@@ -40,6 +40,21 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _personal_message(activity_id: str, service_url: str, **content: Any) -> dict[str, Any]:
+    """A Bot Framework message activity from the bench user to the bot in its personal chat."""
+    return {
+        "type": "message",
+        "id": activity_id,
+        "channelId": "msteams",
+        "serviceUrl": service_url,
+        "from": {"id": "29:bench"},
+        "recipient": BOT,
+        "conversation": {"id": CHAT, "conversationType": "personal", "tenantId": TENANT},
+        "channelData": {"tenant": {"id": TENANT}},
+        **content,
+    }
+
+
 def _summary(values: list[float]) -> dict[str, float]:
     ms = [v * 1000 for v in values]
     return {
@@ -94,23 +109,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
             # 1) a PDF sent in a personal chat: ack, then the ingest result
             fake.files["contract"] = sample_bytes(CONTRACT)
-            file_msg = {
-                "type": "message",
-                "id": str(next(ids)),
-                "channelId": "msteams",
-                "serviceUrl": fake.service_url,
-                "from": {"id": "29:bench"},
-                "recipient": BOT,
-                "conversation": {"id": CHAT, "conversationType": "personal", "tenantId": TENANT},
-                "channelData": {"tenant": {"id": TENANT}},
-                "attachments": [
+            file_msg = _personal_message(
+                str(next(ids)),
+                fake.service_url,
+                attachments=[
                     {
                         "contentType": FILE_DOWNLOAD_INFO,
                         "name": CONTRACT,
                         "content": {"downloadUrl": fake.file_url("contract"), "fileType": "pdf"},
                     }
                 ],
-            }
+            )
             t0, ingest_ack = post(file_msg)
             done = fake.wait_for(lambda c: c.conversation_id == CHAT and "Indexed" in c.text, timeout=600)[-1]
             ingest_s = done.at - t0
@@ -121,17 +130,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             cited = 0
             for i in range(args.questions):
                 activity_id = str(next(ids))
-                msg: dict[str, Any] = {
-                    "type": "message",
-                    "id": activity_id,
-                    "channelId": "msteams",
-                    "serviceUrl": fake.service_url,
-                    "from": {"id": "29:bench"},
-                    "recipient": BOT,
-                    "conversation": {"id": CHAT, "conversationType": "personal", "tenantId": TENANT},
-                    "channelData": {"tenant": {"id": TENANT}},
-                    "text": questions[i % len(questions)],
-                }
+                msg = _personal_message(activity_id, fake.service_url, text=questions[i % len(questions)])
                 ack, answer_s, has_citations = ask(msg)
                 acks.append(ack)
                 answers.append(answer_s)
