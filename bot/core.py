@@ -175,7 +175,7 @@ class ChatCore:
     def answer_choice(self, ctx: ChatContext, question: str, *, show: ShowText | None = None) -> Answer:
         """A reading picked under a "which one?" answer (a Slack button, a Teams card action): its follow-up
         question, answered afresh over the context's scopes, as a reply "2" in the thread is
-        (:meth:`pipelines.questions.QuestionTypes.resolve_choice`): it names its reading whole, so the thread
+        (:func:`pipelines.questions.resolve_choice`): it names its reading whole, so the thread
         before it is not read into it. The question comes from the click's payload: it is asked with the
         clicker's scopes, exactly what they could ask by mentioning the bot there, never the scopes of the
         message that offered it."""

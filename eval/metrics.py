@@ -229,11 +229,11 @@ def refusal_curve(results: Sequence[CaseResult], current: float,
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans({c: " " for c in string.punctuation + "“”‘’–—…"})
-_MARKER = re.compile(r"\[\d+\]")
+CITATION_MARKER = re.compile(r"\[\d+\]")
 
 
 def normalise_answer(text: str) -> str:
-    text = _MARKER.sub(" ", text.casefold()).translate(_PUNCT)
+    text = CITATION_MARKER.sub(" ", text.casefold()).translate(_PUNCT)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 

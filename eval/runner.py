@@ -39,8 +39,10 @@ from eval.cases import Case, apply_asked_in, asked_in_file, load_cases, set_chec
 from eval.index import REPO, Progress, ServiceFactory, build_index, default_service
 from eval.page_baseline import PageBaseline
 from eval.records import META_FILE, RESULTS_FILE, RETRIEVAL_ONLY, CaseResult, CitedQuote, Hit, read_results
+from pipelines.models import RetrievalMode
 
-MODES = ("hybrid", "hybrid-weighted", "hybrid-rrf", "bm25", "dense", "pages")
+# the product's retrieval modes (RetrievalMode), plus the eval-only ones: a fusion forced, and the naive page baseline
+MODES = (*(m.value for m in RetrievalMode), "hybrid-weighted", "hybrid-rrf", "pages")
 # hybrid-weighted / hybrid-rrf: hybrid retrieval with that fusion whatever CITEBOT_FUSION says (hybrid uses it);
 # pages: the naive one-page-one-vector dense retriever (eval/page_baseline.py), retrieval only, no answers.
 FUSION_MODES = {"hybrid-weighted": "weighted", "hybrid-rrf": "rrf"}
@@ -177,7 +179,7 @@ def ranking(service: Any, question: str, scopes: list[str], mode: str, k: int) -
     query = getattr(service, "query", None)
     if query is None or not hasattr(query, "retrieve"):
         return []
-    docs = query.retrieve(question, scopes, mode=mode, k=max(RANKING_DEPTH, k))
+    docs = query.passages(question, scopes, mode=mode, k=max(RANKING_DEPTH, k))
     return [
         Hit(chunk_id=d.id, file=str(d.meta.get("file_name", "")), page_start=int(d.meta.get("page_start") or 0),
             page_end=int(d.meta.get("page_end") or d.meta.get("page_start") or 0), score=float(d.score or 0.0))

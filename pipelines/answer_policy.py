@@ -4,11 +4,10 @@
 
 1. refuse (``RefusalCheck``) when confidence is below the threshold or the extractive draft cites nothing;
 2. without an LLM, the extractive answer, its citations validated (``CitationValidator``);
-3. with one, the LLM's answer (``LLMAnswerer``), its citations validated; on failures one stricter retry
-   naming them, then claims still unsupported dropped (:func:`keep_supported`). With triage
-   (:mod:`pipelines.triage`, the asker's scopes given) the model first sees the outline and may fetch pages,
-   sections, tables and figures; its answer is validated against the passages and what it fetched; an endpoint
-   without tools gets the passages-only generation;
+3. with one, :meth:`AnswerPolicy.generate`: the LLM's answer (``LLMAnswerer``), its citations validated; on
+   failures one stricter retry naming them, then claims still unsupported dropped (:func:`keep_supported`). The
+   answer kind with tools (:mod:`pipelines.answer_kinds`, over :mod:`pipelines.triage`) hands ``generate`` the
+   passages the model fetched and, when it answered inside its tool loop, that draft;
 4. the model says the passages don't answer: a refusal; the model fails (``LLMError``) or nothing it says
    survives validation: the extractive answer, with a note saying why.
 
@@ -18,9 +17,9 @@ With ``show`` the model's reply is streamed and its sentences are handed to ``sh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from haystack import Document
 
@@ -31,9 +30,6 @@ from pipelines.components.llm_answerer import LLMAnswerer, keep_supported
 from pipelines.components.refusal import RefusalCheck, refusal_text
 from pipelines.models import Answer, Citation, Turn, ValidationCounts
 from pipelines.streaming import ShowText, preview
-
-if TYPE_CHECKING:
-    from pipelines.triage import Triage
 
 log = get_logger("citebot.query")
 
@@ -90,29 +86,47 @@ class Validated:
         return cls(citations=out["citations"], failures=out["failures"], counts=out["validation"])
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What the look-up hands its last step: the ``question``, the thread's ``history``, the passages
+    (``context``), the extractive ``draft``, the ``confidence`` the refusal threshold applies to, the asker's
+    ``scopes`` (every fetch of an answer kind with tools stays within them) and ``show``, which gets an LLM
+    answer's checked sentences while the model writes them."""
+
+    question: str
+    history: list[Turn]
+    context: list[Document]
+    draft: Draft
+    confidence: float
+    scopes: Sequence[str] = ()
+    show: ShowText | None = None
+
+
+Decide = Callable[[Decision], Answer]
+"""The look-up's last step: :meth:`AnswerPolicy.decide`, or an answer kind's own (the LLM with tools)."""
+
+
 class AnswerPolicy:
     """Refuse / extractive / LLM with one retry and an extractive fallback; stateless after construction."""
 
-    def __init__(self, *, refusal: RefusalCheck, validator: CitationValidator, llm: LLMAnswerer | None,
-                 triage: Triage | None = None) -> None:
+    def __init__(self, *, refusal: RefusalCheck, validator: CitationValidator, llm: LLMAnswerer | None) -> None:
         self.refusal = refusal
         self.validator = validator
         self.llm = llm
-        self.triage = triage
 
-    def decide(
-        self, question: str, history: list[Turn], context: list[Document], ext: Draft, confidence: float,
-        scopes: Sequence[str] = (), show: ShowText | None = None,
-    ) -> Answer:
-        """The answer to ``question`` from ``context`` (the passages) and ``ext`` (the extractive draft),
-        ``confidence`` being the number the refusal threshold applies to; ``scopes``: the asker's, which every
-        fetch of triage is limited to (none: no triage); ``show`` gets an LLM answer's checked sentences while the
-        model writes them."""
-        if self.refusal.run(relevance=confidence, documents=context)["refused"] or not ext.citations:
-            return self._refusal(context)
+    def refuses(self, d: Decision) -> bool:
+        """Whether ``d`` is refused before anything is written: confidence under the threshold, or an extractive
+        draft that quotes nothing."""
+        return bool(self.refusal.run(relevance=d.confidence, documents=d.context)["refused"]) or not d.draft.citations
+
+    def decide(self, d: Decision) -> Answer:
+        """The answer to ``d.question`` from its passages and extractive draft: a refusal, the LLM's answer when
+        one is configured (:meth:`generate`), else the extractive answer."""
+        if self.refuses(d):
+            return self.refusal_answer(d.context)
         if self.llm is not None:
-            return self._llm_answer(self.llm, question, context, history, ext, scopes, show=show)
-        return self._extractive_answer(ext, context)
+            return self.generate(d.question, d.context, d.history, d.draft, show=d.show)
+        return self.extractive(d.draft, d.context)
 
     def _validate(self, **kw: Any) -> Validated:
         """The citation validator, in a span of its own (its counts go on the answer's span)."""
@@ -124,39 +138,41 @@ class AnswerPolicy:
         with span("llm", retried=bool(kw.get("failures"))):
             return llm.run(**kw)
 
-    def _refusal(self, context: list[Document], note: str = "", mode: str = "extractive") -> Answer:
+    def refusal_answer(self, context: list[Document], note: str = "", mode: str = "extractive") -> Answer:
+        """The refusal, pointing at the closest passages."""
         text = refusal_text(context, max_pointers=self.refusal.max_pointers)
         return Answer(text=text, refused=True, mode=mode, note=note)  # type: ignore[arg-type]
 
-    def _extractive_answer(self, ext: Draft, context: list[Document], note: str = "") -> Answer:
+    def extractive(self, ext: Draft, context: list[Document], note: str = "") -> Answer:
+        """The extractive draft as the answer, its quotes validated (a refusal when none holds)."""
         v = self._validate(citations=ext.citations, documents=context)
         text, cits = ext.text, v.citations
         if v.failures:  # cannot happen for spans cut from the chunks themselves; never show one anyway
             text = text.split(" [", 1)[0] + " " + "".join(f"[{c.n}]" for c in cits) + ":"
         if not cits:
-            return self._refusal(context, note)
+            return self.refusal_answer(context, note)
         return Answer(text=text, citations=cits, mode="extractive", note=note, validation=v.counts)
 
-    def _llm_answer(
-        self, llm: LLMAnswerer, question: str, context: list[Document], history: list[Turn], ext: Draft,
-        scopes: Sequence[str] = (), show: ShowText | None = None,
+    def generate(
+        self, question: str, context: list[Document], history: list[Turn], ext: Draft, *,
+        show: ShowText | None = None, written: dict[str, Any] | None = None,
     ) -> Answer:
+        """The LLM's answer from ``context``: its citations validated, one stricter retry naming the failures,
+        claims still unsupported dropped; the model failing, or nothing it says surviving, gives the extractive
+        ``ext`` with a note. ``written``: the model's draft when it already answered (inside a tool loop).
+        Needs an LLM (``self.llm``)."""
         from connectors.llm import LLMError
 
+        llm = self.llm
+        if llm is None:
+            raise ValueError("generate needs an LLM; decide() answers extractively without one")
         try:
-            draft = None
-            if self.triage is not None and scopes:  # tool rounds first: the passages grow by what the model fetched
-                # streamed, the rounds only gather and the answer is generated (and shown) after them
-                found = self.triage.run(question, context, history, scopes, gather_only=show is not None)
-                context, draft = found.documents, found.draft
-                if draft is None and found.fetched:  # what the model went to fetch leads the passages it answers from
-                    fetched = {id(d) for d in found.fetched}
-                    context = [*found.fetched, *(d for d in context if id(d) not in fetched)]
+            draft = written
             if draft is None:
                 draft = self._generate(llm, question=question, documents=context, history=history,
                                        on_text=preview(self.validator, context, show, whole=True))
             if not draft["answerable"]:
-                return self._refusal(context, mode="llm")
+                return self.refusal_answer(context, mode="llm")
             v = self._validate(citations=draft["citations"], documents=context)
             counts = v.counts
             if v.failures:
@@ -165,16 +181,16 @@ class AnswerPolicy:
                                        failures=v.failures, on_text=preview(self.validator, context, show,
                                                                              whole=False))
                 if not draft["answerable"]:
-                    return self._refusal(context, mode="llm")
+                    return self.refusal_answer(context, mode="llm")
                 v = self._validate(citations=draft["citations"], documents=context, retried=True)
                 counts = add_counts(counts, v.counts)
         except LLMError as e:
             log.warning("llm_fallback", error=type(e).__name__)
-            return self._extractive_answer(ext, context, note=NOTE_LLM_FAILED)
+            return self.extractive(ext, context, note=NOTE_LLM_FAILED)
         kept = keep_supported(draft["text"], v.citations, context)
         text, cits = kept.text, kept.citations
         if not cits or not text:
-            fallback = self._extractive_answer(ext, context, note=NOTE_LLM_UNSUPPORTED)
+            fallback = self.extractive(ext, context, note=NOTE_LLM_UNSUPPORTED)
             return fallback.model_copy(update={"validation": add_counts(counts, fallback.validation)})
         note = NOTE_DROPPED if v.failures or kept.dropped else ""
         return Answer(text=text, citations=cits, mode="llm", note=note, validation=counts)

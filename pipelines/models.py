@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -39,7 +40,34 @@ if TYPE_CHECKING:
     from haystack import Document
 
 ElementType = Literal["text", "table", "list", "caption", "ocr"]
-RetrievalMode = Literal["hybrid", "bm25", "dense"]
+
+
+class RetrievalMode(StrEnum):
+    """How a question's passages are retrieved: BM25 and dense fused (``hybrid``), or one retriever alone (for
+    ablations). The one place that says which retrievers a mode runs (:attr:`dense`, :attr:`bm25`); a new mode is
+    a member here and its branch in :func:`pipelines.query.build_query_pipeline`."""
+
+    HYBRID = "hybrid"
+    BM25 = "bm25"
+    DENSE = "dense"
+
+    @classmethod
+    def from_str(cls, value: str | RetrievalMode) -> RetrievalMode:
+        try:
+            return cls(value)
+        except ValueError as e:
+            raise ValueError(f"mode must be one of {', '.join(m.value for m in cls)}") from e
+
+    @property
+    def dense(self) -> bool:
+        """Whether the dense (embedding) retriever runs."""
+        return self is not RetrievalMode.BM25
+
+    @property
+    def bm25(self) -> bool:
+        """Whether the BM25 retriever runs."""
+        return self is not RetrievalMode.DENSE
+
 # What kind of answer it is (issue 24): a look-up, or one of the question types of pipelines/questions/.
 AnswerKind = Literal["answer", "compare", "summary", "not_found", "clarify", "table", "document_type", "partial",
                      "multi_part"]

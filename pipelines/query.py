@@ -31,7 +31,7 @@ from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, require_scopes
 from connectors.tracing import span, tag
-from pipelines.answer_policy import AnswerPolicy, Draft, Signals
+from pipelines.answer_policy import AnswerPolicy, Decide, Decision, Draft, Signals
 from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.extractive_answerer import ExtractiveAnswerer
 from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer
@@ -48,44 +48,45 @@ from pipelines.triage import Triage
 
 log = get_logger("citebot.query")
 
-MODES: tuple[str, ...] = ("hybrid", "bm25", "dense")
 MAX_ROUTED = 12
 MAX_TERMS = 10
-__all__ = ["MODES", "PROMPT_VERSION", "QueryEngine", "build_query_pipeline"]
+__all__ = ["PROMPT_VERSION", "QueryEngine", "Retrieval", "build_query_pipeline"]
 
 
-def build_query_pipeline(settings: Settings, store: ChunkStore, mode: RetrievalMode = "hybrid") -> Pipeline:
-    """The retrieval pipeline for ``mode``. Run it with :func:`pipeline_inputs`. The one check of ``mode``: every
-    retrieval goes through the pipeline built here (:meth:`QueryEngine._pipeline`)."""
+def build_query_pipeline(settings: Settings, store: ChunkStore,
+                         mode: RetrievalMode | str = RetrievalMode.HYBRID) -> Pipeline:
+    """The retrieval pipeline for ``mode`` (:class:`RetrievalMode`: which retrievers it runs). Run it with
+    :func:`pipeline_inputs`; every retrieval goes through the pipeline built here (:meth:`QueryEngine._pipeline`)."""
     from connectors.stores import make_retrievers
 
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    mode = RetrievalMode.from_str(mode)
     bm25, dense = make_retrievers(store, settings.retrieval_top_k)
     p = Pipeline()
-    fusion = settings.fusion if mode == "hybrid" else "weighted"  # one list: fusion only rescales and diversifies
+    # one list: fusion only rescales and diversifies
+    fusion = settings.fusion if mode is RetrievalMode.HYBRID else "weighted"
     hybrid = [settings.dense_weight, 1.0] if fusion == "weighted" else None  # rrf: equal weights
-    weights = {"hybrid": hybrid, "dense": [1.0], "bm25": [1.0]}[mode]
+    weights = hybrid if mode.dense and mode.bm25 else [1.0]
     p.add_component("joiner", ScoreFusion(weights=weights, diverse_top=settings.answer_top_k, fusion=fusion))
-    if mode in ("hybrid", "dense"):
+    if mode.dense:
         p.add_component("embedder", QueryEmbedder(**settings.embedding_args(batched=True)))  # type: ignore[arg-type]
         p.add_component("dense", dense)
         p.connect("embedder.embedding", "dense.query_embedding")
         p.connect("dense.documents", "joiner.documents")
-    if mode in ("hybrid", "bm25"):
+    if mode.bm25:
         p.add_component("bm25", bm25)
         p.connect("bm25.documents", "joiner.documents")
     return p
 
 
 def pipeline_inputs(
-    mode: RetrievalMode, query: str, scopes: list[str], filters: dict[str, Any] | None, top_k: int
+    mode: RetrievalMode | str, query: str, scopes: list[str], filters: dict[str, Any] | None, top_k: int
 ) -> dict[str, Any]:
+    mode = RetrievalMode.from_str(mode)
     data: dict[str, Any] = {}
-    if mode in ("hybrid", "dense"):
+    if mode.dense:
         data["embedder"] = {"text": query}
         data["dense"] = {"scopes": scopes, "filters": filters, "top_k": top_k}
-    if mode in ("hybrid", "bm25"):
+    if mode.bm25:
         data["bm25"] = {"query": query, "scopes": scopes, "filters": filters, "top_k": top_k}
     return data
 
@@ -140,14 +141,14 @@ class QueryEngine:
         self.rewriter = QueryRewriter(mode="llm" if self.llm is not None else "terms")
         self.triage: Triage | None = None
         if self.llm is not None and settings.llm_max_tool_calls > 0:
-            self.triage = Triage(store=store, router=self.router, search=self._search_in,
+            self.triage = Triage(store=store, router=self.router,
+                                 search=lambda query, scopes, filters: self.search(query, scopes, filters=filters)[0],
                                  max_tool_calls=settings.llm_max_tool_calls,
                                  max_result_chars=settings.llm_tool_result_chars)
         self.policy = AnswerPolicy(
             refusal=RefusalCheck(threshold=settings.refusal_threshold),
             validator=CitationValidator(fuzzy_threshold=0.9),
             llm=self.llm,
-            triage=self.triage,
         )
         self._pipelines: dict[str, Pipeline] = {}
         self._lock = threading.Lock()
@@ -156,6 +157,7 @@ class QueryEngine:
 
     # --- setup ---------------------------------------------------------------------------------
     def _pipeline(self, mode: RetrievalMode) -> Pipeline:
+        mode = RetrievalMode.from_str(mode)
         with self._lock:
             if mode not in self._pipelines:
                 p = build_query_pipeline(self.settings, self.store, mode)
@@ -169,7 +171,7 @@ class QueryEngine:
             return
         self.embedder.warm_up()
         self.extractive.warm_up()
-        self._pipeline("hybrid")
+        self._pipeline(RetrievalMode.HYBRID)
         self._check_embeddings()
         if self.llm is not None:
             if self._llm_client is None:
@@ -198,8 +200,10 @@ class QueryEngine:
             log.warning("embedding_mismatch", stored=self.embedding_mismatch, current=current,
                         action="run citebot reindex")
 
-    # --- retrieval -----------------------------------------------------------------------------
-    def _retrieve(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> Retrieval:
+    # --- the steps of an answer, public: every answer kind is built from them ---------------------
+    def retrieve(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> Retrieval:
+        """Step 1 of a look-up: analyse the question, route its explicit references (pages, sections, tables,
+        files), retrieve, rank pages: a :class:`Retrieval`."""
         with span("analyze"):
             analysis = self.analyzer.run(question=query)
         with span("route") as s:
@@ -220,14 +224,51 @@ class QueryEngine:
                                   scopes=scopes)["documents"]
         if filters is None:
             routed = _in_best_document(routed, hits)
-        routed = self._in_scope(routed, scopes)
-        hits = self._in_scope(hits, scopes)
+        routed = _in_scope(routed, scopes)
+        hits = _in_scope(hits, scopes)
         return Retrieval(
             routed=routed, hits=hits, embedding=embedding, reference=reference, query=analysis["query"],
             content_question=strip_instructions(routed_out["content_question"]),
             explicit=bool(routed_out["explicit"]), anchors=analysis["anchors"] or [], filters=filters,
             words=analysis["words"] or [],
         )
+
+    def retrieve_within(self, query: str, scopes: list[str], mode: RetrievalMode, k: int,
+                        filters: dict[str, Any] | None) -> Retrieval:
+        """Retrieval within ``filters`` (one document, say) without routing or page ranking: the top ``k`` hits
+        as a :class:`Retrieval`, for an answer kind that asks each document separately."""
+        analysis = self.analyzer.run(question=query)
+        hits, embedding = self.search(analysis["query"], scopes, mode=mode, filters=filters)
+        return Retrieval(routed=[], hits=hits[:k], embedding=embedding, reference="", query=analysis["query"],
+                         content_question=query, explicit=False, anchors=analysis["anchors"] or [],
+                         filters=filters, words=analysis["words"] or [])
+
+    def search(self, query: str, scopes: list[str], *, mode: RetrievalMode = RetrievalMode.HYBRID,
+               filters: dict[str, Any] | None = None) -> tuple[list[Document], list[float]]:
+        """The scoped retrieval pipeline alone (``mode``'s retrievers, fused), best first, and the query's
+        embedding: triage's search tool, and what an answer kind reads passages from."""
+        hits, embedding = self._run_retrieval(mode, query, scopes, filters)
+        return _in_scope(hits, scopes), embedding
+
+    def draft(self, r: Retrieval, k: int) -> Draft:
+        """Step 2: the extractive answer and its relevance (explicitly referenced chunks only, when there are
+        some)."""
+        return Draft.of(self.extractive.run(
+            question=r.query,
+            documents=[] if r.explicit else r.hits[:k],
+            routed=r.routed,
+            query_embedding=r.embedding,
+            content_question=r.content_question,
+            reference=r.reference,
+        ))
+
+    def signals(self, r: Retrieval, ext: Draft, scopes: list[str]) -> Signals:
+        """Step 3: the draft's ``max_cosine`` and ``coverage``, the term support in the scope, and ``confidence``,
+        the number the refusal threshold applies to (1.0 for an explicit reference): see :class:`Signals`."""
+        support = 1.0 if r.explicit else self.term_support(r.anchors, scopes, r.filters)
+        words = 1.0 if r.explicit else self.term_support(r.words, scopes, r.filters)
+        return Signals(max_cosine=ext.max_cosine, coverage=ext.coverage, anchor_support=support, word_support=words,
+                       confidence=confidence(ext.max_cosine, support, words) if not r.explicit else 1.0)
 
     def term_support(self, terms: Sequence[str], scopes: list[str], filters: dict[str, Any] | None) -> float:
         """Share of ``terms`` that occur anywhere in ``scopes`` (1.0 when there are none; any form of a word counts:
@@ -241,17 +282,6 @@ class QueryEngine:
                 found += 1
         return found / min(len(terms), MAX_TERMS)
 
-    def _extract(self, r: Retrieval, k: int) -> Draft:
-        """The extractive answer and its relevance (explicitly referenced chunks only, when there are some)."""
-        return Draft.of(self.extractive.run(
-            question=r.query,
-            documents=[] if r.explicit else r.hits[:k],
-            routed=r.routed,
-            query_embedding=r.embedding,
-            content_question=r.content_question,
-            reference=r.reference,
-        ))
-
     def _run_retrieval(
         self, mode: RetrievalMode, query: str, scopes: list[str], filters: dict[str, Any] | None
     ) -> tuple[list[Document], list[float]]:
@@ -262,11 +292,12 @@ class QueryEngine:
         third of retrieval. These components never mutate their inputs, so the copies buy nothing here;
         ``build_query_pipeline`` still describes (and serialises) exactly this graph.
         """
+        mode = RetrievalMode.from_str(mode)
         p = self._pipeline(mode)
         top_k = self.settings.retrieval_top_k
         ranked: list[list[Document]] = []
         embedding: list[float] | None = None
-        if mode in ("hybrid", "dense"):
+        if mode.dense:
             with span("embed"):
                 embedding = p.get_component("embedder").run(text=query)["embedding"]
             with span("retrieve_dense") as s:
@@ -274,7 +305,7 @@ class QueryEngine:
                                                      top_k=top_k)
                 tag(s, n_hits=len(dense["documents"]))
             ranked.append(dense["documents"])
-        if mode in ("hybrid", "bm25"):
+        if mode.bm25:
             with span("retrieve_bm25") as s:
                 bm25 = p.get_component("bm25").run(query=query, scopes=scopes, filters=filters, top_k=top_k)
                 tag(s, n_hits=len(bm25["documents"]))
@@ -286,90 +317,71 @@ class QueryEngine:
                 embedding = self.embedder.run(text=query)["embedding"]
         return hits, embedding
 
-    def _search_in(self, query: str, scopes: list[str], filters: dict[str, Any] | None) -> list[Document]:
-        """Hybrid retrieval within ``scopes`` (and ``filters``), best first: triage's search tool."""
-        hits, _ = self._run_retrieval("hybrid", query, scopes, filters)
-        return self._in_scope(hits, scopes)
-
-    @staticmethod
-    def _in_scope(docs: list[Document], scopes: list[str]) -> list[Document]:
-        """Defence in depth: the stores filter by scope; anything else here is a bug, dropped and logged."""
-        ok = [d for d in docs if (d.meta or {}).get("scope") in scopes]
-        if len(ok) != len(docs):
-            log.error("scope_leak_blocked", n_dropped=len(docs) - len(ok))
-        return ok
-
-    def retrieve(
-        self, question: str, scopes: Sequence[str], *, mode: RetrievalMode = "hybrid", k: int | None = None
+    # --- what callers outside the answer path ask ----------------------------------------------
+    def passages(
+        self, question: str, scopes: Sequence[str], *, mode: RetrievalMode | str = RetrievalMode.HYBRID,
+        k: int | None = None,
     ) -> list[Document]:
         """The passages an answer would be built from: referenced chunks first, then the top ``k`` hits."""
         self.warm_up()
         scopes = require_scopes(list(scopes))
         k = k or self.settings.answer_top_k
-        return self._retrieve(question, scopes, mode, k).context(k)
+        return self.retrieve(question, scopes, RetrievalMode.from_str(mode), k).context(k)
 
-    def relevance(self, question: str, scopes: Sequence[str], *, mode: RetrievalMode = "hybrid") -> float:
+    def relevance(self, question: str, scopes: Sequence[str], *,
+                  mode: RetrievalMode | str = RetrievalMode.HYBRID) -> float:
         """The score the refusal threshold applies to: the best cosine similarity between the question and a
         sentence (or table row) of the passages the answer would be built from (1.0 for an explicit reference)."""
         self.warm_up()
         scopes = require_scopes(list(scopes))
         k = self.settings.answer_top_k
-        return self.assess(question, scopes, mode, k)[2].confidence
+        r = self.retrieve(question, scopes, RetrievalMode.from_str(mode), k)
+        return self.signals(r, self.draft(r, k), scopes).confidence
 
-    def assess(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> tuple[Retrieval, Draft, Signals]:
-        """Retrieve, draft the extractive answer, and measure how well the passages answer (see :meth:`_signals`)."""
-        r = self._retrieve(query, scopes, mode, k)
-        ext = self._extract(r, k)
-        return r, ext, self._signals(r, ext, scopes)
-
-    def _signals(self, r: Retrieval, ext: Draft, scopes: list[str]) -> Signals:
-        """The draft's ``max_cosine`` and ``coverage``, the term support in the scope, and ``confidence``, the
-        number the refusal threshold applies to (1.0 for an explicit reference): see :class:`Signals`."""
-        support = 1.0 if r.explicit else self.term_support(r.anchors, scopes, r.filters)
-        words = 1.0 if r.explicit else self.term_support(r.words, scopes, r.filters)
-        return Signals(max_cosine=ext.max_cosine, coverage=ext.coverage, anchor_support=support, word_support=words,
-                       confidence=confidence(ext.max_cosine, support, words) if not r.explicit else 1.0)
-
-    # --- answers -------------------------------------------------------------------------------
+    # --- the look-up -------------------------------------------------------------------------------
     def answer(
         self,
         question: str,
         scopes: Sequence[str],
         history: Sequence[Turn] = (),
         *,
-        mode: RetrievalMode = "hybrid",
+        mode: RetrievalMode | str = RetrievalMode.HYBRID,
         k: int | None = None,
         show: ShowText | None = None,
+        decide: Decide | None = None,
     ) -> Answer:
-        """The whole question path, one step a line (each a component, or a method running components):
+        """The look-up, one step a line (each a component, or a method running components):
 
-        rewriter (question + history -> query) -> :meth:`_retrieve` (analyzer -> router -> the retrieval
+        rewriter (question + history -> query) -> :meth:`retrieve` (analyzer -> router -> the retrieval
         pipeline: embedder -> dense + bm25 -> fusion -> referenced chunks first: a :class:`Retrieval`)
-        -> extractive answerer (passages -> draft + relevance) -> :meth:`_signals` (term support -> confidence)
-        -> :class:`pipelines.answer_policy.AnswerPolicy` (refuse / LLM + validation, retry / extractive fallback).
+        -> :meth:`draft` (the extractive answerer: passages -> draft + relevance) -> :meth:`signals` (term support
+        -> confidence) -> ``decide``, by default :meth:`pipelines.answer_policy.AnswerPolicy.decide` (refuse / LLM
+        + validation, retry / extractive fallback); the LLM answer kind with tools passes its own.
         ``show``: an LLM answer's checked sentences while the model writes them (:mod:`pipelines.streaming`).
         """
         t0 = time.perf_counter()
         self.warm_up()
         scopes = require_scopes(list(scopes))
+        mode = RetrievalMode.from_str(mode)
         k = k or self.settings.answer_top_k
         question = " ".join(question.split())
         if not question:
             raise ValueError("the question is empty")
-        with span("answer", retrieval_mode=mode, k=k) as root:
+        decide = decide or self.policy.decide
+        with span("answer", retrieval_mode=mode.value, k=k) as root:
             with span("rewrite"):
                 query = self.rewriter.run(question=question, history=list(history))["query"]
-            r = self._retrieve(query, scopes, mode, k)
+            r = self.retrieve(query, scopes, mode, k)
             with span("extract"):
-                ext = self._extract(r, k)
+                ext = self.draft(r, k)
             with span("confidence") as s:
-                signals = self._signals(r, ext, scopes)
+                signals = self.signals(r, ext, scopes)
                 tag(s, confidence=round(signals.confidence, 4))
             context = r.context(k)
             t_retrieved = time.perf_counter()
             with span("decide") as s:
-                answer = self.policy.decide(question, list(history), context, ext, signals.confidence, scopes,
-                                            show=show)
+                answer = decide(Decision(question=question, history=list(history), context=context, draft=ext,
+                                         confidence=signals.confidence, scopes=scopes, show=show))
                 tag(s, answer_mode=answer.mode, refused=answer.refused, n_citations=len(answer.citations))
             t_end = time.perf_counter()
             tag(root, **self._outcome_tags(answer, signals.confidence, len(context), len(r.routed)))
@@ -399,6 +411,14 @@ class QueryEngine:
             "validation.fuzzy": v.fuzzy, "validation.unknown_chunk": v.unknown_chunk,
             "validation.unmatched": v.unmatched, "validation.retried": v.retried,
         }
+
+
+def _in_scope(docs: list[Document], scopes: list[str]) -> list[Document]:
+    """Defence in depth: the stores filter by scope; anything else here is a bug, dropped and logged."""
+    ok = [d for d in docs if (d.meta or {}).get("scope") in scopes]
+    if len(ok) != len(docs):
+        log.error("scope_leak_blocked", n_dropped=len(docs) - len(ok))
+    return ok
 
 
 def _in_best_document(routed: list[Document], hits: list[Document]) -> list[Document]:

@@ -19,6 +19,7 @@ from pipelines.file_names import clean_name, name_key
 from pipelines.models import Answer, IngestResult, ProgressCallback, RetrievalMode, Turn
 
 if TYPE_CHECKING:
+    from pipelines.answerer import Answerer
     from pipelines.indexing import Indexer
     from pipelines.query import QueryEngine
     from pipelines.streaming import ShowText
@@ -58,6 +59,7 @@ class CitebotService:
         self._lock = threading.Lock()
         self._indexer: Indexer | None = None
         self._query: QueryEngine | None = None
+        self._answerer: Answerer | None = None
         self._store_settings: Settings | None = None
         self._doc_counts: dict[tuple[str, ...], tuple[float, int | None, int]] = {}
 
@@ -94,6 +96,17 @@ class CitebotService:
 
                 self._query = QueryEngine(self._pipeline_settings(), self.store)
             return self._query
+
+    @property
+    def answerer(self) -> Answerer:
+        """The one chooser of how a question is answered, built once over :attr:`query`."""
+        query = self.query
+        with self._lock:
+            if self._answerer is None:
+                from pipelines.answerer import Answerer
+
+                self._answerer = Answerer(query)
+            return self._answerer
 
     def warm_up(self) -> None:
         """Load the model and build the pipelines now rather than on the first request."""
@@ -192,7 +205,7 @@ class CitebotService:
         scopes: str | Sequence[str],
         history: Sequence[Turn] = (),
         *,
-        mode: RetrievalMode = "hybrid",
+        mode: RetrievalMode | str = RetrievalMode.HYBRID,
         k: int | None = None,
         show: ShowText | None = None,
     ) -> Answer:
@@ -224,20 +237,12 @@ class CitebotService:
         return answer
 
     def _answer(
-        self, question: str, scopes: list[str], history: Sequence[Turn], *, mode: RetrievalMode, k: int | None,
-        show: ShowText | None = None,
+        self, question: str, scopes: list[str], history: Sequence[Turn], *, mode: RetrievalMode | str,
+        k: int | None, show: ShowText | None = None,
     ) -> Answer:
-        """The question types of :mod:`pipelines.questions` (compare, summarise, not there, which one, table
-        max / min, document type, partly covered) first; every other question the look-up path answers."""
-        from pipelines.questions import QuestionTypes
-
-        engine = self.query
-        engine.warm_up()
-        chosen = QuestionTypes.resolve_choice(question, history)
-        if chosen is not None:  # "2" after "which limit do you mean?": that reading, asked afresh
-            question, history = chosen, ()
-        typed = QuestionTypes(engine).answer(question, scopes, history, mode=mode, k=k)
-        return typed if typed is not None else engine.answer(question, scopes, history, mode=mode, k=k, show=show)
+        """The first answer kind of :class:`pipelines.answerer.Answerer` that answers (compare, summarise, not
+        there, which one, table max / min, document type, partly covered, the LLM with tools, the look-up)."""
+        return self.answerer.answer(question, scopes, history, mode=mode, k=k, show=show)
 
     def list_documents(self, scopes: str | Sequence[str]) -> list[DocInfo]:
         return self.store.list_documents(scopes=require_scopes(scopes))

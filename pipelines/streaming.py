@@ -28,7 +28,7 @@ from haystack import Document
 
 from connectors.log import get_logger
 from pipelines.components.citation_validator import CitationValidator
-from pipelines.components.llm_answerer import _sentences, keep_supported
+from pipelines.components.llm_answerer import claim_sentences, keep_supported
 from pipelines.models import Citation, printable
 
 log = get_logger("citebot.streaming")
@@ -76,7 +76,7 @@ class SentencePreview:
         answer = obj.get("answer")
         if not isinstance(answer, str):
             return
-        sentences = _sentences(answer)
+        sentences = claim_sentences(answer)
         if keys[-1] == "answer" and not done:  # still being written
             last = sentences.pop() if sentences else ""
             if sentences and _MARKERS_ONLY.fullmatch(last):  # "… pay. [1][2" : more markers may follow "pay."

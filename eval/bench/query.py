@@ -168,7 +168,7 @@ def bench_quality(base: Settings, tmp: Path, backend: str | None = None) -> dict
             continue
         expected = case.expected_pages()
         for mode in hits:
-            hits[mode].append(_page_hit(engine.retrieve(case.question, [SCOPE], mode=mode, k=5), expected))  # type: ignore[arg-type]
+            hits[mode].append(_page_hit(engine.passages(case.question, [SCOPE], mode=mode, k=5), expected))  # type: ignore[arg-type]
 
     quotes = verbatim = 0
     answered = refused = n_ans = n_unans = 0
@@ -253,7 +253,7 @@ def bench_latency(base: Settings, tmp: Path, n: int, queries: int, seed: int, ba
     questions = (questions * (queries // len(questions) + 1))[:queries]
     for q in questions[:5]:  # warm caches that a running bot has warm (SQLite pages, matrices)
         for engine in engines.values():
-            engine.retrieve(q, [SCOPE])
+            engine.passages(q, [SCOPE])
     times: dict[str, dict[str, list[float]]] = {
         b: {k: [] for k in ("embed", "retrieve", "answer", "embed_cpu", "retrieve_cpu", "answer_cpu")} for b in backends
     }
@@ -268,7 +268,7 @@ def bench_latency(base: Settings, tmp: Path, n: int, queries: int, seed: int, ba
     for q in questions:
         for b, engine in engines.items():
             timed(b, "embed", lambda e=engine, q=q: e.embedder.run(text=q))
-            timed(b, "retrieve", lambda e=engine, q=q: e.retrieve(q, [SCOPE]))
+            timed(b, "retrieve", lambda e=engine, q=q: e.passages(q, [SCOPE]))
             engine.extractive._cache.clear()
             timed(b, "answer", lambda e=engine, q=q: e.answer(q, [SCOPE]))
     return {

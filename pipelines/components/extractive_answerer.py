@@ -76,7 +76,7 @@ class Candidate:
         return f"{self.header_text} / {self.text}" if self.header else self.text
 
 
-def _is_heading_line(text: str, doc: Document) -> bool:
+def is_heading_line(text: str, doc: Document) -> bool:
     section = str((doc.meta or {}).get("section", "") or "")
     if not section:
         return False
@@ -94,12 +94,12 @@ _NUMBERED_HEADING = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.|article\s+\w+|s
 
 
 def _looks_like_heading(line: str, doc: Document) -> bool:
-    return _is_heading_line(line, doc) or (
+    return is_heading_line(line, doc) or (
         len(line) <= 100 and line[-1:] not in ".!?:;," and (" > " in line or bool(_NUMBERED_HEADING.match(line)))
     )
 
 
-def _skip_heading_lines(content: str, s: int, e: int, doc: Document) -> int:
+def skip_heading_lines(content: str, s: int, e: int, doc: Document) -> int:
     """Move ``s`` past heading lines ("4 Leave > 4.2 Parental leave") that open the span."""
     while True:
         nl = content.find("\n", s, e)
@@ -278,7 +278,7 @@ class ExtractiveAnswerer:
             etype = (doc.meta or {}).get("element_type", "text")
             header: tuple[int, int] | None = None
             for s0, e in sentence_spans(content, lines=etype in ("table", "list")):
-                s = _skip_heading_lines(content, s0, e, doc)
+                s = skip_heading_lines(content, s0, e, doc)
                 text = content[s:e]
                 if etype == "table":
                     if _CAPTION.match(text) or (header is None and "|" not in text and _looks_like_heading(text, doc)):
@@ -288,7 +288,7 @@ class ExtractiveAnswerer:
                         continue
                 elif len(text) < _MIN_CHARS:
                     continue
-                if e - s > _MAX_CHARS or _is_heading_line(text, doc):
+                if e - s > _MAX_CHARS or is_heading_line(text, doc):
                     continue
                 c = Candidate(rank, doc, s, e, set(terms(text)), header=header if etype == "table" else None)
                 c.terms |= set(terms(c.header_text))
@@ -419,9 +419,9 @@ class ExtractiveAnswerer:
                     continue
                 etype = (doc.meta or {}).get("element_type", "text")
                 for s0, e in sentence_spans(doc.content or "", lines=etype in ("table", "list")):
-                    s = _skip_heading_lines(doc.content or "", s0, e, doc)
+                    s = skip_heading_lines(doc.content or "", s0, e, doc)
                     text = (doc.content or "")[s:e]
-                    if len(text) >= _MIN_CHARS and e - s <= _MAX_CHARS and not _is_heading_line(text, doc):
+                    if len(text) >= _MIN_CHARS and e - s <= _MAX_CHARS and not is_heading_line(text, doc):
                         picked.append((doc, s, e))
                         pages_seen.add(page)
                         break

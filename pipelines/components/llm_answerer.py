@@ -78,7 +78,7 @@ def build_messages(
     return messages
 
 
-_MARKER = re.compile(r"\s*\[(\d+)\]")
+CITATION_MARKER = re.compile(r"\s*\[(\d+)\]")
 _LEADING_MARKERS = re.compile(r"^(?:\s*\[\d+\])+")
 # Links as a model may write them: markdown [text](url), Slack <url|text>, URLs, www. hosts, e-mail
 # addresses and bare host/path forms ("payroll-check.example/login").
@@ -117,7 +117,7 @@ def _as_written(chunk: str) -> tuple[str, str]:
     return chunk, "".join(chunk.split())
 
 
-def _sentences(text: str) -> list[str]:
+def claim_sentences(text: str) -> list[str]:
     """The answer's sentences; markers written after a sentence's full stop ("... pay. [1] Next") stay with it."""
     out: list[str] = []
     for piece in answer_sentences(text.strip()):
@@ -150,25 +150,25 @@ def keep_supported(
     kept: list[str] = []
     order: list[int] = []
     dropped = links_dropped = 0
-    for sentence in _sentences(text)[:upto]:
-        ns = [int(m) for m in _MARKER.findall(sentence)]
+    for sentence in claim_sentences(text)[:upto]:
+        ns = [int(m) for m in CITATION_MARKER.findall(sentence)]
         good = [n for n in ns if n in valid]
         if not good:
             dropped += 1
             continue
         # a URL wrapped across lines in the PDF still counts: compare without whitespace as well
         sources = [src for n in good for src in _as_written(chunks.get(valid[n].chunk_id, ""))]
-        if any(not any(link in src for src in sources) for link in links_in(_MARKER.sub("", sentence))):
+        if any(not any(link in src for src in sources) for link in links_in(CITATION_MARKER.sub("", sentence))):
             dropped += 1
             links_dropped += 1
             continue
         for n in good:
             if n not in order:
                 order.append(n)
-        kept.append(_MARKER.sub(lambda m: f" [{m.group(1)}]" if int(m.group(1)) in valid else "", sentence))
+        kept.append(CITATION_MARKER.sub(lambda m: f" [{m.group(1)}]" if int(m.group(1)) in valid else "", sentence))
     renumber = {old: new for new, old in enumerate(order, 1)}
     out_text = " ".join(kept)
-    out_text = _MARKER.sub(lambda m: f" [{renumber[int(m.group(1))]}]", out_text).strip()
+    out_text = CITATION_MARKER.sub(lambda m: f" [{renumber[int(m.group(1))]}]", out_text).strip()
     out_cits = [valid[old].model_copy(update={"n": renumber[old]}) for old in order]
     return Supported(out_text, out_cits, dropped, links_dropped)
 

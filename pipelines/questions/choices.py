@@ -11,7 +11,7 @@ from haystack import Document
 
 from pipelines.answer_policy import Draft
 from pipelines.components._text import STOPWORDS, sentence_spans
-from pipelines.components.extractive_answerer import _is_heading_line, _skip_heading_lines
+from pipelines.components.extractive_answerer import is_heading_line, skip_heading_lines
 from pipelines.components.question_analyzer import word_forms
 from pipelines.models import Answer, RetrievalMode, Turn
 from pipelines.questions.kinds import SHORT_DEFINITE
@@ -88,15 +88,15 @@ def which_one(steps: Steps, question: str, scopes: list[str], mode: RetrievalMod
     if states is None:
         return None
     e = steps.engine
-    hits, embedding = e._run_retrieval(mode, question, scopes, None)  # noqa: SLF001
-    hits = e._in_scope(hits, scopes)[:k]  # noqa: SLF001
+    hits, embedding = e.search(question, scopes, mode=mode)
+    hits = hits[:k]
     readings: list[tuple[Document, str]] = []
     seen_sections: set[tuple[str, str]] = set()
     for h in hits:
         key = (str((h.meta or {}).get("doc_id", "")), top(str((h.meta or {}).get("section", "") or "")))
         content = h.content or ""
-        spans = [(_skip_heading_lines(content, a, b, h), b) for a, b in sentence_spans(content)]
-        stated = [(states(content[a:b]), content[a:b]) for a, b in spans if not _is_heading_line(content[a:b], h)]
+        spans = [(skip_heading_lines(content, a, b, h), b) for a, b in sentence_spans(content)]
+        stated = [(states(content[a:b]), content[a:b]) for a, b in spans if not is_heading_line(content[a:b], h)]
         how, sentence = max(stated, key=lambda st: st[0], default=(0, ""))  # the first that names it, if any
         if key in seen_sections or not how:
             continue

@@ -11,7 +11,7 @@ from haystack import Document
 
 from pipelines.components._text import sentence_spans
 from pipelines.components.citation_validator import chunk_id_of
-from pipelines.components.extractive_answerer import _is_heading_line, _skip_heading_lines
+from pipelines.components.extractive_answerer import is_heading_line, skip_heading_lines
 from pipelines.models import Answer, RetrievalMode
 from pipelines.questions.kinds import ALL_DOCS, COMPARE, SUMMARY, THIS_DOC
 from pipelines.questions.steps import AnswerDraft, Steps, content_words, doc_filter, page_text, top
@@ -27,11 +27,11 @@ def _first_sentence(doc: Document, max_chars: int = MAX_SUMMARY_QUOTE) -> str:
     content = doc.content or ""
     lines = (doc.meta or {}).get("element_type") in ("table", "list")
     for s0, e in sentence_spans(content, lines=lines):
-        s = _skip_heading_lines(content, s0, e, doc)
+        s = skip_heading_lines(content, s0, e, doc)
         text = content[s:e].strip()
         if "\n" in text:  # a title block run into the first sentence: the sentence is its last line
             text = text.rsplit("\n", 1)[1].strip()
-        if len(text.split()) < 4 or _is_heading_line(text, doc):
+        if len(text.split()) < 4 or is_heading_line(text, doc):
             continue
         if len(text) > max_chars:
             text = text[:max_chars].rsplit(" ", 1)[0]

@@ -1,5 +1,5 @@
 """What a question asks for, as far as its words tell: :func:`classify` (which handlers of
-:class:`pipelines.questions.QuestionTypes` may apply, most specific first) and :func:`split_parts` (the questions
+:class:`pipelines.answerer.Answerer`'s kinds may apply, most specific first) and :func:`split_parts` (the questions
 a multi-part question asks). The patterns here are the handlers' too: a summary's, a comparison's wording is taken
 out of the question with the pattern that recognised it."""
 
@@ -57,6 +57,7 @@ class QuestionKind(StrEnum):
     TABLE = "table"
     SHORT = "short"
     MULTI_PART = "multi_part"
+    TOOLS = "tools"
 
     @classmethod
     def from_str(cls, value: str) -> QuestionKind:

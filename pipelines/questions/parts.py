@@ -4,7 +4,7 @@ the PDFs don't cover named as such (:func:`partial`)."""
 from __future__ import annotations
 
 from pipelines.components.citation_validator import chunk_id_of
-from pipelines.components.llm_answerer import _MARKER
+from pipelines.components.llm_answerer import CITATION_MARKER
 from pipelines.models import Answer, RetrievalMode
 from pipelines.questions.kinds import split_parts
 from pipelines.questions.steps import AnswerDraft, AnswerMode, Steps
@@ -51,4 +51,4 @@ def partial(steps: Steps, question: str, scopes: list[str], mode: RetrievalMode,
 def _renumbered(text: str, marks: dict[int, str]) -> str:
     """The model's answer to one part with its ``[n]`` markers renumbered into the whole answer's (``marks``:
     the part's n -> the whole's "[k]"); a marker whose citation was not kept is left out."""
-    return _MARKER.sub(lambda m: f" {marks[int(m.group(1))]}" if int(m.group(1)) in marks else "", text).strip()
+    return CITATION_MARKER.sub(lambda m: f" {marks[int(m.group(1))]}" if int(m.group(1)) in marks else "", text).strip()

@@ -16,7 +16,6 @@ from connectors.store_api import DocInfo
 from pipelines.answer_policy import Draft, Validated
 from pipelines.components._text import GENERIC, STOPWORDS, terms
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
-from pipelines.components.refusal import confidence
 from pipelines.models import Answer, AnswerKind, RetrievalMode, RetrievedChunk
 
 if TYPE_CHECKING:
@@ -108,7 +107,7 @@ class Steps:
             if all(chunk_id_of(c) != chunk_id_of(d) for c in context):
                 context.append(d)
         ext = Draft(text="\n".join(draft.lines), citations=draft.citations)
-        written = self.engine.policy._llm_answer(llm, instruction, context, [], ext)  # noqa: SLF001
+        written = self.engine.policy.generate(instruction, context, [], ext)
         if written.refused or written.mode != "llm":
             return fallback.model_copy(update={"note": written.note or fallback.note})
         text = "\n".join([written.text, *said])
@@ -137,17 +136,12 @@ class Steps:
 
     def search(self, query: str, scopes: list[str], mode: RetrievalMode, k: int,
                filters: dict[str, Any] | None) -> tuple[list[Document], Draft, float]:
-        """Retrieve within ``filters``, draft the extractive answer, and its confidence (the look-up path's
-        own components and formula, see :meth:`pipelines.query.QueryEngine._signals`)."""
+        """Retrieve within ``filters``, draft the extractive answer, and its confidence: the look-up's own
+        public steps (:meth:`pipelines.query.QueryEngine.retrieve_within`, ``draft``, ``signals``)."""
         e = self.engine
-        analysis = e.analyzer.run(question=query)
-        hits, embedding = e._run_retrieval(mode, analysis["query"], scopes, filters)  # noqa: SLF001
-        hits = e._in_scope(hits, scopes)[:k]  # noqa: SLF001
-        ext = Draft.of(e.extractive.run(question=analysis["query"], documents=hits, routed=[],
-                                        query_embedding=embedding, content_question=query, reference=""))
-        support = e.term_support(analysis["anchors"], scopes, filters)
-        words = e.term_support(analysis["words"], scopes, filters)
-        return hits, ext, confidence(ext.max_cosine, support, words)
+        r = e.retrieve_within(query, scopes, mode, k, filters)
+        ext = e.draft(r, k)
+        return r.hits, ext, e.signals(r, ext, scopes).confidence
 
     def chunks(self, scopes: list[str], chunk_ids: list[str]) -> list[Document]:
         doc_ids = sorted({c.rsplit(":", 1)[0] for c in chunk_ids})

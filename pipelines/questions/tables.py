@@ -30,8 +30,8 @@ def table_extreme(steps: Steps, question: str, scopes: list[str], mode: Retrieva
         tables = steps.store.fetch(scopes=scopes, filters={"field": "meta.label", "operator": "in",
                                                            "value": named_tables}, limit=10)
     else:
-        hits, _ = steps.engine._run_retrieval(mode, question, scopes, None)  # noqa: SLF001
-        tables = [h for h in steps.engine._in_scope(hits, scopes)[:8]  # noqa: SLF001
+        hits, _ = steps.engine.search(question, scopes, mode=mode)
+        tables = [h for h in hits[:8]
                   if (h.meta or {}).get("element_type") == "table"]
     q_terms = set(content_words(question)) - {"highest", "lowest", "larg", "small", "bigg", "great", "most",
                                               "least", "fewest", "maximum", "minimum", "max", "min", "top"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from haystack import Document
 
-from pipelines.answer_policy import AnswerPolicy, Draft
+from pipelines.answer_policy import AnswerPolicy, Decision, Draft
 from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.refusal import REFUSAL_TEXT, RefusalCheck, refusal_text
 
@@ -32,7 +32,8 @@ def _policy() -> AnswerPolicy:
     ],
 )
 def test_decide_without_llm(confidence, ext, docs, refused):
-    answer = _policy().decide("How long is parental leave?", [], docs, ext, confidence)
+    answer = _policy().decide(Decision(question="How long is parental leave?", history=[], context=docs, draft=ext,
+                                       confidence=confidence))
     assert answer.refused is refused
     assert answer.mode == "extractive"
     if refused:

@@ -128,8 +128,8 @@ def test_the_statement_page_leads_the_hits(store):
     question = "What is Acme's FY2020 free cash flow? FCF is cash from operations minus capital expenditures."
     off = QueryEngine(settings.model_copy(update={"page_weight": 0.0, "statement_boost": 0.0}), s)
     on = QueryEngine(settings, s)
-    assert 47 not in [d.meta["page_start"] for d in off.retrieve(question, [SCOPE], k=2)]  # prose about cash wins
-    assert [d.meta["page_start"] for d in on.retrieve(question, [SCOPE], k=2)][0] == 47
+    assert 47 not in [d.meta["page_start"] for d in off.passages(question, [SCOPE], k=2)]  # prose about cash wins
+    assert [d.meta["page_start"] for d in on.passages(question, [SCOPE], k=2)][0] == 47
 
 
 def test_page_ranker_round_trips_and_stays_in_scope(store):
@@ -240,7 +240,7 @@ def test_page_ranking_ranks_and_scores_as_from_fetched_documents(samples, store)
     reordered = 0
     for engine, chunk_store, scope, question in runs:
         engine.warm_up()
-        hits, embedding = engine._run_retrieval("hybrid", question, [scope], None)
+        hits, embedding = engine.search(question, [scope])
         ranked = engine.pages.run(question=question, query_embedding=embedding, hits=hits, scopes=[scope])
         expected = _ranked_from_fetched_documents(chunk_store, engine.pages, question, embedding, hits, [scope])
         assert ranked["documents"] == expected, question

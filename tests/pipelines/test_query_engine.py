@@ -148,7 +148,7 @@ class TestExtractivePath:
         _no_b(answer)
         assert not answer.refused
         assert any("26 weeks" in c.quote for c in answer.citations)
-        docs = engine.retrieve("Project Osprey confidential agreement 52 weeks", [A], mode=mode, k=10)
+        docs = engine.passages("Project Osprey confidential agreement 52 weeks", [A], mode=mode, k=10)
         assert docs and all(d.meta["scope"] == A for d in docs)
         # and the other way round: B only sees B
         b = engine.answer("How many weeks of parental leave does the primary carer get?", [B], mode=mode)
@@ -259,7 +259,7 @@ def test_the_saved_pipeline_ranks_as_the_engine_does(settings, store, engine, mo
         build_query_pipeline(settings, store, mode).dumps(), allowed_modules=["connectors", "pipelines"]
     )
     out = pipeline.run(pipeline_inputs(mode, question, [A], None, settings.retrieval_top_k))
-    engine_hits, _ = engine._run_retrieval(mode, question, [A], None)
+    engine_hits, _ = engine.search(question, [A], mode=mode)
     assert [d.id for d in out["joiner"]["documents"]] == [d.id for d in engine_hits]
     assert engine_hits, "the question should retrieve something in scope A"
 
@@ -276,7 +276,7 @@ def test_the_fusion_setting_reaches_the_hybrid_pipeline_and_its_saved_form(setti
     engine = QueryEngine(s, store)
     engine.warm_up()
     out = pipeline.run(pipeline_inputs("hybrid", question, [A], None, s.retrieval_top_k))
-    engine_hits, _ = engine._run_retrieval("hybrid", question, [A], None)
+    engine_hits, _ = engine.search(question, [A])
     assert engine_hits and [d.id for d in out["joiner"]["documents"]] == [d.id for d in engine_hits]
     assert str(build_query_pipeline(s, store, "bm25").get_component("joiner").fusion) == "weighted"
 
