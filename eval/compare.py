@@ -20,8 +20,8 @@ Gates (TOML, see ``eval/gates.toml``)::
     [judge]                        # floors for the LLM judge's means, checked when the run was judged (--judge)
     groundedness = 0.8
 
-A case *regresses* when it gains a failure label it did not have (retrieval miss, wrong refusal,
-unsupported answer, answer without citation, error) or its case score falls by more than
+A case *regresses* when it gains a failure label it did not have (retrieval miss, refused answerable,
+answered unanswerable, unsupported answer, answer without citation, error) or its case score falls by more than
 ``[cases] score_tolerance`` (default 0.05). With only NEW given, floors are checked and the baseline
 gates are reported as skipped. A key this module does not know (``[drop] maximum``) is an error naming
 it, never silently ignored. Each floor says how many cases (or quotes) its value rests on, and warns

@@ -503,21 +503,25 @@ def bucket(score: float) -> str:
     return "high" if score >= HIGH else "medium" if score >= MEDIUM else "low"
 
 
-FAILURE_LABELS = ("error", "retrieval miss", "wrong refusal", "unsupported answer", "answer without citation")
+FAILURE_LABELS = ("error", "retrieval miss", "refused answerable", "answered unanswerable", "unsupported answer",
+                  "answer without citation")
 
 
 def failure_labels(r: CaseResult, k: int = 5) -> list[str]:
-    """Why a case failed, by type: retrieval miss (no relevant chunk in the top k), wrong refusal (refused an
-    answerable case or answered an unanswerable one), unsupported answer (a quote not verbatim in its chunk,
-    no citation on an expected page, or judge groundedness < 0.5), answer without citation."""
+    """Why a case failed, by type: retrieval miss (no relevant chunk in the top k), refused answerable (the PDFs
+    hold the answer and the bot said they don't), answered unanswerable (the bot answered what the PDFs don't
+    say), unsupported answer (a quote not verbatim in its chunk, no citation on an expected page, or judge
+    groundedness < 0.5), answer without citation."""
     labels: list[str] = []
     if r.error:
         return ["error"]
     m = case_metrics(r, k)
     if r.answerable and m[f"page_hit@{k}"] == 0.0:
         labels.append("retrieval miss")
-    if r.refused == r.answerable:
-        labels.append("wrong refusal")
+    if r.refused and r.answerable:
+        labels.append("refused answerable")
+    if not r.refused and not r.answerable:
+        labels.append("answered unanswerable")
     if not r.refused:
         grounded = r.judge.get("groundedness")
         if (

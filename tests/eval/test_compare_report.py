@@ -148,7 +148,8 @@ def test_report_has_charts_buckets_and_every_failing_case_in_full(tmp_path: Path
     md = (run / "report.md").read_text()
     page = (run / "report.html").read_text()
     assert "| high | 3 |" in md and "| low | 2 |" in md
-    assert "| retrieval miss | 1 |" in md and "| wrong refusal | 1 |" in md
+    assert "| retrieval miss | 1 |" in md and "| answered unanswerable | 1 |" in md
+    assert "| refused answerable | 0 |" in md
     assert "| answer without citation | 1 |" in md and "| unsupported answer | 2 |" in md
     # every failing case, lowest score first, and no case that did not fail
     failing = md.split("## Failing cases")[1]
