@@ -20,12 +20,14 @@ Gates (TOML, see ``eval/gates.toml``)::
     [judge]                        # floors for the LLM judge's means, checked when the run was judged (--judge)
     groundedness = 0.8
 
-A case *regresses* when it gains a failure label it did not have (retrieval miss, wrong refusal,
-unsupported answer, answer without citation, error) or its case score falls by more than
+A case *regresses* when it gains a failure label it did not have (retrieval miss, refused answerable,
+answered unanswerable, unsupported answer, answer without citation, error) or its case score falls by more than
 ``[cases] score_tolerance`` (default 0.05). With only NEW given, floors are checked and the baseline
 gates are reported as skipped. A key this module does not know (``[drop] maximum``) is an error naming
 it, never silently ignored. Each floor says how many cases (or quotes) its value rests on, and warns
-when that is few: on a small run one case moves a metric by a lot.
+when that is few: on a small run one case moves a metric by a lot; a floor whose metric has no case in the run
+(``refusal_f1`` on a set without unanswerable cases) is skipped, saying so. :func:`judged_scope` says what the
+verdict judged the answers by, and what it did not judge.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ from eval.metrics import (
     citation_validity,
     failure_labels,
     higher_is_better,
+    is_short_answer,
     summarise,
 )
-from eval.records import CaseResult, load_run
+from eval.records import RETRIEVAL_ONLY, CaseResult, load_run
 
 # The tables of a gates file and the keys each may hold ([floors] takes any metric name).
 GATE_KEYS: dict[str, set[str] | None] = {
@@ -142,6 +145,8 @@ def support(metric: str, results: list[CaseResult], k: int) -> tuple[int, str]:
         return sum(1 for r in results if r.refused or r.error), "refused cases"
     if metric == "answer_rate":
         return sum(1 for r in results if r.answerable), "answerable cases"
+    if metric == "answer_shown":
+        return sum(1 for r in results if case_metrics(r, k)["answer_shown"] is not None), "short-answer cases"
     if metric == "citation_page_precision":
         return sum(len(r.citations) for r in results if r.answerable and not r.refused), "quotes"
     if metric.startswith("latency_"):
@@ -178,6 +183,7 @@ class Comparison:
     improvements: list[str]
     gates: list[GateResult]
     notes: list[str] = field(default_factory=list)
+    judged: str = ""
 
     @property
     def passed(self) -> bool:
@@ -191,6 +197,7 @@ class Comparison:
             "improvements": self.improvements,
             "gates": [asdict(g) for g in self.gates],
             "notes": self.notes,
+            "judged": self.judged,
         }
 
 
@@ -294,11 +301,14 @@ def compare(
             results.append(GateResult(f"floor {metric}", False, f"unknown metric {metric!r} (k={k} in this run?)"))
             continue
         value = new_sum[metric]
+        n, unit = support(metric, new_results, k)
+        if n == 0:
+            results.append(GateResult(f"floor {metric}", None, f"skipped: this run has no {unit} to measure it on"))
+            continue
         if value is None:
             results.append(GateResult(f"floor {metric}", False, f"{metric} is undefined in this run (no cases apply)"))
             continue
         ok = value >= floor - 1e-9
-        n, unit = support(metric, new_results, k)
         basis = f" on {n} {unit}"
         if n < SMALL_RUN:
             basis += f" (few: one of them moves it by about {1 / max(n, 1):.2f})"
@@ -341,7 +351,26 @@ def compare(
             crit = [r for r in regressions if r.critical]
             detail = ", ".join(r.id for r in crit) if crit else "no critical case regressed"
             results.append(GateResult("critical cases", not crit, detail))
-    return Comparison(base_sum, new_sum, deltas, regressions, improved, results, notes)
+    return Comparison(base_sum, new_sum, deltas, regressions, improved, results, notes, judged_scope(new_results))
+
+
+def judged_scope(results: list[CaseResult]) -> str:
+    """What a verdict on ``results`` judged the answers by, and what it did not judge, in one line: "answers
+    judged by answer_shown on 42 short-answer cases (not the 9 answerable cases with a long or no expected answer);
+    correctness not judged (no --judge)". Retrieval and citation gates need no words here: they judge every case."""
+    if results and all(r.answer_mode == RETRIEVAL_ONLY for r in results):
+        return "answers not judged: a retrieval-only run (it ranks pages and answers nothing)"
+    answerable = [r for r in results if r.answerable]
+    short = sum(1 for r in answerable if is_short_answer(r.expected_answer))
+    parts = [f"answers judged by answer_shown on {short} short-answer case{'s' if short != 1 else ''}"
+             if short else "answers not judged by answer_shown: no case has a short expected answer"]
+    if short and len(answerable) > short:
+        rest = len(answerable) - short
+        parts[0] += f" (not the {rest} answerable case{'s' if rest != 1 else ''} with a long or no expected answer)"
+    judged = sum(1 for r in results if any(js.score is not None for js in r.judge.values()))
+    parts.append(f"correctness judged by the LLM judge on {judged} case{'s' if judged != 1 else ''}" if judged
+                 else "correctness not judged (no --judge)")
+    return "; ".join(parts)
 
 
 def _fmt(v: float | None) -> str:
@@ -378,6 +407,8 @@ def render(c: Comparison) -> str:
             status = "SKIP" if g.passed is None else "PASS" if g.passed else "FAIL"
             lines.append(f"  {status}  {g.gate}: {g.detail}")
         lines.append("RESULT: " + ("all gates passed" if c.passed else "a gate FAILED"))
+        if c.judged:
+            lines.append(f"Judged: {c.judged}")
     return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
-"""Layered eval metrics: retrieval, citations, refusals, answer text, judge scores, latency.
+"""Layered eval metrics: retrieval, citations, refusals, answer text (and whether a short expected answer is
+shown: :func:`answer_shown`), judge scores, latency.
 
 Pure functions over :class:`eval.records.CaseResult`; nothing here touches a store, model or file.
 
@@ -13,11 +14,14 @@ except citation validity and citation-page precision, which are shares over all 
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from eval.cases import Source
@@ -261,6 +265,163 @@ def token_f1(prediction: str, expected: str) -> float:
     return 2 * p * r / (p + r)
 
 
+# --- answer shown (issue 38): is the expected answer on the screen? ------------------------------------
+#
+# A short expected answer (a figure, or a text of at most SHORT_WORDS words and SHORT_CHARS characters after
+# normalisation) is *shown* when the answer text or a quote found verbatim in its chunk prints it. A figure may
+# be printed in the document's own format: thousands separators, a currency sign, `%`, `(1,577)` for -1,577, a
+# scale word or a table in thousands/millions (any power of 1000 from 10^-9 to 10^9), and more digits than the
+# expected (rounded to the expected's last digit). See eval/README.md, "What counts as shown".
+
+SHORT_WORDS = 6
+SHORT_CHARS = 40
+# Powers of 1000 a shown figure may be off by (a table "in millions" prints $1,577 million as 1,577).
+SCALE_STEPS = range(-3, 4)
+_SCALE_WORDS = {"thousand": 3, "million": 6, "mn": 6, "billion": 9, "bn": 9, "trillion": 12}
+_FIGURE = (
+    r"(?P<open>\()?(?P<sign>[-\u2212])?(?P<cur>[$\u20ac\u00a3\u00a5]|(?:US\$|USD|EUR|GBP)\s?)?(?P<sign2>[-\u2212])?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?P<close>\))?"
+    r"(?:\s?(?P<pct>%|percent\b))?(?:\s?(?P<scale>thousand|million|mn|billion|bn|trillion)\b)?"
+)
+_FIGURE_IN_TEXT = re.compile(r"(?<![\w.,])" + _FIGURE, re.IGNORECASE)
+_FIGURE_ALONE = re.compile(r"^\s*(?:about|approximately|approx\.?|~)?\s*" + _FIGURE + r"\s*\.?\s*$", re.IGNORECASE)
+_YES_NO = ("yes", "no")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A number as a page prints it: ``value`` with its scale word applied, ``written`` without it, how many
+    significant digits it was written with, and whether it reads as a year (a bare 1900..2100) or a percentage."""
+
+    value: Decimal
+    written: Decimal
+    significant: int
+    year: bool = False
+    percent: bool = False
+
+
+def _figure(m: re.Match[str]) -> Figure | None:
+    digits = m["num"].replace(",", "")
+    try:
+        written = Decimal(digits)
+    except InvalidOperation:
+        return None
+    negative = bool(m["sign"] or m["sign2"]) or bool(m["open"] and m["close"])
+    if negative:
+        written = -written
+    power = _SCALE_WORDS.get((m["scale"] or "").casefold(), 0)
+    significant = digits.replace(".", "").lstrip("0")
+    if "." not in digits:
+        significant = significant.rstrip("0")
+    year = (len(m["num"]) == 4 and m["num"].isdigit() and 1900 <= int(digits) <= 2100 and not negative
+            and not (m["cur"] or m["pct"] or m["scale"] or m["open"] or m["close"]))
+    return Figure(value=written.scaleb(power), written=written, significant=max(1, len(significant)), year=year,
+                  percent=bool(m["pct"]))
+
+
+def _figures(text: str) -> list[Figure]:
+    return [f for m in _FIGURE_IN_TEXT.finditer(_MARKER.sub(" ", text)) if (f := _figure(m)) is not None]
+
+
+def figures_in(text: str) -> list[Decimal]:
+    """Every number ``text`` prints, as a value: ``(1,577)`` is -1577, ``$27.165 billion`` 27165000000,
+    ``1.9%`` 1.9. Citation markers (``[1]``) are not numbers; nor is the year in ``FY2022``."""
+    return [f.value for f in _figures(text)]
+
+
+def parse_figure(expected: str) -> Figure | None:
+    """The figure ``expected`` is, when it is one number and nothing else (a currency, ``%`` or scale word
+    around it allowed: ``$1,577 million``, ``-3.7``, ``1.9%``); None for any other text."""
+    m = _FIGURE_ALONE.match(expected)
+    return _figure(m) if m else None
+
+
+def _matches(expected: Figure, shown: Figure) -> bool:
+    """Whether ``shown`` prints ``expected``. A year matches only the same year. Exactly equal (with or without
+    its scale word: "5 million" shows 5 and 5,000,000) always matches. An expected of two or more significant
+    digits also matches a figure that, times a power of 1000 (not for a percentage), rounds to it at its last
+    digit. A negative expected is shown by its magnitude too (a fall is often written in words: "decreased
+    3.7%")."""
+    if expected.year or shown.year:
+        return expected.year and shown.year and expected.value == shown.value
+    candidates = [shown] if expected.value >= 0 else [
+        shown, Figure(-shown.value, -shown.written, shown.significant, percent=shown.percent)]
+    if any(expected.value in (s.value, s.written) for s in candidates):
+        return True
+    exponent = expected.value.as_tuple().exponent
+    if expected.significant < 2 or not isinstance(exponent, int):
+        return False
+    quantum = Decimal(1).scaleb(exponent)
+    steps = (0,) if expected.percent else SCALE_STEPS
+    with localcontext() as ctx:
+        ctx.prec = 60
+        for s in candidates:
+            for k in steps:
+                try:
+                    if s.value.scaleb(3 * k).quantize(quantum, rounding=ROUND_HALF_UP) == expected.value:
+                        return True
+                except InvalidOperation:
+                    continue
+    return False
+
+
+def _answer_parts(expected: str) -> list[str]:
+    """The parts a user must see: the items of a list written as a Python list (``"['a', 'b']"``), the
+    ``;``-separated parts of a multi-part answer, else the answer itself."""
+    text = expected.strip()
+    if text.startswith("[") and text.endswith("]"):
+        try:
+            items = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            items = None
+        if isinstance(items, list | tuple):
+            return [str(i).strip() for i in items if str(i).strip()]
+    return [p.strip() for p in text.split(";") if p.strip()]
+
+
+def _short_part(part: str) -> bool:
+    if parse_figure(part) is not None:
+        return True
+    words = normalise_answer(part).split()
+    return 0 < len(words) <= SHORT_WORDS and len(" ".join(words)) <= SHORT_CHARS and words[0] not in _YES_NO
+
+
+def is_short_answer(expected: str | None) -> bool:
+    """Whether ``expected`` can be looked for on the screen: a figure, or a text of at most :data:`SHORT_WORDS`
+    words and :data:`SHORT_CHARS` characters after normalisation, not starting with yes/no (a verdict, not
+    something a page prints); a list or a multi-part answer when every item is. A computation sentence or an
+    explanation is not short."""
+    if not expected:
+        return False
+    parts = _answer_parts(expected)
+    return bool(parts) and all(_short_part(p) for p in parts)
+
+
+def _part_shown(part: str, texts: Sequence[str]) -> bool:
+    figure = parse_figure(part)
+    if figure is not None:
+        return any(_matches(figure, s) for t in texts for s in _figures(t))
+    wanted = f" {normalise_answer(part)} "
+    return any(wanted in f" {normalise_answer(t)} " for t in texts)
+
+
+def answer_shown(expected: str | None, shown_texts: Sequence[str]) -> float | None:
+    """1.0 when every part of a short expected answer is printed by one of ``shown_texts`` (a figure in any of
+    the formats :func:`_matches` accepts, a text contained after normalisation), else 0.0; None when the
+    expected answer is not short (:func:`is_short_answer`) or absent."""
+    if expected is None or not is_short_answer(expected):
+        return None
+    return 1.0 if all(_part_shown(p, shown_texts) for p in _answer_parts(expected)) else 0.0
+
+
+def shown_texts(r: CaseResult) -> list[str]:
+    """What a user sees of an answer: its text and every quote not found wrong by the verbatim recheck; nothing
+    for a refusal or an error."""
+    if r.refused or r.error:
+        return []
+    return [r.answer, *(c.quote for c in r.citations if c.quote and c.verbatim is not False)]
+
+
 # --- latency ---------------------------------------------------------------------------------------
 
 
@@ -297,6 +458,7 @@ def case_metrics(r: CaseResult, k: int = 5) -> dict[str, float | None]:
         "exact_match": None,
         "contains_match": None,
         "token_f1": None,
+        "answer_shown": None,
     }
     if r.error:
         out["refusal_correct"] = 0.0
@@ -305,6 +467,7 @@ def case_metrics(r: CaseResult, k: int = 5) -> dict[str, float | None]:
         out["exact_match"] = exact_match(text, r.expected_answer)
         out["contains_match"] = contains_match(text, r.expected_answer)
         out["token_f1"] = token_f1(text, r.expected_answer)
+        out["answer_shown"] = answer_shown(r.expected_answer, shown_texts(r))
     for name in JUDGE_CRITERIA:
         js = r.judge.get(name)
         out[f"judge_{name}"] = js.score if js is not None else None
@@ -340,21 +503,25 @@ def bucket(score: float) -> str:
     return "high" if score >= HIGH else "medium" if score >= MEDIUM else "low"
 
 
-FAILURE_LABELS = ("error", "retrieval miss", "wrong refusal", "unsupported answer", "answer without citation")
+FAILURE_LABELS = ("error", "retrieval miss", "refused answerable", "answered unanswerable", "unsupported answer",
+                  "answer without citation")
 
 
 def failure_labels(r: CaseResult, k: int = 5) -> list[str]:
-    """Why a case failed, by type: retrieval miss (no relevant chunk in the top k), wrong refusal (refused an
-    answerable case or answered an unanswerable one), unsupported answer (a quote not verbatim in its chunk,
-    no citation on an expected page, or judge groundedness < 0.5), answer without citation."""
+    """Why a case failed, by type: retrieval miss (no relevant chunk in the top k), refused answerable (the PDFs
+    hold the answer and the bot said they don't), answered unanswerable (the bot answered what the PDFs don't
+    say), unsupported answer (a quote not verbatim in its chunk, no citation on an expected page, or judge
+    groundedness < 0.5), answer without citation."""
     labels: list[str] = []
     if r.error:
         return ["error"]
     m = case_metrics(r, k)
     if r.answerable and m[f"page_hit@{k}"] == 0.0:
         labels.append("retrieval miss")
-    if r.refused == r.answerable:
-        labels.append("wrong refusal")
+    if r.refused and r.answerable:
+        labels.append("refused answerable")
+    if not r.refused and not r.answerable:
+        labels.append("answered unanswerable")
     if not r.refused:
         grounded = r.judge.get("groundedness")
         if (
@@ -378,7 +545,7 @@ def _mean(values: Iterable[float | None]) -> float | None:
 # What only an answer has: empty for a retrieval-only run (the naive page baseline).
 ANSWER_KEYS = ("citation_validity", "citation_page_precision", "cited_gold_page", "refusal_precision",
                "refusal_recall", "refusal_f1", "answer_rate", "exact_match", "contains_match", "token_f1",
-               *(f"judge_{name}" for name in JUDGE_CRITERIA))
+               "answer_shown", *(f"judge_{name}" for name in JUDGE_CRITERIA))
 
 
 def aggregate(results: Sequence[CaseResult], k: int = 5) -> dict[str, Any]:
@@ -404,8 +571,9 @@ def aggregate(results: Sequence[CaseResult], k: int = 5) -> dict[str, Any]:
     out["answer_rate"] = (
         sum(1 for r in answerable if not r.refused and not r.error) / len(answerable) if answerable else None
     )
-    for key in ("exact_match", "contains_match", "token_f1"):
+    for key in ("exact_match", "contains_match", "token_f1", "answer_shown"):
         out[key] = _mean(m[key] for m in per_case)
+    out["short_answer_cases"] = sum(1 for m in per_case if m["answer_shown"] is not None)
     for name in JUDGE_CRITERIA:
         out[f"judge_{name}"] = _mean(m[f"judge_{name}"] for m in per_case)
     latencies = [r.latency_ms for r in results if not r.error]
@@ -420,6 +588,7 @@ def aggregate(results: Sequence[CaseResult], k: int = 5) -> dict[str, Any]:
     if results and all(r.answer_mode == RETRIEVAL_ONLY for r in results):  # a baseline that ranks, never answers
         for key in ANSWER_KEYS:
             out[key] = None
+        out["short_answer_cases"] = 0
     return out
 
 
@@ -451,6 +620,7 @@ HIGHER_IS_BETTER_PREFIXES = (
     "exact_match",
     "contains_match",
     "token_f1",
+    "answer_shown",
     "judge_",
     "score_mean",
 )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from eval import charts
-from eval.compare import Comparison, Gates, compare, load_gates, support
+from eval.compare import Comparison, Gates, compare, judged_scope, load_gates, support
 from eval.metrics import (
     HEADLINE_K,
     JUDGE_CRITERIA,
@@ -112,6 +112,7 @@ class Verdict:
     against: str  # the baseline's name, "" without one
     regressed: list[tuple[str, str]] = field(default_factory=list)  # (case id, why)
     notes: list[str] = field(default_factory=list)
+    judged: str = ""  # what the answers were judged by, and what not (eval.compare.judged_scope)
 
 
 def _where(file: str, start: int, end: int) -> str:
@@ -150,14 +151,14 @@ def case_view(r: CaseResult, k: int, base: CaseResult | None = None, regressed: 
     )
 
 
-def verdict(c: Comparison | None, against: str) -> Verdict:
+def verdict(c: Comparison | None, against: str, judged: str = "") -> Verdict:
     if c is None:
-        return Verdict(None, [], against)
+        return Verdict(None, [], against, judged=judged)
     gates = [{"status": "SKIP" if g.passed is None else "PASS" if g.passed else "FAIL", "gate": g.gate,
               "detail": g.detail} for g in c.gates]
     regressed = [(r.id, ", ".join(r.new_labels) or f"score {r.base_score:.2f} → {r.new_score:.2f}")
                  for r in c.regressions]
-    return Verdict(c.passed if c.gates else None, gates, against, regressed, list(c.notes))
+    return Verdict(c.passed if c.gates else None, gates, against, regressed, list(c.notes), c.judged)
 
 
 def headlines(new: dict[str, Any], base: dict[str, Any] | None, results: list[CaseResult], k: int) -> list[Headline]:
@@ -259,7 +260,7 @@ def build_report(meta: dict[str, Any], results: list[CaseResult], *, base: Run |
                for key in metric_keys(OVERALL_KEYS, k)]
     context = {
         "title": f"Eval report — {meta.get('set', '?')} ({meta.get('retrieval_mode', '?')})",
-        "verdict": verdict(comparison, against),
+        "verdict": verdict(comparison, against, judged_scope(results)),
         "headlines": headlines(o, base_sum, results, k),
         "n_cases": len(results),
         "n_failing": len(cases),

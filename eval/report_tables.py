@@ -17,17 +17,18 @@ Run = tuple[dict[str, Any], list[CaseResult]]
 OVERALL_KEYS = ("doc_hit@{k}", "page_hit@5", "page_hit@{k}", "page_hit_any_span@5", "recall@{k}", "mrr",
                 "ndcg@10", "citation_validity", "citation_page_precision", "cited_gold_page", "refusal_precision",
                 "refusal_recall", "refusal_f1", "answer_rate", "exact_match", "contains_match", "token_f1",
-                "judge_groundedness", "judge_completeness", "judge_correctness", "latency_p50_ms",
-                "latency_p95_ms", "score_mean", "low_score_share")
+                "answer_shown", "short_answer_cases", "judge_groundedness", "judge_completeness",
+                "judge_correctness", "latency_p50_ms", "latency_p95_ms", "score_mean", "low_score_share")
 # the figures a release manager reads first, in the banner's order
-HEADLINE_KEYS = ("page_hit@5", "cited_gold_page", "citation_validity", "refusal_f1", "answer_rate", "score_mean",
-                 "low_score_share", "latency_p50_ms")
+HEADLINE_KEYS = ("page_hit@5", "cited_gold_page", "citation_validity", "refusal_f1", "answer_rate", "answer_shown",
+                 "score_mean", "low_score_share", "latency_p50_ms")
 ABLATION_KEYS = ("doc_hit@{k}", "page_hit@5", "recall@{k}", "mrr", "ndcg@10", "citation_validity",
-                 "citation_page_precision", "cited_gold_page", "refusal_f1", "answer_rate", "token_f1",
-                 "latency_p50_ms", "latency_p95_ms")
+                 "citation_page_precision", "cited_gold_page", "refusal_f1", "answer_rate", "answer_shown",
+                 "token_f1", "latency_p50_ms", "latency_p95_ms")
 ABLATION_CHART_KEYS = ("page_hit@5", "recall@{k}", "mrr", "citation_validity", "cited_gold_page", "refusal_f1",
                        "answer_rate")
-TREND_KEYS = ("page_hit@5", "citation_validity", "cited_gold_page", "refusal_f1", "answer_rate", "score_mean")
+TREND_KEYS = ("page_hit@5", "citation_validity", "cited_gold_page", "refusal_f1", "answer_rate", "answer_shown",
+              "score_mean")
 
 
 def metric_keys(template: Sequence[str], k: int) -> list[str]:
@@ -94,11 +95,13 @@ def run_threshold(meta: dict[str, Any]) -> float | None:
 def category_rows(results: Sequence[CaseResult]) -> tuple[list[str], list[list[Any]]]:
     """Per category, what a user notices: how often an answerable question is answered, whether a page holding
     the answer is among the first five passages (chunks spanning at most two pages), whether an answer cites
-    such a page, and for unanswerable questions how often the bot refuses."""
+    such a page, for unanswerable questions how often the bot refuses, and how often a short expected answer is
+    on the screen (``answer_shown``) with the number of short-answer cases it rests on."""
     groups: dict[str, list[CaseResult]] = {}
     for r in results:
         groups.setdefault(r.category, []).append(r)
-    header = ["category", "cases", "answer_rate", f"page_hit@{HEADLINE_K}", "cited_gold_page", "refused_unanswerable"]
+    header = ["category", "cases", "answer_rate", f"page_hit@{HEADLINE_K}", "cited_gold_page", "refused_unanswerable",
+              "answer_shown", "short_answers"]
     rows: list[list[Any]] = []
     for name, rs in sorted(groups.items()):
         o = summarise(rs)["overall"]
@@ -106,7 +109,8 @@ def category_rows(results: Sequence[CaseResult]) -> tuple[list[str], list[list[A
         refused = (sum(1 for r in unanswerable if r.refused or r.error) / len(unanswerable)) if unanswerable else None
         if all(r.answer_mode == RETRIEVAL_ONLY for r in rs):
             refused = None
-        rows.append([name, len(rs), o["answer_rate"], o[f"page_hit@{HEADLINE_K}"], o["cited_gold_page"], refused])
+        rows.append([name, len(rs), o["answer_rate"], o[f"page_hit@{HEADLINE_K}"], o["cited_gold_page"], refused,
+                     o["answer_shown"], o["short_answer_cases"]])
     return header, rows
 
 

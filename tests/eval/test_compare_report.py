@@ -148,7 +148,8 @@ def test_report_has_charts_buckets_and_every_failing_case_in_full(tmp_path: Path
     md = (run / "report.md").read_text()
     page = (run / "report.html").read_text()
     assert "| high | 3 |" in md and "| low | 2 |" in md
-    assert "| retrieval miss | 1 |" in md and "| wrong refusal | 1 |" in md
+    assert "| retrieval miss | 1 |" in md and "| answered unanswerable | 1 |" in md
+    assert "| refused answerable | 0 |" in md
     assert "| answer without citation | 1 |" in md and "| unsupported answer | 2 |" in md
     # every failing case, lowest score first, and no case that did not fail
     failing = md.split("## Failing cases")[1]
@@ -304,10 +305,12 @@ def test_run_summary_prints_categories_and_the_trade_off_per_mode(tmp_path: Path
     text = run_summary_markdown({"hybrid": load_run(run), "bm25": load_run(run)})
     assert text.count("By category (") == 2 and "Refusal trade-off (bm25; the run used 0.500):" in text
     lookup = next(line for line in text.splitlines() if line.startswith("| lookup |"))
-    # 3 answerable cases, 2 answered; page-hit@5 2/3 (m retrieved p.9); both answers cite page 4
-    assert [c.strip() for c in lookup.split("|")[2:-1]] == ["3", "0.667", "0.667", "1.000", "—"]
+    # 3 answerable cases, 2 answered; page-hit@5 2/3 (m retrieved p.9); both answers cite page 4; "25 days" is a
+    # short answer in all three and on the screen in the two answered (the refused one shows nothing)
+    assert [c.strip() for c in lookup.split("|")[2:-1]] == ["3", "0.667", "0.667", "1.000", "—", "0.667", "3"]
     unans = next(line for line in text.splitlines() if line.startswith("| unanswerable |"))
-    assert unans.split("|")[-2].strip() == "0.500"
+    # half refused; no short answer to look for on an unanswerable case
+    assert [c.strip() for c in unans.split("|")[6:-1]] == ["0.500", "—", "0"]
     assert "| 0.500 | 0.667 | 0.500 |" in text and "◀ current" in text
 
 
@@ -373,3 +376,57 @@ def test_a_run_without_failures_says_so(tmp_path: Path) -> None:
     write_report(run)
     failing = (run / "report.md").read_text().split("## Failing cases")[1]
     assert "No case failed" in failing and "### " not in failing
+
+
+class TestFloorWithoutCases:
+    """Issue 41 item 15: a floor whose metric has no case in the run is skipped, and says so."""
+
+    @pytest.mark.parametrize(
+        ("metric", "unit"),
+        [("refusal_f1", "unanswerable cases"), ("refusal_recall", "unanswerable cases"),
+         ("answer_shown", "short-answer cases")],
+    )
+    def test_skips_naming_what_the_run_lacks(self, metric: str, unit: str) -> None:
+        # all answerable (one refused by mistake, which would make refusal F1 0.0), none with a short answer
+        cases = [good("a"), good("b"), missed("m")]
+        for r in cases:
+            r.expected_answer = "an explanation of the leave policy that runs on for many words"
+        cases[2].refused = True
+        c = compare(None, ({"k": 5}, cases), Gates(floors={metric: 0.7}))
+        assert [(g.gate, g.passed) for g in c.gates] == [(f"floor {metric}", None)]
+        assert c.gates[0].detail == f"skipped: this run has no {unit} to measure it on"
+        assert c.passed
+
+    def test_a_floor_with_cases_still_fails(self) -> None:
+        c = compare(None, ({"k": 5}, [good("a"), refused_unanswerable("u"), missed("m")]),
+                    Gates(floors={"answer_shown": 0.9}))
+        # "25 days" is shown by a, not by m ("Something else")
+        assert c.gates[0].passed is False
+        assert c.gates[0].detail.startswith("0.5000 < 0.9000 on 2 short-answer cases")
+
+
+class TestVerdictSaysWhatWasJudged:
+    """Issue 41 item 17: the verdict says what the answers were judged by, and what was not judged."""
+
+    def test_banner_and_compare_name_the_short_answer_cases_and_the_missing_judge(
+        self, tmp_path: Path, gates: Path, run_cli: Any, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        summary = good("s")
+        summary.expected_answer = None  # a summary question: nothing short to look for
+        run = write_run(tmp_path / "run", [good("a"), good("b"), summary, refused_unanswerable("u")])
+        settings = Settings(data_dir=tmp_path / "data")
+        assert run_cli(["eval", "report", str(run), "--gates", str(gates)], settings) == 0
+        banner = (run / "report.html").read_text().split('id="verdict">')[1].split("</table>")[0]
+        judged = ("answers judged by answer_shown on 2 short-answer cases (not the 1 answerable case with a long "
+                  "or no expected answer); correctness not judged (no --judge)")
+        assert "PASS — every gate holds" in banner and f"Judged: {judged}" in banner
+        assert f"Judged: {judged}." in (run / "report.md").read_text()
+        assert run_cli(["eval", "compare", str(run), "--gates", str(gates)], settings) == 0
+        assert f"Judged: {judged}" in capsys.readouterr().out
+
+    def test_a_judged_run_says_so(self) -> None:
+        judged = [r.model_copy(update={"judge": {"correctness": JudgeScore(score=0.9)}})
+                  for r in (good("a"), good("b"))]
+        c = compare(None, ({"k": 5}, judged), Gates())
+        assert c.judged == ("answers judged by answer_shown on 2 short-answer cases; "
+                            "correctness judged by the LLM judge on 2 cases")

@@ -167,9 +167,9 @@ class TestCases:
     def test_failure_labels(self) -> None:
         miss = result(retrieved=[hit("b.pdf", 1)], answer="x", citations=[quote("b.pdf", 1)])
         assert failure_labels(miss) == ["retrieval miss", "unsupported answer"]
-        assert failure_labels(result(refused=True)) == ["wrong refusal"]
+        assert failure_labels(result(refused=True)) == ["refused answerable"]
         assert failure_labels(result(answerable=False, sources=[], answer="made up")) == [
-            "wrong refusal", "answer without citation"]
+            "answered unanswerable", "answer without citation"]
         forged = result(answer="x", citations=[quote("a.pdf", 3, verbatim=False)])
         assert failure_labels(forged) == ["unsupported answer"]
         ungrounded = result(answer="x", citations=[quote("a.pdf", 3)],
@@ -223,7 +223,7 @@ def test_aggregate_per_run_and_category() -> None:
     assert o["exact_match"] == 0.5
     assert o["latency_p50_ms"] == 25
     assert o["buckets"] == {"high": 2, "medium": 0, "low": 2}
-    assert o["failures"]["wrong refusal"] == 1
+    assert o["failures"]["answered unanswerable"] == 1 and o["failures"]["refused answerable"] == 0
     assert o["failures"]["retrieval miss"] == 1
     assert s["categories"]["lookup"]["page_hit@5"] == 0.5
     assert s["categories"]["unanswerable"]["page_hit@5"] is None
