@@ -104,7 +104,11 @@ class Settings(BaseSettings):
     ocr_enabled: bool = True
     ocr_dpi: int = Field(200, ge=72, le=600)
     ocr_page_timeout_s: float = Field(60.0, gt=0)
-    ocr_min_chars: int = Field(40, ge=0, description="Pages with less extractable text than this are OCR'd.")
+    ocr_min_chars: int = Field(
+        40, ge=0,
+        description="A page with less readable text than this whose pictures cover much of it (a scan with a printed "
+        "page number) gets OCR text added to its text layer; a page without a readable text layer is always OCR'd.",
+    )
     ocr_language: str = "eng"
 
     # --- retrieval and answers -------------------------------------------------------------

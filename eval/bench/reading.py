@@ -8,8 +8,8 @@ over its function in :mod:`pipelines.reading`:
 * :class:`PdfGuard` — :func:`pipelines.reading.guard.guard_pdf`: refuse what must not be parsed;
 * :class:`PdfParser` — :func:`pipelines.reading.text.parse_pdf`: the text layer of each page as positioned lines,
   with font size and weight; pages that need OCR flagged;
-* :class:`OcrFallback` — :func:`pipelines.reading.ocr.ocr_pdf`: Tesseract for the pages whose text layer is empty
-  or too thin.
+* :class:`OcrFallback` — :func:`pipelines.reading.ocr.ocr_pdf`: Tesseract for the pages without a readable text
+  layer, and added to a short one on a mostly pictured page (a scan with a printed page number).
 """
 
 from __future__ import annotations

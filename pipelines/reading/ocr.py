@@ -1,4 +1,9 @@
-"""Tesseract for the pages whose text layer is empty or too thin (a step of the reader).
+"""Tesseract for the pages the text layer step flagged (a step of the reader): OCR adds, never replaces.
+
+A page without a readable text layer takes the OCR lines. A page that kept a short text layer (a scan
+with a printed page number) keeps every line of it, and gains the OCR lines that carry a word the text
+layer does not have, merged in by their place on the page. A page counts as OCR'd (``Page.ocr``, the
+upload's ``ocr_pages``) when OCR text was used on it.
 
 Pages are rendered one at a time with pypdfium2 (greyscale, ``dpi``, capped at ``max_pixels``) and
 the image is dropped before the next page, so memory stays flat however long the document is. A
@@ -16,6 +21,8 @@ no more, and turning off Tesseract's inverted-text pass lost a fifth of them (li
 from __future__ import annotations
 
 import dataclasses
+import heapq
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -75,7 +82,8 @@ def ocr_pdf(
     deadline: float | None = None,
     on_page: PageCallback | None = None,
 ) -> ParsedPdf:
-    """``parsed`` with every page that needs OCR read by Tesseract (a new object; ``parsed`` is not changed)."""
+    """``parsed`` with every page that needs OCR read by Tesseract, its text layer kept (a new object; ``parsed``
+    is not changed)."""
     todo = [p for p in parsed.pages if p.needs_ocr]
     if not options.enabled or not todo:
         return parsed
@@ -136,7 +144,22 @@ def _ocr_page(pdf: Any, page: Page, options: OcrOptions, timeout_s: float) -> Pa
             size=(ln.bottom - ln.top) * to_pt,
             ocr_confidence=ln.confidence,
         ))
-    if not lines:
-        # nothing legible: keep whatever thin text layer the page had
-        return dataclasses.replace(page, ocr=True, ocr_confidence=result.confidence)
-    return dataclasses.replace(page, lines=lines, ocr=True, ocr_confidence=result.confidence)
+    merged = add_ocr_lines(page.lines, lines)
+    if len(merged) == len(page.lines):
+        return page  # OCR found nothing the text layer lacks: the page is as it was
+    return dataclasses.replace(page, lines=merged, ocr=True, ocr_confidence=result.confidence)
+
+
+_WORD = re.compile(r"\w+")
+
+
+def add_ocr_lines(text_lines: list[Line], ocr_lines: list[Line]) -> list[Line]:
+    """The text layer's lines, all of them and unchanged, with the OCR lines that hold a word the text layer
+    lacks (case-insensitive), merged by their place on the page (each list keeps its own order)."""
+    if not text_lines:
+        return ocr_lines
+    known = {w.casefold() for ln in text_lines for w in _WORD.findall(ln.text)}
+    new = [ln for ln in ocr_lines if any(w.casefold() not in known for w in _WORD.findall(ln.text))]
+    if not new:
+        return text_lines
+    return list(heapq.merge(text_lines, new, key=lambda ln: ln.top))

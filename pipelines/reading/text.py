@@ -8,14 +8,20 @@ most producers write in reading order (columns one after the other).
 
 Per page: characters are grouped into runs on one baseline; a wide horizontal gap starts a new run
 (a table cell, the other column); runs that follow each other on the same baseline form one line
-with ``cells``. Letter-spaced runs ("n o n - G A A P") are repaired from the glyph gaps. Pages with
-less text than ``ocr_min_chars`` are flagged for the OCR step. Pages are parsed one at a time and
-the time budget is checked between pages.
+with ``cells``. Letter-spaced runs ("n o n - G A A P") are repaired from the glyph gaps. Pages are
+parsed one at a time and the time budget is checked between pages.
 
 Text comes out as valid Unicode (see :mod:`pipelines.reading.clean_text`): pdfium's UTF-16 halves
-of a character outside the BMP are joined, control characters are dropped. A page whose text layer is
-mostly control characters (a font without a usable ToUnicode map: the glyph numbers come through
-instead of letters) is unreadable: its text is dropped and the page goes to OCR.
+of a character outside the BMP are joined, control characters are dropped.
+
+Which pages the OCR step reads (OCR adds, never replaces; issue 38): a page whose text layer is
+readable keeps it, however short ("Line 1", a line of Arabic). A text layer is unreadable when it
+holds no letter or digit, or when a good share of it is garbage: control characters (a font without
+a usable ToUnicode map: the glyph numbers come through instead of letters), private-use glyphs,
+U+FFFD, or "(cid:12)" written out as text. An unreadable text layer is dropped and the page is OCR'd,
+as is a page with no text at all. A page with a readable but short text layer (under
+``ocr_min_chars``) whose pictures cover much of it (a scan with a printed page number) is OCR'd too,
+and the OCR step adds what the text layer lacks (:mod:`pipelines.reading.ocr`).
 """
 
 from __future__ import annotations
@@ -39,11 +45,18 @@ _SPACES = " \u00a0\t"
 _FORCE_BOLD = 1 << 18
 _GAP_EM = 1.4  # a horizontal gap wider than this many font sizes splits a line into cells
 _LETTER_RUN = re.compile(r"(?:(?<=\s)|^)(?:\S {1,3}){3,}\S(?=\s|$)")
-# a text layer with at least this many dropped (control) characters, making up at least this share of
-# its characters, is garbage from a font without a usable ToUnicode map (measured: such pages of the
-# dev set are 80-95% control characters; the worst math page of a pdfTeX textbook is 3%)
-_GARBLED_MIN = 20
+# a text layer with at least this share of garbage characters (and at least _GARBLED_MIN of them) is
+# unreadable: a font without a usable ToUnicode map (measured: such pages of the dev set are 80-95% control
+# characters; the worst math page of a pdfTeX textbook is 3%)
 _GARBLED_SHARE = 0.3
+_GARBLED_MIN = 3  # fewer garbage characters than this never make a page unreadable (one odd bullet on "Line 1")
+# garbage that survives clean_text: private-use glyphs (symbol fonts mapped nowhere), the replacement character
+_ODD_CHAR = re.compile("[\ue000-\uf8ff\ufffd\U000f0000-\U0010ffff]")
+_CID = re.compile(r"\(cid:\d+\)")  # glyph ids written out as text by a converter that could not map them
+# a short text layer on a page whose pictures cover at least this share of it is a scan with a little text
+# (a printed page number, a stamp): OCR adds the picture's words
+_SCAN_SHARE = 0.3
+_MAX_PAGE_OBJECTS = 20_000  # page objects looked at for pictures; a page with more is drawn, not scanned
 
 
 def _is_bold(name: str, weight: int, flags: int) -> bool:
@@ -208,11 +221,28 @@ def parse_page(textpage: Any, page_number: int, width: float, height: float) -> 
         nonspace += 1
     if cur is not None:
         cur.top, cur.bottom, cur.x1 = c_top, c_bottom, c_x1
-    if dropped >= _GARBLED_MIN and dropped >= _GARBLED_SHARE * (dropped + nonspace):
+    lines = _runs_to_lines(runs, page_number)
+    if not is_readable("\n".join(ln.text for ln in lines), dropped=dropped):
         return page  # an unreadable text layer: no lines, no characters, so the page is OCR'd
     page.chars = nonspace
-    page.lines = _runs_to_lines(runs, page_number)
+    page.lines = lines
     return page
+
+
+def is_readable(text: str, *, dropped: int = 0) -> bool:
+    """Whether a page's text layer ``text`` (``dropped`` control characters already taken out of it) reads as
+    text: it holds a letter or digit, and garbage (control characters, private-use glyphs, U+FFFD, "(cid:12)")
+    is under :data:`_GARBLED_SHARE` of it or fewer than :data:`_GARBLED_MIN` characters."""
+    total = dropped + len(text) - text.count(" ") - text.count("\n")
+    garbage = dropped
+    if "(cid:" in text:
+        cids = _CID.findall(text)
+        garbage += sum(len(m) for m in cids)
+        text = _CID.sub(" ", text)
+    garbage += len(_ODD_CHAR.findall(text))
+    if not any(c.isalnum() for c in text):
+        return False
+    return garbage < _GARBLED_MIN or garbage < _GARBLED_SHARE * total
 
 
 def _runs_to_lines(runs: list[_Run], page_number: int) -> list[Line]:
@@ -268,8 +298,9 @@ def parse_pdf(
     deadline: float | None = None,
     on_page: PageCallback | None = None,
 ) -> ParsedPdf:
-    """Every page's lines, pages with fewer than ``ocr_min_chars`` characters flagged for OCR. ``deadline`` is a
-    ``time.monotonic()`` value; past it the parse stops with :class:`IngestError`."""
+    """Every page's lines; pages without a readable text layer, and pages with fewer than ``ocr_min_chars``
+    characters of it on a mostly pictured page, flagged for OCR. ``deadline`` is a ``time.monotonic()`` value;
+    past it the parse stops with :class:`IngestError`."""
     import pypdfium2 as pdfium
 
     try:
@@ -295,9 +326,11 @@ def parse_pdf(
                     page = parse_page(tp, i + 1, width, height)
                 finally:
                     tp.close()
+                page.needs_ocr = not page.lines or (
+                    page.chars < ocr_min_chars and picture_share(pg) >= _SCAN_SHARE
+                )
             finally:
                 pg.close()
-            page.needs_ocr = page.chars < ocr_min_chars
             page.label = _page_label(pdf, i)
             pages.append(page)
             if on_page is not None:
@@ -305,6 +338,54 @@ def parse_pdf(
     finally:
         pdf.close()
     return ParsedPdf(pages=pages, outline=outline)
+
+
+def picture_share(pg: Any) -> float:
+    """How much of the page's crop box (0-1) its pictures cover: image objects, and forms that hold one (a form's
+    objects are measured in its own space, so the form's box on the page stands for them). Overlaps count
+    twice; the sum is capped at 1."""
+    import pypdfium2.raw as raw
+
+    box = pg.get_cropbox()  # (left, bottom, right, top) in the space object bounds use, before /Rotate
+    page_area = (box[2] - box[0]) * (box[3] - box[1])
+    if page_area <= 0:
+        return 0.0
+    area = 0.0
+    count = raw.FPDFPage_CountObjects(pg.raw)
+    for i in range(min(count, _MAX_PAGE_OBJECTS)):
+        obj = raw.FPDFPage_GetObject(pg.raw, i)
+        kind = raw.FPDFPageObj_GetType(obj)
+        if kind == raw.FPDF_PAGEOBJ_IMAGE or kind == raw.FPDF_PAGEOBJ_FORM and _form_has_picture(obj, 1):
+            area += _clipped_area(obj, box)
+            if area >= page_area:
+                return 1.0
+    return area / page_area
+
+
+def _form_has_picture(form: Any, depth: int) -> bool:
+    import pypdfium2.raw as raw
+
+    count = min(raw.FPDFFormObj_CountObjects(form), _MAX_PAGE_OBJECTS)
+    for i in range(count):
+        obj = raw.FPDFFormObj_GetObject(form, i)
+        kind = raw.FPDFPageObj_GetType(obj)
+        if kind == raw.FPDF_PAGEOBJ_IMAGE or kind == raw.FPDF_PAGEOBJ_FORM and depth < 8 and _form_has_picture(
+            obj, depth + 1
+        ):
+            return True
+    return False
+
+
+def _clipped_area(obj: Any, box: tuple[float, float, float, float]) -> float:
+    import pypdfium2.raw as raw
+
+    left, bottom, right, top = ctypes.c_float(), ctypes.c_float(), ctypes.c_float(), ctypes.c_float()
+    if not raw.FPDFPageObj_GetBounds(obj, ctypes.byref(left), ctypes.byref(bottom), ctypes.byref(right),
+                                     ctypes.byref(top)):
+        return 0.0
+    w = min(right.value, box[2]) - max(left.value, box[0])
+    h = min(top.value, box[3]) - max(bottom.value, box[1])
+    return w * h if w > 0 and h > 0 else 0.0
 
 
 def _page_label(pdf: Any, index: int) -> str:

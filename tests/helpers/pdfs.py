@@ -6,7 +6,9 @@
   something other than what is drawn (reportlab draws the lines with its bundled Vera font; the font's ToUnicode
   map is then rewritten with pypdf so each drawn character reads as ``remap(character)``, as pdfium returns for
   mathematical bold letters outside the BMP, or control characters from a font without a usable ToUnicode map),
-  and a slide deck of pictures with no text layer.
+  and a slide deck of pictures with no text layer;
+* :func:`scanned_pdf` — scanned pages: a picture of printed lines filling the page, with or without a few lines
+  of real text layer over it (a printed page number, a stamp).
 
 PDFs built to break something (decompression bombs, glyph grids, hostile titles) stay with the test that breaks it.
 """
@@ -184,6 +186,33 @@ def slide_deck_pdf(slides: list[list[str]]) -> bytes:
         png = io.BytesIO()
         img.save(png, format="PNG")
         c.drawImage(ImageReader(io.BytesIO(png.getvalue())), 0, 0, width=720, height=405)
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def scanned_pdf(pages: Sequence[tuple[Sequence[str], Sequence[str]]]) -> bytes:
+    """An A4 PDF of scanned pages, one per ``(picture lines, text-layer lines)``: the picture lines are printed
+    into a page-sized 100-dpi image (black on white, 28-px Vera, as a scanner sees a printed page); the text-layer
+    lines are drawn as real text in Helvetica near the foot of the page, over the picture."""
+    from PIL import Image, ImageDraw, ImageFont
+    from reportlab.lib.utils import ImageReader
+
+    font = ImageFont.truetype(str(Path(reportlab.__file__).parent / "fonts" / "Vera.ttf"), 28)
+    width, height = A4
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4, invariant=1)
+    for picture, text in pages:
+        img = Image.new("L", (827, 1169), 255)
+        draw = ImageDraw.Draw(img)
+        for i, line in enumerate(picture):
+            draw.text((90, 120 + 48 * i), line, fill=0, font=font)
+        png = io.BytesIO()
+        img.save(png, format="PNG")
+        c.drawImage(ImageReader(io.BytesIO(png.getvalue())), 0, 0, width=width, height=height)
+        c.setFont("Helvetica", 10)
+        for i, line in enumerate(text):
+            c.drawString(60, 40 + 14 * (len(text) - 1 - i), line)
         c.showPage()
     c.save()
     return buf.getvalue()
