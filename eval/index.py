@@ -30,10 +30,10 @@ INDEX_SETTINGS = ("chunk_max_tokens", "chunk_min_tokens", "embedding_dim", "ocr_
                   "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb", "max_stream_mb", "max_decoded_mb",
                   "max_document_chars", "max_document_elements", "max_document_chunks")
 # The code that decides what an eval index holds: the indexing pipeline and its components (the isolated reader,
-# whose guard, parser and its page model, and OCR are in pipelines/reading; structure, chunker, embedder,
-# writer), the embedding and OCR connectors, and the store's schema and write path. Its hash is part of the index
-# key, so editing any of it rebuilds the index; editing the query side (retrievers, structure router, query
-# rewriter, extractive and LLM answerers, refusal, citation validator, pipelines/query.py) reuses it.
+# whose guard, parser and its page model, and OCR are in pipelines/reading; the document's identity, structure,
+# chunker, embedder, writer), the embedding and OCR connectors, and the store's schema and write path. Its hash is
+# part of the index key, so editing any of it rebuilds the index; editing the query side (retrievers, structure
+# router, query rewriter, extractive and LLM answerers, refusal, citation validator, pipelines/query.py) reuses it.
 # tests/eval/test_runner.py checks that every module the indexing code imports is either listed here or in
 # INDEX_CODE_IMPORTS_NOT_HASHED.
 INDEX_CODE = (
@@ -45,6 +45,8 @@ INDEX_CODE = (
     "pipelines/reading/guard.py",
     "pipelines/reading/text.py",
     "pipelines/reading/ocr.py",
+    "pipelines/components/document_identity.py",
+    "pipelines/reading/identity.py",
     "pipelines/components/structure.py",
     "pipelines/components/structure_lines.py",
     "pipelines/components/printed_page_numbers.py",

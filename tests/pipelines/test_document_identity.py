@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from pipelines.components.document_identity import (
+from pipelines.components.document_identity import DocumentIdentifier
+from pipelines.reading.identity import (
     EARNINGS,
-    DocumentIdentifier,
     DocumentIdentity,
     bare_company,
     headline_of,
