@@ -71,6 +71,10 @@ QUERY_ONLY_DEFINITIONS = {
     "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch", "SQLiteDocumentStore.embedding_search",
                                          "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches",
                                          "SQLiteDocumentStore.document_vectors"),
+    # how answers label a file and routing spells an identity read the stored doc_* fields; what is stored is the rest
+    "pipelines/reading/identity.py": ("_GENERIC_NAME_WORDS", "name_says_nothing", "file_label",
+                                      "DocumentIdentity.describe", "DocumentIdentity.routing_name",
+                                      "DocumentIdentity.from_meta", "bare_company"),
     # the chunker cuts with chunk_sentences (and _CHUNK_SENT); the rest is the query side's
     "pipelines/components/_text.py": ("STOPWORDS", "GENERIC", "_TOKEN", "stem", "coverage", "terms", "_SENT_END",
                                       "_ABBREV", "_BULLET", "_ANSWER_SENT", "_QUESTION_SENT", "answer_sentences",

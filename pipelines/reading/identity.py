@@ -71,6 +71,34 @@ _CORPORATE = re.compile(
     r"(?i)(?:,?\s+|\b)(?:inc|incorporated|corporation|corp|company|co|ltd|limited|plc|llc|l\.p|n\.v|s\.a|ag|se)\.?$")
 
 
+# Words a file name may hold and still say nothing of what the document is.
+_GENERIC_NAME_WORDS = frozenset({
+    "filing", "filings", "document", "doc", "docs", "download", "downloads", "report", "reports", "final", "draft",
+    "annual", "quarterly", "current", "10k", "10q", "8k", "20f", "40f", "k", "q", "f", "form", "file", "scan",
+    "scanned", "copy", "untitled", "pdf", "new", "version", "v", "fy", "earnings", "release", "press", "statement",
+    "statements", "financial", "financials", "attachment", "upload", "print", "printout", "of", "the", "and",
+})
+
+
+def name_says_nothing(file_name: str) -> bool:
+    """A file name that says nothing of what the document is: only generic words (filing, document, download,
+    report, final, 10-K...), digits and years (``filing-01.pdf``, ``annual-report-final.pdf``, ``download (3).pdf``,
+    ``10-K.pdf``). Such a file is labelled with its identity too, wherever an answer names it."""
+    stem = re.sub(r"(?i)\.pdf$", "", file_name)
+    words = [w for w in re.split(r"[^0-9a-z]+", stem.lower()) if w]
+    telling = [w for w in words if not re.fullmatch(r"v?\d+[a-z]?|q[1-4]|fy\d*", w) and w not in _GENERIC_NAME_WORDS]
+    return not telling
+
+
+def file_label(file_name: str, meta: Mapping[str, Any]) -> str:
+    """How an answer names a chunk's file: the file name, and what the document says it is when the name says
+    nothing ("filing-01.pdf (Adobe Inc., 10-K, fiscal 2022)")."""
+    if not name_says_nothing(file_name):
+        return file_name
+    said = DocumentIdentity.from_meta(meta).describe()
+    return f"{file_name} ({said})" if said else file_name
+
+
 @dataclass(frozen=True)
 class DocumentIdentity:
     """Who issued a document, what form it is and which period it reports, or its title; "" / None when unread."""

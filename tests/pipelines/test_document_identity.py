@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 
 from pipelines.components.document_identity import DocumentIdentifier
+from pipelines.models import ChunkLocation
 from pipelines.reading.identity import (
     EARNINGS,
     DocumentIdentity,
     bare_company,
     headline_of,
+    name_says_nothing,
     read_identity,
 )
 from pipelines.reading.layout import Line, Page, ParsedPdf
@@ -151,3 +153,34 @@ class TestDocumentIdentifier:
     def test_run(self, pages: list[list[tuple[str, float]]], want: str) -> None:
         ident = DocumentIdentifier(pages=1).run(parsed=_parsed(*pages))["identity"]
         assert ident.describe() == want
+
+
+@pytest.mark.parametrize(
+    ("name", "nothing"),
+    [("filing-01.pdf", True), ("10-K.pdf", True), ("annual-report-final.pdf", True), ("download (3).pdf", True),
+     ("doc-001.pdf", True), ("ADOBE_2022_10K.pdf", False), ("handbook.pdf", False), ("Pfizer_2023Q2_10Q.pdf", False)],
+)
+def test_which_names_say_nothing(name: str, nothing: bool) -> None:
+    assert name_says_nothing(name) is nothing
+
+
+def test_a_citation_of_a_neutrally_named_file_says_what_the_document_is() -> None:
+    from haystack import Document
+
+    from pipelines.models import Citation, for_people
+
+    ident = read_identity([ANNUAL]).meta()
+    meta = {"doc_id": "d", "chunk_index": 0, "file_name": "filing-01.pdf", "page_start": 3, **ident}
+    cite = Citation(**ChunkLocation.of(Document(content="x", meta=meta)), n=1, quote="x")
+    assert cite.file == "filing-01.pdf"  # the file is still the file: links, filters and metrics use it
+    assert for_people_label(for_people, cite) == "filing-01.pdf (Brightwater Pumps, Inc., 10-K, fiscal 2021)"
+    named = ChunkLocation(**ChunkLocation.of(Document(content="x", meta={**meta, "file_name": "BRIGHTWATER_2021.pdf"})))
+    assert named.file_label == "BRIGHTWATER_2021.pdf"
+    bare = ChunkLocation(**ChunkLocation.of(Document(content="x", meta={"file_name": "filing-02.pdf"})))
+    assert bare.file_label == "filing-02.pdf"
+
+
+def for_people_label(for_people: Any, cite: Any) -> str:
+    from pipelines.models import Answer
+
+    return str(for_people(Answer(text="t [1]", citations=[cite])).citations[0].file_label)
