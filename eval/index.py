@@ -14,7 +14,7 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,13 +180,20 @@ def _code_fingerprint(repo: Path = REPO) -> str:
     return h.hexdigest()
 
 
-def index_key(pdfs: Sequence[Path], settings: Settings) -> str:
-    """What the index holds: the PDFs (names and bytes) and the scope each goes into, the indexing settings,
-    the embedding model and backend (its fingerprint) and the indexing code. Nothing about how questions are
-    asked (per-doc or not)."""
+def neutral_names(pdfs: Sequence[Path]) -> dict[str, str]:
+    """``--neutral-names``: each PDF's name -> a name that says nothing of it (``doc-001.pdf``...), numbered in the
+    order of the names (deterministic: the same folder gets the same names)."""
+    return {p.name: f"doc-{n:03d}.pdf" for n, p in enumerate(sorted(pdfs, key=lambda p: p.name), 1)}
+
+
+def index_key(pdfs: Sequence[Path], settings: Settings, names: Mapping[str, str] | None = None) -> str:
+    """What the index holds: the PDFs (the names they are indexed under, and bytes) and the scope each goes into,
+    the indexing settings, the embedding model and backend (its fingerprint) and the indexing code. Nothing about
+    how questions are asked (per-doc or not)."""
     h = hashlib.sha256()
     for p in pdfs:
-        h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest() + _scope_of(p.name).encode())
+        name = (names or {}).get(p.name, p.name)
+        h.update(name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest() + _scope_of(name).encode())
     h.update(json.dumps({k: getattr(settings, k) for k in INDEX_SETTINGS}, sort_keys=True).encode())
     h.update(str(settings.resolved_model_path).encode())
     # the vectors' fingerprint: an onnx-int8 index is not an fp32 one (torch and fp32 ONNX share theirs)
@@ -226,24 +233,31 @@ def build_index(
     log: Callable[[str], None] = print,
     progress: Progress | None = None,
     only: Collection[str] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> tuple[EvalIndex, Any]:
     """Index (or reuse) ``pdfs`` (a folder's PDFs), each into its own scope; returns the index and a service over it.
     ``only``: just these file names (a per-document smoke run), unless the whole folder's index is built already.
+    ``names``: the name each PDF is indexed under (:func:`neutral_names`); ``only`` and the index's scopes use them.
 
     An interrupted build is resumed: each PDF is written in one transaction, and ingesting the same bytes
     into the same scope again is a no-op (``unchanged``), so only the PDFs not yet written are indexed."""
     root = cache_root or settings.data_dir / "eval" / "index"
+    names = dict(names or {})
+
+    def name(p: Path) -> str:
+        return names.get(p.name, p.name)
+
     if only is not None:
-        wanted = [p for p in pdfs if p.name in set(only)]
-        whole = root / index_key(pdfs, settings)[:20] / "READY.json"
+        wanted = [p for p in pdfs if name(p) in set(only)]
+        whole = root / index_key(pdfs, settings, names)[:20] / "READY.json"
         if wanted and not whole.exists():
             pdfs = wanted
-    key = index_key(pdfs, settings)
+    key = index_key(pdfs, settings, names)
     path = root / key[:20]
     # the model's ONNX export is the user's one (DATA_DIR/models or CITEBOT_MODELS_DIR), not one per eval index
     eval_settings = settings.model_copy(update={"data_dir": path, "elasticsearch_url": None,
                                                 "models_dir": settings.resolved_models_dir})
-    scopes = {p.name: _scope_of(p.name) for p in pdfs}
+    scopes = {name(p): _scope_of(name(p)) for p in pdfs}
     ready = path / "READY.json"
     if ready.exists():
         info = json.loads(ready.read_text(encoding="utf-8"))
@@ -266,11 +280,11 @@ def build_index(
         progress("indexing PDFs", 0, len(pdfs))
     for n, p in enumerate(pdfs, 1):
         t_doc = time.perf_counter()
-        res = service.ingest(p.read_bytes(), file_name=p.name, scope=scopes[p.name])
-        ingest.append({"file": p.name, "status": res.status, "pages": res.pages, "chunks": res.chunks,
+        res = service.ingest(p.read_bytes(), file_name=name(p), scope=scopes[name(p)])
+        ingest.append({"file": name(p), "status": res.status, "pages": res.pages, "chunks": res.chunks,
                        "error": res.error})
         why = f" ({res.error})" if res.error else ""
-        log(f"indexed {n}/{len(pdfs)} {p.name}: {res.status}{why}, {res.pages} pages, {res.chunks} chunks, "
+        log(f"indexed {n}/{len(pdfs)} {name(p)}: {res.status}{why}, {res.pages} pages, {res.chunks} chunks, "
             f"{time.perf_counter() - t_doc:.1f} s")
         if progress is not None:
             progress("indexing PDFs", n, len(pdfs))
