@@ -53,8 +53,13 @@ _KEYWORD_FIELDS = (
     # ISO-8601 UTC strings: as keywords they sort and compare chronologically, and an empty value can't
     # make a whole document fail to index the way it would on a `date` field.
     "uploaded_at",
+    # what the document says it is (pipelines/components/document_identity.py)
+    "doc_issuer",
+    "doc_form",
+    "doc_period",
+    "doc_title",
 )
-_INTEGER_FIELDS = ("page_start", "page_end", "chunk_index")
+_INTEGER_FIELDS = ("page_start", "page_end", "chunk_index", "doc_year", "doc_quarter")
 
 
 def chunk_mapping(embedding_dim: int) -> dict[str, Any]:
@@ -366,6 +371,9 @@ class CitebotElasticsearchStore:
             "uploaded_by": {"terms": {"field": "uploaded_by", "size": 1}},
             "sha256": {"terms": {"field": "sha256", "size": 1}},
             "source_url": {"terms": {"field": "source_url", "size": 1}},
+            **{f: {"terms": {"field": f, "size": 1}} for f in ("doc_issuer", "doc_form", "doc_period", "doc_title")},
+            "doc_year": {"max": {"field": "doc_year"}},
+            "doc_quarter": {"max": {"field": "doc_quarter"}},
         }
         sources = [{"scope": {"terms": {"field": "scope"}}}, {"doc_id": {"terms": {"field": "doc_id"}}}]
         docs = []
@@ -382,6 +390,12 @@ class CitebotElasticsearchStore:
                     uploaded_by=_top(b["uploaded_by"]),
                     sha256=_top(b["sha256"]),
                     source_url=_top(b["source_url"]),
+                    issuer=_top(b["doc_issuer"]),
+                    form=_top(b["doc_form"]),
+                    period=_top(b["doc_period"]),
+                    year=_max_int(b["doc_year"]),
+                    quarter=_max_int(b["doc_quarter"]),
+                    title=_top(b["doc_title"]),
                 )
             )
         docs.sort(key=lambda d: (d.file.lower(), d.uploaded_at, d.doc_id))
@@ -544,6 +558,11 @@ class CitebotElasticsearchStore:
 def _top(terms_agg: dict[str, Any]) -> str:
     buckets = terms_agg.get("buckets") or []
     return str(buckets[0]["key"]) if buckets else ""
+
+
+def _max_int(max_agg: dict[str, Any]) -> int | None:
+    value = max_agg.get("value")
+    return int(value) if value is not None else None
 
 
 def _batches(items: list[Any], size: int) -> list[list[Any]]:

@@ -29,6 +29,14 @@ class DocInfo(BaseModel):
     uploaded_by: str = ""
     sha256: str = ""
     source_url: str = ""
+    # What the document says it is, read from its first pages at ingest (chunk meta ``doc_*``,
+    # pipelines/components/document_identity.py): "" / None when nothing was read.
+    issuer: str = ""
+    form: str = ""
+    period: str = ""
+    year: int | None = None
+    quarter: int | None = None
+    title: str = ""
 
 
 @dataclass(frozen=True, eq=False)  # eq: numpy arrays have no one truth value

@@ -14,7 +14,7 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,10 +30,10 @@ INDEX_SETTINGS = ("chunk_max_tokens", "chunk_min_tokens", "embedding_dim", "ocr_
                   "ocr_min_chars", "ocr_language", "max_pages", "max_file_mb", "max_stream_mb", "max_decoded_mb",
                   "max_document_chars", "max_document_elements", "max_document_chunks")
 # The code that decides what an eval index holds: the indexing pipeline and its components (the isolated reader,
-# whose guard, parser and its page model, and OCR are in pipelines/reading; structure, chunker, embedder,
-# writer), the embedding and OCR connectors, and the store's schema and write path. Its hash is part of the index
-# key, so editing any of it rebuilds the index; editing the query side (retrievers, structure router, query
-# rewriter, extractive and LLM answerers, refusal, citation validator, pipelines/query.py) reuses it.
+# whose guard, parser and its page model, and OCR are in pipelines/reading; the document's identity, structure,
+# chunker, embedder, writer), the embedding and OCR connectors, and the store's schema and write path. Its hash is
+# part of the index key, so editing any of it rebuilds the index; editing the query side (retrievers, structure
+# router, query rewriter, extractive and LLM answerers, refusal, citation validator, pipelines/query.py) reuses it.
 # tests/eval/test_runner.py checks that every module the indexing code imports is either listed here or in
 # INDEX_CODE_IMPORTS_NOT_HASHED.
 INDEX_CODE = (
@@ -45,6 +45,8 @@ INDEX_CODE = (
     "pipelines/reading/guard.py",
     "pipelines/reading/text.py",
     "pipelines/reading/ocr.py",
+    "pipelines/components/document_identity.py",
+    "pipelines/reading/identity.py",
     "pipelines/components/structure.py",
     "pipelines/components/structure_lines.py",
     "pipelines/components/printed_page_numbers.py",
@@ -69,6 +71,10 @@ QUERY_ONLY_DEFINITIONS = {
     "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch", "SQLiteDocumentStore.embedding_search",
                                          "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches",
                                          "SQLiteDocumentStore.document_vectors"),
+    # how answers label a file and routing spells an identity read the stored doc_* fields; what is stored is the rest
+    "pipelines/reading/identity.py": ("_GENERIC_NAME_WORDS", "name_says_nothing", "file_label",
+                                      "DocumentIdentity.describe", "DocumentIdentity.routing_name",
+                                      "DocumentIdentity.from_meta", "bare_company"),
     # the chunker cuts with chunk_sentences (and _CHUNK_SENT); the rest is the query side's
     "pipelines/components/_text.py": ("STOPWORDS", "GENERIC", "_TOKEN", "stem", "coverage", "terms", "_SENT_END",
                                       "_ABBREV", "_BULLET", "_ANSWER_SENT", "_QUESTION_SENT", "answer_sentences",
@@ -174,13 +180,20 @@ def _code_fingerprint(repo: Path = REPO) -> str:
     return h.hexdigest()
 
 
-def index_key(pdfs: Sequence[Path], settings: Settings) -> str:
-    """What the index holds: the PDFs (names and bytes) and the scope each goes into, the indexing settings,
-    the embedding model and backend (its fingerprint) and the indexing code. Nothing about how questions are
-    asked (per-doc or not)."""
+def neutral_names(pdfs: Sequence[Path]) -> dict[str, str]:
+    """``--neutral-names``: each PDF's name -> a name that says nothing of it (``doc-001.pdf``...), numbered in the
+    order of the names (deterministic: the same folder gets the same names)."""
+    return {p.name: f"doc-{n:03d}.pdf" for n, p in enumerate(sorted(pdfs, key=lambda p: p.name), 1)}
+
+
+def index_key(pdfs: Sequence[Path], settings: Settings, names: Mapping[str, str] | None = None) -> str:
+    """What the index holds: the PDFs (the names they are indexed under, and bytes) and the scope each goes into,
+    the indexing settings, the embedding model and backend (its fingerprint) and the indexing code. Nothing about
+    how questions are asked (per-doc or not)."""
     h = hashlib.sha256()
     for p in pdfs:
-        h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest() + _scope_of(p.name).encode())
+        name = (names or {}).get(p.name, p.name)
+        h.update(name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest() + _scope_of(name).encode())
     h.update(json.dumps({k: getattr(settings, k) for k in INDEX_SETTINGS}, sort_keys=True).encode())
     h.update(str(settings.resolved_model_path).encode())
     # the vectors' fingerprint: an onnx-int8 index is not an fp32 one (torch and fp32 ONNX share theirs)
@@ -220,24 +233,31 @@ def build_index(
     log: Callable[[str], None] = print,
     progress: Progress | None = None,
     only: Collection[str] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> tuple[EvalIndex, Any]:
     """Index (or reuse) ``pdfs`` (a folder's PDFs), each into its own scope; returns the index and a service over it.
     ``only``: just these file names (a per-document smoke run), unless the whole folder's index is built already.
+    ``names``: the name each PDF is indexed under (:func:`neutral_names`); ``only`` and the index's scopes use them.
 
     An interrupted build is resumed: each PDF is written in one transaction, and ingesting the same bytes
     into the same scope again is a no-op (``unchanged``), so only the PDFs not yet written are indexed."""
     root = cache_root or settings.data_dir / "eval" / "index"
+    names = dict(names or {})
+
+    def name(p: Path) -> str:
+        return names.get(p.name, p.name)
+
     if only is not None:
-        wanted = [p for p in pdfs if p.name in set(only)]
-        whole = root / index_key(pdfs, settings)[:20] / "READY.json"
+        wanted = [p for p in pdfs if name(p) in set(only)]
+        whole = root / index_key(pdfs, settings, names)[:20] / "READY.json"
         if wanted and not whole.exists():
             pdfs = wanted
-    key = index_key(pdfs, settings)
+    key = index_key(pdfs, settings, names)
     path = root / key[:20]
     # the model's ONNX export is the user's one (DATA_DIR/models or CITEBOT_MODELS_DIR), not one per eval index
     eval_settings = settings.model_copy(update={"data_dir": path, "elasticsearch_url": None,
                                                 "models_dir": settings.resolved_models_dir})
-    scopes = {p.name: _scope_of(p.name) for p in pdfs}
+    scopes = {name(p): _scope_of(name(p)) for p in pdfs}
     ready = path / "READY.json"
     if ready.exists():
         info = json.loads(ready.read_text(encoding="utf-8"))
@@ -260,11 +280,11 @@ def build_index(
         progress("indexing PDFs", 0, len(pdfs))
     for n, p in enumerate(pdfs, 1):
         t_doc = time.perf_counter()
-        res = service.ingest(p.read_bytes(), file_name=p.name, scope=scopes[p.name])
-        ingest.append({"file": p.name, "status": res.status, "pages": res.pages, "chunks": res.chunks,
+        res = service.ingest(p.read_bytes(), file_name=name(p), scope=scopes[name(p)])
+        ingest.append({"file": name(p), "status": res.status, "pages": res.pages, "chunks": res.chunks,
                        "error": res.error})
         why = f" ({res.error})" if res.error else ""
-        log(f"indexed {n}/{len(pdfs)} {p.name}: {res.status}{why}, {res.pages} pages, {res.chunks} chunks, "
+        log(f"indexed {n}/{len(pdfs)} {name(p)}: {res.status}{why}, {res.pages} pages, {res.chunks} chunks, "
             f"{time.perf_counter() - t_doc:.1f} s")
         if progress is not None:
             progress("indexing PDFs", n, len(pdfs))

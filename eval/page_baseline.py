@@ -13,7 +13,7 @@ already covers the PDFs, the reading settings and the embedding model.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,9 +69,10 @@ class PageBaseline:
 
     @classmethod
     def build(cls, settings: Settings, pdfs: Sequence[Path], scopes: dict[str, str], index_path: Path, *,
-              log: Callable[[str], None] = print) -> PageBaseline:
-        """Read and embed every page of ``pdfs`` (each in its ``scopes[name]``), or load them from an earlier run
-        over the same index. A PDF that cannot be read contributes no page (its cases can only miss)."""
+              log: Callable[[str], None] = print, names: Mapping[str, str] | None = None) -> PageBaseline:
+        """Read and embed every page of ``pdfs`` (each in its ``scopes[name]``; ``names``: the name each PDF was
+        indexed under, ``--neutral-names``), or load them from an earlier run over the same index. A PDF that cannot
+        be read contributes no page (its cases can only miss)."""
         folder = index_path / FOLDER
         pages_file, vectors_file = folder / "pages.json", folder / "vectors.npy"
         if pages_file.exists() and vectors_file.exists():
@@ -84,7 +85,8 @@ class PageBaseline:
             except Exception as e:  # noqa: BLE001 - reported, the baseline goes on without the PDF
                 log(f"pages baseline: {pdf.name} could not be read ({type(e).__name__}); its pages are left out")
                 continue
-            pages += [Page(pdf.name, scopes[pdf.name], n, t) for n, t in enumerate(texts, 1)]
+            name = (names or {}).get(pdf.name, pdf.name)
+            pages += [Page(name, scopes[name], n, t) for n, t in enumerate(texts, 1)]
         log(f"pages baseline: embedding {len(pages)} pages")
         dim = settings.embedding_dim
         vectors = (_encoder(settings).encode([p.text for p in pages], settings.embedding_batch_size)

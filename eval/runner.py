@@ -16,6 +16,9 @@
   (:mod:`eval.page_baseline`), asked in the same scopes, ranking pages and answering nothing.
 * **Resumable**: one JSON line per finished case is appended (flushed and fsynced) to ``results.jsonl``; a
   rerun with the same ``--out`` skips cases already there (a torn last line or an errored case is redone).
+* **Neutral names** (``--neutral-names``): the PDFs are indexed as ``doc-001.pdf``... (in name order) and the set's
+  ``sources[].doc`` and ``asked_in`` are mapped the same way, so routing and labels must go by what each document
+  says it is; the mapping is in ``meta.json`` and the index key (names are part of it) differs from the named one.
 * **Metadata**: ``meta.json`` holds the git commit, settings without secrets, model names, prompt version,
   index key and checksum, eval set checksum, timings.
 """
@@ -27,7 +30,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +39,7 @@ from typing import Any
 from connectors.log import error_fields
 from connectors.settings import Settings
 from eval.cases import Case, apply_asked_in, asked_in_file, load_cases, set_checksum
-from eval.index import REPO, Progress, ServiceFactory, build_index, default_service
+from eval.index import REPO, Progress, ServiceFactory, build_index, default_service, neutral_names
 from eval.page_baseline import PageBaseline
 from eval.records import META_FILE, RESULTS_FILE, RETRIEVAL_ONLY, CaseResult, CitedQuote, Hit, read_results
 from pipelines.models import RetrievalMode
@@ -48,7 +51,7 @@ MODES = (*(m.value for m in RetrievalMode), "hybrid-weighted", "hybrid-rrf", "pa
 FUSION_MODES = {"hybrid-weighted": "weighted", "hybrid-rrf": "rrf"}
 # Settings that must match for a resumed run to continue an earlier one.
 RESUME_KEYS = ("set_sha256", "retrieval_mode", "fusion", "k", "per_doc", "index_key", "judge", "limit",
-               "cases_filter", "categories_filter")
+               "cases_filter", "categories_filter", "neutral_names")
 # Depth of the recorded ranking (MRR, nDCG@10); with --k at least this, the answer's own passages are it.
 RANKING_DEPTH = 10
 
@@ -250,6 +253,13 @@ class RunOptions:
     fresh: bool = False
     case_ids: Sequence[str] | None = None
     categories: Sequence[str] | None = None
+    neutral_names: bool = False
+
+
+def renamed(case: Case, names: Mapping[str, str]) -> Case:
+    """``case`` with its sources' documents and ``asked_in`` under the names the PDFs were indexed as."""
+    sources = [s.model_copy(update={"doc": names.get(s.doc, s.doc)}) for s in case.sources]
+    return case.model_copy(update={"sources": sources, "asked_in": [names.get(d, d) for d in case.asked_in]})
 
 
 def _page_result(case: Case, baseline: PageBaseline, scopes: list[str], k: int) -> CaseResult:
@@ -309,6 +319,9 @@ def run_eval(
     if asked_in_note:
         log(asked_in_note)
     cases = stratified(select(cases, opts.case_ids, opts.categories), opts.limit)
+    names = neutral_names(list_pdfs(opts.docs_dir)) if opts.neutral_names else {}
+    if names:  # the documents are indexed under names that say nothing; the set follows them
+        cases = [renamed(c, names) for c in cases]
     judge_client = None
     if opts.judge:
         from eval.judge import build_client
@@ -316,7 +329,7 @@ def run_eval(
         judge_client = build_client(settings)
     t_start = time.perf_counter()
     index, service = build_index(settings, list_pdfs(opts.docs_dir), service_factory=service_factory, log=log,
-                                 progress=progress, only=_documents_asked(cases, opts))
+                                 progress=progress, only=_documents_asked(cases, opts), names=names)
     if hasattr(service, "warm_up"):
         service.warm_up()  # build the pipelines now, so the first case's latency is not start-up time
     named = {s.doc for c in cases for s in c.sources} | {d for c in cases for d in c.asked_in}
@@ -343,6 +356,7 @@ def run_eval(
         "limit": opts.limit,
         "cases_filter": sorted(opts.case_ids) if opts.case_ids else None,
         "categories_filter": sorted(opts.categories) if opts.categories else None,
+        "neutral_names": names or None,  # original name -> the name it was indexed and scored under
         "index_key": index.key,
         "index_checksum": index.checksum,
         "index_reused": index.reused,
@@ -404,7 +418,7 @@ def run_eval(
             log(f"{mode}: resuming, {len(done)} of {len(cases)} cases already done")
         if mode == "pages" and todo and page_baseline is None:
             page_baseline = PageBaseline.build(index.settings, list_pdfs(opts.docs_dir), index.scopes, index.path,
-                                               log=log)
+                                               log=log, names=names)
         t_mode = time.perf_counter()
         if progress is not None:
             progress(f"{mode} cases", len(done), len(cases))

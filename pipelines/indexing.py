@@ -1,6 +1,6 @@
 """The indexing pipeline: PDF bytes -> structure-aware chunks with embeddings, written in one transaction.
 
-``reader -> structure -> chunker -> embedder -> writer`` (one Haystack component per step, see
+``reader -> identity, structure -> chunker -> embedder -> writer`` (one Haystack component per step, see
 ``pipelines/components``; :class:`Indexer` runs them in that order itself, without ``Pipeline.run``'s copies of
 every input). The reader (guard, text layer, OCR: everything that parses the upload) runs in a
 child process with a memory limit, ``CITEBOT_INGEST_MAX_MEMORY_MB``, and the document's time budget; the
@@ -39,6 +39,7 @@ from connectors.store_api import (
     require_scopes,
 )
 from pipelines.components.chunker import StructureChunker
+from pipelines.components.document_identity import DocumentIdentifier
 from pipelines.components.embedder import PassageEmbedder
 from pipelines.components.isolated_reader import IsolatedPdfReader
 from pipelines.components.structure import StructureDetector
@@ -99,6 +100,7 @@ def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
             max_lines=settings.max_document_elements,
         ),
     )
+    p.add_component("identity", DocumentIdentifier())
     p.add_component("structure", StructureDetector())
     p.add_component(
         "chunker",
@@ -112,6 +114,8 @@ def build_indexing_pipeline(settings: Settings, store: ChunkStore) -> Pipeline:
     )
     p.add_component("writer", ChunkWriter(store=store))
     p.connect("reader.parsed", "structure.parsed")
+    p.connect("reader.parsed", "identity.parsed")
+    p.connect("identity.identity", "chunker.identity")
     p.connect("structure.elements", "chunker.elements")
     p.connect("structure.page_labels", "chunker.page_labels")
     p.connect("chunker.documents", "embedder.documents")
@@ -216,7 +220,8 @@ class Indexer:
             raise EmbeddingMismatchError(stored, current)
 
     def _run_steps(self, **inputs: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """The indexing pipeline's components in its graph order (reader, structure, chunker, embedder, writer),
+        """The indexing pipeline's components in its graph order (reader, identity, structure, chunker, embedder,
+        writer),
         each with its own ``inputs`` and what the step before it returned, without ``Pipeline.run``.
 
         ``Pipeline.run`` deep-copies every input of every component: the parsed pages, the structure's elements and
@@ -232,9 +237,10 @@ class Indexer:
             out["reader"] = _run_step(p, "reader", **inputs["reader"])
             if out["reader"]["failed"]:
                 return out
+            identity = _run_step(p, "identity", parsed=out["reader"]["parsed"])
             structure = _run_step(p, "structure", parsed=out["reader"]["parsed"])
             chunks = _run_step(p, "chunker", elements=structure["elements"], page_labels=structure["page_labels"],
-                               **inputs["chunker"])
+                               identity=identity["identity"], **inputs["chunker"])
             embedded = _run_step(p, "embedder", documents=chunks["documents"], **inputs["embedder"])
             out["writer"] = _run_step(p, "writer", documents=embedded["documents"], **inputs["writer"])
         return out

@@ -22,6 +22,12 @@ Chunk metadata (on every Haystack ``Document`` the indexing pipeline writes):
 ``source_url``     where a person opens the file: its Slack permalink, its Teams/SharePoint ``webUrl`` or
                    ``contentUrl``, a ``file://`` URI for the CLI; "" when unknown (display only, never fetched)
 ``ocr_confidence`` mean Tesseract word confidence 0-100 (OCR chunks only)
+``doc_issuer``,    what the document says it is, read off its first pages (:mod:`pipelines.reading.identity`):
+``doc_form``,      issuer, form ("10-K", "earnings release"), the period's last day (ISO), fiscal year, quarter;
+``doc_period``,    a title for what is no filing; absent when not read
+``doc_year``,
+``doc_quarter``,
+``doc_title``
 =================  ==========================================================================
 
 Chunk ids are ``f"{doc_id}:{chunk_index:05d}"``.
@@ -35,6 +41,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
+
+from pipelines.reading.identity import file_label
 
 if TYPE_CHECKING:
     from haystack import Document
@@ -102,6 +110,13 @@ class ChunkLocation(BaseModel):
     page_end: int
     section: str = ""
     url: str = Field("", description="Where the file opens (the chunk's ``source_url``); '' if unknown.")
+    label: str = Field("", description="How an answer names the file: the name, with what the document says it is "
+                       "when the name says nothing ('filing-01.pdf (Adobe Inc., 10-K, fiscal 2022)'); '' = the name.")
+
+    @property
+    def file_label(self) -> str:
+        """The name people are shown for the file."""
+        return self.label or self.file
 
     @staticmethod
     def of(doc: Document) -> dict[str, Any]:
@@ -115,6 +130,7 @@ class ChunkLocation(BaseModel):
             "page_end": int(meta.get("page_end", meta.get("page_start", 0)) or 0),
             "section": str(meta.get("section", "") or ""),
             "url": str(meta.get("source_url", "") or ""),
+            "label": file_label(str(meta.get("file_name", "")), meta),
         }
 
 
@@ -187,11 +203,13 @@ def for_people(answer: Answer) -> Answer:
     (The eval runner keeps the raw answer, so its verbatim check still compares with the stored chunk.)"""
     def clean(c: Citation) -> Citation:
         return c.model_copy(
-            update={"quote": printable(c.quote), "file": printable(c.file), "section": printable(c.section)}
+            update={"quote": printable(c.quote), "file": printable(c.file), "label": printable(c.label),
+                    "section": printable(c.section)}
         )
 
     def where(r: RetrievedChunk) -> RetrievedChunk:
-        return r.model_copy(update={"file": printable(r.file), "section": printable(r.section)})
+        return r.model_copy(update={"file": printable(r.file), "label": printable(r.label),
+                                    "section": printable(r.section)})
 
     return answer.model_copy(
         update={

@@ -76,7 +76,8 @@ def render_answer(answer: Answer, *, width: int | None = None) -> str:
             quote_lines += textwrap.wrap(raw, width=width - 6) or [""]
         lines.append(f"  [{c.n}] │ " + quote_lines[0])
         lines += [f"      │ {ln}" for ln in quote_lines[1:]]
-        lines.append(f"        — {location_text(local_path(c.url) or c.file, c.page_start, c.page_end, c.section)}")
+        where = c.file_label.replace(c.file, local_path(c.url) or c.file, 1)  # the path, and what a neutral name hides
+        lines.append(f"        — {location_text(where, c.page_start, c.page_end, c.section)}")
     if answer.note:
         lines += ["", f"({answer.note})"]
     return "\n".join(lines)

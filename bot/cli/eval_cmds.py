@@ -50,6 +50,9 @@ def register(sub: Any) -> None:
     r.add_argument("--k", type=int, default=5,
                    help="passages the answer sees, and the depth of the @k metrics (page_hit@5 is always reported)")
     r.add_argument("--per-doc", action="store_true", help="one scope per PDF; ask each case in its source's scope")
+    r.add_argument("--neutral-names", action="store_true",
+                   help="index the PDFs as doc-001.pdf... (name order), the set's documents mapped alike: measure "
+                        "routing by what documents say they are, not by their names")
     r.add_argument("--judge", action="store_true", help="LLM judge (needs OPENAI_* and CITEBOT_JUDGE_MODEL)")
     r.add_argument("--limit", type=int, help="run only N cases, spread over the categories (smoke runs)")
     r.add_argument("--fresh", action="store_true",
@@ -122,7 +125,8 @@ def run_eval_cmd(args: argparse.Namespace, settings: Settings) -> int:
     try:
         runs = run_eval(settings, RunOptions(set_path=args.set, docs_dir=docs, out_dir=out, modes=modes, k=args.k,
                                              per_doc=args.per_doc, judge=args.judge, limit=args.limit,
-                                             fresh=args.fresh, case_ids=args.cases, categories=args.category),
+                                             fresh=args.fresh, case_ids=args.cases, categories=args.category,
+                                             neutral_names=args.neutral_names),
                         log=progress.log, progress=progress)
     except (EvalSetError, EvalRunError) as e:
         print(f"citebot eval run: {e}", file=sys.stderr)

@@ -120,13 +120,13 @@ def quote_blocks(c: Citation) -> list[Block]:
             }
         ],
     }
-    return [quote, context(location_mrkdwn(c.file, c.page_start, c.page_end, c.section, c.url))]
+    return [quote, context(location_mrkdwn(c.file_label, c.page_start, c.page_end, c.section, c.url))]
 
 
 def _retrieved_lines(chunks: Sequence[RetrievedChunk], limit: int = 3) -> list[Block]:
     seen: list[str] = []
     for r in chunks:
-        loc = location_mrkdwn(r.file, r.page_start, r.page_end, r.section, r.url)
+        loc = location_mrkdwn(r.file_label, r.page_start, r.page_end, r.section, r.url)
         if loc not in seen:
             seen.append(loc)
         if len(seen) == limit:
@@ -254,7 +254,7 @@ def answer_fallback(answer: Answer) -> str:
     if answer.refused and answer.citations:
         lines.append(_REFUSED_HEADER)
     for c in answer.citations:
-        loc = location(c.file, c.page_start, c.page_end, c.section)
+        loc = location(c.file_label, c.page_start, c.page_end, c.section)
         quoted = "\n".join(quote_lines(c.quote))
         lines.append(f"[{c.n}] “{quoted}” — {loc}")
     return _clip(escape("\n".join(lines)), MAX_FALLBACK_CHARS)

@@ -89,7 +89,7 @@ def pages_label(c: Citation) -> str:
 
 def source_label(c: Citation) -> str:
     """``file · p. N · section`` (the section's innermost heading, when the chunk has one)."""
-    return location_text(c.file, c.page_start, c.page_end, c.section)
+    return location_text(c.file_label, c.page_start, c.page_end, c.section)
 
 
 def linkable(url: str) -> bool:
@@ -111,7 +111,7 @@ def linked_source_label(c: Citation) -> str:
     so a heading such as ``[request form](https://evil.example)`` shows as written, never as a link."""
     if not linkable(c.url):
         return _escape_plain(source_label(c))
-    parts = [_md_link(_escape_plain(f"{c.file}, {pages_label(c)}"), c.url)]
+    parts = [_md_link(_escape_plain(f"{c.file_label}, {pages_label(c)}"), c.url)]
     if c.section:
         parts.append(_escape_plain(c.section.split(" > ")[-1]))
     return " · ".join(parts)
@@ -134,7 +134,7 @@ def _source_runs(c: Citation, *, prefix: str = "") -> list[dict[str, Any]]:
     if prefix:
         runs.append(_run(prefix, weight="Bolder"))
     if linkable(c.url):
-        runs.append(_run(f"{c.file}, {pages_label(c)}", weight="Bolder",
+        runs.append(_run(f"{c.file_label}, {pages_label(c)}", weight="Bolder",
                          selectAction={"type": "Action.OpenUrl", "url": c.url}))
         if c.section:
             runs.append(_run(" · " + c.section.split(" > ")[-1], weight="Bolder"))

@@ -184,7 +184,12 @@ class SQLiteDocumentStore:
                        count(*), max(coalesce(json_extract(meta, '$.uploaded_at'), '')),
                        max(coalesce(json_extract(meta, '$.uploaded_by'), '')),
                        max(coalesce(json_extract(meta, '$.sha256'), '')),
-                       max(coalesce(json_extract(meta, '$.source_url'), ''))
+                       max(coalesce(json_extract(meta, '$.source_url'), '')),
+                       max(coalesce(json_extract(meta, '$.doc_issuer'), '')),
+                       max(coalesce(json_extract(meta, '$.doc_form'), '')),
+                       max(coalesce(json_extract(meta, '$.doc_period'), '')),
+                       max(json_extract(meta, '$.doc_year')), max(json_extract(meta, '$.doc_quarter')),
+                       max(coalesce(json_extract(meta, '$.doc_title'), ''))
                 FROM chunks WHERE scope IN ({marks}) AND doc_id IS NOT NULL
                 GROUP BY scope, doc_id""",
                 scopes,
@@ -202,6 +207,12 @@ class SQLiteDocumentStore:
                 uploaded_by=str(r[6] or ""),
                 sha256=str(r[7] or ""),
                 source_url=str(r[8] or ""),
+                issuer=str(r[9] or ""),
+                form=str(r[10] or ""),
+                period=str(r[11] or ""),
+                year=int(r[12]) if r[12] is not None else None,
+                quarter=int(r[13]) if r[13] is not None else None,
+                title=str(r[14] or ""),
             )
             for r in rows
         ]

@@ -23,6 +23,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from pipelines.components._text import chunk_sentences
 from pipelines.reading.clean_text import clean_text
+from pipelines.reading.identity import DocumentIdentity
 from pipelines.reading.layout import Element
 
 TokenCounter = Callable[[str], int]
@@ -138,9 +139,12 @@ class StructureChunker:
         uploaded_at: str = "",
         page_labels: dict[int, str] | None = None,
         source_url: str = "",
+        identity: DocumentIdentity | None = None,
     ) -> dict[str, Any]:
         """``page_labels``: page number -> its label where the PDF labels its pages (chunk meta ``page_label``,
-        the label of the chunk's first page, so "page 17" finds the page a reader sees numbered 17)."""
+        the label of the chunk's first page, so "page 17" finds the page a reader sees numbered 17).
+        ``identity``: what the document says it is (:mod:`pipelines.reading.identity`), its ``doc_*`` fields on
+        every chunk."""
         self.warm_up()
         drafts = self._drafts(elements)
         drafts = self._merge_small(drafts)
@@ -167,6 +171,8 @@ class StructureChunker:
                 "uploaded_at": uploaded_at,
                 "source_url": source_url,
             }
+            if identity is not None:
+                meta.update(identity.meta())
             if page_labels:
                 meta["page_label"] = page_labels.get(meta["page_start"], "")
                 if meta["page_end"] != meta["page_start"]:  # a chunk over two pages answers to both labels

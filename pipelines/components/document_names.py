@@ -8,7 +8,10 @@ and the period ("FY2019", "FY20", "Q2'2023", "the second fiscal quarter of 2023"
 :func:`named_files` finds the files whose name the question spells (run together, abbreviated by word prefixes
 or initials); :func:`preferred_files` ranks those by the period the question asks about. Both are pure
 functions of the question and the file names, so a file is only ever matched within the scopes it was listed
-from.
+from. A file whose name says nothing (``filing-01.pdf``, ``10-K.pdf``) is matched by what the document says it is:
+``aliases`` maps a file to its identity spelt as a descriptive name (``Adobe_2022_10K``, from the ``doc_*`` metadata
+read off its cover at ingest, :mod:`pipelines.reading.identity`); the file is named when the question names the
+company of either, and its period is the alias's when its own name gives no year.
 
 Period rules (a filing reports its own period and the years before it, never later ones): the target is the
 latest year the question names; a file of that year fits best, a later file next (its comparatives hold
@@ -21,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipelines.components._text import STOPWORDS
 
@@ -171,6 +174,8 @@ def _abbreviates(token: str, words: Sequence[str], key: str) -> bool:
         return True
     if re.fullmatch(r"[A-Z]n[A-Z]", token) and len(words) >= 2:
         return words[0][0] == low[0] and words[1][0] == low[2]
+    if len(low) >= 3 and len(words) == len(low) and all(w[0] == c for w, c in zip(words, low, strict=True)):
+        return True  # AMD for advanced micro devices
     for cut in range(2, len(low) - 1):
         head, tail = low[:cut], low[cut:]
         if key.startswith(head) and tail in key[cut:] and len(tail) >= 2:
@@ -198,20 +203,22 @@ def _names(asked: _Asked, words: Sequence[str], key: str) -> bool:
     return False
 
 
-def named_files(question: str, file_names: Sequence[str]) -> list[str]:
-    """The files whose company the question names (the question is read once, each file name once per process, and
-    each company once per question: a channel's filings of one company, or its scans named alike, share one)."""
+def named_files(question: str, file_names: Sequence[str], aliases: Mapping[str, str] | None = None) -> list[str]:
+    """The files whose company the question names, by their name or by their alias (the question is read once, each
+    name once per process, and each company once per question: a channel's filings of one company, or its scans
+    named alike, share one)."""
     asked = _asked(question)
     named: dict[tuple[tuple[str, ...], str], bool] = {}
-    out = []
-    for f in file_names:
-        company = _company(f)
-        hit = named.get(company)
-        if hit is None:
-            hit = named[company] = _names(asked, *company)
-        if hit:
-            out.append(f)
-    return out
+
+    def hit(name: str) -> bool:
+        company = _company(name)
+        found = named.get(company)
+        if found is None:
+            found = named[company] = _names(asked, *company)
+        return found
+
+    aliases = aliases or {}
+    return [f for f in file_names if hit(f) or (f in aliases and hit(aliases[f]))]
 
 
 def _fit(asked: Period, file: Period) -> float:
@@ -233,13 +240,26 @@ def _fit(asked: Period, file: Period) -> float:
     return score
 
 
-def preferred_files(question: str, file_names: Sequence[str]) -> list[str]:
+def _period_of(file_name: str, aliases: Mapping[str, str]) -> Period:
+    """The file's period from its name; from its alias when the name gives no year (its form too, when the name
+    gives none)."""
+    own = file_period(file_name)
+    alias = aliases.get(file_name)
+    if not alias:
+        return own
+    said = file_period(alias)
+    if own.year is None:
+        return said
+    return own if own.form else replace(own, form=said.form)
+
+
+def preferred_files(question: str, file_names: Sequence[str], aliases: Mapping[str, str] | None = None) -> list[str]:
     """Among ``file_names`` (files of one company, say), those whose period fits the question best; all of them
     when the question names no period or none fits."""
     asked = question_period(question)
     if asked.year is None and not asked.form:
         return list(file_names)
-    scored = [(_fit(asked, file_period(f)), f) for f in file_names]
+    scored = [(_fit(asked, _period_of(f, aliases or {})), f) for f in file_names]
     best = max((s for s, _ in scored), default=0.0)
     if best <= 0.0:
         return list(file_names)

@@ -14,7 +14,9 @@ Recognised references:
   ``ACTIVISIONBLIZZARD_2019_10K.pdf``, see :mod:`pipelines.components.document_names`), which restricts
   everything else to that company's files, and to those whose period fits the question best ("FY2019",
   "Q2'2023") when it names one (on FinanceBench's development half, one channel of 38 filings: page-hit@5
-  0.556 ranking the fitting filings first, 0.635 reading only them).
+  0.556 ranking the fitting filings first, 0.635 reading only them); a file is also matched by what the document
+  says it is (issuer, form, period read off its cover at ingest: ``filing-01.pdf`` is routed as
+  ``ADOBE_2022_10K.pdf`` is), from the listing of the asker's own scopes.
 
 The fetched chunks go first in the answerer's context. Every fetch carries the caller's scopes.
 """
@@ -34,6 +36,7 @@ from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.stores import store_from_dict
 from pipelines.components._text import terms
 from pipelines.components.document_names import named_files, preferred_files
+from pipelines.reading.identity import DocumentIdentity
 
 _NUM = r"(\d{1,4})"
 _PAGES = re.compile(rf"\b(?:pages?|pp?\.)\s*{_NUM}(?:\s*(?:-|–|—|to|through|thru|and|&)\s*{_NUM})?\b", re.I)
@@ -144,6 +147,12 @@ def strip_refs(question: str, refs: StructureRefs) -> str:
     for s, e in sorted(refs.spans, reverse=True):
         out = out[:s] + " " + out[e:]
     return " ".join(out.split())
+
+
+def identity_of(info: DocInfo) -> DocumentIdentity:
+    """What a listed document says it is."""
+    return DocumentIdentity(issuer=info.issuer, form=info.form, period_end=info.period, year=info.year,
+                            quarter=info.quarter, title=info.title)
 
 
 def _and(*conds: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -342,9 +351,19 @@ class StructureRouter:
             limit=self.fetch_limit,
         )
 
+    def aliases(self, scopes: list[str]) -> dict[str, str]:
+        """Each file of ``scopes`` whose document says who issued it: its identity spelt as a descriptive file name
+        (``Adobe_2022_10K``), for :mod:`pipelines.components.document_names`."""
+        out: dict[str, str] = {}
+        for info in self._documents(scopes)[0]:
+            name = identity_of(info).routing_name()
+            if name and info.file not in out:
+                out[info.file] = name
+        return out
+
     def company_files(self, question: str, scopes: list[str]) -> list[str]:
-        """The files of ``scopes`` named after a company or subject the question names."""
-        return named_files(question, [name for name, _ in self._file_names(scopes)])
+        """The files of ``scopes`` named after a company or subject the question names, or issued by it."""
+        return named_files(question, [name for name, _ in self._file_names(scopes)], self.aliases(scopes))
 
     @component.output_types(
         documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool
@@ -355,7 +374,7 @@ class StructureRouter:
         in_files = files or self.company_files(question, scopes)
         if in_files and not files:
             file_cond = {"field": "meta.file_name", "operator": "in", "value": in_files}
-        preferred = preferred_files(question, in_files) if len(in_files) > 1 else []
+        preferred = preferred_files(question, in_files, self.aliases(scopes)) if len(in_files) > 1 else []
         if preferred and len(preferred) < len(in_files):  # everything is read from the filings the period points at
             file_cond = {"field": "meta.file_name", "operator": "in", "value": preferred}
         refs = parse_refs(question)

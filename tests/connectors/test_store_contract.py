@@ -145,6 +145,17 @@ class TestWrites:
         assert (listed["b"].pages, listed["b"].chunks, listed["b"].uploaded_at) == (1, 1, "2026-02-01T00:00:00+00:00")
         assert (listed["a"].source_url, listed["b"].source_url) == ("", "https://acme.slack.com/files/U1/F1/b.pdf")
 
+    def test_list_documents_gives_what_each_document_says_it_is(self, store: Any) -> None:
+        ident = {"doc_issuer": "Brightwater Pumps, Inc.", "doc_form": "10-Q", "doc_period": "2024-06-30",
+                 "doc_year": 2024, "doc_quarter": 2}
+        store.write_documents([chunk("a", i, f"a{i}", file="filing-01.pdf", **ident) for i in range(2)]
+                              + [chunk("b", 0, "b", file="b.pdf", doc_title="Staff handbook")])
+        listed = {d.doc_id: d for d in store.list_documents(scopes=["local"])}
+        a, b = listed["a"], listed["b"]
+        assert (a.issuer, a.form, a.period, a.year, a.quarter, a.title) == (
+            "Brightwater Pumps, Inc.", "10-Q", "2024-06-30", 2024, 2, "")
+        assert (b.issuer, b.form, b.year, b.quarter, b.title) == ("", "", None, None, "Staff handbook")
+
     def test_fetch_orders_by_document_and_chunk_and_limits(self, store: Any) -> None:
         store.write_documents([chunk("b", i, f"b{i}") for i in (2, 0, 1)] + [chunk("a", i, f"a{i}") for i in (1, 0)])
         assert [d.id for d in store.fetch(scopes=["local"])] == ["a:00000", "a:00001", "b:00000", "b:00001", "b:00002"]

@@ -206,3 +206,25 @@ def test_llm_mode_with_judge_against_a_local_fake_openai(citebot, tmp_path: Path
     assert "## Verdict: FAIL" in report and "| judge groundedness | FAIL |" in report  # under the shipped 0.8 floor
     failing = report.split("## Failing cases")[1]
     assert f"### {poor['id']} — " in failing and "- **Judge groundedness:** 0.000 — graded by judge-model" in failing
+
+
+def test_neutral_names_index_the_pdfs_as_doc_nnn_and_score_on_the_mapped_names(  # type: ignore[no-untyped-def]
+        citebot, tmp_path: Path) -> None:
+    """`--neutral-names`: the demo PDFs go in as doc-001.pdf..., the set's documents follow, and the metrics are
+    computed on those names (a hit on doc-002.pdf counts for the case whose source was mapped to it)."""
+    run = tmp_path / "neutral"
+    code, out = citebot("eval", "run", "--set", str(DEMO), "--out", str(run), "--limit", LIMIT, "--neutral-names",
+                        "--json")
+    assert code == 0
+    meta = json.loads((run / "meta.json").read_text())
+    names = meta["neutral_names"]
+    assert sorted(names.values()) == [f"doc-{n:03d}.pdf" for n in range(1, len(names) + 1)]
+    assert list(names) == sorted(names)  # numbered in name order: the same folder gets the same names
+    assert {i["file"] for i in meta["ingest"]} == set(names.values())
+    if SMOKE_INDEX_KEY:
+        assert meta["index_key"] != SMOKE_INDEX_KEY[0]
+    rows = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    assert {s["doc"] for r in rows for s in r["sources"]} <= set(names.values())
+    assert {h["file"] for r in rows for h in r["retrieved"]} <= set(names.values())
+    summary = json.loads(out)["modes"]["hybrid"]["overall"]
+    assert summary["n_errors"] == 0 and summary["page_hit@5"] > 0

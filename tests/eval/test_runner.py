@@ -225,6 +225,22 @@ def test_per_doc_asks_each_case_in_its_source_scope(setup: Any) -> None:
     assert results[1].citations[0].file == "two.pdf"
 
 
+def test_neutral_names_index_as_doc_nnn_map_the_set_and_change_the_index_key(setup: Any) -> None:
+    settings, opts, calls = setup
+    opts.per_doc = True
+    named_meta, _ = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    calls["ingest"].clear()
+    opts.neutral_names, opts.out_dir = True, opts.out_dir.parent / "neutral"
+    meta, results = run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)["hybrid"]
+    assert meta["neutral_names"] == {"one.pdf": "doc-001.pdf", "two.pdf": "doc-002.pdf"}
+    assert sorted(f for f, _ in calls["ingest"]) == ["doc-001.pdf", "doc-002.pdf"]
+    assert meta["index_key"] != named_meta["index_key"] and named_meta["neutral_names"] is None
+    by_id = {r.id: r for r in results}
+    assert [s.doc for s in by_id["b"].sources] == ["doc-002.pdf"]
+    assert by_id["b"].citations[0].file == "doc-002.pdf"  # asked in the mapped document's scope, scored on it
+    assert json.loads((opts.out_dir / "meta.json").read_text())["neutral_names"]["two.pdf"] == "doc-002.pdf"
+
+
 def test_each_case_records_the_confidence_its_refusal_was_decided_on(setup: Any) -> None:
     settings, opts, calls = setup
     run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)

@@ -247,3 +247,48 @@ def test_parse_refs(question, pages, sections, labels, stripped):
     assert refs.section_ids == sections
     assert refs.labels == labels
     assert strip_refs(question, refs) == stripped
+
+
+class TestRoutingByWhatADocumentSays:
+    """Files whose names say nothing are routed by the issuer and period read off their covers at ingest."""
+
+    FILINGS = {  # neutral name -> (doc_* metadata of its cover)
+        "filing-01.pdf": {"doc_issuer": "Brightwater Pumps, Inc.", "doc_form": "10-K", "doc_year": 2021},
+        "filing-02.pdf": {"doc_issuer": "Brightwater Pumps, Inc.", "doc_form": "10-K", "doc_year": 2023},
+        "filing-03.pdf": {"doc_issuer": "Kestrel Foods & Co.", "doc_form": "10-Q", "doc_year": 2023, "doc_quarter": 2},
+        "download (3).pdf": {"doc_issuer": "Advanced Micro Devices, Inc.", "doc_form": "10-K", "doc_year": 2023},
+        "notes.pdf": {},
+    }
+
+    @pytest.fixture
+    def router(self, tmp_path):
+        s = SQLiteDocumentStore(tmp_path / "chunks.sqlite3", embedding_dim=4)
+        docs = []
+        for n, (name, ident) in enumerate(self.FILINGS.items()):
+            d = _chunk("local", f"d{n}", 0, 1, f"Revenue grew in {name}.", file=name)
+            docs.append(Document(id=d.id, content=d.content, meta={**d.meta, **ident}))
+        # another channel's filing of the same company: never read from a question asked here
+        d = _chunk("slack:T:other", "x", 0, 1, "Hidden.", file="filing-09.pdf")
+        docs.append(Document(id=d.id, content=d.content, meta={**d.meta, "doc_issuer": "Brightwater Pumps, Inc.",
+                                                               "doc_form": "10-K", "doc_year": 2023}))
+        s.write_documents(docs)
+        return StructureRouter(document_store=s)
+
+    @pytest.mark.parametrize(
+        ("question", "files"),
+        [
+            ("What was Brightwater Pumps' revenue in FY2023?", ["filing-02.pdf"]),
+            ("What was Brightwater's revenue in FY2021?", ["filing-01.pdf"]),
+            ("How did Kestrel Foods do in Q2 2023?", ["filing-03.pdf"]),
+            ("What did AMD spend on research in 2023?", ["download (3).pdf"]),
+        ],
+    )
+    def test_a_question_naming_the_company_reads_its_neutrally_named_filing(self, router, question, files):
+        out = router.run(question=question, scopes=["local"])
+        assert out["filters"] == {"field": "meta.file_name", "operator": "in", "value": files}
+
+    def test_identity_is_read_only_within_the_askers_scopes(self, router):
+        assert router.company_files("Brightwater Pumps revenue 2023", ["local"]) == ["filing-01.pdf",
+                                                                                     "filing-02.pdf"]
+        assert "filing-09.pdf" not in router.aliases(["local"])
+        assert router.aliases(["slack:T:other"]) == {"filing-09.pdf": "Brightwater Pumps_2023_10K"}
