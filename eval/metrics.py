@@ -320,7 +320,7 @@ def _figure(m: re.Match[str]) -> Figure | None:
 
 
 def _figures(text: str) -> list[Figure]:
-    return [f for m in _FIGURE_IN_TEXT.finditer(_MARKER.sub(" ", text)) if (f := _figure(m)) is not None]
+    return [f for m in _FIGURE_IN_TEXT.finditer(CITATION_MARKER.sub(" ", text)) if (f := _figure(m)) is not None]
 
 
 def figures_in(text: str) -> list[Decimal]:

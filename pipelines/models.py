@@ -110,8 +110,9 @@ class ChunkLocation(BaseModel):
     page_end: int
     section: str = ""
     url: str = Field("", description="Where the file opens (the chunk's ``source_url``); '' if unknown.")
-    label: str = Field("", description="How an answer names the file: the name, with what the document says it is "
-                       "when the name says nothing ('filing-01.pdf (Adobe Inc., 10-K, fiscal 2022)'); '' = the name.")
+    label: str = Field(default="", description="How an answer names the file: the name, with what the document "
+                       "says it is when the name says nothing ('filing-01.pdf (Adobe Inc., 10-K, fiscal 2022)'); "
+                       "'' = the name.")
 
     @property
     def file_label(self) -> str:
