@@ -107,35 +107,98 @@ def statement_kind(head: str, text: str) -> str:
     return found[0]
 
 
-# --- metrics computed from statement lines --------------------------------------------------------------
-# How statements label the lines a metric is computed from (lower case, the row's label cell); a reviewer can
-# check each against a 10-K's primary statements.
-_LINES: dict[str, str] = {
-    "cash from operations": r"net cash.{0,40}operating activities|cash (?:provided by|generated from|from) operations",
-    "capital expenditure": r"purchases? of property|capital expenditures?|additions to property|"
-                           r"payments for (?:acquisitions? of )?property|purchases? of (?:fixed|capital) assets",
-    "revenue": r"^(?:total )?(?:net )?(?:revenues?|sales)\b|^net sales",
-    "cost of goods sold": r"^(?:total )?cost of (?:goods sold|sales|revenues?|products sold)",
-    "operating income": r"^(?:total )?operating (?:income|profit)|^income from operations",
-    "net income": r"^net (?:income|earnings)\b",
-    "income before taxes": r"(?:income|earnings) (?:\(loss\) )?before (?:provision for )?income tax",
-    "income tax expense": r"^(?:provision for|\(?benefit from\)?|provision \(benefit\) for) income tax|"
-                          r"^income tax (?:expense|provision)",
-    "interest expense": r"^interest expense",
-    "total current assets": r"^total current assets",
-    "total current liabilities": r"^total current liabilities",
-    "cash and equivalents": r"^cash and cash equivalents",
-    "short-term investments": r"short-term investments|marketable securities",
-    "receivables": r"(?:accounts|trade) receivables?|^receivables",
-    "inventory": r"^inventor(?:y|ies)",
-    "accounts payable": r"^(?:accounts|trade) payables?",
-    "total assets": r"^total assets",
-    "net PP&E": r"property(?:,)? (?:plant )?and equipment(?:,)? net|^net property",
-    "shareholders' equity": r"^total (?:shareholders'?|stockholders'?|share ?owners'?) equity|^total equity",
-    "depreciation and amortization": r"^depreciation(?:,| and) (?:depletion and )?amortization|^depreciation\b",
-    "dividends paid": r"dividends paid|cash dividends|payments? (?:of|for) dividends",
-    "long-term debt": r"^long-term debt",
-}
+# --- line items: how a question names one, and how a statement's row labels it ----------------------------------
+# After the US-GAAP taxonomy's standard labels (the element each follows is named), with the variants 10-K/10-Q
+# statements print. ``asked``: how a question names the item; ``row``: the row's label cell (lower case, straight
+# apostrophes); ``unless``: labels that look alike but are another item ("total liabilities" is not "total current
+# liabilities", "cost of revenue" is not "revenue"). Specific items come before general ones: the first item whose
+# ``asked`` pattern the question matches is the one it asks for.
+
+
+@dataclass(frozen=True)
+class LineItem:
+    """A statement line item: its ``name``, how a question names it and how a statement's row labels it."""
+
+    name: str
+    asked: str
+    row: str
+    unless: str = ""
+
+
+LINE_ITEMS: tuple[LineItem, ...] = (
+    LineItem("total current liabilities", r"(?:total )?current liabilities",  # LiabilitiesCurrent
+             r"^total current liabilities"),
+    LineItem("total current assets", r"(?:total )?current assets", r"^total current assets"),  # AssetsCurrent
+    LineItem("total liabilities", r"total liabilities(?! and)", r"^total liabilities$", "equity"),  # Liabilities
+    LineItem("total assets", r"total assets", r"^total assets$"),  # Assets
+    LineItem("shareholders' equity", r"(?:shareholders|stockholders|share ?owners)'? equity|total equity",
+             r"^total (?:shareholders'?|stockholders'?|share ?owners'?) equity|^total equity$",  # StockholdersEquity
+             "liabilities and"),
+    LineItem("cash from operations", r"cash (?:flows? )?(?:provided by |from |generated (?:by|from) )?operati|"
+             r"operating cash ?flows?",  # NetCashProvidedByUsedInOperatingActivities
+             r"net cash.{0,40}operating activities|cash (?:provided by|generated from|from) operations|"
+             r"^cash flows? from operating activities$"),
+    LineItem("capital expenditure", r"cap(?:ital)? ?ex(?:penditures?)?\b|\bcapex\b|purchases? of property|"
+             r"(?:payments|spending) (?:for|on) (?:property|pp&e)",  # PaymentsToAcquirePropertyPlantAndEquipment
+             r"purchases? of property|capital expenditures?|additions to property|"
+             r"payments for (?:acquisitions? of )?property|purchases? of (?:fixed|capital) assets|"
+             r"acquisitions? of property"),
+    LineItem("depreciation and amortization", r"depreciation(?: and amortization|, depletion)?|\bd&a\b",
+             r"^depreciation(?:,| and) (?:depletion and )?amortization|^depreciation\b"),
+    LineItem("dividends paid", r"dividends? paid|paid (?:in )?dividends|dividend payments?",  # PaymentsOfDividends
+             r"dividends paid|cash dividends|payments? (?:of|for) dividends"),
+    LineItem("cash and equivalents", r"cash and (?:cash )?equivalents",  # CashAndCashEquivalentsAtCarryingValue
+             r"^cash and cash equivalents(?:,? (?:at )?end of (?:the )?(?:year|period))?$",
+             "restricted|beginning"),
+    LineItem("short-term investments", r"short[- ]term investments|marketable securities",
+             r"short-term investments|marketable securities"),
+    LineItem("receivables", r"(?:accounts |trade )?receivables?",  # AccountsReceivableNetCurrent
+             r"^(?:accounts|trade) receivables?|^receivables"),
+    LineItem("inventory", r"inventor(?:y|ies)", r"^(?:merchandise )?inventor(?:y|ies)"),  # InventoryNet
+    LineItem("accounts payable", r"accounts payable|trade payables?",  # AccountsPayableCurrent
+             r"^(?:accounts|trade) payables?"),
+    LineItem("net PP&E", r"\bpp&?e\b|property,? plant|property and equipment|fixed assets",
+             r"property(?:,)? (?:plant )?and equipment(?:,)? net|^net property|^property(?:,)? (?:plant )?and "
+             r"equipment(?:,)? (?:at cost, )?less accumulated"),  # PropertyPlantAndEquipmentNet
+    LineItem("long-term debt", r"long[- ]term debt",  # LongTermDebtNoncurrent
+             r"^long-term debt"),
+    LineItem("cost of goods sold", r"cost of (?:goods sold|sales|revenues?|products sold)|\bcogs\b",
+             r"^(?:total )?cost of (?:goods sold|sales|revenues?|products sold)"),  # CostOfGoodsAndServicesSold
+    LineItem("gross profit", r"gross profit", r"^gross (?:profit|margin)$"),  # GrossProfit
+    LineItem("research and development", r"research and development|\br&d\b",  # ResearchAndDevelopmentExpense
+             r"^research and development"),
+    LineItem("operating income", r"operating (?:income|profit)|income from operations",  # OperatingIncomeLoss
+             r"^(?:total )?operating (?:income|profit)|^income from operations", "per share|margin"),
+    LineItem("income before taxes", r"(?:income|earnings) before (?:income )?tax|pre-?tax income",
+             r"(?:income|earnings) (?:\(loss\) )?before (?:provision for )?income tax"),
+    LineItem("income tax expense", r"income tax (?:expense|provision)|provision for income tax|tax expense",
+             r"^(?:provision for|\(?benefit from\)?|provision \(benefit\) for) income tax|"
+             r"^income tax (?:expense|provision)"),  # IncomeTaxExpenseBenefit
+    LineItem("interest expense", r"interest expense", r"^interest expense"),  # InterestExpense
+    LineItem("diluted EPS", r"diluted (?:eps|earnings per share|net income per share)|"
+             r"earnings per (?:diluted )?share|\beps\b",  # EarningsPerShareDiluted
+             r"^diluted(?: net)? (?:income|earnings) per (?:common )?share|^diluted$|"
+             r"^(?:net )?(?:income|earnings) per (?:common )?share.{0,20}diluted"),
+    LineItem("net income", r"net (?:income|earnings|profit)(?! margin)|\bprofits?\b(?! margin)",  # NetIncomeLoss
+             r"^net (?:income|earnings)(?: \(loss\))?(?: attributable to [\w .,&']+)?$",
+             "noncontrolling|non-controlling|per share|comprehensive"),
+    LineItem("revenue", r"\b(?:total |net )?(?:revenues?|net sales|sales|turnover|top line)\b",  # Revenues
+             r"^(?:total )?(?:net )?(?:revenues?|sales)\b|^net sales|^total net sales|^total (?:net )?revenues?",
+             "cost of|deferred|unearned|per share|marketing|general|administrative|returns"),
+)
+_LINES: dict[str, str] = {item.name: item.row for item in LINE_ITEMS}
+
+
+def asked_item(question: str) -> LineItem | None:
+    """The line item a question asks for (the first in :data:`LINE_ITEMS` whose wording it uses), or None."""
+    q = _norm(question)
+    return next((item for item in LINE_ITEMS if re.search(item.asked, q)), None)
+
+
+def row_is(item: LineItem, label: str) -> bool:
+    """Whether a row's label cell is ``item`` ("Purchases of property and equipment" is capital expenditure)."""
+    low = _norm(label)
+    return re.search(item.row, low) is not None and not (item.unless and re.search(item.unless, low))
 
 
 @dataclass(frozen=True)
@@ -209,3 +272,8 @@ def is_line(label: str, line: str) -> bool:
     """Whether a table row's label is the statement line ``line`` (a name in the formulas):
     "Purchases of property and equipment" is "capital expenditure"."""
     return re.search(_LINES[line], _norm(label)) is not None
+
+
+def line_item(name: str) -> LineItem:
+    """The line item called ``name`` (a name a formula lists)."""
+    return next(item for item in LINE_ITEMS if item.name == name)

@@ -9,6 +9,7 @@ import re
 from enum import StrEnum
 
 from pipelines.components._text import terms
+from pipelines.components.statements import asked_item, formula_for
 from pipelines.components.structure_router import parse_refs
 
 MAX_PARTS = 4
@@ -57,6 +58,8 @@ class QuestionKind(StrEnum):
     TABLE = "table"
     SHORT = "short"
     MULTI_PART = "multi_part"
+    COMPUTED = "computed"
+    FIGURE = "figure"
     TOOLS = "tools"
 
     @classmethod
@@ -81,6 +84,10 @@ def classify(question: str) -> list[QuestionKind]:
         kinds.append(QuestionKind.COMPARE)
     if EXTREME.search(question) and re.search(r"\b(?:which|what|who|when)\b", question, re.I):
         kinds.append(QuestionKind.TABLE)
+    if formula_for(question) is not None:
+        kinds.append(QuestionKind.COMPUTED)
+    if asked_item(question) is not None:
+        kinds.append(QuestionKind.FIGURE)
     if SHORT_DEFINITE.match(question):
         kinds.append(QuestionKind.SHORT)
     if len(split_parts(question)) > 1:

@@ -143,6 +143,11 @@ class Steps:
         ext = e.draft(r, k)
         return r.hits, ext, e.signals(r, ext, scopes).confidence
 
+    def page_chunks(self, scopes: list[str], doc_id: str, page: int) -> list[Document]:
+        """The chunks of one page of a document in ``scopes``, in reading order."""
+        return self.store.fetch(scopes=scopes, filters={"operator": "AND", "conditions": [
+            doc_filter(doc_id), {"field": "meta.page_start", "operator": "==", "value": page}]}, limit=200)
+
     def chunks(self, scopes: list[str], chunk_ids: list[str]) -> list[Document]:
         doc_ids = sorted({c.rsplit(":", 1)[0] for c in chunk_ids})
         want = set(chunk_ids)

@@ -1,0 +1,211 @@
+"""A line item's figure: "What were Adobe's total assets at the end of fiscal 2022?" answered with the figure, its
+row, its period and its unit ("Total assets, December 2, 2022 (fiscal 2022): $27,165 million [3]"), the row quoted
+together with its column header and the table's unit line (:func:`line_item_figure`).
+
+The line item is matched by meaning through :data:`pipelines.components.statements.LINE_ITEMS` (capital expenditure
+is "Purchases of property and equipment"; total current liabilities is not total liabilities); the column is the
+period the question names (:mod:`pipelines.figures.periods`), the latest when it names none, and "not in this
+filing" when the table has no such period. Every figure in the answer line is copied from the quoted row; a unit
+the question asks for ("in USD billions") is shown beside it, converted from the quoted figure and said to be.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from haystack import Document
+
+from pipelines.components.statements import LineItem, asked_item, formula_for, row_is, statement_kind
+from pipelines.figures.numbers import grouped, parse_figure
+from pipelines.figures.periods import AskedPeriod, asked_period
+from pipelines.figures.tables import SCALE, UNIT_WORD, Header, Row, read_page
+from pipelines.models import Answer
+from pipelines.questions.steps import AnswerDraft, Steps
+
+if TYPE_CHECKING:
+    from pipelines.answerer import Question
+
+# a question about the item's story, not its figure
+_NARRATIVE = re.compile(r"\b(?:why|explain|describe|discuss|drivers?|reasons?|what (?:drove|caused)|how did)\b", re.I)
+_DATE = re.compile(r"\b[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d\b")
+_ASKED_UNIT = re.compile(r"\b(?:in|usd|us\$|\$)\s*(?:usd\s*)?(thousands|millions|billions)\b", re.I)
+_ASKED_DECIMALS = re.compile(r"\b(?:round(?:ed)?|to)\b[^.?]{0,30}?\b(one|two|three|\d) decimal", re.I)
+_WORDS = {"one": 1, "two": 2, "three": 3}
+MAX_PAGES = 8
+# line items a cash flow statement prints as outflows, in parentheses, that a reader asks for as amounts
+OUTFLOWS = frozenset({"capital expenditure", "dividends paid"})
+
+
+@dataclass(frozen=True)
+class Found:
+    """A row that is the line item, on the ``rank``-th page retrieval put forward."""
+
+    row: Row
+    rank: int
+    statement: str  # the statement the page is ("balance", "income", ...), "" for another page
+
+
+def asked_unit(question: str) -> str:
+    """"thousands", "millions" or "billions" when the question asks for its answer in one, else ""."""
+    m = _ASKED_UNIT.search(question)
+    return m.group(1).lower() if m else ""
+
+
+def asked_decimals(question: str) -> int | None:
+    """The decimals a question asks its answer rounded to ("round to two decimal places" -> 2), or None."""
+    m = _ASKED_DECIMALS.search(question)
+    if not m:
+        return None
+    word = m.group(1).lower()
+    return _WORDS.get(word, int(word) if word.isdigit() else 2)
+
+
+def column_names(header: str, years: tuple[int, ...]) -> list[str]:
+    """Each column's name as the header prints it ("December 2, 2022"), or its year."""
+    dates = _DATE.findall(header)
+    return dates if len(dates) == len(years) else [str(y) for y in years]
+
+
+def column_for(years: tuple[int, ...], period: AskedPeriod) -> int | None:
+    """The column of the year the question names (its first, for a quarter's "three months" before "six"), the
+    latest year's when it names none; None when the table has no such year."""
+    if period.year is None:
+        return years.index(max(years))
+    return years.index(period.year) if period.year in years else None
+
+
+def figure_text(row: Row, cell: str, *, outflow: bool = False) -> str:
+    """A cell as an answer prints it: "$27,165 million", "$10.10 per share", "-$112 million" for "(112)"; an
+    ``outflow`` (capital expenditure, dividends paid: printed in parentheses on a cash flow statement) as its
+    amount, "$442 million (an outflow, printed (442))"."""
+    value = parse_figure(cell)
+    dollars = "$" in row.span.text or (row.unit is not None and "$" in row.unit.text) or row.scale != ""
+    sign = "-" if value is not None and value < 0 and not outflow else ""
+    digits = cell.strip("()$-% ")
+    text = f"{sign}{'$' if dollars and not cell.endswith('%') else ''}{digits}{'%' if cell.endswith('%') else ''}"
+    if row.scale:
+        text += f" {UNIT_WORD[row.scale]}"
+    elif re.search(r"per (?:common )?share", row.label, re.I):
+        text += " per share"
+    if outflow and value is not None and value < 0:
+        text += f" (an outflow, printed {cell})"
+    return text
+
+
+def period_phrase(header: Header, name: str, statement: str) -> str:
+    """How the answer names a column: "at December 2, 2022" on a balance sheet, "for the year ended December 2,
+    2022" (or "the three months ended") where the header says so, "for 2017" for a bare year."""
+    if statement == "balance":
+        return f"at {name}"
+    if not _DATE.match(name):
+        return f"for {name}"
+    doc, start = header.span.doc, header.span.start
+    before = (doc.content or "")[max(0, start - 160) : start].lower()
+    for span in ("three months", "six months", "nine months", "twelve months", "quarter"):
+        if span in before:
+            return f"for the {span} ended {name}"
+    return f"for the year ended {name}" if re.search(r"years? ended|fiscal year", before) else f"for {name}"
+
+
+def converted(row: Row, cell: str, unit: str, decimals: int | None, *, outflow: bool = False) -> str:
+    """The figure in the unit the question asks for, or "" when it is the table's own (or has none)."""
+    value = parse_figure(cell)
+    if value is not None and outflow:
+        value = abs(value)
+    if not unit or not row.scale or unit == row.scale or value is None:
+        return ""
+    places = decimals if decimals is not None else (2 if SCALE[unit] > SCALE[row.scale] else 0)
+    amount = value * SCALE[row.scale] / SCALE[unit]
+    return f"{'-' if amount < 0 else ''}${grouped(abs(amount), places)} {UNIT_WORD[unit]}"
+
+
+def _statement(chunks: list[Document]) -> str:
+    text = "\n".join(c.content or "" for c in chunks)
+    return statement_kind(text[:400], text)
+
+
+def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes: list[str]) -> list[Found]:
+    """The rows that are ``item`` on ``pages`` (document id and page, in retrieval order), each with its header."""
+    found: list[Found] = []
+    for rank, (doc_id, page) in enumerate(pages):
+        chunks = steps.page_chunks(scopes, doc_id, page)
+        rows = [r for r in read_page(chunks).rows if row_is(item, r.label)]
+        if rows and all(r.header is None for r in rows) and page > 1:  # a statement continued from the page before
+            before = steps.page_chunks(scopes, doc_id, page - 1)
+            rows = [r for r in read_page(before + chunks).rows if row_is(item, r.label) and r.span.doc in chunks]
+        statement = _statement(chunks)
+        found += [Found(r, rank, statement) for r in rows if r.header is not None and r.cells]
+    return found
+
+
+def candidate_pages(docs: list[Document]) -> list[tuple[str, int]]:
+    """Distinct (document, page) of ``docs``, in their order, at most :data:`MAX_PAGES`."""
+    out: list[tuple[str, int]] = []
+    for d in docs:
+        m = d.meta or {}
+        key = (str(m.get("doc_id", "")), int(m.get("page_start", 0) or 0))
+        if key[0] and key not in out:
+            out.append(key)
+    return out[:MAX_PAGES]
+
+
+def best(found: list[Found], period: AskedPeriod) -> Found | None:
+    """The row to answer from: one whose header has the asked year (or any, when none is asked), on a statement page
+    before any other page, the latest period's when none is asked, a row with a cell per column before one without,
+    then in retrieval order."""
+    if not found:
+        return None
+
+    def key(f: Found) -> tuple[bool, bool, int, bool, int]:
+        years = f.row.header.years if f.row.header else ()
+        has_year = period.year is None or period.year in years
+        latest = -max(years, default=0) if period.year is None else 0  # no year asked: the latest filing's
+        return (not has_year, not f.statement, latest, len(f.row.cells) != len(years), f.rank)
+
+    return min(found, key=key)
+
+
+def line_item_figure(steps: Steps, q: Question) -> Answer | None:
+    """The figure of the line item ``q`` asks for, in the period it names; ``None`` when the question asks no line
+    item, asks about its story, or no page retrieval puts forward has the item's row under a period header."""
+    item = asked_item(q.text)
+    if item is None or formula_for(q.text) is not None or _NARRATIVE.search(q.text):
+        return None
+    period = asked_period(q.text)
+    r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)
+    chosen = best(find_rows(steps, item, candidate_pages(r.routed + r.hits), q.scopes), period)
+    if chosen is None or chosen.row.header is None:
+        return None
+    row, header = chosen.row, chosen.row.header
+    names = column_names(header.span.text, header.years)
+    draft = AnswerDraft()
+    doc = row.span.doc
+    meta = doc.meta or {}
+    where = f"{meta.get('file_name', 'the PDF')}, p. {meta.get('page_start', '?')}"
+    unit_n = draft.cite(row.unit.doc, row.unit.text) if row.unit is not None else ""
+    header_n = draft.cite(header.span.doc, header.span.text)
+    row_n = draft.cite(doc, row.span.text)
+    col = column_for(header.years, period)
+    if col is None:  # the filing does not report the period asked
+        have = ", ".join(str(y) for y in header.years)
+        draft.lines.append(f"{where} has no {period.year} figure for {item.name}: its table reports {have} "
+                           f"{header_n} {row_n}.")
+        return steps.finish(draft, "figure", refused=True)
+    if col >= len(row.cells):
+        return None
+    cell = row.cells[col]
+    fiscal = f" (fiscal {header.years[col]})" if names[col] != str(header.years[col]) else ""
+    outflow = item.name in OUTFLOWS
+    line = (f"{row.label} {period_phrase(header, names[col], chosen.statement)}{fiscal}: "
+            f"{figure_text(row, cell, outflow=outflow)} {row_n}")
+    other = converted(row, cell, asked_unit(q.text), asked_decimals(q.text), outflow=outflow)
+    if other:
+        line += f", that is {other} (converted from the quoted figure)"
+    draft.lines.append(line + ".")
+    unit_note = f" {unit_n}" if unit_n else ""
+    draft.lines.append(f"From {where}: the row {row_n}, its column header {header_n}{unit_note and ' and unit'}"
+                       f"{unit_note}.")
+    return steps.finish(draft, "figure")
+
