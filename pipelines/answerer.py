@@ -9,12 +9,14 @@ or here):
 3. ``summary``: "summarise <a document>";
 4. ``compare``: "compare X in A and B";
 5. ``table``: the max / min of a table column;
-5b. ``figure``: a statement line item's figure, at the row and the column (the period asked), with its unit;
-6. ``short``: a short "what is the <thing>?" with several readings: ask which;
-7. ``multi_part``: "what is X and what is Y?", each part on a line of its own;
-8. ``tools``: with an LLM that may call tools, the look-up whose last step lets the model fetch pages, sections,
+6. ``computed``: a metric no statement prints (a margin, a ratio, growth, an average), computed from quoted rows,
+   the arithmetic recomputed from the validated quotes before it is shown;
+7. ``figure``: a statement line item's figure, at the row and the column (the period asked), with its unit;
+8. ``short``: a short "what is the <thing>?" with several readings: ask which;
+9. ``multi_part``: "what is X and what is Y?", each part on a line of its own;
+10. ``tools``: with an LLM that may call tools, the look-up whose last step lets the model fetch pages, sections,
    tables and figures of the asker's PDFs first (:mod:`pipelines.triage`);
-9. ``lookup``: the look-up (:meth:`pipelines.query.QueryEngine.answer`).
+11. ``lookup``: the look-up (:meth:`pipelines.query.QueryEngine.answer`).
 
 A kind applies when :func:`pipelines.questions.kinds.classify` says the question may be of it (``tools`` and
 ``lookup`` always may); it answers, or returns ``None`` and the next kind is tried. A question that looks like a
@@ -34,7 +36,7 @@ from connectors.log import get_logger
 from pipelines.answer_policy import NOTE_LLM_FAILED, Decision
 from pipelines.components.query_rewriter import looks_like_follow_up
 from pipelines.models import Answer, RetrievalMode, Turn
-from pipelines.questions import choices, documents, figures, parts, references, tables
+from pipelines.questions import choices, computed, documents, figures, parts, references, tables
 from pipelines.questions.kinds import QuestionKind, classify
 from pipelines.questions.steps import Steps
 
@@ -91,6 +93,7 @@ class Answerer:
             (QuestionKind.SUMMARY, lambda q: documents.summary(steps, q.text, q.scopes)),
             (QuestionKind.COMPARE, lambda q: documents.compare(steps, q.text, q.scopes, q.mode, q.k)),
             (QuestionKind.TABLE, lambda q: tables.table_extreme(steps, q.text, q.scopes, q.mode)),
+            (QuestionKind.COMPUTED, lambda q: computed.computed_metric(steps, q)),
             (QuestionKind.FIGURE, lambda q: figures.line_item_figure(steps, q)),
             (QuestionKind.SHORT, lambda q: choices.which_one(steps, q.text, q.scopes, q.mode, q.k)),
             (QuestionKind.MULTI_PART, lambda q: parts.partial(steps, q.text, q.scopes, q.mode, q.k)),

@@ -166,6 +166,28 @@ class ValidationCounts(BaseModel):
     retried: bool = False
 
 
+class ComputedOperand(BaseModel):
+    """One figure a computed answer reads: its name in the expression, the citation ``n`` of the quoted row it is
+    read from, the ``cell`` as printed there, and whether its amount is taken (an ``outflow`` printed "(442)")."""
+
+    name: str
+    n: int
+    cell: str
+    outflow: bool = False
+
+
+class Computation(BaseModel):
+    """How a computed answer's figure follows from its quotes, recomputed before anyone sees it
+    (:func:`pipelines.questions.computed.recompute`): ``expression`` over the ``operands`` (``+ - * /``, ``mean``),
+    times ``factor`` (100 for a percentage, a unit conversion), rounded to ``decimals``, is ``result``."""
+
+    expression: str
+    operands: list[ComputedOperand]
+    factor: str = "1"
+    decimals: int = 2
+    result: str
+
+
 class Answer(BaseModel):
     text: str
     citations: list[Citation] = Field(default_factory=list)
@@ -185,6 +207,8 @@ class Answer(BaseModel):
         default_factory=list,
         description="For kind 'clarify': follow-up questions, one per reading, in the order the text numbers them.",
     )
+    computation: Computation | None = Field(
+        default=None, description="For kind 'computed': the arithmetic from the quoted figures to the result.")
 
 
 # C0 and C1 control characters except tab and newline: a PDF font without a usable ToUnicode map turns

@@ -203,62 +203,90 @@ def row_is(item: LineItem, label: str) -> bool:
 
 @dataclass(frozen=True)
 class Formula:
-    """A metric that no statement prints, and the lines its textbook definition computes it from."""
+    """A metric that no statement prints: its ``name``, its definition as a reader reads it (``formula``), and as
+    arithmetic over line items (``expr``, see :mod:`pipelines.figures.arithmetic`: ``{item}`` the year's figure,
+    ``avg({item})`` the mean of that year's and the year before's); ``percent``: the result is shown × 100, "%"."""
 
     name: str
     formula: str
-    lines: tuple[str, ...]
+    expr: str
+    percent: bool = False
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """The line items it is computed from, in the order the formula names them."""
+        return tuple(dict.fromkeys(re.findall(r"\{([^{}]+)\}", self.expr)))
 
 
+_DIO = "365 * avg({inventory}) / {cost of goods sold}"
+_DSO = "365 * avg({receivables}) / {revenue}"
+_DPO = "365 * avg({accounts payable}) / {cost of goods sold}"
 # (how a question names the metric, the formula); specific before general ("fixed asset turnover" before
-# "asset turnover"); definitions after CFA Institute's financial-analysis curriculum, like _METRICS above
+# "asset turnover", "operating cash flow ratio" before "free cash flow"); definitions after CFA Institute's
+# financial-analysis curriculum, like _METRICS above, with the average of the opening and closing balance for a
+# balance-sheet figure divided by a flow (turnover, return, days)
 _FORMULAS: tuple[tuple[str, Formula], ...] = (
+    (r"operating cash ?flow ratio", Formula("the operating cash flow ratio",
+                                            "cash from operations ÷ total current liabilities",
+                                            "{cash from operations} / {total current liabilities}")),
     (r"free cash ?flow|\bfcf\b", Formula("free cash flow", "cash from operations − capital expenditure",
-                                         ("cash from operations", "capital expenditure"))),
+                                         "{cash from operations} - {capital expenditure}")),
     (r"cash conversion cycle|\bccc\b", Formula(
-        "the cash conversion cycle", "days inventory + days sales outstanding − days payable (each × 365 ÷ year)",
-        ("inventory", "receivables", "accounts payable", "cost of goods sold", "revenue"))),
-    (r"days payable|\bdpo\b", Formula("days payable outstanding", "accounts payable ÷ cost of goods sold × 365",
-                                      ("accounts payable", "cost of goods sold"))),
-    (r"days (?:of )?inventory|\bdio\b", Formula("days inventory outstanding", "inventory ÷ cost of goods sold × 365",
-                                               ("inventory", "cost of goods sold"))),
-    (r"days sales outstanding|\bdso\b", Formula("days sales outstanding", "receivables ÷ revenue × 365",
-                                               ("receivables", "revenue"))),
+        "the cash conversion cycle", "days inventory + days sales outstanding − days payable outstanding",
+        f"({_DIO}) + ({_DSO}) - ({_DPO})")),
+    (r"days payable|\bdpo\b", Formula("days payable outstanding",
+                                      "365 × average accounts payable ÷ cost of goods sold", _DPO)),
+    (r"days (?:of )?inventory|\bdio\b", Formula("days inventory outstanding",
+                                               "365 × average inventory ÷ cost of goods sold", _DIO)),
+    (r"days sales outstanding|\bdso\b", Formula("days sales outstanding",
+                                               "365 × average receivables ÷ revenue", _DSO)),
     (r"inventory turnover", Formula("inventory turnover", "cost of goods sold ÷ average inventory",
-                                    ("cost of goods sold", "inventory"))),
-    (r"fixed asset turnover", Formula("fixed asset turnover", "revenue ÷ average net PP&E", ("revenue", "net PP&E"))),
-    (r"asset turnover", Formula("asset turnover", "revenue ÷ average total assets", ("revenue", "total assets"))),
+                                    "{cost of goods sold} / avg({inventory})")),
+    (r"fixed asset turnover", Formula("fixed asset turnover", "revenue ÷ average net PP&E",
+                                      "{revenue} / avg({net PP&E})")),
+    (r"asset turnover", Formula("asset turnover", "revenue ÷ average total assets",
+                                "{revenue} / avg({total assets})")),
     (r"return on (?:total )?assets|\broa\b", Formula("return on assets", "net income ÷ average total assets",
-                                                     ("net income", "total assets"))),
+                                                     "{net income} / avg({total assets})")),
     (r"return on (?:shareholders'? |stockholders'? )?equity|\broe\b", Formula(
-        "return on equity", "net income ÷ average shareholders' equity", ("net income", "shareholders' equity"))),
+        "return on equity", "net income ÷ average shareholders' equity",
+        "{net income} / avg({shareholders' equity})")),
     (r"quick ratio", Formula("the quick ratio", "(cash and equivalents + short-term investments + receivables)"
                                                 " ÷ total current liabilities",
-                             ("cash and equivalents", "short-term investments", "receivables",
-                              "total current liabilities"))),
-    (r"current ratio", Formula("the current ratio", "total current assets ÷ total current liabilities",
-                               ("total current assets", "total current liabilities"))),
+                             "({cash and equivalents} + {short-term investments} + {receivables})"
+                             " / {total current liabilities}")),
+    (r"current ratio|working capital ratio", Formula("the current ratio",
+                                                     "total current assets ÷ total current liabilities",
+                                                     "{total current assets} / {total current liabilities}")),
     (r"working capital", Formula("working capital", "total current assets − total current liabilities",
-                                 ("total current assets", "total current liabilities"))),
-    (r"gross (?:profit )?margin", Formula("gross margin", "(revenue − cost of goods sold) ÷ revenue",
-                                          ("revenue", "cost of goods sold"))),
-    (r"operating (?:profit |income )?margin", Formula("operating margin", "operating income ÷ revenue",
-                                                      ("operating income", "revenue"))),
-    (r"net (?:profit |income )?margin|profit margin", Formula("net margin", "net income ÷ revenue",
-                                                              ("net income", "revenue"))),
-    (r"\bebitda\b", Formula("EBITDA", "operating income + depreciation and amortization",
-                            ("operating income", "depreciation and amortization"))),
-    (r"effective tax rate", Formula("the effective tax rate", "income tax expense ÷ income before taxes",
-                                    ("income tax expense", "income before taxes"))),
-    (r"interest coverage", Formula("interest coverage", "operating income ÷ interest expense",
-                                   ("operating income", "interest expense"))),
+                                 "{total current assets} - {total current liabilities}")),
+    (r"retention ratio", Formula("the retention ratio", "(net income − dividends paid) ÷ net income",
+                                 "({net income} - {dividends paid}) / {net income}")),
     (r"(?:dividend )?payout ratio", Formula("the dividend payout ratio", "dividends paid ÷ net income",
-                                            ("dividends paid", "net income"))),
+                                            "{dividends paid} / {net income}")),
+    (r"\bebitda\b.{0,20}(?:margin|%)|(?:margin|%).{0,20}\bebitda\b", Formula(
+        "the EBITDA margin", "(operating income + depreciation and amortization) ÷ revenue",
+        "({operating income} + {depreciation and amortization}) / {revenue} * 100", percent=True)),
+    (r"\bebitda\b", Formula("EBITDA", "operating income + depreciation and amortization",
+                            "{operating income} + {depreciation and amortization}")),
+    (r"gross (?:profit )?margin", Formula("the gross margin", "(revenue − cost of goods sold) ÷ revenue",
+                                          "({revenue} - {cost of goods sold}) / {revenue} * 100", percent=True)),
+    (r"operating (?:profit |income )?(?:% )?margin", Formula("the operating margin", "operating income ÷ revenue",
+                                                            "{operating income} / {revenue} * 100", percent=True)),
+    (r"net (?:profit |income )?margin|profit margin", Formula("the net margin", "net income ÷ revenue",
+                                                              "{net income} / {revenue} * 100", percent=True)),
+    (r"effective tax rate", Formula("the effective tax rate", "income tax expense ÷ income before taxes",
+                                    "{income tax expense} / {income before taxes} * 100", percent=True)),
+    (r"interest coverage", Formula("interest coverage", "operating income ÷ interest expense",
+                                   "{operating income} / {interest expense}")),
     (r"(?:capex|capital expenditures?).{0,40}(?:%|percent|ratio|share) of (?:total )?(?:revenue|sales)", Formula(
         "capital expenditure as a share of revenue", "capital expenditure ÷ revenue",
-        ("capital expenditure", "revenue"))),
+        "{capital expenditure} / {revenue} * 100", percent=True)),
+    (r"(?:cogs|cost of (?:goods sold|sales|revenues?)).{0,40}(?:%|percent|share) of (?:total )?(?:revenue|sales)",
+     Formula("cost of goods sold as a share of revenue", "cost of goods sold ÷ revenue",
+             "{cost of goods sold} / {revenue} * 100", percent=True)),
     (r"debt[- ]to[- ]equity", Formula("debt to equity", "long-term debt ÷ shareholders' equity",
-                                      ("long-term debt", "shareholders' equity"))),
+                                      "{long-term debt} / {shareholders' equity}")),
 )
 
 

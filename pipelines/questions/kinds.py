@@ -36,6 +36,11 @@ SHORT_DEFINITE = re.compile(
     r"([a-z][\w\-]*(?:\s[a-z][\w\-]*)?)\s*\??\s*$",
     re.I,
 )
+# a metric over time: "year-over-year change in operating income from FY2015 to FY2016", "3 year average of capex"
+GROWTH = re.compile(r"year[- ]over[- ]year|\byoy\b|\bgrowth\b|\bgrew\b|\b(?:change|increase|decrease|decline)"
+                    r"\b.{0,30}\bfrom\b", re.I)
+AVERAGE = re.compile(r"\b(\d|two|three|four|five)[- ]year average\b|\baverage\b.{0,60}\b(?:from|between|over)\b"
+                     r"\s*(?:fy\s*)?(?:19|20)\d\d", re.I)
 APPENDIX = re.compile(r"\b(appendix|annex|schedule|exhibit|attachment)\s+([A-Z]|\d{1,3}|[IVX]{1,5})\b", re.I)
 # "what is X and what is Y", "X? And Y?": parts that each ask their own question
 _PART_SPLIT = re.compile(r"\s*(?:\?\s*|[;,]?\s+)(?:and|also|plus)\s+(?=(?:what|how|when|where|who|which|why|is|are|"
@@ -84,9 +89,11 @@ def classify(question: str) -> list[QuestionKind]:
         kinds.append(QuestionKind.COMPARE)
     if EXTREME.search(question) and re.search(r"\b(?:which|what|who|when)\b", question, re.I):
         kinds.append(QuestionKind.TABLE)
-    if formula_for(question) is not None:
+    item = asked_item(question)
+    if formula_for(question) is not None or (item is not None and (GROWTH.search(question) or
+                                                                   AVERAGE.search(question))):
         kinds.append(QuestionKind.COMPUTED)
-    if asked_item(question) is not None:
+    if item is not None:
         kinds.append(QuestionKind.FIGURE)
     if SHORT_DEFINITE.match(question):
         kinds.append(QuestionKind.SHORT)

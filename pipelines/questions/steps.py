@@ -16,7 +16,7 @@ from connectors.store_api import DocInfo
 from pipelines.answer_policy import Draft, Validated
 from pipelines.components._text import GENERIC, STOPWORDS, terms
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
-from pipelines.models import Answer, AnswerKind, RetrievalMode, RetrievedChunk
+from pipelines.models import Answer, AnswerKind, Computation, RetrievalMode, RetrievedChunk
 
 if TYPE_CHECKING:
     from pipelines.query import QueryEngine
@@ -77,18 +77,26 @@ class Steps:
         self.threshold = engine.settings.refusal_threshold
 
     def finish(self, draft: AnswerDraft, kind: AnswerKind, *, refused: bool = False, note: str = "",
-               choices: Sequence[str] = (), mode: AnswerMode = "extractive") -> Answer | None:
+               choices: Sequence[str] = (), mode: AnswerMode = "extractive",
+               computation: Computation | None = None) -> Answer | None:
         """Validate every quote against its chunk; an answer whose quotes did not all validate is not given
         (the look-up path answers instead). ``mode`` "llm": the draft holds the model's words (a multi-part
-        question's parts), its quotes validated here again all the same."""
+        question's parts), its quotes validated here again all the same. A ``computation`` is recomputed from the
+        validated quotes (:func:`pipelines.questions.computed.recompute`); one that does not hold is not given."""
         v = Validated.of(self.validator.run(citations=draft.citations, documents=list(draft.docs.values())))
         if v.failures:
             log.warning("quote_not_validated", kind=kind, n_failures=len(v.failures))
             return None
+        if computation is not None:
+            from pipelines.questions.computed import recompute
+
+            if not recompute(computation, v.citations):
+                log.error("computation_not_recomputed", kind=kind)
+                return None
         return Answer(
             text="\n".join(draft.lines), citations=v.citations, refused=refused, mode=mode,
             retrieved=[retrieved(d) for d in draft.docs.values()], note=note, validation=v.counts,
-            kind=kind, choices=list(choices),
+            kind=kind, choices=list(choices), computation=computation,
         )
 
     def written(self, instruction: str, draft: AnswerDraft, context: list[Document], kind: AnswerKind,

@@ -1,0 +1,241 @@
+"""A metric no statement prints, computed from quoted rows: growth, margins, ratios, averages, days payable,
+working capital, EBITDA (:func:`computed_metric`).
+
+The answer line shows the formula with every operand and the result, rounded and in the unit the question asks
+for, and says it was computed from the quotes; each operand's row is quoted with its column header and unit line.
+The metric's definition is :data:`pipelines.components.statements.FORMULAS`' (a question naming a line item with
+"year-over-year", "growth" or "N-year average" computes that over the item itself). Nothing is computed from a
+figure that is not quoted: an operand no retrieved page prints leaves the question to the look-up. Before the
+answer is given, :func:`recompute` reads every operand again from its *validated* quote and recomputes the result.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from connectors.log import get_logger
+from pipelines.components.statements import asked_item, formula_for, line_item
+from pipelines.figures.arithmetic import FormulaError, Operand, evaluate, instantiate, readable
+from pipelines.figures.numbers import grouped, parse_figure, rounded
+from pipelines.figures.periods import AskedPeriod, asked_period
+from pipelines.figures.tables import SCALE, UNIT_WORD, Row
+from pipelines.models import Answer, Citation, Computation, ComputedOperand
+from pipelines.questions.figures import (
+    OUTFLOWS,
+    Found,
+    asked_decimals,
+    asked_unit,
+    candidate_pages,
+    find_rows,
+)
+from pipelines.questions.kinds import AVERAGE, GROWTH
+from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
+
+if TYPE_CHECKING:
+    from pipelines.answerer import Question
+
+log = get_logger(__name__)
+
+_RANGE = re.compile(r"(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|and)\s*(?:fy\s*)?((?:19|20)\d\d)", re.I)
+_COUNT = {"two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def _years(question: str, period: AskedPeriod, latest: int, *, metric: bool) -> tuple[list[int], str]:
+    """The years the metric is computed for and how they combine: ``single`` (one year), ``average`` (the mean over
+    a range), ``growth`` (the change from the first year to the last, in percent). For a ``metric`` (a formula),
+    only "N-year average" averages over years: "average PP&E between FY2018 and FY2019" is its own definition."""
+    span = _RANGE.search(question)
+    multi = AVERAGE.search(question)
+    if multi and (not metric or multi.group(1)):
+        if span:
+            a, b = sorted((int(span.group(1)), int(span.group(2))))
+            return list(range(a, b + 1)), "average"
+        word = ((m.group(1) or "") if (m := AVERAGE.search(question)) else "").lower()
+        n = _COUNT.get(word, int(word) if word.isdigit() else 3)
+        end = period.year or latest
+        return list(range(end - n + 1, end + 1)), "average"
+    if GROWTH.search(question):
+        if span:
+            a, b = sorted((int(span.group(1)), int(span.group(2))))
+            return [a, b], "growth"
+        end = period.year or latest
+        return [end - 1, end], "growth"
+    return [period.year or latest], "single"
+
+
+def _cell(found: list[Found], year: int) -> tuple[Row, int] | None:
+    """The row and column of ``year`` among ``found`` (statement pages first, then retrieval order)."""
+    ranked = sorted(found, key=lambda f: (not f.statement, f.rank))
+    for f in ranked:
+        years = f.row.header.years if f.row.header else ()
+        if year in years:
+            col = years.index(year)
+            if col < len(f.row.cells) and parse_figure(f.row.cells[col]) is not None:
+                return f.row, col
+    return None
+
+
+def recompute(computation: Computation, citations: list[Citation]) -> bool:
+    """Whether ``computation``'s result follows from its operands as the *validated* quotes print them: each
+    operand's cell must be in its citation's quote; the expression is evaluated again from those figures."""
+    quotes = {c.n: c.quote for c in citations}
+    values: dict[str, Decimal] = {}
+    for o in computation.operands:
+        if o.cell not in quotes.get(o.n, ""):
+            return False
+        value = parse_figure(o.cell)
+        if value is None:
+            return False
+        values[o.name] = abs(value) if o.outflow else value
+    try:
+        result = evaluate(computation.expression, values) * Decimal(computation.factor)
+    except FormulaError:
+        return False
+    return rounded(result, computation.decimals) == Decimal(computation.result)
+
+
+def computed_metric(steps: Steps, q: Question) -> Answer | None:
+    """A metric computed from quoted rows; ``None`` when the question asks none, or a figure it needs is not
+    printed on the pages retrieval puts forward (the look-up answers instead)."""
+    formula = formula_for(q.text)
+    item = asked_item(q.text)
+    if formula is not None:
+        template, name, percent = formula.expr, formula.name, formula.percent
+        text_formula = formula.formula
+    elif item is not None and (GROWTH.search(q.text) or AVERAGE.search(q.text)):
+        template, name, percent, text_formula = "{" + item.name + "}", item.name, False, item.name
+    else:
+        return None
+    if "* 100" in template:
+        template = template.replace(" * 100", "")
+    period = asked_period(q.text)
+    r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)
+    pages = candidate_pages(r.routed + r.hits)
+    if not pages:
+        return None
+    top_doc = pages[0][0]
+    found: dict[str, list[Found]] = {}
+
+    def rows_of(name_: str) -> list[Found]:
+        if name_ not in found:
+            li = line_item(name_)
+            got = find_rows(steps, li, pages, q.scopes)
+            if not got:  # its statement was not among the pages: look for it in the same document
+                hits, _ = steps.engine.search(name_, q.scopes, mode=q.mode, filters=doc_filter(top_doc))
+                got = find_rows(steps, li, candidate_pages(hits), q.scopes)
+            found[name_] = got
+        return found[name_]
+
+    first = rows_of(_first_line(template))
+    headers = [f.row.header.years for f in first if f.row.header]
+    latest = max((max(y) for y in headers), default=0)
+    if not latest:
+        return None
+    years, how = _years(q.text, period, latest, metric=formula is not None)
+    operands: list[Operand] = []
+    per_year = [instantiate(template, y, operands) for y in years]
+    draft = AnswerDraft()
+    cited: dict[tuple[str, int], int] = {}
+    bound: list[ComputedOperand] = []
+    shown: dict[str, str] = {}
+    for o in operands:
+        at = _cell(rows_of(o.item), o.year)
+        if at is None:
+            log.info("computed_operand_missing", item=o.item, year=o.year)
+            return None
+        row, col = at
+        header = row.header
+        if header is not None and (header.span.doc.id, header.span.start) not in cited:
+            cited[(header.span.doc.id, header.span.start)] = 0
+            draft.cite(header.span.doc, header.span.text)
+        if row.unit is not None and (row.unit.doc.id, row.unit.start) not in cited:
+            cited[(row.unit.doc.id, row.unit.start)] = 0
+            draft.cite(row.unit.doc, row.unit.text)
+        key = (row.span.doc.id, row.span.start)
+        if key not in cited:
+            cited[key] = int(draft.cite(row.span.doc, row.span.text).strip("[]"))
+        cell = row.cells[col]
+        outflow = o.item in OUTFLOWS
+        bound.append(ComputedOperand(name=o.name, n=cited[key], cell=cell, outflow=outflow))
+        shown[o.name] = cell.strip("()") if outflow else cell
+    scale = _scale(rows_of(_first_line(template)))
+    expression, factor, unit_text, decimals = _combine(per_year, how, percent, q.text, scale)
+    values = {b.name: (abs(v) if b.outflow else v) for b in bound if (v := parse_figure(b.cell)) is not None}
+    try:
+        result = rounded(evaluate(expression, values) * factor, decimals)
+    except FormulaError:
+        return None
+    names = {o.name: f"{o.item} {o.year}" for o in operands}
+    where = _where(draft)
+    ns = "".join(f"[{b.n}]" for b in {b.n: b for b in bound}.values())
+    period_text = _period_text(years, how)
+    figure = f"{grouped(result, decimals)}{unit_text}"
+    draft.lines.append(f"{name[:1].upper() + name[1:]} {period_text} = {_described(how, text_formula)} = "
+                       f"{readable(expression, shown)}{_factor_text(factor)} = {figure} "
+                       f"(computed from the quoted rows {ns}).")
+    draft.lines.append("Operands: " + "; ".join(f"{names[b.name]}: {b.cell} [{b.n}]" for b in bound) + f". {where}")
+    computation = Computation(expression=expression, operands=bound, factor=str(factor), decimals=decimals,
+                              result=str(result))
+    return steps.finish(draft, "computed", computation=computation)
+
+
+def _first_line(template: str) -> str:
+    m = re.search(r"\{([^{}]+)\}", template)
+    return m.group(1) if m else ""
+
+
+def _scale(found: list[Found]) -> str:
+    return next((f.row.scale for f in found if f.row.scale), "")
+
+
+def _combine(per_year: list[str], how: str, percent: bool, question: str,
+             scale: str) -> tuple[str, Decimal, str, int]:
+    """The expression over every year, the factor it is multiplied by, the unit shown, and the decimals."""
+    asked = asked_decimals(question)
+    if how == "growth":
+        a, b = per_year[0], per_year[-1]
+        return f"(({b} - {a}) / {a})", Decimal(100), "%", 1 if asked is None else asked
+    expression = per_year[0] if how == "single" else f"mean({', '.join(per_year)})"
+    if percent:
+        return expression, Decimal(100), "%", 1 if asked is None else asked
+    unit = asked_unit(question)
+    if scale and not re.search(r"\bratio|turnover|days|\bdpo\b|\bdio\b|\bdso\b|\bccc\b|cycle|return on", question,
+                                re.I):
+        if unit and unit != scale:
+            return expression, SCALE[scale] / SCALE[unit], f" {UNIT_WORD[unit]}", 2 if asked is None else asked
+        return expression, Decimal(1), f" {UNIT_WORD[scale]}", 0 if asked is None else asked
+    return expression, Decimal(1), "", 2 if asked is None else asked
+
+
+def _factor_text(factor: Decimal) -> str:
+    if factor == 100:
+        return " × 100"
+    if factor != 1:
+        return f" × {factor.normalize():f}"
+    return ""
+
+
+def _described(how: str, formula: str) -> str:
+    if how == "average":
+        return f"the mean over the years of ({formula})"
+    if how == "growth":
+        return f"(later − earlier) ÷ earlier, of {formula}"
+    return formula
+
+
+def _period_text(years: list[int], how: str) -> str:
+    if how == "average":
+        return f"over fiscal {years[0]}–{years[-1]} ({len(years)}-year average)"
+    if how == "growth":
+        return f"from fiscal {years[0]} to fiscal {years[-1]}"
+    return f"for fiscal {years[0]}"
+
+
+def _where(draft: AnswerDraft) -> str:
+    files = sorted({str((d.meta or {}).get("file_name", "")) for d in draft.docs.values()} - {""})
+    pages = sorted({int((d.meta or {}).get("page_start", 0) or 0) for d in draft.docs.values()})
+    return f"From {', '.join(files)}, p. {', '.join(str(p) for p in pages)}; each row with its column header" \
+           " and unit line."
+
