@@ -18,7 +18,7 @@ def is_figure(token: str) -> bool:
 
 def parse_figure(token: str) -> Decimal | None:
     """The value of a printed figure: parentheses or a minus make it negative, a dash is zero; None if it is none."""
-    t = token.strip().replace("$", "")
+    t = token.replace("$", "").strip()
     if t in _DASHES:
         return Decimal(0)
     negative = t.startswith("(") or t.endswith(")") or t.startswith("-")

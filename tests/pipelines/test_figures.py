@@ -1,0 +1,223 @@
+"""A statement's figure and a metric computed from quoted rows, as a reader gets them (issue 38 items 2 and 3): the
+row, its period, its unit, the quotes that show each, and the arithmetic recomputed from the quotes."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from haystack import Document
+
+from connectors.settings import Settings
+from pipelines.components.statements import asked_item, row_is
+from pipelines.figures.arithmetic import FormulaError, Operand, evaluate, instantiate, readable
+from pipelines.figures.numbers import parse_figure
+from pipelines.figures.periods import asked_period
+from pipelines.figures.tables import read_page, split_rows
+from pipelines.models import Citation, ComputedOperand, Computation
+from pipelines.questions.computed import recompute
+from pipelines.service import CitebotService
+from tests.helpers.pdfs import make_pdf
+
+SCOPE = "slack:T1:CFIN"
+OTHER = "slack:T1:COTHER"
+FILING = [
+    ["Acme Widgets Inc. Annual Report on Form 10-K", "Fiscal 2022 was a year of steady growth for Acme Widgets.",
+     "Management discusses results for fiscal 2022 in the pages that follow."],
+    ["CONSOLIDATED BALANCE SHEETS", "(In millions, except par value)", "December 31, 2022 December 31, 2021",
+     "Total current assets 900 800", "Property and equipment, net 700 660", "Total assets 2,500 2,300",
+     "Accounts payable 120 100", "Total current liabilities 400 350", "Total liabilities 1,200 1,100",
+     "Total stockholders' equity 1,300 1,200"],
+    ["CONSOLIDATED STATEMENTS OF INCOME", "(In millions, except per share data)", "Years Ended December 31,",
+     "2022 2021 2020", "Total revenue 1,000 900 800", "Cost of revenue 400 380 350", "Operating income 250 200 150",
+     "Net income 180 150 120", "Diluted net income per share 1.80 1.50 1.20"],
+    ["CONSOLIDATED STATEMENTS OF CASH FLOWS", "(In millions)", "Years Ended December 31,", "2022 2021 2020",
+     "Net cash provided by operating activities 300 260 240",
+     "Purchases of property and equipment (50) (45) (40)", "Dividends paid (30) (25) (20)"],
+]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    svc = CitebotService(Settings(data_dir=tmp_path_factory.mktemp("figures"), ocr_enabled=False))
+    pdf = make_pdf(FILING, bold=None)
+    assert svc.ingest(pdf, file_name="ACME_2022_10K.pdf", scope=SCOPE).status == "indexed"
+    return svc
+
+
+def _verbatim(service: CitebotService, answer) -> None:
+    for c in answer.citations:
+        chunks = service.store.fetch(scopes=[SCOPE], filters={"field": "meta.doc_id", "operator": "==",
+                                                               "value": c.doc_id})
+        assert c.quote in {f"{d.meta['doc_id']}:{d.meta['chunk_index']:05d}": d.content for d in chunks}[c.chunk_id]
+
+
+# --- what a reader asks for, end to end ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("question", "shown", "not_shown"),
+    [
+        ("What were Acme's total assets at the end of fiscal 2022?", "$2,500 million", "2,300"),
+        ("What were Acme's total current liabilities in FY2022?", "$400 million", "1,200"),
+        ("What were Acme's total liabilities in FY2021?", "$1,100 million", "350"),
+        ("What was Acme's total revenue?", "$1,000 million", "900 million"),  # no year: the latest
+        ("What was Acme's net income in 2020?", "$120 million", "180 million"),
+        ("What was Acme's FY2022 capital expenditure?", "$50 million", "-$50"),  # an outflow, as an amount
+    ],
+)
+def test_a_line_item_is_answered_with_its_figure_period_and_unit(service, question, shown, not_shown):
+    answer = service.answer(question, [SCOPE])
+    assert answer.kind == "figure" and not answer.refused
+    first = answer.text.splitlines()[0]
+    assert shown in first and not_shown not in first
+    quotes = [c.quote for c in answer.citations]
+    assert any("In millions" in q for q in quotes)  # the unit line
+    assert any(q.count("20") >= 2 and any(y in q for y in ("2022", "2021")) for q in quotes)  # the periods
+    _verbatim(service, answer)
+
+
+def test_a_period_the_filing_lacks_is_said_to_be_missing(service):
+    answer = service.answer("What was Acme's revenue in fiscal 2030?", [SCOPE])
+    assert answer.refused and answer.kind == "figure"
+    assert "no 2030 figure" in answer.text and "2022, 2021, 2020" in answer.text
+    _verbatim(service, answer)
+
+
+def test_a_unit_the_question_asks_for_is_shown_beside_the_quoted_figure(service):
+    answer = service.answer("What were Acme's total assets in FY2022? Answer in USD billions.", [SCOPE])
+    assert "$2,500 million" in answer.text and "$2.50 billion (converted from the quoted figure)" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("question", "result"),
+    [
+        ("What is Acme's FY2022 operating margin?", "= 25.0%"),
+        ("What is the FY2022 current ratio for Acme? Round to two decimal places.", "= 2.25"),
+        ("What is Acme's year-over-year revenue growth from FY2021 to FY2022?", "= 11.1%"),
+        ("What is Acme's FY2022 free cash flow?", "= 250 million"),
+        ("What is the FY2022 return on assets for Acme? ROA is net income / average total assets.", "= 0.08"),
+        ("What is the FY2020 - FY2022 3 year average of capex as a % of revenue for Acme?", "= 5.0%"),
+    ],
+)
+def test_a_metric_no_statement_prints_is_computed_from_quoted_rows(service, question, result):
+    answer = service.answer(question, [SCOPE])
+    assert answer.kind == "computed" and answer.computation is not None
+    first = answer.text.splitlines()[0]
+    assert result in first and "computed from the quoted rows" in first
+    assert recompute(answer.computation, answer.citations)
+    _verbatim(service, answer)
+
+
+def test_no_figure_crosses_a_channel(service):
+    answer = service.answer("What were Acme's total assets at the end of fiscal 2022?", [OTHER])
+    assert answer.refused and not answer.citations
+
+
+# --- the parts --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("line", "rows"),
+    [
+        ("Total assets | $ 27,165 $ | 27,241", [("Total assets", ["27,165", "27,241"])]),
+        ("Purchases of property and equipment (442) (348) (419) Purchases of long-term investments (46) (42) (15)",
+         [("Purchases of property and equipment", ["(442)", "(348)", "(419)"]),
+          ("Purchases of long-term investments", ["(46)", "(42)", "(15)"])]),
+        ("Cash flows from operating activities: Net income $ 4,756 $ 4,822 $ 5,260 Adjustments to reconcile:",
+         [("Net income", ["4,756", "4,822", "5,260"])]),
+        ("Trade receivables, net of allowances of $23 and of $16, respectively 2,065 1,878",
+         [("Trade receivables, net of allowances of $23 and of $16, respectively", ["2,065", "1,878"])]),
+        ("Management discussed the results at length.", []),
+    ],
+)
+def test_rows_are_split_from_the_text_layer(line, rows):
+    assert [(label, cells) for _, _, label, cells in split_rows(line, 2)] == rows
+
+
+def test_a_page_reads_as_rows_under_their_header_and_unit():
+    head = Document(id="a", content="BALANCE SHEETS\n(In millions)\nDecember 2, 2022 December 3, 2021\nASSETS")
+    rows = Document(id="b", content="Total assets | $ 27,165 $ | 27,241\nTotal current liabilities | 8,128 | 6,932")
+    page = read_page([head, rows])
+    assert [(r.label, r.header.years if r.header else None, r.scale) for r in page.rows] == [
+        ("Total assets", (2022, 2021), "millions"), ("Total current liabilities", (2022, 2021), "millions")]
+    assert page.rows[0].span.text == "Total assets | $ 27,165 $ | 27,241" and page.rows[0].unit.text == "(In millions)"
+
+
+@pytest.mark.parametrize(
+    ("question", "item"),
+    [("What was capital expenditure in FY2018?", "capital expenditure"),
+     ("total current liabilities in FY2022", "total current liabilities"),
+     ("What were total liabilities?", "total liabilities"),
+     ("What were net sales in 2019?", "revenue"),
+     ("Who is the auditor?", None)],
+)
+def test_the_line_item_a_question_asks_for(question, item):
+    found = asked_item(question)
+    assert (found.name if found else None) == item
+
+
+@pytest.mark.parametrize(
+    ("item", "label", "is_it"),
+    [("capital expenditure", "Purchases of property and equipment", True),
+     ("total liabilities", "Total liabilities and stockholders' equity", False),
+     ("total current liabilities", "Total liabilities", False),
+     ("revenue", "Sales and marketing", False),
+     ("revenue", "Net sales", True)],
+)
+def test_a_row_is_the_item_by_meaning(item, label, is_it):
+    from pipelines.components.statements import line_item
+
+    assert row_is(line_item(item), label) is is_it
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("$ 27,165", Decimal(27165)), ("(1,084)", Decimal(-1084)), ("—", Decimal(0)), ("12.5%", Decimal("12.5")),
+     ("word", None)],
+)
+def test_printed_figures(text, value):
+    assert parse_figure(text) == value
+
+
+@pytest.mark.parametrize(
+    ("question", "years"),
+    [("FY2022 revenue", (2022,)), ("revenue in FY 22", (2022,)), ("between FY2018 and FY2019", (2018, 2019)),
+     ("What was revenue?", ()), ("revenue of $2023 million", ())],
+)
+def test_the_period_a_question_names(question, years):
+    assert asked_period(question).years == years
+
+
+def test_arithmetic_is_instantiated_evaluated_and_read_back():
+    operands: list[Operand] = []
+    expr = instantiate("{revenue} / avg({net PP&E})", 2019, operands)
+    assert [(o.item, o.year) for o in operands] == [("revenue", 2019), ("net PP&E", 2019), ("net PP&E", 2018)]
+    values = {"o1": Decimal(6489), "o2": Decimal(253), "o3": Decimal(282)}
+    assert round(evaluate(expr, values), 2) == Decimal("24.26")
+    assert readable(expr, {"o1": "6,489", "o2": "253", "o3": "282"}) == "6,489 ÷ ((253 + 282) ÷ 2)"
+
+
+@pytest.mark.parametrize("expr", ["__import__('os')", "o1.real", "o1 ** 2", "open(o1)", "o9"])
+def test_nothing_but_arithmetic_is_evaluated(expr):
+    with pytest.raises(FormulaError):
+        evaluate(expr, {"o1": Decimal(1)})
+
+
+def _computation(result: str) -> Computation:
+    return Computation(expression="(o1 / o2)", factor="100", decimals=1, result=result,
+                       operands=[ComputedOperand(name="o1", n=1, cell="250"), ComputedOperand(name="o2", n=2,
+                                                                                              cell="1,000")])
+
+
+def _citations(first: str) -> list[Citation]:
+    return [Citation(n=n, chunk_id=f"d:{n}", doc_id="d", file="f.pdf", page_start=1, page_end=1, quote=q)
+            for n, q in ((1, first), (2, "Total revenue 1,000 900"))]
+
+
+@pytest.mark.parametrize(
+    ("result", "first", "holds"),
+    [("25.0", "Operating income 250 200", True),
+     ("26.0", "Operating income 250 200", False),  # the shown result does not follow
+     ("25.0", "Operating income 260 200", False)],  # the quote does not print the operand
+)
+def test_a_computation_is_recomputed_from_the_validated_quotes(result, first, holds):
+    assert recompute(_computation(result), _citations(first)) is holds
