@@ -225,7 +225,7 @@ _DPO = "365 * avg({accounts payable}) / {cost of goods sold}"
 # "asset turnover", "operating cash flow ratio" before "free cash flow"); definitions after CFA Institute's
 # financial-analysis curriculum, like _METRICS above, with the average of the opening and closing balance for a
 # balance-sheet figure divided by a flow (turnover, return, days)
-_FORMULAS: tuple[tuple[str, Formula], ...] = (
+FORMULAS: tuple[tuple[str, Formula], ...] = (
     (r"operating cash ?flow ratio", Formula("the operating cash flow ratio",
                                             "cash from operations ÷ total current liabilities",
                                             "{cash from operations} / {total current liabilities}")),
@@ -293,7 +293,7 @@ _FORMULAS: tuple[tuple[str, Formula], ...] = (
 def formula_for(question: str) -> Formula | None:
     """The computed metric a question asks for, or None (a look-up, or a metric a statement prints)."""
     q = _norm(question)
-    return next((f for pattern, f in _FORMULAS if re.search(pattern, q)), None)
+    return next((f for pattern, f in FORMULAS if re.search(pattern, q)), None)
 
 
 def is_line(label: str, line: str) -> bool:

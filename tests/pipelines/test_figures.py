@@ -14,7 +14,7 @@ from pipelines.figures.arithmetic import FormulaError, Operand, evaluate, instan
 from pipelines.figures.numbers import parse_figure
 from pipelines.figures.periods import asked_period
 from pipelines.figures.tables import read_page, split_rows
-from pipelines.models import Citation, ComputedOperand, Computation
+from pipelines.models import Citation, Computation, ComputedOperand
 from pipelines.questions.computed import recompute
 from pipelines.service import CitebotService
 from tests.helpers.pdfs import make_pdf
