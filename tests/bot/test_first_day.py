@@ -1,0 +1,71 @@
+"""A new user's and an operator's first day, second round: each command run through the real ``citebot`` entry point
+(``main([...])`` in-process where nothing heavy loads, a fresh interpreter where the terminal or the working
+directory matters), and what it says checked."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from bot.cli.main import main
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A port something else listens on."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        yield other.getsockname()[1]
+
+
+@pytest.mark.parametrize("command", [
+    ["serve", "slack", "--http"],
+    ["serve", "teams", "--insecure-local"],
+])
+def test_a_busy_port_is_named_before_anything_listens(
+    command: list[str], busy_port: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "secret")
+    assert main([*command, "--port", str(busy_port)]) == 2
+    out, err = capsys.readouterr()
+    assert f"port {busy_port} is already in use on 127.0.0.1" in err and "--port" in err
+    assert "listening" not in out + err and "Error" not in err
+
+
+@pytest.mark.parametrize("command", [["serve", "slack"], ["serve", "teams", "--insecure-local"]])
+def test_a_busy_metrics_port_is_named(
+    command: list[str], busy_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*command, "--metrics-port", str(busy_port)]) == 2
+    err = capsys.readouterr().err
+    assert f"port {busy_port} is already in use" in err and "--metrics-port" in err
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_an_invalid_port_is_refused_by_the_parser(port: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["serve", "teams", "--insecure-local", "--port", port])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--port" in err and "is not a port number (0-65535)" in err
+
+
+def test_serve_help_tells_host_and_port_and_their_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "slack", "--help"])
+    out = capsys.readouterr().out
+    assert "default: 127.0.0.1" in out and "default: 3000" in out
+
+
+def test_the_slack_http_server_on_a_busy_port_fails_with_the_bind_error(busy_port: int) -> None:
+    """Not an AttributeError from ``server_close`` touching what the failed constructor never set."""
+    from unittest.mock import MagicMock
+
+    from bot.slack.server import make_http_server
+
+    with pytest.raises(OSError, match="in use"):
+        make_http_server(MagicMock(), "127.0.0.1", busy_port)
