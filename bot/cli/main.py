@@ -54,8 +54,8 @@ examples, in the order people use them:
 """
 
 # Errors of ours whose messages are written for people (what is wrong, which setting or path): shown as they are.
-# Any other error is shown by type and place only, since its message may hold what a library put there (a URL with
-# its password).
+# Any other error is shown by type and place, then its message with anything that looks like a credential redacted
+# (a library may have put a URL with its password there), on the terminal only: the log line keeps type and place.
 READABLE_ERRORS = (
     "connectors.embedding.EmbeddingModelError",
     "connectors.settings.SettingsError",
@@ -160,10 +160,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"citebot {args.command}: {e}", file=sys.stderr)
         else:
             get_logger("citebot.cli").error("command_failed", command=args.command, **fields)
-            print(f"citebot {args.command}: failed with {fields['error']} at {fields['where'] or 'an unknown place'}",
-                  file=sys.stderr)
+            print(f"citebot {args.command}: failed with {fields['error']} at {fields['where'] or 'an unknown place'}"
+                  f"{_said(e)}", file=sys.stderr)
         return 1
     return status
+
+
+MAX_MESSAGE_CHARS = 300
+
+
+def _said(error: BaseException) -> str:
+    """``": <message>"`` of an unexpected error for the person at the terminal, credentials redacted, one line."""
+    from connectors.log import redact
+
+    message = " ".join(str(redact(str(error))).split())
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
+    return f": {message}" if message else ""
 
 
 INTERRUPTED = {

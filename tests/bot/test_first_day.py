@@ -69,3 +69,18 @@ def test_the_slack_http_server_on_a_busy_port_fails_with_the_bind_error(busy_por
 
     with pytest.raises(OSError, match="in use"):
         make_http_server(MagicMock(), "127.0.0.1", busy_port)
+
+
+def test_an_unexpected_error_says_its_message_with_credentials_redacted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import bot.cli.docs_cmds
+
+    def broken(*_: object) -> int:
+        raise ValueError("ocr language must look like eng or eng+deu; store at https://u:hunter2@es.example:9200")
+
+    monkeypatch.setattr(bot.cli.docs_cmds, "run_docs", broken)
+    assert main(["docs"]) == 1
+    err = capsys.readouterr().err
+    assert "failed with ValueError at " in err
+    assert "ocr language must look like eng or eng+deu" in err and "hunter2" not in err
