@@ -30,9 +30,14 @@ def register(sub: Any) -> None:
 
 def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     from bot.cli.ask_cmd import render_answer
+    from bot.cli.notices import ocr_language_problem
     from eval.sample_pdfs import write_samples
     from pipelines.service import CitebotService
 
+    problem = ocr_language_problem(settings)
+    if problem:
+        print(f"citebot demo: {problem}", file=sys.stderr)
+        return 2
     samples = settings.data_dir / "samples"
     paths = write_samples(samples)
     print(f"Sample PDFs in {samples}:")

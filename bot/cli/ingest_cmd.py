@@ -139,12 +139,17 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
         if not missing:
             print("citebot ingest: no PDF files found in the given paths", file=sys.stderr)
         return 1
+    from bot.cli.notices import announce_model_export, ocr_language_problem
+
+    problem = ocr_language_problem(settings)
+    if problem:
+        print(f"citebot ingest: {problem}", file=sys.stderr)
+        return 2
     try:
         service = CitebotService(settings)
     except ScopeRequiredError as e:  # pragma: no cover - scope is always set by argparse
         print(f"citebot ingest: {e}", file=sys.stderr)
         return 2
-    from bot.cli.notices import announce_model_export
 
     announce_model_export(settings)
     bar = _Bar(sys.stderr, len(files))

@@ -48,6 +48,13 @@ def port_problem(host: str, port: int, option: str) -> str:
     return ""
 
 
+def _start_problem(args: argparse.Namespace, settings: Settings) -> str:
+    """What stops a bot before it loads anything: a port it cannot listen on, an OCR language Tesseract lacks."""
+    from bot.cli.notices import ocr_language_problem
+
+    return _ports_problem(args) or ocr_language_problem(settings)
+
+
 def _ports_problem(args: argparse.Namespace) -> str:
     ports = [(args.port, "--port")] if args.platform == "teams" or args.http else []
     ports += [(getattr(args, "health_port", None), "--health-port"), (args.metrics_port, "--metrics-port")]
@@ -88,7 +95,7 @@ def run_slack(args: argparse.Namespace, settings: Settings) -> int:
     from bot.slack.server import serve
     from connectors.tracing import configure_tracing
 
-    problem = _ports_problem(args)
+    problem = _start_problem(args, settings)
     if problem:
         print(f"citebot serve slack: {problem}", file=sys.stderr)
         return 2
@@ -102,7 +109,7 @@ def run_teams(args: argparse.Namespace, settings: Settings) -> int:
     from bot.teams.server import serve
     from connectors.tracing import configure_tracing
 
-    problem = _ports_problem(args)
+    problem = _start_problem(args, settings)
     if problem:
         print(f"citebot serve teams: {problem}", file=sys.stderr)
         return 2

@@ -6,10 +6,21 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from bot.cli.main import main
+from tests.helpers.pdfs import Line, make_pdf
+
+
+def write_report(path: Path, title: str) -> Path:
+    """A one-page report at ``path``: a bold heading over a few numbered lines."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(make_pdf([[Line(f"{title} handbook", bold=True, size=12)]
+                               + [Line(f"{title}: line {i}; the notice period is {i} days.", size=10)
+                                  for i in range(12)]]))
+    return path
 
 
 @pytest.fixture
@@ -84,3 +95,31 @@ def test_an_unexpected_error_says_its_message_with_credentials_redacted(
     err = capsys.readouterr().err
     assert "failed with ValueError at " in err
     assert "ocr language must look like eng or eng+deu" in err and "hunter2" not in err
+
+
+def _tesseract_has_eng() -> bool:
+    from connectors.ocr import installed_languages
+
+    return "eng" in (installed_languages() or [])
+
+
+@pytest.mark.skipif(not _tesseract_has_eng(), reason="needs Tesseract with its English pack (tesseract-ocr)")
+@pytest.mark.parametrize("command", [["ingest", "report.pdf"], ["serve", "teams", "--insecure-local", "--port", "0"]])
+def test_an_ocr_language_tesseract_lacks_stops_start_up_naming_it(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_report(tmp_path / "report.pdf", "Alpha")
+    monkeypatch.setenv("CITEBOT_OCR_LANGUAGE", "english")
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "CITEBOT_OCR_LANGUAGE=english" in err and "installed: eng" in err
+    assert not (tmp_path / "data" / "chunks.sqlite3").exists()
+
+
+def test_an_ocr_language_of_the_wrong_form_stops_ingest_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_report(tmp_path / "report.pdf", "Alpha")
+    monkeypatch.setenv("CITEBOT_OCR_LANGUAGE", "eng,fra")
+    assert main(["ingest", "report.pdf"]) == 2
+    assert "CITEBOT_OCR_LANGUAGE" in capsys.readouterr().err
