@@ -48,6 +48,20 @@ def port_problem(host: str, port: int, option: str) -> str:
     return ""
 
 
+def slack_missing(args: argparse.Namespace, settings: Settings) -> str:
+    """"" when the Slack variables this mode needs are set, else one line naming every one that is missing."""
+    missing = []
+    if settings.slack_bot_token is None:
+        missing.append("SLACK_BOT_TOKEN (the Bot User OAuth Token, xoxb-...)")
+    if args.http and settings.slack_signing_secret is None:
+        missing.append("SLACK_SIGNING_SECRET (for --http)")
+    elif not args.http and settings.slack_app_token is None and settings.slack_signing_secret is None:
+        missing.append("SLACK_APP_TOKEN (xapp-..., Socket Mode), or SLACK_SIGNING_SECRET with --http")
+    if not missing:
+        return ""
+    return "set " + " and ".join(missing) + " (README: Connect to Slack in five minutes)"
+
+
 def _start_problem(args: argparse.Namespace, settings: Settings) -> str:
     """What stops a bot before it loads anything: a port it cannot listen on, an OCR language Tesseract lacks."""
     from bot.cli.notices import ocr_language_problem
@@ -95,7 +109,7 @@ def run_slack(args: argparse.Namespace, settings: Settings) -> int:
     from bot.slack.server import serve
     from connectors.tracing import configure_tracing
 
-    problem = _start_problem(args, settings)
+    problem = slack_missing(args, settings) or _start_problem(args, settings)
     if problem:
         print(f"citebot serve slack: {problem}", file=sys.stderr)
         return 2

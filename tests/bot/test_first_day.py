@@ -49,8 +49,10 @@ def test_a_busy_port_is_named_before_anything_listens(
 
 @pytest.mark.parametrize("command", [["serve", "slack"], ["serve", "teams", "--insecure-local"]])
 def test_a_busy_metrics_port_is_named(
-    command: list[str], busy_port: int, capsys: pytest.CaptureFixture[str]
+    command: list[str], busy_port: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-test")
     assert main([*command, "--metrics-port", str(busy_port)]) == 2
     err = capsys.readouterr().err
     assert f"port {busy_port} is already in use" in err and "--metrics-port" in err
@@ -123,3 +125,25 @@ def test_an_ocr_language_of_the_wrong_form_stops_ingest_naming_it(
     monkeypatch.setenv("CITEBOT_OCR_LANGUAGE", "eng,fra")
     assert main(["ingest", "report.pdf"]) == 2
     assert "CITEBOT_OCR_LANGUAGE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("command", "named", "not_named"), [
+    (["serve", "slack"], ["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"], []),
+    (["serve", "slack", "--http"], ["SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"], ["SLACK_APP_TOKEN"]),
+])
+def test_serve_slack_names_every_missing_variable(
+    command: list[str], named: list[str], not_named: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert all(var in err for var in named) and not any(var in err for var in not_named)
+    assert err.count("\n") == 1
+
+
+def test_serve_slack_with_only_the_bot_token_missing_names_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-test")
+    assert main(["serve", "slack"]) == 2
+    err = capsys.readouterr().err
+    assert "SLACK_BOT_TOKEN" in err and "SLACK_APP_TOKEN" not in err
