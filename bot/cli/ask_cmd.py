@@ -112,11 +112,15 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
         from bot.cli.notices import announce_model_export
 
         announce_model_export(settings)
+        mismatch = _embedding_mismatch(service, settings) if args.mode != "bm25" else ""
+        if mismatch:  # dense retrieval would compare unlike vectors: an answer, but not one to trust
+            if args.json:
+                print(json.dumps({"error": "embedding_mismatch", "message": mismatch, "scopes": scopes}))
+            else:
+                print(f"citebot ask: {mismatch}", file=sys.stderr)
+            return 2
         shown = _Streamed(sys.stdout) if not args.json and sys.stdout.isatty() else None
         answer = service.answer(args.question, scopes, mode=args.mode, k=args.k, show=shown)
-        if service.query.embedding_mismatch:
-            print("citebot ask: the index was built with another embedding setting; run `citebot reindex` "
-                  "(`citebot reindex --check` says why).", file=sys.stderr)
     except (ScopeRequiredError, ValueError) as e:
         print(f"citebot ask: {e}", file=sys.stderr)
         return 2
@@ -133,6 +137,31 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(render_answer(answer))
     return 0
+
+
+def _embedding_mismatch(service: Any, settings: Settings) -> str:
+    """"" when the store's vectors can be compared with the question's, else what to do. Refused rather than
+    answered: with unlike vectors the dense half of the search ranks passages by noise, so an answer would look
+    as sure as any while quoting the wrong pages."""
+    from connectors.embedding import embedding_fingerprint, previous_embedding_fingerprint
+    from connectors.store_api import check_embeddings
+    from connectors.stores import settings_for_store, stored_backend
+
+    used = settings_for_store(settings, service.store)  # unset, the backend is the store's own: no mismatch
+    model, dim = used.resolved_model_path, used.embedding_dim
+    if check_embeddings(service.store, used.embedding_fingerprint, legacy=embedding_fingerprint(model, dim, "torch"),
+                        previous=previous_embedding_fingerprint(model, dim, used.embedding_backend)) is None:
+        return ""
+    made_with, backend = stored_backend(service.store), used.embedding_backend
+    if made_with and made_with != backend:
+        cause = (f"were made with {made_with}, but CITEBOT_EMBEDDING_BACKEND={backend} makes vectors that cannot be "
+                 "compared with them")
+        fixes = f"to re-embed them with {backend}, unset CITEBOT_EMBEDDING_BACKEND to use the store's own"
+    else:
+        cause = "were made with another embedding model than CITEBOT_MODEL_PATH's"
+        fixes = "to re-embed them with it, set CITEBOT_MODEL_PATH back"
+    return (f"the indexed PDFs' vectors {cause}. Run `citebot reindex` {fixes}, or ask with --mode bm25 (words "
+            "only, no vectors).")
 
 
 class _Streamed:

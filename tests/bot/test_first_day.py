@@ -147,3 +147,26 @@ def test_serve_slack_with_only_the_bot_token_missing_names_it(
     assert main(["serve", "slack"]) == 2
     err = capsys.readouterr().err
     assert "SLACK_BOT_TOKEN" in err and "SLACK_APP_TOKEN" not in err
+
+
+def test_ask_with_another_embedding_backend_than_the_store_refuses_and_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An int8 store asked with fp32 vectors: the dense search would rank by noise, so no answer (exit 2); words
+    only (--mode bm25) still answers."""
+    import json
+
+    monkeypatch.setenv("CITEBOT_OCR_ENABLED", "false")
+    write_report(tmp_path / "report.pdf", "Alpha")
+    assert main(["ingest", "report.pdf"]) == 0
+    monkeypatch.setenv("CITEBOT_EMBEDDING_BACKEND", "onnx")
+    capsys.readouterr()
+    assert main(["ask", "What is the notice period?"]) == 2
+    err = capsys.readouterr().err
+    assert "made with onnx-int8" in err and "CITEBOT_EMBEDDING_BACKEND=onnx" in err
+    assert "citebot reindex" in err and "--mode bm25" in err
+    assert err.count("\n") == 1  # that line only: no log line repeating it
+    assert main(["ask", "What is the notice period?", "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == "embedding_mismatch"
+    assert main(["ask", "What is the notice period?", "--mode", "bm25"]) == 0
+    assert "notice period" in capsys.readouterr().out
