@@ -165,8 +165,8 @@ class Answers:
         if not question or (command is not None and command[0] == "help"):
             posts.post_once(item, "help_ts", **where, text=plain(SLACK_HELP_TEXT))
             return
-        if command is not None and is_core_verb(command[0]):  # `@citebot docs`: as `/citebot docs`, in the thread
-            verb, arg = command
+        verb, arg = command or ("", "")
+        if is_core_verb(verb):  # `@citebot docs`: as `/citebot docs`, in the thread
             admin = verb == "forget" and is_admin(self.client, msg.user)
             text = run_command(self.core, ChatContext("slack", msg.scope, msg.user), verb, arg,
                                scopes=self.search_scopes(msg) or (msg.scope,), is_admin=admin)
