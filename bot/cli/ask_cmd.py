@@ -83,12 +83,26 @@ def render_answer(answer: Answer, *, width: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def nothing_indexed(scopes: list[str]) -> str:
-    """What to do when the scopes hold no PDFs yet: the command that fills exactly these scopes."""
+def store_place(settings: Settings) -> str:
+    """Where the indexed PDFs are looked for, for a person wondering why none are found (a relative
+    ``CITEBOT_DATA_DIR``, the default ``./.citebot``, is another folder in another working directory)."""
+    if settings.elasticsearch_url:
+        return "Elasticsearch (CITEBOT_ELASTICSEARCH_URL)"
+    return f"{settings.data_dir.resolve()} (CITEBOT_DATA_DIR)"
+
+
+def store_exists(settings: Settings) -> bool:
+    """Whether there is a store to read: a read-only command never creates the data directory to find it empty."""
+    return bool(settings.elasticsearch_url) or settings.sqlite_path.exists()
+
+
+def nothing_indexed(scopes: list[str], settings: Settings) -> str:
+    """What to do when the scopes hold no PDFs yet: where it looked, and the command that fills exactly these
+    scopes."""
     scope_opt = "" if scopes == [LOCAL_SCOPE] else " --scope " + " --scope ".join(shlex.quote(s) for s in scopes)
     demo = " (or `citebot demo` for the sample PDFs)" if LOCAL_SCOPE in scopes else ""
-    return (f"No PDFs are indexed in {', '.join(scopes)} yet. Index some first: `citebot ingest PATH{scope_opt}`"
-            f"{demo}.")
+    return (f"No PDFs are indexed in {', '.join(scopes)} yet, in {store_place(settings)}. Index some first: "
+            f"`citebot ingest PATH{scope_opt}`{demo}.")
 
 
 def run_ask(args: argparse.Namespace, settings: Settings) -> int:
@@ -96,14 +110,22 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     from connectors.store_api import ScopeRequiredError, StoreError
     from pipelines.service import CitebotService
 
-    if args.k is not None and not 1 <= args.k <= 50:
-        print("citebot ask: --k must be between 1 and 50", file=sys.stderr)
+    problem = ""
+    if not args.question.strip():
+        problem = "the question is blank: ask one, e.g. citebot ask \"What is the notice period?\""
+    elif args.k is not None and not 1 <= args.k <= 50:
+        problem = "--k must be between 1 and 50"
+    if problem:
+        if args.json:
+            print(json.dumps({"error": "invalid_arguments", "message": problem}))
+        else:
+            print(f"citebot ask: {problem}", file=sys.stderr)
         return 2
     scopes = args.scope or [LOCAL_SCOPE]
     try:
-        service = CitebotService(settings)
-        if not service.list_documents(scopes):
-            message = nothing_indexed(scopes)
+        service = CitebotService(settings) if store_exists(settings) else None
+        if service is None or not service.list_documents(scopes):
+            message = nothing_indexed(scopes, settings)
             if args.json:  # a script reading stdout gets an object it can branch on, as `docs --json` prints []
                 print(json.dumps({"error": "no_documents", "message": message, "scopes": scopes}))
             else:
@@ -122,7 +144,10 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
         shown = _Streamed(sys.stdout) if not args.json and sys.stdout.isatty() else None
         answer = service.answer(args.question, scopes, mode=args.mode, k=args.k, show=shown)
     except (ScopeRequiredError, ValueError) as e:
-        print(f"citebot ask: {e}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"error": "invalid_arguments", "message": str(e)}))
+        else:
+            print(f"citebot ask: {e}", file=sys.stderr)
         return 2
     except StoreError as e:  # its message says which store and what to check
         print(f"citebot ask: {e}", file=sys.stderr)
