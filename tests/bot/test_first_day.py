@@ -170,3 +170,68 @@ def test_ask_with_another_embedding_backend_than_the_store_refuses_and_says_what
     assert json.loads(capsys.readouterr().out)["error"] == "embedding_mismatch"
     assert main(["ask", "What is the notice period?", "--mode", "bm25"]) == 0
     assert "notice period" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [["ask", "What is the notice period?"], ["ask", "x", "--json"], ["docs"],
+                                     ["docs", "--json"], ["forget", "report.pdf"]])
+def test_read_only_commands_name_the_data_dir_and_never_create_it(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After the quickstart, `cd ~ && citebot ask …`: the default ./.citebot is another folder here; say which."""
+    monkeypatch.delenv("CITEBOT_DATA_DIR")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.chdir(home)
+    main(command)
+    out, err = capsys.readouterr()
+    if command == ["docs", "--json"]:
+        assert out.strip() == "[]"
+    else:
+        assert f"{home / '.citebot'} (CITEBOT_DATA_DIR)" in out + err
+    assert not (home / ".citebot").exists()
+
+
+@pytest.mark.parametrize(("command", "error"), [
+    (["ingest", "empty", "--json"], "no_pdfs"),
+    (["ask", "  ", "--json"], "invalid_arguments"),
+    (["ask", "What?", "--k", "99", "--json"], "invalid_arguments"),
+])
+def test_json_errors_are_json(
+    command: list[str], error: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    (tmp_path / "empty").mkdir()
+    write_report(tmp_path / "report.pdf", "Alpha")
+    assert main(command) != 0
+    out = capsys.readouterr().out
+    assert json.loads(out)["error"] == error
+
+
+def test_a_limit_names_its_setting_and_no_chat_words_in_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_report(tmp_path / "report.pdf", "Alpha")
+    (tmp_path / "cut.pdf").write_bytes((tmp_path / "report.pdf").read_bytes()[:-200])
+    monkeypatch.setenv("CITEBOT_MAX_FILE_MB", "0.001")
+    assert main(["ingest", "report.pdf"]) == 1
+    assert "(the limit is set by CITEBOT_MAX_FILE_MB, now 0.001)." in capsys.readouterr().out
+    monkeypatch.delenv("CITEBOT_MAX_FILE_MB")
+    assert main(["ingest", "cut.pdf"]) == 1
+    out = capsys.readouterr().out
+    assert "cut.pdf: failed" in out and "upload" not in out and "please" not in out
+
+
+def test_ingest_limit_wording_for_each_limit() -> None:
+    from bot.cli.ingest_cmd import for_operator
+    from connectors.settings import load_settings
+    from pipelines.models import IngestResult
+    from pipelines.reading.text import TIMEOUT
+
+    settings = load_settings(max_pages=10)
+    pages = IngestResult(file="a.pdf", scope="local", doc_id="", status="failed", error_code="too_many_pages",
+                         error="The PDF has 12 pages, over the 10-page limit.")
+    assert for_operator(pages, settings) == (
+        "The PDF has 12 pages, over the 10-page limit (the limit is set by CITEBOT_MAX_PAGES, now 10).")
+    slow = pages.model_copy(update={"error_code": "timeout", "error": TIMEOUT})
+    assert "CITEBOT_INGEST_TIMEOUT_S, now 900 seconds" in for_operator(slow, settings)
