@@ -71,13 +71,14 @@ def render_answer(answer: Answer, *, width: int | None = None) -> str:
     lines = [answer.text]
     for c in answer.citations:
         lines.append("")
+        label = f"  [{c.n}] "  # [10] is wider than [9]: the bar and the source line follow the label's width
         quote_lines = []
         for raw in c.quote.splitlines() or [""]:
-            quote_lines += textwrap.wrap(raw, width=width - 6) or [""]
-        lines.append(f"  [{c.n}] │ " + quote_lines[0])
-        lines += [f"      │ {ln}" for ln in quote_lines[1:]]
+            quote_lines += textwrap.wrap(raw, width=width - len(label)) or [""]
+        lines.append(f"{label}│ " + quote_lines[0])
+        lines += [f"{' ' * len(label)}│ {ln}" for ln in quote_lines[1:]]
         where = c.file_label.replace(c.file, local_path(c.url) or c.file, 1)  # the path, and what a neutral name hides
-        lines.append(f"        — {location_text(where, c.page_start, c.page_end, c.section)}")
+        lines.append(f"{' ' * (len(label) + 2)}— {location_text(where, c.page_start, c.page_end, c.section)}")
     if answer.note:
         lines += ["", f"({answer.note})"]
     return "\n".join(lines)

@@ -39,10 +39,23 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequen
     return [line(cells[0]).rstrip(), "  ".join("-" * w for w in widths), *(line(r).rstrip() for r in cells[1:])]
 
 
+MAX_CELL = 48  # a 250-character file name must not widen every row of the table to 200 columns
+
+
+def shorten(text: str, width: int = MAX_CELL) -> str:
+    """``text`` cut in the middle to ``width`` with an ellipsis, keeping its end (a file's extension, a channel id);
+    `--json` has it whole."""
+    if len(text) <= width:
+        return text
+    tail = width // 3
+    return text[: width - tail - 1] + "…" + text[-tail:]
+
+
 def docs_table(docs: Sequence[DocInfo], *, with_scope: bool) -> list[str]:
     header = ["file", "pages", "chunks", "added", "doc id"] + (["scope"] if with_scope else [])
     rows = [
-        [d.file, d.pages, d.chunks, d.uploaded_at[:16].replace("T", " "), d.doc_id] + ([d.scope] if with_scope else [])
+        [shorten(d.file), d.pages, d.chunks, d.uploaded_at[:16].replace("T", " "), d.doc_id]
+        + ([shorten(d.scope)] if with_scope else [])
         for d in docs
     ]
     return table(header, rows, right=(1, 2))

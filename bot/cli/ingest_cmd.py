@@ -103,6 +103,11 @@ def _pages(n: int) -> str:
     return f"{n} page" if n == 1 else f"{n} pages"
 
 
+def chunks(n: int) -> str:
+    """``1 chunk``, ``12 chunks``: what ingest and demo call the passages a PDF is cut into."""
+    return f"{n} chunk" if n == 1 else f"{n} chunks"
+
+
 # The chat's words for "send it again", and the terminal's: here the file is a path, not an upload.
 _CHAT_WORDS = (("; please upload it again.", "; check the file, or make a new copy of it."),
                (" and upload it again.", " and index that."))
@@ -191,7 +196,8 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     announce_model_export(settings)
     bar = _Bar(sys.stderr, len(files))
     try:
-        for path in files:
+        for done, path in enumerate(files):
+            args.interrupted = _interrupted(done, path.name)  # what a Ctrl-C now leaves (main says it)
             failed += _ingest_one(service, path, args, bar, settings)
     except ScopeRequiredError as e:
         print(f"citebot ingest: {e}", file=sys.stderr)
@@ -199,6 +205,14 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         bar.clear()
     return 1 if failed else 0
+
+
+def _interrupted(done: int, current: str) -> str:
+    """The end of the line a Ctrl-C prints while ``current`` is being indexed after ``done`` files."""
+    if not done:
+        return f"; nothing was indexed (nothing of {current}, in progress, is kept)"
+    listed = "the file listed above is" if done == 1 else f"the {done} files listed above are"
+    return f"; {listed} done, nothing of {current} (in progress) is kept"
 
 
 def _ingest_one(service: Any, path: Path, args: argparse.Namespace, bar: _Bar, settings: Settings) -> int:
@@ -228,6 +242,6 @@ def _ingest_one(service: Any, path: Path, args: argparse.Namespace, bar: _Bar, s
             name = f" as “{res.file}” (another {res.renamed_from} is indexed already, from elsewhere)"
         elif res.replaced_doc_id:
             name = f", replacing its earlier version {res.replaced_doc_id}"
-        bar.print(f"{path}: {res.status} {res.doc_id}{name} ({_pages(res.pages)}, {res.chunks} chunks{extra}"
+        bar.print(f"{path}: {res.status} {res.doc_id}{name} ({_pages(res.pages)}, {chunks(res.chunks)}{extra}"
                   f"{skipped}, {res.seconds:.1f} s)")
     return 1 if res.status == "failed" else 0

@@ -235,3 +235,45 @@ def test_ingest_limit_wording_for_each_limit() -> None:
         "The PDF has 12 pages, over the 10-page limit (the limit is set by CITEBOT_MAX_PAGES, now 10).")
     slow = pages.model_copy(update={"error_code": "timeout", "error": TIMEOUT})
     assert "CITEBOT_INGEST_TIMEOUT_S, now 900 seconds" in for_operator(slow, settings)
+
+
+def test_citebot_alone_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: citebot") and "examples, in the order people use them" in out
+    assert "answer four sample questions" in out
+
+
+def test_quote_lines_stay_aligned_from_citation_ten_on() -> None:
+    from bot.cli.ask_cmd import render_answer
+    from pipelines.models import Answer, Citation
+
+    quote = "first line of the quote\nsecond line of the quote"
+    answer = Answer(text="An answer [10].", citations=[
+        Citation(n=n, chunk_id="c", doc_id="d", file="a.pdf", page_start=1, page_end=1, quote=quote) for n in (9, 10)])
+    lines = render_answer(answer, width=80).splitlines()
+    for n in ("9", "10"):
+        first = next(i for i, line in enumerate(lines) if line.startswith(f"  [{n}] │ "))
+        bar = lines[first].index("│")
+        assert lines[first + 1].index("│") == bar and lines[first + 2].index("—") == bar + 2
+
+
+def test_a_long_file_name_is_shortened_in_the_docs_table() -> None:
+    from bot.cli.docs_cmds import docs_table
+    from connectors.store_api import DocInfo
+
+    name = "q" * 246 + ".pdf"
+    doc = DocInfo(doc_id="d1", file=name, scope="local", pages=1, chunks=1, uploaded_at="2026-01-01T10:00:00")
+    lines = docs_table([doc], with_scope=True)
+    assert max(len(line) for line in lines) < 120
+    assert "…" in lines[2] and ".pdf" in lines[2]
+
+
+def test_ingest_says_one_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("CITEBOT_OCR_ENABLED", "false")
+    path = tmp_path / "tiny.pdf"
+    path.write_bytes(make_pdf([[Line("Tiny", bold=True, size=12), Line("The notice period is ten days.", size=10)]]))
+    assert main(["ingest", "tiny.pdf"]) == 0
+    out = capsys.readouterr().out
+    assert "1 page, 1 chunk," in out
