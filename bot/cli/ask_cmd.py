@@ -93,8 +93,14 @@ def store_place(settings: Settings) -> str:
 
 
 def store_exists(settings: Settings) -> bool:
-    """Whether there is a store to read: a read-only command never creates the data directory to find it empty."""
-    return bool(settings.elasticsearch_url) or settings.sqlite_path.exists()
+    """Whether there is a store to read: a read-only command never creates the data directory to find it empty.
+    True too when the data directory could not be made (a file in its path): opening the store says so, naming it."""
+    if settings.elasticsearch_url or settings.sqlite_path.exists():
+        return True
+    for folder in (settings.data_dir, *settings.data_dir.resolve().parents):
+        if folder.exists():
+            return not folder.is_dir()
+    return False
 
 
 def nothing_indexed(scopes: list[str], settings: Settings) -> str:
@@ -169,12 +175,13 @@ def _embedding_mismatch(service: Any, settings: Settings) -> str:
     """"" when the store's vectors can be compared with the question's, else what to do. Refused rather than
     answered: with unlike vectors the dense half of the search ranks passages by noise, so an answer would look
     as sure as any while quoting the wrong pages."""
-    from connectors.embedding import embedding_fingerprint, previous_embedding_fingerprint
+    from connectors.embedding import embedding_fingerprint, previous_embedding_fingerprint, require_model
     from connectors.store_api import check_embeddings
     from connectors.stores import settings_for_store, stored_backend
 
     used = settings_for_store(settings, service.store)  # unset, the backend is the store's own: no mismatch
     model, dim = used.resolved_model_path, used.embedding_dim
+    require_model(model)  # a missing model is that (its setting named), not a mismatch
     if check_embeddings(service.store, used.embedding_fingerprint, legacy=embedding_fingerprint(model, dim, "torch"),
                         previous=previous_embedding_fingerprint(model, dim, used.embedding_backend)) is None:
         return ""
