@@ -1,8 +1,9 @@
 """The commands Citebot understands on every platform, and the one dispatcher that runs them.
 
-Slack reads them from ``/citebot <verb> <arg>``, Teams from the first word of a message; each adapter
-parses its own event and decides what a word that is no command means (Slack: help; Teams: a question).
-The work and the reply text are the same everywhere: :func:`run_command`.
+Slack reads them from ``/citebot <verb> <arg>`` and from the first word of a mention (:func:`mention_command`),
+Teams from the first word of a message; each adapter parses its own event and decides what a word that is no
+command means (``/citebot``: a private question; a mention: a question). The work and the reply text are the same
+everywhere: :func:`run_command`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,18 @@ def is_core_verb(verb: str) -> TypeGuard[CoreVerb]:
     """``docs``, ``stats`` and ``forget``: the commands the chat core answers (``help`` is a text; ``sync``
     reads Teams' channel files)."""
     return verb in CORE_VERBS
+
+
+def mention_command(text: str) -> tuple[str, str] | None:
+    """``(verb, arg)`` when a message (mentions stripped) is a command, as Teams reads one: ``help``, ``docs``,
+    ``stats`` or ``forget <file>`` as its first word (``forget`` alone is no command: there is nothing to forget);
+    None for a question."""
+    word, _, rest = " ".join(text.split()).partition(" ")
+    verb = word.lower().strip("!/.")
+    arg = rest.strip().strip("“”\"'`")
+    if verb == "help" or (is_core_verb(verb) and (verb != "forget" or arg)):
+        return verb, arg
+    return None
 
 
 def run_command(

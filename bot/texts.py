@@ -32,7 +32,8 @@ SLACK_HELP_TEXT = (
     "• `/citebot <question>` answers privately: only you see the answer.\n"
     "• Upload a PDF to this channel and I index it (scanned pages are OCR'd).\n"
     "• Use 👍 or 👎 under an answer (or react with them) to tell us whether it helped; 👎 asks what was wrong.\n"
-    "• Commands: `help`, `docs` (what I have indexed here), `forget <file>` (uploader or admin), `stats`."
+    "• Commands, as `/citebot docs` or `@citebot docs`: `help`, `docs` (what I have indexed here), "
+    "`forget <file>` (uploader or admin), `stats`."
 )
 TEAMS_HELP_TEXT = (
     "**Citebot** answers questions about your PDFs, quoting them.\n\n"

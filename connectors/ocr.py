@@ -41,6 +41,37 @@ def tesseract_available() -> bool:
     return shutil.which("tesseract") is not None
 
 
+def installed_languages() -> list[str] | None:
+    """The languages Tesseract can read (``tesseract --list-langs``, less ``osd``, which detects orientation only);
+    None when Tesseract is not installed or cannot say."""
+    if not tesseract_available():
+        return None
+    import pytesseract
+
+    try:
+        found = pytesseract.get_languages(config="")
+    except (pytesseract.TesseractError, OSError, RuntimeError):
+        return None
+    return sorted(lang for lang in found if lang != "osd")
+
+
+def language_problem(language: str) -> str:
+    """"" when Tesseract can read every language of ``language`` (``eng+deu``) or cannot be asked (not installed:
+    each scanned page says so when it is met), else one line naming ``CITEBOT_OCR_LANGUAGE``, what is missing and
+    what is installed."""
+    installed = installed_languages()
+    if installed is None:
+        return ""
+    missing = [lang for lang in language.split("+") if lang not in installed]
+    if not missing:
+        return ""
+    return (
+        f"CITEBOT_OCR_LANGUAGE={language}: Tesseract has no {' or '.join(missing)} installed (installed: "
+        f"{', '.join(installed) or 'none'}); use those codes, or install a language's pack (Debian: "
+        "apt-get install tesseract-ocr-deu for deu; tesseract --list-langs shows them)"
+    )
+
+
 # Tesseract page segmentation modes: 3 = a page of columns and paragraphs (documents), 11 = as much text as
 # possible in no particular layout (slides: titles, bullets, chart labels)
 PAGE_SEGMENTATION_MODES = (3, 4, 6, 11, 12)

@@ -7,15 +7,19 @@ Build it once at start-up with :func:`load_settings` and pass it down; nothing e
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # What a new store's vectors are made with when CITEBOT_EMBEDDING_BACKEND is not set; a store that holds vectors
 # keeps the backend they were made with (``connectors.stores.settings_for_store``) until ``citebot reindex``.
 DEFAULT_EMBEDDING_BACKEND: Literal["onnx", "onnx-int8", "torch"] = "onnx-int8"
+
+
+OCR_LANGUAGE = re.compile(r"[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*")  # what OcrOptions and Tesseract's -l accept
 
 
 def _alias(name: str, *more: str) -> AliasChoices:
@@ -109,7 +113,10 @@ class Settings(BaseSettings):
         description="A page with less readable text than this whose pictures cover much of it (a scan with a printed "
         "page number) gets OCR text added to its text layer; a page without a readable text layer is always OCR'd.",
     )
-    ocr_language: str = "eng"
+    ocr_language: str = Field(
+        "eng", description="Tesseract language codes for scanned pages, + between several (eng, eng+deu); each needs "
+        "its language pack installed where uploads are indexed (checked when ingest and serve start).",
+    )
 
     # --- retrieval and answers -------------------------------------------------------------
     retrieval_top_k: int = Field(20, ge=1, le=200, description="Candidates from each retriever.")
@@ -216,6 +223,14 @@ class Settings(BaseSettings):
     quality_max_rise: float = Field(
         0.05, ge=0.0, le=1.0, description="Alarm when a rate rose by more than this over the windows before it."
     )
+
+    @field_validator("ocr_language")
+    @classmethod
+    def _ocr_language_codes(cls, value: str) -> str:
+        if not OCR_LANGUAGE.fullmatch(value):
+            raise ValueError(f"{value!r} is no Tesseract language code: use codes such as eng, deu or chi_sim, "
+                             "+ between several (eng+deu)")
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

@@ -38,11 +38,13 @@ install_cpu_torch() {
     "${pip[@]}" "torch==$TORCH_VERSION"
     return
   fi
-  echo "setup: torch $TORCH_VERSION (CPU) from $torch_index" >&2
+  # fd 3 is the terminal: the rest of this goes to .venv/install.log, and these choices must be seen
+  echo "setup: torch $TORCH_VERSION (CPU) from $torch_index (offline, this waits up to ~40 s for it to fail)" >&3
   "${pip[@]}" --timeout 20 --retries 1 --index-url "$torch_index" "torch==$TORCH_VERSION" && return
-  echo "setup: $torch_index did not serve torch; trying a local CPU wheel (pip's find-links)" >&2
+  echo "setup: $torch_index could not be reached or did not serve torch; using a local CPU wheel from pip's" \
+    "find-links instead" >&3
   "${pip[@]}" --no-index "torch==$TORCH_VERSION" || {
-    echo "setup: no CPU build of torch found: set CITEBOT_TORCH_INDEX_URL to an index that has it" >&2
+    echo "setup: no CPU build of torch found: set CITEBOT_TORCH_INDEX_URL to an index that has it" >&3
     return 1
   }
 }
@@ -52,6 +54,7 @@ stamp=.venv/.citebot-installed
 want=$(cat pyproject.toml "$lock" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages into .venv (a few minutes the first time; log: .venv/install.log)" >&2
+  exec 3>&2
   {
     .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip &&
     install_cpu_torch &&

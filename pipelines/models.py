@@ -193,7 +193,12 @@ class Answer(BaseModel):
     citations: list[Citation] = Field(default_factory=list)
     refused: bool = False
     mode: Literal["extractive", "llm"] = "extractive"
-    retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    retrieved: list[RetrievedChunk] = Field(
+        default_factory=list,
+        description="The passages the answer was chosen from, in the order the answerer got them: those the question "
+        "names (page 12, table 2) first, then by page ranking; each score is the retrieval score before page "
+        "ranking, so the scores need not fall down the list.",
+    )
     timings_ms: Timings = Field(default_factory=Timings)
     note: str = Field("", description="Why the answer fell back or refused, for the user (e.g. 'LLM unavailable').")
     validation: ValidationCounts = Field(default_factory=ValidationCounts)

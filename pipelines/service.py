@@ -221,6 +221,10 @@ class CitebotService:
             answer = self._answer(question[:MAX_QUESTION_CHARS], scopes, history, mode=mode, k=k, show=show)
             note = f"{NOTE_QUESTION_CUT} {answer.note}" if answer.note else NOTE_QUESTION_CUT
             answer = answer.model_copy(update={"note": note})
+        latency_ms = round((time.perf_counter() - t0) * 1000, 1)
+        if not answer.timings_ms.total:  # answer kinds other than the look-up do not time themselves
+            timed = answer.timings_ms.model_copy(update={"total": latency_ms})
+            answer = answer.model_copy(update={"timings_ms": timed})
         log.info(
             "answer",
             mode=answer.mode,
@@ -231,7 +235,7 @@ class CitebotService:
             n_citations=len(answer.citations),
             n_choices=len(answer.choices),
             confidence=None if answer.confidence is None else round(answer.confidence, 3),
-            latency_ms=round((time.perf_counter() - t0) * 1000, 1),
+            latency_ms=latency_ms,
             validation=answer.validation.model_dump(),
         )
         return answer

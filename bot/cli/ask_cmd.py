@@ -71,24 +71,45 @@ def render_answer(answer: Answer, *, width: int | None = None) -> str:
     lines = [answer.text]
     for c in answer.citations:
         lines.append("")
+        label = f"  [{c.n}] "  # [10] is wider than [9]: the bar and the source line follow the label's width
         quote_lines = []
         for raw in c.quote.splitlines() or [""]:
-            quote_lines += textwrap.wrap(raw, width=width - 6) or [""]
-        lines.append(f"  [{c.n}] │ " + quote_lines[0])
-        lines += [f"      │ {ln}" for ln in quote_lines[1:]]
+            quote_lines += textwrap.wrap(raw, width=width - len(label)) or [""]
+        lines.append(f"{label}│ " + quote_lines[0])
+        lines += [f"{' ' * len(label)}│ {ln}" for ln in quote_lines[1:]]
         where = c.file_label.replace(c.file, local_path(c.url) or c.file, 1)  # the path, and what a neutral name hides
-        lines.append(f"        — {location_text(where, c.page_start, c.page_end, c.section)}")
+        lines.append(f"{' ' * (len(label) + 2)}— {location_text(where, c.page_start, c.page_end, c.section)}")
     if answer.note:
         lines += ["", f"({answer.note})"]
     return "\n".join(lines)
 
 
-def nothing_indexed(scopes: list[str]) -> str:
-    """What to do when the scopes hold no PDFs yet: the command that fills exactly these scopes."""
+def store_place(settings: Settings) -> str:
+    """Where the indexed PDFs are looked for, for a person wondering why none are found (a relative
+    ``CITEBOT_DATA_DIR``, the default ``./.citebot``, is another folder in another working directory)."""
+    if settings.elasticsearch_url:
+        return "Elasticsearch (CITEBOT_ELASTICSEARCH_URL)"
+    return f"{settings.data_dir.resolve()} (CITEBOT_DATA_DIR)"
+
+
+def store_exists(settings: Settings) -> bool:
+    """Whether there is a store to read: a read-only command never creates the data directory to find it empty.
+    True too when the data directory could not be made (a file in its path): opening the store says so, naming it."""
+    if settings.elasticsearch_url or settings.sqlite_path.exists():
+        return True
+    for folder in (settings.data_dir, *settings.data_dir.resolve().parents):
+        if folder.exists():
+            return not folder.is_dir()
+    return False
+
+
+def nothing_indexed(scopes: list[str], settings: Settings) -> str:
+    """What to do when the scopes hold no PDFs yet: where it looked, and the command that fills exactly these
+    scopes."""
     scope_opt = "" if scopes == [LOCAL_SCOPE] else " --scope " + " --scope ".join(shlex.quote(s) for s in scopes)
     demo = " (or `citebot demo` for the sample PDFs)" if LOCAL_SCOPE in scopes else ""
-    return (f"No PDFs are indexed in {', '.join(scopes)} yet. Index some first: `citebot ingest PATH{scope_opt}`"
-            f"{demo}.")
+    return (f"No PDFs are indexed in {', '.join(scopes)} yet, in {store_place(settings)}. Index some first: "
+            f"`citebot ingest PATH{scope_opt}`{demo}.")
 
 
 def run_ask(args: argparse.Namespace, settings: Settings) -> int:
@@ -96,14 +117,22 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     from connectors.store_api import ScopeRequiredError, StoreError
     from pipelines.service import CitebotService
 
-    if args.k is not None and not 1 <= args.k <= 50:
-        print("citebot ask: --k must be between 1 and 50", file=sys.stderr)
+    problem = ""
+    if not args.question.strip():
+        problem = "the question is blank: ask one, e.g. citebot ask \"What is the notice period?\""
+    elif args.k is not None and not 1 <= args.k <= 50:
+        problem = "--k must be between 1 and 50"
+    if problem:
+        if args.json:
+            print(json.dumps({"error": "invalid_arguments", "message": problem}))
+        else:
+            print(f"citebot ask: {problem}", file=sys.stderr)
         return 2
     scopes = args.scope or [LOCAL_SCOPE]
     try:
-        service = CitebotService(settings)
-        if not service.list_documents(scopes):
-            message = nothing_indexed(scopes)
+        service = CitebotService(settings) if store_exists(settings) else None
+        if service is None or not service.list_documents(scopes):
+            message = nothing_indexed(scopes, settings)
             if args.json:  # a script reading stdout gets an object it can branch on, as `docs --json` prints []
                 print(json.dumps({"error": "no_documents", "message": message, "scopes": scopes}))
             else:
@@ -112,13 +141,20 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
         from bot.cli.notices import announce_model_export
 
         announce_model_export(settings)
+        mismatch = _embedding_mismatch(service, settings) if args.mode != "bm25" else ""
+        if mismatch:  # dense retrieval would compare unlike vectors: an answer, but not one to trust
+            if args.json:
+                print(json.dumps({"error": "embedding_mismatch", "message": mismatch, "scopes": scopes}))
+            else:
+                print(f"citebot ask: {mismatch}", file=sys.stderr)
+            return 2
         shown = _Streamed(sys.stdout) if not args.json and sys.stdout.isatty() else None
         answer = service.answer(args.question, scopes, mode=args.mode, k=args.k, show=shown)
-        if service.query.embedding_mismatch:
-            print("citebot ask: the index was built with another embedding setting; run `citebot reindex` "
-                  "(`citebot reindex --check` says why).", file=sys.stderr)
     except (ScopeRequiredError, ValueError) as e:
-        print(f"citebot ask: {e}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"error": "invalid_arguments", "message": str(e)}))
+        else:
+            print(f"citebot ask: {e}", file=sys.stderr)
         return 2
     except StoreError as e:  # its message says which store and what to check
         print(f"citebot ask: {e}", file=sys.stderr)
@@ -133,6 +169,32 @@ def run_ask(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(render_answer(answer))
     return 0
+
+
+def _embedding_mismatch(service: Any, settings: Settings) -> str:
+    """"" when the store's vectors can be compared with the question's, else what to do. Refused rather than
+    answered: with unlike vectors the dense half of the search ranks passages by noise, so an answer would look
+    as sure as any while quoting the wrong pages."""
+    from connectors.embedding import embedding_fingerprint, previous_embedding_fingerprint, require_model
+    from connectors.store_api import check_embeddings
+    from connectors.stores import settings_for_store, stored_backend
+
+    used = settings_for_store(settings, service.store)  # unset, the backend is the store's own: no mismatch
+    model, dim = used.resolved_model_path, used.embedding_dim
+    require_model(model)  # a missing model is that (its setting named), not a mismatch
+    if check_embeddings(service.store, used.embedding_fingerprint, legacy=embedding_fingerprint(model, dim, "torch"),
+                        previous=previous_embedding_fingerprint(model, dim, used.embedding_backend)) is None:
+        return ""
+    made_with, backend = stored_backend(service.store), used.embedding_backend
+    if made_with and made_with != backend:
+        cause = (f"were made with {made_with}, but CITEBOT_EMBEDDING_BACKEND={backend} makes vectors that cannot be "
+                 "compared with them")
+        fixes = f"to re-embed them with {backend}, unset CITEBOT_EMBEDDING_BACKEND to use the store's own"
+    else:
+        cause = "were made with another embedding model than CITEBOT_MODEL_PATH's"
+        fixes = "to re-embed them with it, set CITEBOT_MODEL_PATH back"
+    return (f"the indexed PDFs' vectors {cause}. Run `citebot reindex` {fixes}, or ask with --mode bm25 (words "
+            "only, no vectors).")
 
 
 class _Streamed:

@@ -30,9 +30,15 @@ def register(sub: Any) -> None:
 
 def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     from bot.cli.ask_cmd import render_answer
+    from bot.cli.ingest_cmd import chunks
+    from bot.cli.notices import ocr_language_problem
     from eval.sample_pdfs import write_samples
     from pipelines.service import CitebotService
 
+    problem = ocr_language_problem(settings)
+    if problem:
+        print(f"citebot demo: {problem}", file=sys.stderr)
+        return 2
     samples = settings.data_dir / "samples"
     paths = write_samples(samples)
     print(f"Sample PDFs in {samples}:")
@@ -46,10 +52,10 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             failed += 1
             print(f"  ✗ {r.file}: {r.error}")
         elif r.status == "unchanged":
-            print(f"  = {r.file}: unchanged, already indexed ({r.pages} pages, {r.chunks} passages)")
+            print(f"  = {r.file}: unchanged, already indexed ({r.pages} pages, {chunks(r.chunks)})")
         else:
             ocr = f", {r.ocr_pages} scanned pages read with OCR" if r.ocr_pages else ""
-            print(f"  ✓ {r.file}: indexed {r.pages} pages into {r.chunks} passages in {r.seconds:.1f} s{ocr}")
+            print(f"  ✓ {r.file}: indexed {r.pages} pages into {chunks(r.chunks)} in {r.seconds:.1f} s{ocr}")
     if failed == len(paths):
         print("No sample PDF could be indexed; see the errors above.", file=sys.stderr)
         return 1

@@ -39,10 +39,23 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, right: Sequen
     return [line(cells[0]).rstrip(), "  ".join("-" * w for w in widths), *(line(r).rstrip() for r in cells[1:])]
 
 
+MAX_CELL = 48  # a 250-character file name must not widen every row of the table to 200 columns
+
+
+def shorten(text: str, width: int = MAX_CELL) -> str:
+    """``text`` cut in the middle to ``width`` with an ellipsis, keeping its end (a file's extension, a channel id);
+    `--json` has it whole."""
+    if len(text) <= width:
+        return text
+    tail = width // 3
+    return text[: width - tail - 1] + "…" + text[-tail:]
+
+
 def docs_table(docs: Sequence[DocInfo], *, with_scope: bool) -> list[str]:
     header = ["file", "pages", "chunks", "added", "doc id"] + (["scope"] if with_scope else [])
     rows = [
-        [d.file, d.pages, d.chunks, d.uploaded_at[:16].replace("T", " "), d.doc_id] + ([d.scope] if with_scope else [])
+        [shorten(d.file), d.pages, d.chunks, d.uploaded_at[:16].replace("T", " "), d.doc_id]
+        + ([shorten(d.scope)] if with_scope else [])
         for d in docs
     ]
     return table(header, rows, right=(1, 2))
@@ -85,13 +98,15 @@ def stats_table(stats: dict[str, Any]) -> list[str]:
 
 
 def run_docs(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.cli.ask_cmd import store_exists, store_place
     from connectors.stores import open_store
 
-    store = open_store(settings)
-    scopes = store.all_scopes() if args.all_scopes else (args.scope or [LOCAL_SCOPE])
-    docs = store.list_documents(scopes=scopes) if scopes else []
+    store = open_store(settings) if store_exists(settings) else None  # listing never creates the data directory
+    requested = args.scope or [LOCAL_SCOPE]
+    scopes = (store.all_scopes() if args.all_scopes else requested) if store is not None else requested
+    docs = store.list_documents(scopes=scopes) if scopes and store is not None else []
     stats: dict[str, Any] | None = None
-    if args.stats and scopes:
+    if args.stats and scopes and store is not None:
         from connectors.stores import stored_backend
         from pipelines.chunk_stats import chunk_stats
 
@@ -103,7 +118,8 @@ def run_docs(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(out, indent=2))
         return 0
     if not docs:
-        print(f"No documents in {', '.join(scopes) or 'any scope'}.")
+        where = "any scope" if args.all_scopes else ", ".join(scopes)
+        print(f"No documents in {where}, in {store_place(settings)}.")
     else:
         print("\n".join(docs_table(docs, with_scope=len(scopes) > 1)))
     if stats is not None and docs:
@@ -128,15 +144,18 @@ def _by_path(service: Any, raw: str, scope: str) -> list[DocInfo]:
 
 
 def run_forget(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.cli.ask_cmd import store_exists, store_place
     from pipelines.service import CitebotService
 
-    service = CitebotService(settings)
-    found = service.find_documents(args.document, args.scope) or _by_path(service, args.document, args.scope)
+    service = CitebotService(settings) if store_exists(settings) else None
+    found = (service.find_documents(args.document, args.scope) or _by_path(service, args.document, args.scope)
+             if service is not None else [])
     if not found:
-        print(f"No document “{args.document}” in scope {args.scope}. "
+        print(f"No document “{args.document}” in scope {args.scope}, in {store_place(settings)}. "
               f"`citebot docs --scope {args.scope}` lists them; forget takes a listed file name, a doc id or the "
               "path it was indexed from.")
         return 1
+    assert service is not None
     for doc in found:
         n = service.forget(doc.doc_id, args.scope)
         print(f"Deleted {doc.file} ({doc.doc_id}, {n} chunks) from {args.scope}.")

@@ -103,6 +103,44 @@ def _pages(n: int) -> str:
     return f"{n} page" if n == 1 else f"{n} pages"
 
 
+def chunks(n: int) -> str:
+    """``1 chunk``, ``12 chunks``: what ingest and demo call the passages a PDF is cut into."""
+    return f"{n} chunk" if n == 1 else f"{n} chunks"
+
+
+# The chat's words for "send it again", and the terminal's: here the file is a path, not an upload.
+_CHAT_WORDS = (("; please upload it again.", "; check the file, or make a new copy of it."),
+               (" and upload it again.", " and index that."))
+
+
+def for_operator(res: IngestResult, settings: Settings) -> str:
+    """A failed file's reason as the person running ``ingest`` can act on it: worded for a terminal, and naming the
+    setting (and its value) that a limit comes from, since here it is they who can change it."""
+    error = res.error or ""
+    for chat, terminal in _CHAT_WORDS:
+        error = error.replace(chat, terminal)
+    s = settings
+    code = res.error_code or ""
+    if code == "too_large" and "MB limit" in error:
+        limit = f"CITEBOT_MAX_FILE_MB, now {s.max_file_mb:g}"
+    elif code in ("too_large", "memory"):
+        limit = (f"CITEBOT_MAX_STREAM_MB, CITEBOT_MAX_DECODED_MB and CITEBOT_INGEST_MAX_MEMORY_MB, now "
+                 f"{s.max_stream_mb:g}, {s.max_decoded_mb:g} and {s.ingest_max_memory_mb}; raise them only for a file "
+                 "you trust")
+    elif code == "too_many_pages":
+        limit = f"CITEBOT_MAX_PAGES, now {s.max_pages}"
+    elif code == "timeout":
+        limit = f"CITEBOT_INGEST_TIMEOUT_S, now {s.ingest_timeout_s:g} seconds for the whole file"
+    elif code == "too_much_text":
+        limit = (f"CITEBOT_MAX_DOCUMENT_CHARS and CITEBOT_MAX_DOCUMENT_ELEMENTS, now {s.max_document_chars} and "
+                 f"{s.max_document_elements}")
+    elif code == "too_many_chunks":
+        limit = f"CITEBOT_MAX_DOCUMENT_CHUNKS, now {s.max_document_chunks}"
+    else:
+        return error
+    return f"{error.rstrip('.')} (the limit is set by {limit})."
+
+
 def _row(path: Path, res: IngestResult) -> dict[str, Any]:
     return {
         "file": str(path),
@@ -137,20 +175,30 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(row) if args.json else f"{raw}: failed — No such file or folder.")
     if not files:
         if not missing:
-            print("citebot ingest: no PDF files found in the given paths", file=sys.stderr)
+            message = f"no PDF files found in {', '.join(args.paths)} (folders are searched for *.pdf, recursively)"
+            if args.json:  # a script reading stdout gets an object it can branch on, as `ask --json` does
+                print(json.dumps({"error": "no_pdfs", "message": message, "paths": args.paths}))
+            else:
+                print(f"citebot ingest: {message}", file=sys.stderr)
         return 1
+    from bot.cli.notices import announce_model_export, ocr_language_problem
+
+    problem = ocr_language_problem(settings)
+    if problem:
+        print(f"citebot ingest: {problem}", file=sys.stderr)
+        return 2
     try:
         service = CitebotService(settings)
     except ScopeRequiredError as e:  # pragma: no cover - scope is always set by argparse
         print(f"citebot ingest: {e}", file=sys.stderr)
         return 2
-    from bot.cli.notices import announce_model_export
 
     announce_model_export(settings)
     bar = _Bar(sys.stderr, len(files))
     try:
-        for path in files:
-            failed += _ingest_one(service, path, args, bar)
+        for done, path in enumerate(files):
+            args.interrupted = _interrupted(done, path.name)  # what a Ctrl-C now leaves (main says it)
+            failed += _ingest_one(service, path, args, bar, settings)
     except ScopeRequiredError as e:
         print(f"citebot ingest: {e}", file=sys.stderr)
         return 2
@@ -159,7 +207,15 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if failed else 0
 
 
-def _ingest_one(service: Any, path: Path, args: argparse.Namespace, bar: _Bar) -> int:
+def _interrupted(done: int, current: str) -> str:
+    """The end of the line a Ctrl-C prints while ``current`` is being indexed after ``done`` files."""
+    if not done:
+        return f"; nothing was indexed (nothing of {current}, in progress, is kept)"
+    listed = "the file listed above is" if done == 1 else f"the {done} files listed above are"
+    return f"; {listed} done, nothing of {current} (in progress) is kept"
+
+
+def _ingest_one(service: Any, path: Path, args: argparse.Namespace, bar: _Bar, settings: Settings) -> int:
     """Index one file and print its line; 1 when it failed."""
     bar.start(path.name)
     try:
@@ -172,6 +228,8 @@ def _ingest_one(service: Any, path: Path, args: argparse.Namespace, bar: _Bar) -
     # same name (a/report.pdf, b/report.pdf) is indexed beside it as "report (2).pdf"
     res = service.ingest(data, file_name=path.name, scope=args.scope, is_admin=True, progress=bar,
                          source_url=path.resolve().as_uri(), same_source_only=True)
+    if res.status == "failed":
+        res = res.model_copy(update={"error": for_operator(res, settings)})
     if args.json:
         bar.print(json.dumps(_row(path, res)))
     elif res.status == "failed":
@@ -184,6 +242,6 @@ def _ingest_one(service: Any, path: Path, args: argparse.Namespace, bar: _Bar) -
             name = f" as “{res.file}” (another {res.renamed_from} is indexed already, from elsewhere)"
         elif res.replaced_doc_id:
             name = f", replacing its earlier version {res.replaced_doc_id}"
-        bar.print(f"{path}: {res.status} {res.doc_id}{name} ({_pages(res.pages)}, {res.chunks} chunks{extra}"
+        bar.print(f"{path}: {res.status} {res.doc_id}{name} ({_pages(res.pages)}, {chunks(res.chunks)}{extra}"
                   f"{skipped}, {res.seconds:.1f} s)")
     return 1 if res.status == "failed" else 0

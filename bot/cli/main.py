@@ -43,7 +43,7 @@ BENCH_MODULES = [
 DESCRIPTION = "Citebot answers questions about your PDFs with quotes checked against the source."
 EXAMPLES = """\
 examples, in the order people use them:
-  citebot demo                                   index the sample PDFs and answer three questions
+  citebot demo                                   index the sample PDFs and answer four sample questions
   citebot ingest ~/contracts                     index your own PDFs (files or folders) into scope 'local'
   citebot ask "What is the notice period?"       an answer with quotes checked against the PDFs
   citebot docs                                   what is indexed;  citebot forget FILE  removes one
@@ -54,8 +54,8 @@ examples, in the order people use them:
 """
 
 # Errors of ours whose messages are written for people (what is wrong, which setting or path): shown as they are.
-# Any other error is shown by type and place only, since its message may hold what a library put there (a URL with
-# its password).
+# Any other error is shown by type and place, then its message with anything that looks like a credential redacted
+# (a library may have put a URL with its password there), on the terminal only: the log line keeps type and place.
 READABLE_ERRORS = (
     "connectors.embedding.EmbeddingModelError",
     "connectors.settings.SettingsError",
@@ -116,7 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from connectors.embedding import defer_torch_imports
 
     defer_torch_imports()  # torch loads only where a command needs it (most of a cold start otherwise)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # `citebot` alone: what it can do, not a usage error
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
     from connectors.log import configure_logging
     from connectors.settings import SettingsError, load_settings
 
@@ -144,7 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (every store write is all or nothing)
-        print(f"\ncitebot {args.command}: interrupted{INTERRUPTED.get(args.command, '')}", file=sys.stderr)
+        note = getattr(args, "interrupted", None) or INTERRUPTED.get(args.command, "")  # a command's own, if it set one
+        print(f"\ncitebot {args.command}: interrupted{note}", file=sys.stderr)
         return 130
     except ScopeRequiredError as e:
         print(f"citebot {args.command}: {e}", file=sys.stderr)
@@ -160,14 +165,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"citebot {args.command}: {e}", file=sys.stderr)
         else:
             get_logger("citebot.cli").error("command_failed", command=args.command, **fields)
-            print(f"citebot {args.command}: failed with {fields['error']} at {fields['where'] or 'an unknown place'}",
-                  file=sys.stderr)
+            print(f"citebot {args.command}: failed with {fields['error']} at {fields['where'] or 'an unknown place'}"
+                  f"{_said(e)}", file=sys.stderr)
         return 1
     return status
 
 
+MAX_MESSAGE_CHARS = 300
+
+
+def _said(error: BaseException) -> str:
+    """``": <message>"`` of an unexpected error for the person at the terminal, credentials redacted, one line."""
+    from connectors.log import redact
+
+    message = " ".join(str(redact(str(error))).split())
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[: MAX_MESSAGE_CHARS - 1] + "…"
+    return f": {message}" if message else ""
+
+
 INTERRUPTED = {
-    "ingest": "; the files listed above are indexed, nothing of the file in progress is",
+    "ingest": "; nothing was indexed",  # until it starts on the first file (then it says which: ingest_cmd)
     "reindex": "; run `citebot reindex` again to go on where it stopped",
     "eval": "; the cases done so far are saved, the same command goes on where it stopped",
 }

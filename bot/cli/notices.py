@@ -22,3 +22,14 @@ def announce_model_export(settings: Settings) -> None:
     if not target.exists():
         print(f"Preparing the embedding model for this machine (once; 10-30 s) in {target.parent} …",
               file=sys.stderr, flush=True)
+
+
+def ocr_language_problem(settings: Settings) -> str:
+    """"" unless OCR is on and Tesseract lacks a language of ``CITEBOT_OCR_LANGUAGE`` (then one line naming it):
+    checked where uploads start being indexed, so a wrong code stops the command instead of leaving every scanned
+    page unreadable."""
+    if not settings.ocr_enabled:
+        return ""
+    from connectors.ocr import language_problem
+
+    return language_problem(settings.ocr_language)

@@ -1,5 +1,6 @@
 """Questions in Slack: an @mention, a DM, a follow-up in an answered thread, or a reading picked under a
-"which one?" answer. Each is journaled before the ack (kinds ``slack.answer``, ``slack.choice``), shown as
+"which one?" answer (a mention or DM that starts with a command word, ``@citebot docs``, runs that command).
+Each is journaled before the ack (kinds ``slack.answer``, ``slack.choice``), shown as
 started at once ("Searching N PDFs…" as the thread's assistant status, else 👀), and answered once in its thread
 by a worker: streamed where the answer comes from the LLM (:mod:`bot.slack.stream`), then recorded for 👍/👎.
 """
@@ -15,10 +16,11 @@ from slack_bolt.context.set_status import SetStatus
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from bot.commands import is_core_verb, mention_command, run_command
 from bot.core import ChatContext, ChatCore, ClaimKey
 from bot.journal import Kind
 from bot.slack.events import Message, parse_choice_click, parse_message
-from bot.slack.items import ItemPosts
+from bot.slack.items import ItemPosts, is_admin
 from bot.slack.render import plain, render_answer
 from bot.slack.scopes import MembershipCache, dm_search_scopes
 from bot.slack.stream import AnswerStream
@@ -159,8 +161,16 @@ class Answers:
         posts = self.posts
         question = msg.question
         where = {"channel": msg.channel, "thread_ts": msg.reply_thread_ts}
-        if not question:
+        command = mention_command(question) if not choice else None
+        if not question or (command is not None and command[0] == "help"):
             posts.post_once(item, "help_ts", **where, text=plain(SLACK_HELP_TEXT))
+            return
+        verb, arg = command or ("", "")
+        if is_core_verb(verb):  # `@citebot docs`: as `/citebot docs`, in the thread
+            admin = verb == "forget" and is_admin(self.client, msg.user)
+            text = run_command(self.core, ChatContext("slack", msg.scope, msg.user), verb, arg,
+                               scopes=self.search_scopes(msg) or (msg.scope,), is_admin=admin)
+            posts.post_once(item, "command_ts", **where, text=plain(text))
             return
         ctx = ChatContext("slack", msg.scope, msg.user, search_scopes=self.search_scopes(msg), event_id=msg.event_id)
         posted = posts.posted(item, "answer_ts", **where)

@@ -176,6 +176,7 @@ def make_http_server(
         request_queue_size = 256  # Slack delivers bursts; the default backlog of 5 resets connections
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._handlers: list[threading.Thread] = []  # a failed bind calls server_close() before the rest is set
             super().__init__(*args, **kwargs)
             self._slots = threading.BoundedSemaphore(slots)
             self._reject_slots = threading.BoundedSemaphore(_REJECT_THREADS)

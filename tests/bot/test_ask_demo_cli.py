@@ -22,6 +22,8 @@ def test_demo_then_ask(capsys, monkeypatch):
     assert "Q: What do pages 4-5 say about parental leave?" in out and "· p. 5 · 4.2 Parental leave" in out
     assert "The indexed PDFs don't seem to answer that." in out  # the unanswerable sample question
     assert "[1] │ " in out
+    assert ", 0 ms]" not in out  # every answer kind is timed
+    assert " chunks in " in out and "passages" not in out.split("Q:")[0]  # ingest's word for them
 
     # a table quoted whole reads as a table: one row per line under the quote's bar
     assert main(["ask", "What does Table 2 say?"]) == 0

@@ -77,7 +77,7 @@ def test_docs_table_local_paths_terminal_refusal_and_forget_by_name(
     assert main(["forget", "leave policy.pdf"]) == 1
     assert "No document “leave policy.pdf” in scope local" in capsys.readouterr().out
     assert main(["docs"]) == 0
-    assert capsys.readouterr().out.startswith("No documents in local.")
+    assert capsys.readouterr().out.startswith("No documents in local, in ")
 
 
 def test_the_chat_refusal_text_is_the_one_the_cli_rewords() -> None:

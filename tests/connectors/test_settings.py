@@ -80,3 +80,18 @@ def test_empty_variables_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None
     settings = load_settings()
     assert settings.slack_app_token is None and settings.teams_app_password is None
     assert not settings.llm_configured and settings.elasticsearch_url is None
+
+
+@pytest.mark.parametrize("value", ["eng,deu", "eng+", "de-DE", "eng deu"])
+def test_an_ocr_language_that_is_no_tesseract_code_names_the_variable(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CITEBOT_OCR_LANGUAGE", value)
+    with pytest.raises(SettingsError, match=r"CITEBOT_OCR_LANGUAGE: .*eng\+deu"):
+        load_settings()
+
+
+@pytest.mark.parametrize("value", ["eng", "eng+deu", "chi_sim"])
+def test_tesseract_language_codes_are_accepted(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CITEBOT_OCR_LANGUAGE", value)
+    assert load_settings().ocr_language == value

@@ -40,8 +40,16 @@ def read_env(name: str) -> dict[str, str]:
     for line in (DEPLOY / name).read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             var, _, value = line.partition("=")
-            out[var.strip()] = value.split(" #", 1)[0].strip()
+            out[var.strip()] = value.strip()
     return out
+
+
+@pytest.mark.parametrize("name", [".env.example", "slack.env.example", "teams.env.example"])
+def test_env_examples_have_no_comment_after_a_value(name: str) -> None:
+    """`docker run --env-file` keeps everything after the `=`, an inline comment too, as the value."""
+    for line in (DEPLOY / name).read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            assert "#" not in line.partition("=")[2] and line == line.strip(), line
 
 
 @pytest.fixture(scope="module")
