@@ -38,6 +38,7 @@ from slack_bolt import App, BoltRequest
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.health import HEALTH_PATH, READY_PATH, Health, serve_health
+from connectors.log import error_fields
 from connectors.settings import Settings
 
 log = structlog.get_logger("citebot.slack.server")
@@ -141,7 +142,13 @@ def make_http_server(
             headers: dict[str, str | Sequence[str]] = {}
             for key in set(self.headers.keys()):
                 headers[key.lower()] = self.headers.get_all(key) or []
-            resp = app.dispatch(BoltRequest(body=body, query=query, headers=headers))
+            try:  # Bolt parses the body before it checks the signature: a body too deep to parse is no payload
+                request = BoltRequest(body=body, query=query, headers=headers)
+            except (ValueError, RecursionError) as e:
+                log.warning("slack_bad_request", reason="body is not a Slack payload", **error_fields(e))
+                self._send(400, b"", {}, close=True)
+                return
+            resp = app.dispatch(request)
             out = resp.body.encode("utf-8") if isinstance(resp.body, str) else json.dumps(resp.body).encode()
             self._send(resp.status, out, {k: v[0] for k, v in resp.headers.items() if v})
 
@@ -198,6 +205,10 @@ def make_http_server(
                 threading.Thread(target=self._reject, args=(request,), daemon=True).start()
             else:
                 self.shutdown_request(request)
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            """One JSON log line (type and place) instead of socketserver's traceback on stderr."""
+            log.error("slack_http_error", **error_fields(sys.exc_info()[1] or RuntimeError()))
 
         def _handle_accepted(self) -> None:
             while (accepted := self._accepted.get()) is not None:

@@ -198,7 +198,7 @@ def build_app(
         try:
             body = json.loads(raw)
             activity = Activity.model_validate(body) if isinstance(body, dict) else None
-        except (ValueError, pydantic.ValidationError):
+        except (ValueError, RecursionError, pydantic.ValidationError):  # too deeply nested to parse: no activity
             activity = None
         if activity is None or not activity.type or not activity.conversation:
             log.warning("teams_bad_request", reason="body is not a JSON activity")
