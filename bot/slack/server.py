@@ -100,7 +100,8 @@ def make_http_server(
     ``max_connections`` and ``request_timeout_s`` default to ``MAX_CONNECTIONS`` and ``REQUEST_TIMEOUT_S``;
     ``health`` (default: ready at once) says when events may be handled.
     """
-    probe = health if health is not None else Health("slack", ready=True)
+    # the events port faces the internet: it never serves /metrics (only --metrics-port or Socket Mode's port do)
+    probe = (health if health is not None else Health("slack", ready=True)).metrics_elsewhere()
     slots = max_connections if max_connections is not None else MAX_CONNECTIONS
     timeout_s = request_timeout_s if request_timeout_s is not None else REQUEST_TIMEOUT_S
     per_client, idle_s = min(MAX_CONNECTIONS_PER_CLIENT, slots), IDLE_TIMEOUT_S
@@ -388,7 +389,8 @@ def serve(
 ) -> int:
     """Run the Slack bot until interrupted (or SIGTERM); returns the exit status. The HTTP server (or, in Socket
     Mode, the health server on ``health_port``) listens while the model loads, so probes see it starting.
-    ``/metrics`` is served there too, or only on ``metrics_port`` when that is given."""
+    ``/metrics`` is served on ``metrics_port`` when that is given, else only on Socket Mode's ``health_port``:
+    never on the HTTP events port, which faces the internet."""
     from bot.core import ChatCore
     from bot.slack.app import SlackConfigError, build_bot
 

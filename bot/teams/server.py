@@ -184,7 +184,8 @@ def build_app(
 
     adapter.on_turn_error = on_error
 
-    probe = health if health is not None else Health("teams", ready=True)
+    # this port faces the internet: it never serves /metrics (``serve``'s --metrics-port does)
+    probe = (health if health is not None else Health("teams", ready=True)).metrics_elsewhere()
 
     async def messages(request: web.Request) -> web.StreamResponse:
         if not probe.ready:  # still loading the model: the Bot Connector retries
@@ -315,8 +316,8 @@ def serve(
     settings: Settings, *, host: str, port: int, insecure_local: bool = False, metrics_port: int | None = None,
     **_: Any,
 ) -> int:
-    """Run the Teams bot until interrupted. ``/metrics`` is served on ``port`` beside the health paths, or only on
-    ``metrics_port`` (with the health paths, by a small server of its own) when that is given."""
+    """Run the Teams bot until interrupted. ``/metrics`` is served only on ``metrics_port`` (with the health
+    paths, by a small server of its own) when that is given, never on ``port``, which faces the internet."""
     try:
         authenticated = check_credentials(settings)
     except TeamsConfigError as e:
@@ -332,8 +333,7 @@ def serve(
     core = ChatCore.from_settings(settings)
     health = Health("teams")
     metrics_server = serve_health(health, host, metrics_port) if metrics_port is not None else None
-    app = build_app(settings, core, insecure_local=insecure_local and not authenticated,
-                    health=health.metrics_elsewhere() if metrics_server is not None else health)
+    app = build_app(settings, core, insecure_local=insecure_local and not authenticated, health=health)
 
     async def warm_up(_app: web.Application) -> None:
         """Listen at once (probes see "starting"), load the model beside, then report ready."""
