@@ -21,7 +21,8 @@ VERSION = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text(encoding="u
 BOTS = {"citebot-slack": "slack", "citebot-teams": "teams"}
 # Read by compose itself (interpolation), not by Citebot.
 COMPOSE_ONLY = {
-    "ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD", "ES_HEAP", "ES_MEM_LIMIT", "CITEBOT_IMAGE", "CITEBOT_TEAMS_PUBLISH_PORT",
+    "ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD", "CITEBOT_ES_READER_PASSWORD", "ES_HEAP", "ES_MEM_LIMIT", "CITEBOT_IMAGE",
+    "CITEBOT_TEAMS_PUBLISH_PORT",
 }
 
 
@@ -51,7 +52,7 @@ def env_example() -> dict[str, str]:
 
 def test_services_and_what_they_wait_for(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"elasticsearch", "es-setup", *BOTS}
+    assert set(services) == {"elasticsearch", "es-setup", "citebot-quality", *BOTS}
     for name, platform in BOTS.items():
         bot = services[name]
         assert bot["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
@@ -87,6 +88,8 @@ def test_elasticsearch_has_security_a_password_a_heap_a_memory_limit_and_a_volum
 
 def test_every_service_has_a_healthcheck_and_the_bots_probe_readiness(compose: dict[str, Any]) -> None:
     for name, service in compose["services"].items():
+        if "tools" in service.get("profiles", []):
+            continue  # a one-shot command (citebot-quality), not a service to probe
         check = service["healthcheck"]
         assert check["test"][0] in ("CMD", "CMD-SHELL") and check["interval"] and check["retries"], name
     for name in BOTS:
@@ -120,7 +123,7 @@ def test_env_example_lists_every_variable_and_only_real_ones(compose_text: str, 
     assert used >= COMPOSE_ONLY
     assert set(env_example) == COMPOSE_ONLY  # compose's own: no container reads deploy/.env (issue 40 row 1)
     assert env_example["CITEBOT_IMAGE"] == f"citebot:{VERSION}"
-    for credential in ("ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD"):
+    for credential in ("ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD", "CITEBOT_ES_READER_PASSWORD"):
         assert env_example[credential] == "", credential  # no example secret that someone might keep
 
 
