@@ -17,13 +17,15 @@ The server faces the internet, so every request is bounded before Bolt checks it
   started with the server, and at most ``MAX_CONNECTIONS_PER_CLIENT`` from one address; more get 503 straight
   away (from a few bounded reject threads), so slow or many clients cannot use up the process's threads, nor one
   client every slot. A connection that sends nothing is closed after ``IDLE_TIMEOUT_S``. (Behind a reverse proxy
-  every connection comes from the proxy's address: it gets half the slots, and its own per-client limits apply.)
+  every connection comes from the proxy's address: it gets half the slots, and its own per-client limits apply;
+  loopback clients, a proxy or a load test on the same host, are bounded by the total alone.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import ipaddress
 import json
 import queue
 import signal
@@ -52,6 +54,7 @@ MAX_BODY_BYTES = 1_000_000  # Slack payloads are a few kB; refuse anything absur
 MAX_CONNECTIONS = 64  # connections served at once; Slack's bursts are acked in milliseconds each
 REQUEST_TIMEOUT_S = 10.0  # Slack gives up after 3 s; a request still arriving after 10 s is not Slack
 MAX_CONNECTIONS_PER_CLIENT = 32  # from one address: half the slots, so one client never holds them all
+PER_CLIENT_EXEMPT = ("127.0.0.0/8", "::1/128")  # local processes: a sidecar proxy, `citebot bench slack`
 IDLE_TIMEOUT_S = 5.0  # until the first byte of a request (a new connection, or the next on a keep-alive one)
 _REJECT_THREADS = 8  # threads that answer 503 beyond MAX_CONNECTIONS; beyond those, connections are closed
 _REJECT_TIMEOUT_S = 1.0
@@ -105,6 +108,14 @@ def make_http_server(
     slots = max_connections if max_connections is not None else MAX_CONNECTIONS
     timeout_s = request_timeout_s if request_timeout_s is not None else REQUEST_TIMEOUT_S
     per_client, idle_s = min(MAX_CONNECTIONS_PER_CLIENT, slots), IDLE_TIMEOUT_S
+    exempt = [ipaddress.ip_network(n) for n in PER_CLIENT_EXEMPT]
+
+    def capped(host: str) -> bool:
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return True
+        return not any(address in n for n in exempt)
     if slots < 1 or timeout_s <= 0:
         raise ValueError("max_connections must be at least 1 and request_timeout_s positive")
 
@@ -216,7 +227,7 @@ def make_http_server(
         def _take_client_slot(self, client_address: Any) -> bool:
             with self._per_client_lock:
                 host = str(client_address[0])
-                if self._per_client.get(host, 0) >= per_client:
+                if self._per_client.get(host, 0) >= per_client and capped(host):
                     return False
                 self._per_client[host] = self._per_client.get(host, 0) + 1
                 return True

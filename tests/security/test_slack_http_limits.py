@@ -42,11 +42,12 @@ def slack_bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackBot]:
 
 @contextmanager
 def _serving(slack_bot: SlackBot, monkeypatch: pytest.MonkeyPatch, *, timeout_s: float, per_client: int = 4,
-             idle_s: float = 60.0) -> Iterator[tuple[str, int]]:
+             idle_s: float = 60.0, exempt: tuple[str, ...] = ()) -> Iterator[tuple[str, int]]:
     monkeypatch.setattr(slack_server, "REQUEST_TIMEOUT_S", timeout_s, raising=False)
     monkeypatch.setattr(slack_server, "MAX_CONNECTIONS", 4, raising=False)
     monkeypatch.setattr(slack_server, "MAX_CONNECTIONS_PER_CLIENT", per_client, raising=False)
     monkeypatch.setattr(slack_server, "IDLE_TIMEOUT_S", idle_s, raising=False)
+    monkeypatch.setattr(slack_server, "PER_CLIENT_EXEMPT", exempt, raising=False)  # the test's clients are loopback
     srv = make_http_server(slack_bot.app, "127.0.0.1", 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
@@ -189,6 +190,23 @@ def test_one_client_cannot_hold_every_slot(slack_bot: SlackBot, monkeypatch: pyt
             with _connect(server, source="127.0.0.2") as other:
                 other.sendall(b"GET /healthz HTTP/1.1\r\nHost: bot.example\r\n\r\n")
                 got, _ = _answer(other, within=30)
+            assert got.startswith(b"HTTP/1.1 200"), got[:80]
+        finally:
+            for sock in held:
+                sock.close()
+
+
+def test_loopback_clients_are_bounded_by_the_total_alone(slack_bot: SlackBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy or a load test on the same host (``citebot bench slack`` sends 50 at once) is a loopback client: it
+    may use every slot (here with loopback exempt, as by default)."""
+    with _serving(slack_bot, monkeypatch, timeout_s=60.0, per_client=2, exempt=("127.0.0.0/8",)) as server:
+        held = [_connect(server) for _ in range(3)]
+        try:
+            for sock in held:
+                sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: bot.example\r\n")
+            with _connect(server) as fourth:
+                fourth.sendall(b"GET /healthz HTTP/1.1\r\nHost: bot.example\r\n\r\n")
+                got, _ = _answer(fourth, within=30)
             assert got.startswith(b"HTTP/1.1 200"), got[:80]
         finally:
             for sock in held:
