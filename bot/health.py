@@ -7,10 +7,10 @@
 
 * ``/metrics`` answers the Prometheus metrics (:mod:`connectors.metrics`) in Prometheus' text format.
 
-Slack's HTTP server and the Teams aiohttp app serve these paths on their own port; Slack in Socket Mode has no
-HTTP server of its own, so :func:`serve_health` gives it one (``citebot serve slack --health-port``). With
-``citebot serve ... --metrics-port P`` the metrics move to a port of their own (served by :func:`serve_health`
-too), so a bot port that faces the internet never shows them: ``Health(metrics=False)`` on the bot's port.
+Slack's HTTP server and the Teams aiohttp app serve the health paths on their own port, never ``/metrics``: that
+port faces the internet. The metrics are served by :func:`serve_health` only: on ``citebot serve ...
+--metrics-port P``, or on Slack's Socket Mode health port (``--health-port``, which takes no events); a bot port
+is given ``Health.metrics_elsewhere()``.
 """
 
 from __future__ import annotations

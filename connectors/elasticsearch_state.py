@@ -71,7 +71,7 @@ MAPPINGS: dict[str, dict[str, Any]] = {
         "dynamic": False,
         "properties": {"platform": _KW, "file_ref": _KW, "scope": _KW, "doc_id": _KW},
     },
-    "threads": {"dynamic": False, "properties": {"platform": _KW, "thread_ref": _KW}},
+    "threads": {"dynamic": False, "properties": {"platform": _KW, "thread_ref": _KW, "at": {"type": "date"}}},
     "work": {
         "dynamic": False,
         "properties": {"kind": _KW, "state": _KW, "lease_until": {"type": "double"}, "created": {"type": "double"},
@@ -109,8 +109,13 @@ class ElasticsearchState:
         ca_certs: str | None = None,
         clock: Callable[[], float] = time.time,
         host: str | None = None,
+        retention_days: float = 0,
     ) -> None:
-        """``clock`` and ``host`` (default: this machine's name) exist for tests of claim takeover."""
+        """``clock`` and ``host`` (default: this machine's name) exist for tests of claim takeover;
+        ``retention_days`` (0: forever) is how long answers, votes and assistant threads are kept."""
+        if retention_days < 0:
+            raise ValueError("retention_days must be 0 (keep forever) or more")
+        self.retention_days = retention_days
         if not hosts or not hosts.startswith(("http://", "https://")):
             raise ValueError("hosts must be an http:// or https:// URL (CITEBOT_ELASTICSEARCH_URL)")
         if not prefix or prefix != prefix.lower() or any(c in prefix for c in ' "*\\<|,>/?#:'):
@@ -151,6 +156,7 @@ class ElasticsearchState:
             username=settings.elasticsearch_username,
             password=pw.get_secret_value() if pw is not None else None,
             ca_certs=str(settings.elasticsearch_ca_certs) if settings.elasticsearch_ca_certs else None,
+            retention_days=settings.retention_days,
             **kwargs,
         )
 
@@ -315,6 +321,21 @@ class ElasticsearchState:
             self.es.delete_by_query(
                 index=index, query={"range": {"at": {"lt": now - CLAIM_TTL_S}}}, conflicts="proceed", refresh=True
             )
+        if self.retention_days:
+            self.forget_before(datetime.fromtimestamp(now - self.retention_days * 86400, UTC).isoformat(
+                timespec="seconds"))
+
+    def forget_before(self, cutoff: str) -> int:
+        """Forget answers, votes and assistant threads recorded before ``cutoff`` (ISO time); how many went. (The
+        threads index of an older version has no ``at`` mapped: it is added here, so threads saved since go too.)"""
+        deleted = 0
+        with self._guard():
+            self.es.indices.put_mapping(index=self.index("threads"), properties={"at": {"type": "date"}})
+            for name in ("answers", "feedback", "threads"):
+                res = self.es.delete_by_query(index=self.index(name), query={"range": {"at": {"lt": cutoff}}},
+                                              conflicts="proceed", refresh=True)
+                deleted += int(res.get("deleted") or 0)
+        return deleted
 
     # --- the work journal ------------------------------------------------------------------------
     # Each item is one document under its key's id; every change of state is a write conditioned on the

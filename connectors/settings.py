@@ -209,6 +209,11 @@ class Settings(BaseSettings):
         None, description="OTLP/HTTP traces URL (http://collector:4318/v1/traces): the bots export a span per "
         "pipeline step there; unset, no traces."
     )
+    retention_days: int = Field(
+        90, ge=0, le=3650, description="Forget answers (with their questions and citations), votes and assistant-pane "
+        "threads older than this many days, in the chat state; 0 keeps them forever. Above the quality report's "
+        "8 weeks, so its trends stay whole."
+    )
     quality_window_days: int = Field(7, ge=1, le=90, description="`citebot quality --check`: the rolling window.")
     quality_min_answers: int = Field(
         20, ge=1, description="`quality --check` judges a window only when it holds at least this many answers."

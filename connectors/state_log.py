@@ -20,6 +20,9 @@ the file (WAL, ``BEGIN IMMEDIATE`` for every claim). Replicas on several hosts u
   platform event that carries only the file id (Slack's ``file_deleted``) can remove the document.
 * ``assistant_threads``: the channel a person is viewing beside a Slack assistant-pane thread (its
   context), so a question in that thread searches that channel.
+
+With ``retention_days`` (``CITEBOT_RETENTION_DAYS``), answers (their questions, citations), votes and assistant
+threads older than that are forgotten, checked with the claims' pruning (at most every few minutes).
 """
 
 from __future__ import annotations
@@ -91,9 +94,14 @@ class _Adding:
 class StateLog:
     """Thread-safe; one connection per thread, WAL so the CLI can read while the bot writes."""
 
-    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time, host: str | None = None) -> None:
-        """``clock`` and ``host`` (default: this machine's name) exist for tests of claim takeover."""
+    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time, host: str | None = None,
+                 retention_days: float = 0) -> None:
+        """``clock`` and ``host`` (default: this machine's name) exist for tests of claim takeover;
+        ``retention_days`` (0: forever) is how long answers, votes and assistant threads are kept."""
+        if retention_days < 0:
+            raise ValueError("retention_days must be 0 (keep forever) or more")
         self.path = path
+        self.retention_days = retention_days
         private_sqlite_file(path)
         self._local = threading.local()
         self._clock = clock
@@ -220,6 +228,18 @@ class StateLog:
             return
         self._pruned_at = now
         db.execute("DELETE FROM seen_events WHERE at < ?", (_iso(now - CLAIM_TTL_S),))
+        if self.retention_days:
+            self._forget_before(db, _iso(now - self.retention_days * 86400))
+
+    def forget_before(self, cutoff: str) -> int:
+        """Forget answers, votes and assistant threads recorded before ``cutoff`` (ISO time); how many rows went."""
+        with self._tx() as db:
+            return self._forget_before(db, cutoff)
+
+    @staticmethod
+    def _forget_before(db: sqlite3.Connection, cutoff: str) -> int:
+        return sum(db.execute(f"DELETE FROM {table} WHERE at < ?", (cutoff,)).rowcount  # noqa: S608 - fixed names
+                   for table in ("answers", "feedback", "assistant_threads"))
 
     # --- the work journal ----------------------------------------------------------------------
     def add_work(self, key: str, *, kind: str, payload: str) -> bool:

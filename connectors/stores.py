@@ -49,7 +49,7 @@ def open_state(settings: Settings) -> ChatState:
         return ElasticsearchState.from_settings(settings)
     try:
         private_dir(settings.data_dir)
-        return StateLog(settings.state_path)
+        return StateLog(settings.state_path, retention_days=settings.retention_days)
     except (OSError, sqlite3.Error) as e:
         raise StoreError(unusable_data_dir(settings, e)) from e
 

@@ -35,6 +35,7 @@ _RC: dict[str, Any] = {
     "grid.color": "#e3e3e3",
     "axes.axisbelow": True,
     "legend.frameon": False,
+    "text.parse_math": False,  # file names and headings are users' text: `$...$` in them is not TeX math
 }
 
 

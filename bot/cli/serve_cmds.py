@@ -10,8 +10,8 @@ from typing import Any
 
 from connectors.settings import Settings
 
-METRICS_HELP = ("serve GET /metrics (Prometheus) on this port, with /healthz and /readyz, instead of on the bot's "
-                "port: keeps them off a port that faces the internet")
+METRICS_HELP = ("serve GET /metrics (Prometheus) on this port, with /healthz and /readyz; the bot's own port, "
+                "which faces the internet, never serves them (without this option: only Socket Mode's --health-port)")
 
 
 def port_number(text: str) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 
 import structlog
 from slack_bolt.context.ack import Ack
+from slack_bolt.context.respond import Respond
 from slack_bolt.context.set_status import SetStatus
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -19,7 +20,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.commands import is_core_verb, mention_command, run_command
 from bot.core import ChatContext, ChatCore, ClaimKey
 from bot.journal import Kind
-from bot.slack.events import Message, parse_choice_click, parse_message
+from bot.slack.events import ChoiceClick, Message, parse_choice_click, parse_message
 from bot.slack.items import ItemPosts, is_admin
 from bot.slack.render import plain, render_answer
 from bot.slack.scopes import MembershipCache, dm_search_scopes
@@ -67,12 +68,13 @@ class Answers:
 
     def on_choice_click(self, ack: Ack, body: dict[str, Any]) -> None:
         """A reading's button under a "which one?" answer: journaled as a mention is (before the ack, so a killed
-        bot does not lose it), answered in that answer's thread with the clicker's channel as scope."""
+        bot does not lose it), answered in that answer's thread with the clicker's channel as scope; under a private
+        answer (a ``/citebot`` question's), privately: nothing shows in the channel."""
         click = parse_choice_click(body)
         if click is not None:
             # Slack does not re-send interactions; a double click is two clicks, each its own action_ts
             key = ClaimKey.slack_choice(click.team, click.channel, click.user, click.action_ts)
-            if self.work.accept(key, "slack.choice", {"body": body}):
+            if self.work.accept(key, "slack.choice", {"body": body}) and not click.ephemeral:
                 self.work.ui.submit(self.set_status, click.channel, click.thread_ts, searching_text(0))
         ack()
 
@@ -217,10 +219,47 @@ class Answers:
         click = parse_choice_click(payload["body"])
         if click is not None:
             structlog.contextvars.bind_contextvars(user=click.user)
-            self._answer(item, click.as_message(), choice=True)
+            if click.ephemeral:
+                self._answer_privately(item, click)
+            else:
+                self._answer(item, click.as_message(), choice=True)
+
+    def _answer_privately(self, item: WorkItem, click: ChoiceClick) -> None:
+        """A reading picked under a private "which one?" answer: answered to the clicker alone, as the
+        ``/citebot`` question was (never in the channel, where the question and its answer would show), and
+        recorded for 👍/👎 under an id its buttons carry (an ephemeral message has no ts to key it on)."""
+        msg = click.as_message()
+        ctx = ChatContext("slack", msg.scope, msg.user, search_scopes=self.search_scopes(msg))
+        answer_ref = "choice-" + item.key.rsplit(":", 1)[-1]
+        if not item.notes.get("responded"):
+            answer = self.core.answer_choice(ctx, msg.question)
+            text, blocks = render_answer(answer, answer_ref=answer_ref)
+            self.posts.note(item, answer=answer.model_dump_json())  # noted before it leaves
+            self._respond_privately(item, click, text, blocks=blocks)
+        elif item.notes.get("answer") and not item.notes.get("recorded"):
+            answer = Answer.model_validate_json(item.notes["answer"])
+        else:
+            return
+        ref = f"{click.channel}:{answer_ref}"
+        self.core.record_answer(ctx, message_ref=ref, thread_ref=ref, question=msg.question, answer=answer)
+        self.posts.note(item, recorded="1")
+
+    def _respond_privately(self, item: WorkItem, click: ChoiceClick, text: str, **kw: Any) -> None:
+        """To the clicker alone, once: at the click's ``response_url``, else ``chat.postEphemeral``."""
+        if item.notes.get("responded"):
+            return
+        if click.response_url:
+            Respond(response_url=click.response_url)(text, response_type="ephemeral", replace_original=False,
+                                                       unfurl_links=False, unfurl_media=False, **kw)
+        else:
+            self.client.chat_postEphemeral(channel=click.channel, user=click.user, text=text, **kw)
+        self.posts.note(item, responded="1")
 
     def give_up_choice(self, item: WorkItem, payload: dict[str, Any]) -> None:
         click = parse_choice_click(payload["body"])
+        if click is not None and click.ephemeral:
+            self._respond_privately(item, click, APOLOGY)
+            return
         if click is None or self.posts.posted(item, "answer_ts", click.channel, click.thread_ts):
             return
         self.posts.post_once(item, "apology_ts", channel=click.channel, thread_ts=click.thread_ts, text=APOLOGY)

@@ -304,7 +304,8 @@ def parse_feedback_click(body: dict[str, Any], action_id: str) -> FeedbackClick 
 class ChoiceClick:
     """A click on a reading's button under a "which one?" answer: that reading's follow-up question, asked by
     ``user`` in the channel the click came from (never a channel the payload's value names), in the thread of the
-    answer that offered it."""
+    answer that offered it. ``ephemeral``: the answer was one only the clicker sees (a ``/citebot`` question), so
+    the click is answered to the clicker alone, at ``response_url``."""
 
     team: str
     channel: str
@@ -313,6 +314,8 @@ class ChoiceClick:
     message_ts: str
     thread_ts: str
     action_ts: str
+    ephemeral: bool = False
+    response_url: str = ""
 
     def as_message(self) -> Message:
         """The click as the message it stands for: the question, asked in the answer's thread, so it is answered
@@ -344,6 +347,7 @@ def parse_choice_click(body: dict[str, Any]) -> ChoiceClick | None:
         team=str(_obj(body.get("team")).get("id") or user.get("team_id") or ""),
         channel=channel, user=str(user["id"]), question=question, message_ts=message_ts, thread_ts=thread_ts,
         action_ts=str(actions[0].get("action_ts") or message_ts),
+        ephemeral=bool(container.get("is_ephemeral")), response_url=str(body.get("response_url") or ""),
     )
 
 

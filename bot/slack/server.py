@@ -14,14 +14,18 @@ The server faces the internet, so every request is bounded before Bolt checks it
   deadline rather than a per-read timeout, so a client dripping a byte a second is cut off too; an idle
   keep-alive connection is closed after the same time.
 * **Concurrency.** At most ``MAX_CONNECTIONS`` connections are served at once, each by one of as many threads
-  started with the server; more get 503 straight away (from a few bounded reject threads), so slow or many
-  clients cannot use up the process's threads.
+  started with the server, and at most ``MAX_CONNECTIONS_PER_CLIENT`` from one address; more get 503 straight
+  away (from a few bounded reject threads), so slow or many clients cannot use up the process's threads, nor one
+  client every slot. A connection that sends nothing is closed after ``IDLE_TIMEOUT_S``. (Behind a reverse proxy
+  every connection comes from the proxy's address: it gets half the slots, and its own per-client limits apply;
+  loopback clients, a proxy or a load test on the same host, are bounded by the total alone.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import ipaddress
 import json
 import queue
 import signal
@@ -38,6 +42,7 @@ from slack_bolt import App, BoltRequest
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.health import HEALTH_PATH, READY_PATH, Health, serve_health
+from connectors.log import error_fields
 from connectors.settings import Settings
 
 log = structlog.get_logger("citebot.slack.server")
@@ -48,6 +53,9 @@ EVENTS_PATH = "/slack/events"
 MAX_BODY_BYTES = 1_000_000  # Slack payloads are a few kB; refuse anything absurd before reading it
 MAX_CONNECTIONS = 64  # connections served at once; Slack's bursts are acked in milliseconds each
 REQUEST_TIMEOUT_S = 10.0  # Slack gives up after 3 s; a request still arriving after 10 s is not Slack
+MAX_CONNECTIONS_PER_CLIENT = 32  # from one address: half the slots, so one client never holds them all
+PER_CLIENT_EXEMPT = ("127.0.0.0/8", "::1/128")  # local processes: a sidecar proxy, `citebot bench slack`
+IDLE_TIMEOUT_S = 5.0  # until the first byte of a request (a new connection, or the next on a keep-alive one)
 _REJECT_THREADS = 8  # threads that answer 503 beyond MAX_CONNECTIONS; beyond those, connections are closed
 _REJECT_TIMEOUT_S = 1.0
 _OVERLOADED = (
@@ -60,17 +68,25 @@ class _DeadlineReader(io.RawIOBase):
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
-        self.deadline = time.monotonic()
+        self.deadline = self.idle_deadline = time.monotonic()
+        self.started = False  # a byte of the current request has arrived
+
+    def start(self, timeout_s: float, idle_s: float) -> None:
+        """A new request (or an idle keep-alive): its first byte within ``idle_s``, all of it within ``timeout_s``."""
+        now = time.monotonic()
+        self.deadline, self.idle_deadline, self.started = now + timeout_s, now + min(idle_s, timeout_s), False
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        remaining = self.deadline - time.monotonic()
+        remaining = (self.deadline if self.started else self.idle_deadline) - time.monotonic()
         if remaining <= 0:
             raise TimeoutError("the request took too long to arrive")
         self._sock.settimeout(remaining)
-        return self._sock.recv_into(buffer)
+        n = self._sock.recv_into(buffer)
+        self.started = self.started or n > 0
+        return n
 
 
 def make_http_server(
@@ -87,9 +103,19 @@ def make_http_server(
     ``max_connections`` and ``request_timeout_s`` default to ``MAX_CONNECTIONS`` and ``REQUEST_TIMEOUT_S``;
     ``health`` (default: ready at once) says when events may be handled.
     """
-    probe = health if health is not None else Health("slack", ready=True)
+    # the events port faces the internet: it never serves /metrics (only --metrics-port or Socket Mode's port do)
+    probe = (health if health is not None else Health("slack", ready=True)).metrics_elsewhere()
     slots = max_connections if max_connections is not None else MAX_CONNECTIONS
     timeout_s = request_timeout_s if request_timeout_s is not None else REQUEST_TIMEOUT_S
+    per_client, idle_s = min(MAX_CONNECTIONS_PER_CLIENT, slots), IDLE_TIMEOUT_S
+    exempt = [ipaddress.ip_network(n) for n in PER_CLIENT_EXEMPT]
+
+    def capped(host: str) -> bool:
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return True
+        return not any(address in n for n in exempt)
     if slots < 1 or timeout_s <= 0:
         raise ValueError("max_connections must be at least 1 and request_timeout_s positive")
 
@@ -103,7 +129,7 @@ def make_http_server(
             self.rfile = io.BufferedReader(self._reader)
 
         def handle_one_request(self) -> None:
-            self._reader.deadline = time.monotonic() + timeout_s  # for this request, or an idle keep-alive
+            self._reader.start(timeout_s, idle_s)  # for this request, or an idle keep-alive
             super().handle_one_request()  # a TimeoutError while reading closes the connection
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - no access log with query strings
@@ -141,7 +167,13 @@ def make_http_server(
             headers: dict[str, str | Sequence[str]] = {}
             for key in set(self.headers.keys()):
                 headers[key.lower()] = self.headers.get_all(key) or []
-            resp = app.dispatch(BoltRequest(body=body, query=query, headers=headers))
+            try:  # Bolt parses the body before it checks the signature: a body too deep to parse is no payload
+                request = BoltRequest(body=body, query=query, headers=headers)
+            except (ValueError, RecursionError) as e:
+                log.warning("slack_bad_request", reason="body is not a Slack payload", **error_fields(e))
+                self._send(400, b"", {}, close=True)
+                return
+            resp = app.dispatch(request)
             out = resp.body.encode("utf-8") if isinstance(resp.body, str) else json.dumps(resp.body).encode()
             self._send(resp.status, out, {k: v[0] for k, v in resp.headers.items() if v})
 
@@ -180,6 +212,8 @@ def make_http_server(
             super().__init__(*args, **kwargs)
             self._slots = threading.BoundedSemaphore(slots)
             self._reject_slots = threading.BoundedSemaphore(_REJECT_THREADS)
+            self._per_client: dict[str, int] = {}  # open connections per client address
+            self._per_client_lock = threading.Lock()
             # a thread per slot, started here and waiting for connections: a thread started per connection makes
             # the accept loop wait until each new thread runs (a hand-over of the GIL), and while answers ran that
             # put the starts of 50 requests delivered at once 0.56 s apart, their handling 18 ms at p50
@@ -191,14 +225,38 @@ def make_http_server(
             for thread in self._handlers:
                 thread.start()
 
+        def _take_client_slot(self, client_address: Any) -> bool:
+            with self._per_client_lock:
+                host = str(client_address[0])
+                if self._per_client.get(host, 0) >= per_client and capped(host):
+                    return False
+                self._per_client[host] = self._per_client.get(host, 0) + 1
+                return True
+
+        def _give_client_slot(self, client_address: Any) -> None:
+            with self._per_client_lock:
+                host = str(client_address[0])
+                left = self._per_client.get(host, 1) - 1
+                if left > 0:
+                    self._per_client[host] = left
+                else:
+                    self._per_client.pop(host, None)
+
         def process_request(self, request: Any, client_address: Any) -> None:
-            if self._slots.acquire(blocking=False):
-                self._accepted.put((request, client_address))
-            elif self._reject_slots.acquire(blocking=False):
-                log.warning("slack_http_overloaded", max_connections=slots)
+            if self._take_client_slot(client_address):
+                if self._slots.acquire(blocking=False):
+                    self._accepted.put((request, client_address))
+                    return
+                self._give_client_slot(client_address)
+            if self._reject_slots.acquire(blocking=False):
+                log.warning("slack_http_overloaded", max_connections=slots, max_per_client=per_client)
                 threading.Thread(target=self._reject, args=(request,), daemon=True).start()
             else:
                 self.shutdown_request(request)
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            """One JSON log line (type and place) instead of socketserver's traceback on stderr."""
+            log.error("slack_http_error", **error_fields(sys.exc_info()[1] or RuntimeError()))
 
         def _handle_accepted(self) -> None:
             while (accepted := self._accepted.get()) is not None:
@@ -208,6 +266,7 @@ def make_http_server(
             try:
                 super().process_request_thread(request, client_address)
             finally:
+                self._give_client_slot(client_address)
                 self._slots.release()
 
         def server_close(self) -> None:
@@ -342,7 +401,8 @@ def serve(
 ) -> int:
     """Run the Slack bot until interrupted (or SIGTERM); returns the exit status. The HTTP server (or, in Socket
     Mode, the health server on ``health_port``) listens while the model loads, so probes see it starting.
-    ``/metrics`` is served there too, or only on ``metrics_port`` when that is given."""
+    ``/metrics`` is served on ``metrics_port`` when that is given, else only on Socket Mode's ``health_port``:
+    never on the HTTP events port, which faces the internet."""
     from bot.core import ChatCore
     from bot.slack.app import SlackConfigError, build_bot
 

@@ -9,11 +9,22 @@ local testing only, and a warning says so.
 A valid token says the Bot Framework delivered the activity, not that Teams wrote it: the bot then serves only
 ``channelId == "msteams"`` (plus the Emulator's channel in ``--insecure-local``), and a SingleTenant bot only its
 own tenant (``bot.teams.activity.refusal``).
+
+The endpoint faces the internet, so every connection is bounded before a token is looked at (aiohttp's defaults
+bound none of these):
+
+* **Time.** A request's line and headers must arrive within ``REQUEST_TIMEOUT_S`` of the connection opening (or of
+  the previous answer on a keep-alive connection; an idle one is closed then too), and its body within as long
+  again (408): a deadline, so a client dripping a byte a second is cut off.
+* **Size.** A body over ``MAX_BODY_BYTES`` gets 413; a body too deeply nested to parse gets 400.
+* **Concurrency.** At most ``MAX_CONNECTIONS`` connections are open at once (:func:`listen`); more get 503 and
+  are closed at once, so slow or many clients cannot use up the process's file descriptors.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
 import sys
@@ -51,6 +62,14 @@ log = structlog.get_logger("citebot.teams")
 BOT_KEY: web.AppKey[CitebotTeamsBot] = web.AppKey("citebot_teams_bot", CitebotTeamsBot)
 ADAPTER_KEY: web.AppKey[CloudAdapter] = web.AppKey("citebot_teams_adapter", CloudAdapter)
 WARM_UP_KEY: web.AppKey[asyncio.Task[None]] = web.AppKey("citebot_warm_up", asyncio.Task)
+
+
+MAX_CONNECTIONS = 256  # open at once; the Bot Connector's requests are answered in milliseconds each
+REQUEST_TIMEOUT_S = 10.0  # for the request line and headers, and again for the body; an idle keep-alive too
+MAX_BODY_BYTES = 1024**2  # activities are a few kB
+_OVERLOADED = (
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+)
 
 
 class TeamsConfigError(ValueError):
@@ -165,15 +184,22 @@ def build_app(
 
     adapter.on_turn_error = on_error
 
-    probe = health if health is not None else Health("teams", ready=True)
+    # this port faces the internet: it never serves /metrics (``serve``'s --metrics-port does)
+    probe = (health if health is not None else Health("teams", ready=True)).metrics_elsewhere()
 
     async def messages(request: web.Request) -> web.StreamResponse:
         if not probe.ready:  # still loading the model: the Bot Connector retries
             return web.Response(status=503, headers={"Retry-After": "5"})
         try:
-            body = json.loads(await request.read())
+            async with asyncio.timeout(REQUEST_TIMEOUT_S):  # the body's deadline; the headers' is keepalive_timeout
+                raw = await request.read()
+        except TimeoutError:
+            log.warning("teams_bad_request", reason="the body took too long to arrive")
+            return web.Response(status=408, headers={"Connection": "close"})
+        try:
+            body = json.loads(raw)
             activity = Activity.model_validate(body) if isinstance(body, dict) else None
-        except (ValueError, pydantic.ValidationError):
+        except (ValueError, RecursionError, pydantic.ValidationError):  # too deeply nested to parse: no activity
             activity = None
         if activity is None or not activity.type or not activity.conversation:
             log.warning("teams_bad_request", reason="body is not a JSON activity")
@@ -216,7 +242,9 @@ def build_app(
         await bot.stop(settings.drain_s)  # the bounded stop: the rest is taken over by another replica or restart
         bot.close()
 
-    app = web.Application()
+    # keepalive_timeout: aiohttp closes a connection still waiting for a whole request line and headers this long
+    # after it opened or after its last answer (its default is an hour)
+    app = web.Application(client_max_size=MAX_BODY_BYTES, handler_args={"keepalive_timeout": REQUEST_TIMEOUT_S})
     app[BOT_KEY] = bot
     app[ADAPTER_KEY] = adapter
     app.router.add_post("/api/messages", messages)
@@ -230,12 +258,66 @@ def build_app(
     return app
 
 
+class _Overloaded(asyncio.Protocol):
+    """A connection beyond ``MAX_CONNECTIONS``: 503, closed at once, nothing read."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        transport.write(_OVERLOADED)
+        transport.close()
+
+
+class _ConnectionCap:
+    """The protocol factory asyncio's server calls for each accepted connection: aiohttp's handler while fewer
+    than ``limit`` connections are open, else :class:`_Overloaded`."""
+
+    def __init__(self, server: web.Server, limit: int) -> None:
+        self.server, self.limit, self._warned = server, limit, 0.0
+
+    def __call__(self) -> asyncio.BaseProtocol:
+        if len(self.server.connections) < self.limit:
+            return self.server()
+        now = asyncio.get_running_loop().time()
+        if now - self._warned > 10:  # one line per burst, not one per refused connection
+            self._warned = now
+            log.warning("teams_http_overloaded", max_connections=self.limit)
+        return _Overloaded()
+
+
+async def listen(runner: web.AppRunner, host: str, port: int) -> asyncio.Server:
+    """Serve ``runner``'s app on ``host:port`` with at most ``MAX_CONNECTIONS`` connections open (aiohttp's
+    ``TCPSite`` has no cap); ``port=0`` picks a free one. The caller closes the server before ``runner.cleanup()``."""
+    assert runner.server is not None, "runner.setup() first"
+    return await asyncio.get_running_loop().create_server(
+        _ConnectionCap(runner.server, MAX_CONNECTIONS), host, port, backlog=256)
+
+
+def run_app(app: web.Application, *, host: str, port: int) -> None:
+    """``web.run_app`` with the connection cap of :func:`listen`: until SIGINT/SIGTERM, then aiohttp's shutdown
+    and cleanup (the app's drain)."""
+
+    async def main() -> None:
+        runner = web.AppRunner(app, handle_signals=True, access_log=None)
+        await runner.setup()
+        server = None
+        try:
+            server = await listen(runner, host, port)
+            await asyncio.Event().wait()
+        finally:
+            if server is not None:
+                server.close()
+            await runner.cleanup()
+
+    with contextlib.suppress(web.GracefulExit, KeyboardInterrupt):
+        asyncio.run(main())
+
+
 def serve(
     settings: Settings, *, host: str, port: int, insecure_local: bool = False, metrics_port: int | None = None,
     **_: Any,
 ) -> int:
-    """Run the Teams bot until interrupted. ``/metrics`` is served on ``port`` beside the health paths, or only on
-    ``metrics_port`` (with the health paths, by a small server of its own) when that is given."""
+    """Run the Teams bot until interrupted. ``/metrics`` is served only on ``metrics_port`` (with the health
+    paths, by a small server of its own) when that is given, never on ``port``, which faces the internet."""
     try:
         authenticated = check_credentials(settings)
     except TeamsConfigError as e:
@@ -251,8 +333,7 @@ def serve(
     core = ChatCore.from_settings(settings)
     health = Health("teams")
     metrics_server = serve_health(health, host, metrics_port) if metrics_port is not None else None
-    app = build_app(settings, core, insecure_local=insecure_local and not authenticated,
-                    health=health.metrics_elsewhere() if metrics_server is not None else health)
+    app = build_app(settings, core, insecure_local=insecure_local and not authenticated, health=health)
 
     async def warm_up(_app: web.Application) -> None:
         """Listen at once (probes see "starting"), load the model beside, then report ready."""
@@ -271,7 +352,7 @@ def serve(
     if metrics_server is not None:
         threading.Thread(target=metrics_server.serve_forever, daemon=True).start()
     try:
-        web.run_app(app, host=host, port=port, print=None)
+        run_app(app, host=host, port=port)
     finally:
         if metrics_server is not None:
             metrics_server.shutdown()

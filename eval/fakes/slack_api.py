@@ -447,13 +447,15 @@ def feedback_click(
 
 def button_click(
     *, user: str, channel: str, message_ts: str, action_id: str, value: str, thread_ts: str = "", team: str = TEAM,
-    block_id: str = "citebot_choices",
+    block_id: str = "citebot_choices", ephemeral: bool = False, response_url: str = "",
 ) -> dict[str, Any]:
     """A ``block_actions`` payload for a click on a ``button`` element of a bot message (in a thread when
-    ``thread_ts``)."""
+    ``thread_ts``; of an ephemeral message when ``ephemeral``), with Slack's ``response_url`` when given."""
     payload = feedback_click(user=user, channel=channel, message_ts=message_ts, value=value, action_id=action_id,
-                             thread_ts=thread_ts, team=team, block_id=block_id)
+                             thread_ts=thread_ts, team=team, block_id=block_id, ephemeral=ephemeral)
     payload["actions"][0]["type"] = "button"
+    if response_url:
+        payload["response_url"] = response_url
     return payload
 
 

@@ -25,6 +25,11 @@ What the caller gets:
 - :class:`ChildCrashedError` for anything else: an exception in our code, another signal, a silent exit. That is
   our bug, not the user's file, and is reported as such.
 
+The fork server starts with an environment of its own, :data:`CHILD_ENVIRONMENT`'s variables only (locale, paths,
+the Python and Tesseract settings): the bot's credentials (Slack, Teams, OpenAI, Elasticsearch...) are in the
+bot's environment, and a child that parses a hostile PDF never holds them, not even in its process's original
+environment block (``/proc/self/environ``), nor does Tesseract, which it starts.
+
 Neither the server nor a child imports the caller's main module (multiprocessing would, to find the target: ours
 lives in this package). A script that calls the library at its top level, without ``if __name__ ==
 "__main__":``, runs once, and its children do not start a second fork server from inside the first.
@@ -39,6 +44,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -46,7 +52,7 @@ import traceback
 import types
 import warnings
 from collections.abc import Callable, Iterator
-from multiprocessing import forkserver, resource_tracker
+from multiprocessing import forkserver, resource_tracker, util
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -62,6 +68,12 @@ _PRELOAD = [
     "pypdfium2", "pypdf", "pypdf.filters", "PIL.Image",
     "ctypes", "dataclasses", "shutil", "statistics", "unicodedata", "zlib",
 ]
+# the only variables of the bot's environment the fork server, the children and Tesseract see: no credentials
+CHILD_ENVIRONMENT = frozenset({
+    "PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH",
+    "PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE", "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8",
+    "PYTHONIOENCODING", "VIRTUAL_ENV", "TESSDATA_PREFIX", "OMP_THREAD_LIMIT",
+})
 _HEADROOM_MB = 64  # below what the child has mapped at start plus this, the limit is misconfigured
 _MEMORY_SIGNALS = (signal.SIGKILL, signal.SIGABRT)
 _EXIT_UNREPORTED = 70
@@ -92,7 +104,36 @@ class MemoryLimitTooLowError(Exception):
         self.mapped_mb = mapped_mb
 
 
+def child_environment(environ: Any = None) -> dict[str, str]:
+    """The variables of ``environ`` (default: this process's) that a reading child may see."""
+    source = os.environ if environ is None else environ
+    return {k: v for k, v in source.items() if k in CHILD_ENVIRONMENT}
+
+
+_SERVERS: list[subprocess.Popen[bytes]] = []  # kept: a collected Popen would reap the server behind forkserver
+
+
+def _spawn_scrubbed(path: str, args: list[str], passfds: Any) -> int:
+    """``multiprocessing.util.spawnv_passfds`` (how the fork server is started) with :func:`child_environment`
+    instead of the whole environment."""
+    proc = subprocess.Popen(args, executable=path, pass_fds=tuple(sorted(map(int, passfds))),  # noqa: S603
+                            env=child_environment(), close_fds=True)
+    _SERVERS.append(proc)
+    return proc.pid
+
+
+class _ScrubbedUtil:
+    """What ``multiprocessing.forkserver`` calls ``util``: the standard one, but the fork server is started with
+    :func:`child_environment` (multiprocessing has no setting for the server's environment)."""
+
+    spawnv_passfds = staticmethod(_spawn_scrubbed)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(util, name)
+
+
 def _context() -> Any:
+    forkserver.util = _ScrubbedUtil()  # type: ignore[attr-defined]
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(_preload())  # takes effect when the server starts; harmless later
     return ctx

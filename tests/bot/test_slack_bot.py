@@ -256,6 +256,35 @@ def test_a_question_with_several_readings_asks_back_with_a_button_each_and_a_cli
     assert len(slack.fake.calls_to("chat.postMessage", channel=channel)) == before
 
 
+def test_a_click_under_a_private_which_one_answer_is_answered_privately(slack: Harness) -> None:
+    """Issue 40 row 2: a ``/citebot`` question answered "which one?" shows its buttons to the asker alone; a click
+    on one is answered to the clicker alone (the click's response_url, ephemeral), never in the channel, where it
+    would show the private question and its answer to everyone."""
+    from eval.sample_pdfs import CONTRACT, HANDBOOK, sample_bytes
+
+    channel = "C0PRIVCHOICE"
+    for name in (HANDBOOK, CONTRACT):
+        ctx = ChatContext("slack", slack_scope(TEAM, channel), MEMBER)
+        assert slack.core.upload(ctx, file_name=name, data=sample_bytes(name)).status == "indexed"
+    slack.command("What is the limit?", channel=channel, user=MEMBER, name="priv-which")
+    asked = slack.fake.wait_for("response_url", name="priv-which")[0].params
+    assert asked["response_type"] == "ephemeral" and asked["text"].startswith("Which limit do you mean?")
+    (buttons,) = [b["elements"] for b in asked["blocks"] if b["type"] == "actions"]
+    slack.idle()
+
+    click = button_click(user=MEMBER, channel=channel, message_ts="1700000000.000200",
+                         action_id=buttons[2]["action_id"], value=buttons[2]["value"], ephemeral=True,
+                         response_url=slack.fake.response_url("priv-pick"))
+    assert post_interaction(slack.url, click)[0] == 200
+    picked = slack.fake.wait_for("response_url", name="priv-pick")[0].params
+    slack.idle()
+    assert picked["response_type"] == "ephemeral" and "160 pounds per night in London" in picked["text"]
+    assert slack.fake.calls_to("chat.postMessage", channel=channel) == []  # nothing for the channel to see
+    assert slack.fake.calls_to("assistant.threads.setStatus", channel_id=channel) == []
+    # 👍/👎 under the private answer are recorded against it
+    assert any(b["type"] == "context_actions" for b in picked["blocks"])
+
+
 def test_a_quoted_table_arrives_one_row_per_line(slack: Harness) -> None:
     """A table quoted whole shows as a table: caption, header and each year's row on a line of its own, in the quote
     block and in the notification text, not as one run of ``… | Offices 2018 | 84.2 | 910 | 3 2019 | …``."""

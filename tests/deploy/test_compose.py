@@ -21,7 +21,8 @@ VERSION = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text(encoding="u
 BOTS = {"citebot-slack": "slack", "citebot-teams": "teams"}
 # Read by compose itself (interpolation), not by Citebot.
 COMPOSE_ONLY = {
-    "ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD", "ES_HEAP", "ES_MEM_LIMIT", "CITEBOT_IMAGE", "CITEBOT_TEAMS_PUBLISH_PORT",
+    "ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD", "CITEBOT_ES_READER_PASSWORD", "ES_HEAP", "ES_MEM_LIMIT", "CITEBOT_IMAGE",
+    "CITEBOT_TEAMS_PUBLISH_PORT",
 }
 
 
@@ -44,7 +45,7 @@ def read_env(name: str) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("name", [".env.example", "slack.env.example", "teams.env.example"])
+@pytest.mark.parametrize("name", [".env.example", "citebot.env.example", "slack.env.example", "teams.env.example"])
 def test_env_examples_have_no_comment_after_a_value(name: str) -> None:
     """`docker run --env-file` keeps everything after the `=`, an inline comment too, as the value."""
     for line in (DEPLOY / name).read_text(encoding="utf-8").splitlines():
@@ -59,7 +60,7 @@ def env_example() -> dict[str, str]:
 
 def test_services_and_what_they_wait_for(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"elasticsearch", "es-setup", *BOTS}
+    assert set(services) == {"elasticsearch", "es-setup", "citebot-quality", *BOTS}
     for name, platform in BOTS.items():
         bot = services[name]
         assert bot["build"] == {"context": "..", "dockerfile": "deploy/Dockerfile"}
@@ -67,7 +68,7 @@ def test_services_and_what_they_wait_for(compose: dict[str, Any]) -> None:
         assert bot["depends_on"] == {"elasticsearch": {"condition": "service_healthy"},
                                      "es-setup": {"condition": "service_completed_successfully"}}
         assert bot["command"][:2] == ["serve", platform] and "0.0.0.0" in bot["command"]
-        assert "8080" in bot["command"] and bot["env_file"] == [".env", f"{platform}.env"]
+        assert "8080" in bot["command"] and bot["env_file"] == ["citebot.env", f"{platform}.env"]
         assert bot["restart"] == "unless-stopped"
     assert "--http" not in services["citebot-slack"]["command"]  # Socket Mode: no public URL on one server
     assert services["citebot-teams"]["ports"] == ["127.0.0.1:${CITEBOT_TEAMS_PUBLISH_PORT:-3978}:8080"]
@@ -95,6 +96,8 @@ def test_elasticsearch_has_security_a_password_a_heap_a_memory_limit_and_a_volum
 
 def test_every_service_has_a_healthcheck_and_the_bots_probe_readiness(compose: dict[str, Any]) -> None:
     for name, service in compose["services"].items():
+        if "tools" in service.get("profiles", []):
+            continue  # a one-shot command (citebot-quality), not a service to probe
         check = service["healthcheck"]
         assert check["test"][0] in ("CMD", "CMD-SHELL") and check["interval"] and check["retries"], name
     for name in BOTS:
@@ -126,17 +129,35 @@ def test_env_example_lists_every_variable_and_only_real_ones(compose_text: str, 
     used = set(re.findall(r"(?<!\$)\$\{([A-Z_][A-Z0-9_]*)", compose_text))
     assert used <= set(env_example), used - set(env_example)  # every variable the compose file reads
     assert used >= COMPOSE_ONLY
-    unknown = set(env_example) - COMPOSE_ONLY - setting_names()
-    assert not unknown, f"not a setting: {unknown}"
+    assert set(env_example) == COMPOSE_ONLY  # compose's own: no container reads deploy/.env (issue 40 row 1)
     assert env_example["CITEBOT_IMAGE"] == f"citebot:{VERSION}"
-    for credential in ("ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD"):
+    for credential in ("ELASTIC_PASSWORD", "CITEBOT_ES_PASSWORD", "CITEBOT_ES_READER_PASSWORD"):
         assert env_example[credential] == "", credential  # no example secret that someone might keep
 
 
+def test_no_container_reads_the_superusers_password(compose: dict[str, Any]) -> None:
+    """Issue 40 row 1: every line of an env_file reaches the container, so deploy/.env (the `elastic` superuser's
+    password, compose's own interpolation) is nobody's env_file, and no bot's env_file or environment names it."""
+    superuser = {"ELASTIC_PASSWORD"}
+    for name, service in compose["services"].items():
+        files = service.get("env_file", [])
+        files = [files] if isinstance(files, str) else files
+        for file in files:
+            path = file if isinstance(file, str) else file["path"]
+            assert Path(path).name != ".env", (name, path)  # compose's own file: the superuser's password is in it
+            if name in BOTS:
+                held = set(read_env(f"{path}.example")) | set(service.get("environment", {}))
+                assert not held & (superuser | COMPOSE_ONLY - {"CITEBOT_ES_PASSWORD"}), (name, held & superuser)
+                assert "ELASTIC_PASSWORD" not in " ".join(map(str, service.get("environment", {}).values()))
+    for name in ("es-setup", "elasticsearch"):
+        assert "ELASTIC_PASSWORD" in compose["services"][name]["environment"]
+
+
 def test_each_bot_reads_only_its_own_credentials() -> None:
-    """Issue 29 row 17: deploy/.env reaches both bots, so no platform's token is there; each bot's own file holds
-    its credentials and no other platform's."""
-    shared = read_env(".env.example")
+    """Issue 29 row 17: deploy/citebot.env reaches both bots, so no platform's token is there; each bot's own file
+    holds its credentials and no other platform's."""
+    shared = read_env("citebot.env.example")
+    assert not set(shared) - setting_names(), set(shared) - setting_names()
     assert not {v for v in shared if v.startswith(("SLACK_", "TEAMS_"))}
     slack, teams = read_env("slack.env.example"), read_env("teams.env.example")
     assert set(slack) == {"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"}
@@ -164,12 +185,15 @@ def test_the_build_context_leaves_out_secret_files_anywhere() -> None:
     for secret in (".env", "deploy/.env", "deploy/slack.env", "deploy/teams.env", "deploy/.env.local",
                    "deploy/k8s/secret.yaml", "deploy/tls.key"):
         assert ignored(secret), secret
-    for needed in ("deploy/.env.example", "deploy/slack.env.example", "bot/cli/main.py", "pyproject.toml"):
+    for secret in ("deploy/citebot.env",):
+        assert ignored(secret), secret
+    for needed in ("deploy/.env.example", "deploy/citebot.env.example", "deploy/slack.env.example", "bot/cli/main.py",
+                   "pyproject.toml"):
         assert not ignored(needed), needed
 
 
 def test_env_example_loads_as_the_bots_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    env = (DEPLOY / ".env.example").read_text(encoding="utf-8")
+    env = (DEPLOY / "citebot.env.example").read_text(encoding="utf-8")
     (tmp_path / ".env").write_text(env, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     settings = Settings()

@@ -19,7 +19,7 @@ from tests.helpers.k8s import K8S, KUBERNETES_VERSION, by_kind, kubernetes_valid
 def test_every_manifest_validates_strictly(version: str) -> None:
     found = manifests()
     assert {doc["kind"] for _, doc in found} == {"ConfigMap", "Secret", "Deployment", "Service", "PodDisruptionBudget",
-                                                 "CronJob"}
+                                                 "CronJob", "NetworkPolicy"}
     for name, doc in found:
         kubernetes_validate.validate(doc, version, strict=True)  # raises with the path of what is wrong
         assert doc["metadata"]["labels"]["app.kubernetes.io/part-of"] == "citebot", name
@@ -34,7 +34,8 @@ def test_the_validator_does_catch_mistakes() -> None:
 
 def test_kustomization_lists_the_manifests_but_not_the_secret_example() -> None:
     kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text(encoding="utf-8"))
-    assert set(kustomization["resources"]) == {"configmap.yaml", "slack.yaml", "teams.yaml", "quality-cronjob.yaml"}
+    assert set(kustomization["resources"]) == {"configmap.yaml", "slack.yaml", "teams.yaml", "quality-cronjob.yaml",
+                                               "networkpolicy.yaml"}
     # the package version: a rollout of a new release changes what runs (issue 29 row 18)
     version = tomllib.loads((K8S.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
     assert kustomization["images"] == [{"name": "citebot", "newTag": version}]
@@ -111,3 +112,39 @@ def test_a_daily_cronjob_runs_the_quality_check_and_fails_on_an_alarm() -> None:
     assert pod["securityContext"]["runAsNonRoot"] and container["securityContext"]["readOnlyRootFilesystem"]
     out = container["args"][container["args"].index("--out") + 1]
     assert any(out.startswith(v["mountPath"]) for v in container["volumeMounts"])  # a writable place for the page
+
+
+def test_a_networkpolicy_limits_what_every_citebot_pod_reaches() -> None:
+    """Issue 40 row 10: the bot pods (which parse untrusted PDFs) could reach anything, the cloud metadata endpoint
+    included. Every Citebot pod is selected; it may reach DNS, Elasticsearch's 9200 and HTTPS on public addresses,
+    never 169.254.169.254 nor a private range, and no other port."""
+    import ipaddress
+
+    (policy,) = by_kind("NetworkPolicy").values()
+    spec = policy["spec"]
+    assert "Egress" in spec["policyTypes"]
+    selector = spec["podSelector"]["matchLabels"]
+    pods = [d["spec"]["template"] for d in by_kind("Deployment").values()]
+    pods += [c["spec"]["jobTemplate"]["spec"]["template"] for c in by_kind("CronJob").values()]
+    for pod in pods:
+        assert selector.items() <= pod["metadata"]["labels"].items(), pod["metadata"]["labels"]
+    allowed = {(53, "UDP"), (53, "TCP"), (9200, "TCP"), (443, "TCP")}
+    seen = set()
+    metadata = ipaddress.ip_address("169.254.169.254")
+    for rule in spec["egress"]:
+        ports = {(p["port"], p["protocol"]) for p in rule["ports"]}  # every rule names its ports: none is "any"
+        assert ports and ports <= allowed, ports
+        seen |= ports
+        for peer in rule["to"]:  # every rule names its peers: none is "anywhere on those ports" by omission
+            if "ipBlock" in peer:
+                assert ports == {(443, "TCP")}, "only HTTPS goes to addresses outside the cluster"
+                block = ipaddress.ip_network(peer["ipBlock"]["cidr"])
+                excepted = [ipaddress.ip_network(e) for e in peer["ipBlock"].get("except", [])]
+                if block.version == 4:
+                    assert any(metadata in e for e in excepted), "the metadata endpoint is not excepted"
+                    for private in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"):
+                        assert any(ipaddress.ip_network(private).subnet_of(e) for e in excepted  # type: ignore[arg-type]
+                                   if e.version == 4), private
+            else:
+                assert peer["namespaceSelector"]["matchLabels"] and peer["podSelector"]["matchLabels"], peer
+    assert seen == allowed

@@ -9,6 +9,8 @@ Kubernetes schemas; every mounted path and Secret a pod needs is there."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +100,28 @@ def test_compose_uses_tls_and_a_limited_user_and_the_superuser_password_stays_in
     script = " ".join(setup["command"]) if isinstance(setup["command"], list) else setup["command"]
     assert "_security/role/citebot_writer" in script and '"names": ["citebot-*"]' in script
     assert "_security/user/citebot_writer" in script
+
+
+def test_the_quality_check_signs_in_read_only() -> None:
+    """Issue 40 row 11: the quality CronJob signed in as citebot_writer (read, write, delete). It reads the chat
+    state only: a role that can read citebot-* and nothing more, in Kubernetes and in compose."""
+    roles = yaml.safe_load(_access()["Secret"]["stringData"]["roles.yml"])
+    reader = roles["citebot_reader"]
+    assert reader["cluster"] == ["monitor"]
+    (indices,) = reader["indices"]
+    assert indices["names"] == ["citebot-*"] and set(indices["privileges"]) == {"read", "view_index_metadata"}
+    container = by_kind("CronJob")["citebot-quality"]["spec"]["jobTemplate"]["spec"]["template"]["spec"][
+        "containers"][0]
+    env = {e["name"]: e["value"] for e in container.get("env", [])}
+    assert env["CITEBOT_ELASTICSEARCH_USERNAME"] == "citebot_reader"  # overrides the ConfigMap's writer
+    compose = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text(encoding="utf-8"))
+    quality = compose["services"]["citebot-quality"]
+    assert quality["command"][0] == "quality" and "env_file" not in quality
+    assert quality["environment"]["CITEBOT_ELASTICSEARCH_USERNAME"] == "citebot_reader"
+    assert "READER" in quality["environment"]["CITEBOT_ELASTICSEARCH_PASSWORD"]
+    setup = compose["services"]["es-setup"]["command"]
+    script = " ".join(setup) if isinstance(setup, list) else setup
+    role = re.search(r"_security/role/citebot_reader \\\s*-d '([^']+)'", script)
+    assert role, "es-setup makes the citebot_reader role"
+    body = json.loads(role.group(1))
+    assert body["indices"] == [{"names": ["citebot-*"], "privileges": ["view_index_metadata", "read"]}]

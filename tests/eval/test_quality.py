@@ -156,3 +156,17 @@ def test_html_escapes_what_the_state_holds(build: StateBuilder, capsys: pytest.C
     assert quality(capsys, "--out", str(tmp_path / "q"))[0] == 0
     page = (tmp_path / "q" / "quality.html").read_text()
     assert "<img src=x" not in page and "<script>x" not in page and "&lt;script&gt;x" in page
+
+
+def test_dollar_signs_in_names_are_text_not_tex(build: StateBuilder, capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    """Issue 40 row 6: matplotlib read `$...$` in a file name or heading as TeX math, and a macro it does not know
+    failed the command (and --check) with ValueError. Text from users is drawn as it is."""
+    name, section = r"minutes $\badmacro$.pdf", r"Costs $\frac{a}{b$ and $x^2$"
+    build.answer(days_ago=1, vote="down", file=name, section=section)
+    build.answer(days_ago=2, refused=True, vote="down", file=name, section=section)
+    code, _ = quality(capsys, "--out", str(tmp_path / "q"))
+    assert code == 0
+    page = (tmp_path / "q" / "quality.html").read_text()
+    assert r"minutes $\badmacro$.pdf" in page  # in the chart's SVG text too, as written
+    assert quality(capsys, "--check")[0] in (0, 1)  # judged, not crashed

@@ -47,3 +47,12 @@ def busy(report: Report, cpu_seconds: float) -> int:
     while time.process_time() < end:
         rounds += sum(range(1000)) > 0
     return rounds
+
+
+def environment(report: Report) -> dict[str, str]:
+    """What the child can see of its environment: ``os.environ``, the process's original environment block, and
+    what a program it starts (as Tesseract is started) gets."""
+    with open("/proc/self/environ", "rb") as f:  # noqa: PTH123 - a tiny target
+        block = f.read().decode(errors="replace")
+    started = subprocess.run(["env"], capture_output=True, text=True, check=True, timeout=30).stdout  # noqa: S607
+    return {"environ": "\n".join(f"{k}={v}" for k, v in os.environ.items()), "block": block, "started": started}

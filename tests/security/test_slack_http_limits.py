@@ -41,9 +41,13 @@ def slack_bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlackBot]:
 
 
 @contextmanager
-def _serving(slack_bot: SlackBot, monkeypatch: pytest.MonkeyPatch, *, timeout_s: float) -> Iterator[tuple[str, int]]:
+def _serving(slack_bot: SlackBot, monkeypatch: pytest.MonkeyPatch, *, timeout_s: float, per_client: int = 4,
+             idle_s: float = 60.0, exempt: tuple[str, ...] = ()) -> Iterator[tuple[str, int]]:
     monkeypatch.setattr(slack_server, "REQUEST_TIMEOUT_S", timeout_s, raising=False)
     monkeypatch.setattr(slack_server, "MAX_CONNECTIONS", 4, raising=False)
+    monkeypatch.setattr(slack_server, "MAX_CONNECTIONS_PER_CLIENT", per_client, raising=False)
+    monkeypatch.setattr(slack_server, "IDLE_TIMEOUT_S", idle_s, raising=False)
+    monkeypatch.setattr(slack_server, "PER_CLIENT_EXEMPT", exempt, raising=False)  # the test's clients are loopback
     srv = make_http_server(slack_bot.app, "127.0.0.1", 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
@@ -60,8 +64,8 @@ def server(slack_bot: SlackBot, monkeypatch: pytest.MonkeyPatch) -> Iterator[tup
         yield addr
 
 
-def _connect(addr: tuple[str, int]) -> socket.socket:
-    sock = socket.create_connection(addr, timeout=5)
+def _connect(addr: tuple[str, int], source: str = "") -> socket.socket:
+    sock = socket.create_connection(addr, timeout=5, source_address=(source, 0) if source else None)
     sock.settimeout(5)
     return sock
 
@@ -168,4 +172,60 @@ def test_connections_beyond_the_limit_get_503_at_once(slack_bot: SlackBot, monke
             if got.startswith(b"HTTP/1.1 200") or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
+        assert got.startswith(b"HTTP/1.1 200"), got[:80]
+
+
+def test_one_client_cannot_hold_every_slot(slack_bot: SlackBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 40 row 7: one address holding idle connections took all the slots. Two per client here (of four):
+    the client's third connection gets 503, while another address (127.0.0.2, loopback too) is still served."""
+    with _serving(slack_bot, monkeypatch, timeout_s=60.0, per_client=2) as server:
+        held = [_connect(server) for _ in range(2)]
+        try:
+            for sock in held:
+                sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: bot.example\r\n")  # ...and nothing more
+            with _connect(server) as third:
+                third.sendall(b"GET /healthz HTTP/1.1\r\nHost: bot.example\r\n\r\n")
+                got, _ = _answer(third, within=30)
+            assert got.startswith(b"HTTP/1.1 503"), got[:80]
+            with _connect(server, source="127.0.0.2") as other:
+                other.sendall(b"GET /healthz HTTP/1.1\r\nHost: bot.example\r\n\r\n")
+                got, _ = _answer(other, within=30)
+            assert got.startswith(b"HTTP/1.1 200"), got[:80]
+        finally:
+            for sock in held:
+                sock.close()
+
+
+def test_loopback_clients_are_bounded_by_the_total_alone(slack_bot: SlackBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy or a load test on the same host (``citebot bench slack`` sends 50 at once) is a loopback client: it
+    may use every slot (here with loopback exempt, as by default)."""
+    with _serving(slack_bot, monkeypatch, timeout_s=60.0, per_client=2, exempt=("127.0.0.0/8",)) as server:
+        held = [_connect(server) for _ in range(3)]
+        try:
+            for sock in held:
+                sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: bot.example\r\n")
+            with _connect(server) as fourth:
+                fourth.sendall(b"GET /healthz HTTP/1.1\r\nHost: bot.example\r\n\r\n")
+                got, _ = _answer(fourth, within=30)
+            assert got.startswith(b"HTTP/1.1 200"), got[:80]
+        finally:
+            for sock in held:
+                sock.close()
+
+
+def test_a_connection_that_sends_nothing_is_closed_after_the_idle_timeout(
+    slack_bot: SlackBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40 row 7: an idle connection held its slot for the whole request deadline (60 s here); it is let go
+    after the idle timeout (0.5 s here), and a request that has started still has its whole deadline."""
+    with _serving(slack_bot, monkeypatch, timeout_s=60.0, idle_s=0.5) as server:
+        with _connect(server) as idle:
+            started = time.monotonic()
+            got, ended_by_server = _answer(idle, within=30)
+        assert ended_by_server and got == b"" and time.monotonic() - started < 10
+        with _connect(server) as slow:  # the head in two parts, 1 s apart: past the idle timeout, still served
+            slow.sendall(b"GET /healthz HTTP/1.1\r\n")
+            time.sleep(1.0)
+            slow.sendall(b"Host: bot.example\r\n\r\n")
+            got, _ = _answer(slow, within=30)
         assert got.startswith(b"HTTP/1.1 200"), got[:80]
