@@ -29,7 +29,6 @@ in :meth:`Answerer.order`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from connectors.log import get_logger
@@ -37,7 +36,7 @@ from pipelines.answer_policy import NOTE_LLM_FAILED, Decision
 from pipelines.components.query_rewriter import looks_like_follow_up
 from pipelines.models import Answer, RetrievalMode, Turn
 from pipelines.questions import choices, computed, documents, figures, parts, references, tables
-from pipelines.questions.kinds import QuestionKind, classify
+from pipelines.questions.kinds import Question, QuestionKind, classify
 from pipelines.questions.steps import Steps
 
 if TYPE_CHECKING:
@@ -48,21 +47,6 @@ log = get_logger(__name__)
 
 # kinds that never lean on an earlier turn: answered here even when the question looks like a follow-up
 _STANDALONE = frozenset({QuestionKind.REFERENCE, QuestionKind.DOCUMENT_TYPE})
-
-
-@dataclass(frozen=True)
-class Question:
-    """A question parsed once: its ``text`` (whitespace folded), the asker's ``scopes``, the thread's ``history``,
-    the retrieval ``mode``, ``k`` passages, ``show`` (an LLM answer's checked sentences as they are written), and
-    the ``kinds`` it may be (:func:`classify`, less what a follow-up leaves to the look-up)."""
-
-    text: str
-    scopes: list[str]
-    history: tuple[Turn, ...]
-    mode: RetrievalMode
-    k: int
-    show: ShowText | None
-    kinds: frozenset[QuestionKind]
 
 
 AnswerKindFn = Callable[[Question], Answer | None]

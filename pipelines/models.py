@@ -178,7 +178,7 @@ class ComputedOperand(BaseModel):
 
 class Computation(BaseModel):
     """How a computed answer's figure follows from its quotes, recomputed before anyone sees it
-    (:func:`pipelines.questions.computed.recompute`): ``expression`` over the ``operands`` (``+ - * /``, ``mean``),
+    (:func:`pipelines.figures.arithmetic.recompute`): ``expression`` over the ``operands`` (``+ - * /``, ``mean``),
     times ``factor`` (100 for a percentage, a unit conversion), rounded to ``decimals``, is ``result``."""
 
     expression: str

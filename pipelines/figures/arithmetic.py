@@ -16,6 +16,9 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, DivisionByZero, InvalidOperation
 
+from pipelines.figures.numbers import parse_figure, rounded
+from pipelines.models import Citation, Computation
+
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
 
@@ -138,3 +141,22 @@ def readable(expr: str, values: dict[str, str]) -> str:
         return "?"
 
     return show(_parse(expr), top=True)
+
+
+def recompute(computation: Computation, citations: list[Citation]) -> bool:
+    """Whether ``computation``'s result follows from its operands as the *validated* quotes print them: each
+    operand's cell must be in its citation's quote; the expression is evaluated again from those figures."""
+    quotes = {c.n: c.quote for c in citations}
+    values: dict[str, Decimal] = {}
+    for o in computation.operands:
+        if o.cell not in quotes.get(o.n, ""):
+            return False
+        value = parse_figure(o.cell)
+        if value is None:
+            return False
+        values[o.name] = abs(value) if o.outflow else value
+    try:
+        result = evaluate(computation.expression, values) * Decimal(computation.factor)
+    except FormulaError:
+        return False
+    return rounded(result, computation.decimals) == Decimal(computation.result)

@@ -6,14 +6,14 @@ for, and says it was computed from the quotes; each operand's row is quoted with
 The metric's definition is :data:`pipelines.components.statements.FORMULAS`' (a question naming a line item with
 "year-over-year", "growth" or "N-year average" computes that over the item itself). Nothing is computed from a
 figure that is not quoted: an operand no retrieved page prints leaves the question to the look-up. Before the
-answer is given, :func:`recompute` reads every operand again from its *validated* quote and recomputes the result.
+answer is given, :func:`pipelines.figures.arithmetic.recompute` reads every operand again from its *validated*
+quote and recomputes the result.
 """
 
 from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from connectors.log import get_logger
 from pipelines.components.statements import asked_item, formula_for, line_item
@@ -21,7 +21,7 @@ from pipelines.figures.arithmetic import FormulaError, Operand, evaluate, instan
 from pipelines.figures.numbers import grouped, parse_figure, rounded
 from pipelines.figures.periods import AskedPeriod, asked_period
 from pipelines.figures.tables import SCALE, UNIT_WORD, Row
-from pipelines.models import Answer, Citation, Computation, ComputedOperand
+from pipelines.models import Answer, Computation, ComputedOperand
 from pipelines.questions.figures import (
     OUTFLOWS,
     Found,
@@ -30,11 +30,8 @@ from pipelines.questions.figures import (
     candidate_pages,
     find_rows,
 )
-from pipelines.questions.kinds import AVERAGE, GROWTH
+from pipelines.questions.kinds import AVERAGE, GROWTH, Question
 from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
-
-if TYPE_CHECKING:
-    from pipelines.answerer import Question
 
 log = get_logger(__name__)
 
@@ -75,25 +72,6 @@ def _cell(found: list[Found], year: int) -> tuple[Row, int] | None:
             if col < len(f.row.cells) and parse_figure(f.row.cells[col]) is not None:
                 return f.row, col
     return None
-
-
-def recompute(computation: Computation, citations: list[Citation]) -> bool:
-    """Whether ``computation``'s result follows from its operands as the *validated* quotes print them: each
-    operand's cell must be in its citation's quote; the expression is evaluated again from those figures."""
-    quotes = {c.n: c.quote for c in citations}
-    values: dict[str, Decimal] = {}
-    for o in computation.operands:
-        if o.cell not in quotes.get(o.n, ""):
-            return False
-        value = parse_figure(o.cell)
-        if value is None:
-            return False
-        values[o.name] = abs(value) if o.outflow else value
-    try:
-        result = evaluate(computation.expression, values) * Decimal(computation.factor)
-    except FormulaError:
-        return False
-    return rounded(result, computation.decimals) == Decimal(computation.result)
 
 
 def computed_metric(steps: Steps, q: Question) -> Answer | None:

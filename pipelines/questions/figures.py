@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from haystack import Document
 
@@ -22,10 +21,8 @@ from pipelines.figures.numbers import grouped, parse_figure
 from pipelines.figures.periods import AskedPeriod, asked_period
 from pipelines.figures.tables import SCALE, UNIT_WORD, Header, Row, read_page
 from pipelines.models import Answer
+from pipelines.questions.kinds import Question
 from pipelines.questions.steps import AnswerDraft, Steps
-
-if TYPE_CHECKING:
-    from pipelines.answerer import Question
 
 # a question about the item's story, not its figure
 _NARRATIVE = re.compile(r"\b(?:why|explain|describe|discuss|drivers?|reasons?|what (?:drove|caused)|how did)\b", re.I)

@@ -6,11 +6,17 @@ out of the question with the pattern that recognised it."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pipelines.components._text import terms
 from pipelines.components.statements import asked_item, formula_for
 from pipelines.components.structure_router import parse_refs
+from pipelines.models import RetrievalMode, Turn
+
+if TYPE_CHECKING:
+    from pipelines.streaming import ShowText
 
 MAX_PARTS = 4
 
@@ -111,3 +117,18 @@ def split_parts(question: str) -> list[str]:
     if len(parts) < 2:
         return [question]
     return [p[0].upper() + p[1:] + "?" for p in parts[:MAX_PARTS]]
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question parsed once: its ``text`` (whitespace folded), the asker's ``scopes``, the thread's ``history``,
+    the retrieval ``mode``, ``k`` passages, ``show`` (an LLM answer's checked sentences as they are written), and
+    the ``kinds`` it may be (:func:`classify`, less what a follow-up leaves to the look-up)."""
+
+    text: str
+    scopes: list[str]
+    history: tuple[Turn, ...]
+    mode: RetrievalMode
+    k: int
+    show: ShowText | None
+    kinds: frozenset[QuestionKind]

@@ -16,6 +16,7 @@ from connectors.store_api import DocInfo
 from pipelines.answer_policy import Draft, Validated
 from pipelines.components._text import GENERIC, STOPWORDS, terms
 from pipelines.components.citation_validator import CitationValidator, chunk_id_of
+from pipelines.figures.arithmetic import recompute
 from pipelines.models import Answer, AnswerKind, Computation, RetrievalMode, RetrievedChunk
 
 if TYPE_CHECKING:
@@ -82,17 +83,14 @@ class Steps:
         """Validate every quote against its chunk; an answer whose quotes did not all validate is not given
         (the look-up path answers instead). ``mode`` "llm": the draft holds the model's words (a multi-part
         question's parts), its quotes validated here again all the same. A ``computation`` is recomputed from the
-        validated quotes (:func:`pipelines.questions.computed.recompute`); one that does not hold is not given."""
+        validated quotes (:func:`pipelines.figures.arithmetic.recompute`); one that does not hold is not given."""
         v = Validated.of(self.validator.run(citations=draft.citations, documents=list(draft.docs.values())))
         if v.failures:
             log.warning("quote_not_validated", kind=kind, n_failures=len(v.failures))
             return None
-        if computation is not None:
-            from pipelines.questions.computed import recompute
-
-            if not recompute(computation, v.citations):
-                log.error("computation_not_recomputed", kind=kind)
-                return None
+        if computation is not None and not recompute(computation, v.citations):
+            log.error("computation_not_recomputed", kind=kind)
+            return None
         return Answer(
             text="\n".join(draft.lines), citations=v.citations, refused=refused, mode=mode,
             retrieved=[retrieved(d) for d in draft.docs.values()], note=note, validation=v.counts,

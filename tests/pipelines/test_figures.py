@@ -10,12 +10,11 @@ from haystack import Document
 
 from connectors.settings import Settings
 from pipelines.components.statements import asked_item, row_is
-from pipelines.figures.arithmetic import FormulaError, Operand, evaluate, instantiate, readable
+from pipelines.figures.arithmetic import FormulaError, Operand, evaluate, instantiate, readable, recompute
 from pipelines.figures.numbers import parse_figure
 from pipelines.figures.periods import asked_period
 from pipelines.figures.tables import read_page, split_rows
 from pipelines.models import Citation, Computation, ComputedOperand
-from pipelines.questions.computed import recompute
 from pipelines.service import CitebotService
 from tests.helpers.pdfs import make_pdf
 
