@@ -35,13 +35,6 @@ GENERIC = frozenset(
     work works thing things new make made use used kind""".split()  # noqa: SIM905
 )
 
-# Words that say which period, not what about it: a filing calls every page's year "fiscal", and titles a section
-# "Fiscal 2022"; a question's "fiscal", "year end" or "quarter" tells no passage from another.
-PERIOD_WORDS = frozenset(
-    """fiscal fy year years yearly year-end yearend annual annually quarter quarters quarterly ended ending ytd
-    period periods""".split()  # noqa: SIM905
-)
-
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 
 

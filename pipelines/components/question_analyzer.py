@@ -32,7 +32,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from pipelines.components._text import GENERIC, PERIOD_WORDS, STOPWORDS, question_sentences
+from pipelines.components._text import GENERIC, STOPWORDS, question_sentences
 from pipelines.components.instructions import Instructions, split_instructions
 
 _FORMAT_CUE = re.compile(
@@ -122,6 +122,13 @@ def content_words(text: str) -> list[str]:
     return out
 
 
+# Words that say which period, not what about it: a filing calls every page's year "fiscal", and titles a section
+# "Fiscal 2022"; a question's "fiscal", "year end" or "quarter" tells no passage from another. (Kept out of
+# _text.py, whose every definition but a listed few decides the eval index's key.)
+PERIOD_WORDS = frozenset(
+    """fiscal fy year years yearly year-end yearend annual annually quarter quarters quarterly ended ending ytd
+    period periods""".split()  # noqa: SIM905
+)
 _PERIOD_TOKEN = re.compile(r"^(?:fy|q[1-4]|h[12])'?\d+$")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s")
 

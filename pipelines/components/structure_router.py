@@ -34,8 +34,9 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.stores import store_from_dict
-from pipelines.components._text import PERIOD_WORDS, stem, terms
+from pipelines.components._text import stem, terms
 from pipelines.components.document_names import named_files, naming_words, preferred_files
+from pipelines.components.question_analyzer import PERIOD_WORDS
 from pipelines.reading.identity import DocumentIdentity
 
 _NUM = r"(\d{1,4})"
