@@ -20,9 +20,9 @@ about formats and rounding. Out of a question come:
 
 Two kinds of words are not searched for, though the question needs them: the words ``names`` that routing
 already used to pick the company's filings ("Netflix": in its own filing the name is on every page, and the
-passages it matches best are the auditor's report and the certifications), and period words ("fiscal",
-"FY2022" is searched for as 2022, "year end"): a filing has a section titled "Fiscal 2022" and every page is
-about its fiscal year. Neither counts in term support.
+passages it matches best word for word are the auditor's report and the certifications; ``keywords`` is the query
+without them, for BM25), and period words ("fiscal", "FY2022" is searched for as 2022, "year end"): a filing has
+a section titled "Fiscal 2022" and every page is about its fiscal year. Neither counts in term support.
 """
 
 from __future__ import annotations
@@ -99,11 +99,15 @@ def plain_periods(text: str) -> str:
     return " ".join(_YEAR_END.sub("", text).split())
 
 
-def without_names(text: str, names: list[str]) -> str:
-    """``text`` without the words ``names`` (whole words, possessives with them): "What was Netflix's net income?"
-    without ["Netflix"] is "What was net income?"."""
-    for name in sorted(set(names), key=len, reverse=True):
-        text = re.sub(rf"(?<![\w&]){re.escape(name)}(?:['’]s?)?(?![\w&])", " ", text)
+def without_names(text: str, names: list[str], *, instead: str = "") -> str:
+    """``text`` with the words ``names`` (whole words, a run of them as one: "Halvorsen & Pike"; possessives with
+    them) replaced by ``instead``: "What was Netflix's net income?" without ["Netflix"] is "What was net income?",
+    or "What was the company's net income?" with ``instead="the company"``."""
+    if not names:
+        return text
+    one = "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
+    run = rf"(?<![\w&])(?:{one})(?:[\s&.\-]+(?:{one}))*(['’]s?)?(?![\w&])"
+    text = re.sub(run, lambda m: f" {instead}{m.group(1) or ''} " if instead else " ", text)
     text = re.sub(r"\s+([?.,;:!)])", r"\1", " ".join(text.split()))
     return text.strip()
 
@@ -193,12 +197,15 @@ class QuestionAnalyzer:
         analyzer = QuestionAnalyzer()
         out = analyzer.run(question="Assume you are an analyst. What were Netflix's FY2017 total current "
                                     "liabilities? Answer in USD millions.", names=["Netflix"])
-        out["query"]  # "What were 2017 total current liabilities?"
+        out["query"]  # "What were the company's 2017 total current liabilities?" (what the embedding reads)
+        out["keywords"]  # "What were 2017 total current liabilities?"
         out["instructions"].unit  # "USD millions"
 
     :param question: the question as asked.
-    :param names: words of it that name what routing picked the files by (the company), not searched for.
-    :returns: ``query``, ``anchors``, ``words`` and ``instructions``.
+    :param names: words of it that name what routing picked the files by (the company): in ``query`` (what the
+        embedding reads: "Halvorsen & Pike was founded in..." is what a question about its founding is near),
+        not in ``keywords`` (what BM25 searches for), ``anchors`` or ``words``.
+    :returns: ``query``, ``keywords``, ``anchors``, ``words`` and ``instructions``.
     """
 
     def to_dict(self) -> dict[str, Any]:
@@ -208,8 +215,11 @@ class QuestionAnalyzer:
     def from_dict(cls, data: dict[str, Any]) -> QuestionAnalyzer:
         return default_from_dict(cls, data)
 
-    @component.output_types(query=str, anchors=list[str], words=list[str], instructions=Instructions)
+    @component.output_types(query=str, keywords=str, anchors=list[str], words=list[str], instructions=Instructions)
     def run(self, question: str, names: list[str] | None = None) -> dict[str, Any]:
         query, said = split_question(question)
-        query = plain_periods(without_names(query, list(names or [])) or query)
-        return {"query": query, "anchors": anchors(query), "words": content_words(query), "instructions": said}
+        query = plain_periods(query)
+        keywords = without_names(query, list(names or [])) or query
+        query = without_names(query, list(names or []), instead="the company")
+        return {"query": query, "keywords": keywords, "anchors": anchors(keywords), "words": content_words(keywords),
+                "instructions": said}

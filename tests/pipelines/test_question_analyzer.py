@@ -12,6 +12,7 @@ from pipelines.components.question_analyzer import (
     plain_periods,
     split_question,
     strip_instructions,
+    without_names,
     word_forms,
 )
 
@@ -131,7 +132,8 @@ def test_an_analysts_instructions_are_parsed_out_of_the_question(question, query
 
 def test_the_analyzer_searches_for_neither_the_routed_company_nor_period_words():
     out = QuestionAnalyzer().run(question=_BALANCE_Q, names=["Adobe"])
-    assert out["query"] == "What is total assets at the end of 2022?"
+    assert out["query"] == "What is the company's total assets at the end of 2022?"  # what the embedding reads
+    assert out["keywords"] == "What is total assets at the end of 2022?"  # what BM25 searches for
     assert out["words"] == ["assets", "end"]  # no "adobe", "fiscal", "judgments", "usd", "billions"
     assert out["anchors"] == ["2022"]
     assert out["instructions"].statements == ("balance",)
@@ -149,3 +151,19 @@ def test_the_analyzer_searches_for_neither_the_routed_company_nor_period_words()
 )
 def test_periods_are_said_as_years(text, plain):
     assert plain_periods(text) == plain
+
+
+@pytest.mark.parametrize(
+    ("text", "names", "instead", "out"),
+    [
+        ("In which year and city was Halvorsen & Pike founded?", ["Halvorsen", "Pike"], "the company",
+         "In which year and city was the company founded?"),
+        ("What is Netflix's year end 2017 total?", ["Netflix"], "", "What is year end 2017 total?"),
+        ("What is Netflix's year end 2017 total?", ["Netflix"], "the company",
+         "What is the company's year end 2017 total?"),
+        ("What is the ROA for Coca Cola?", ["Coca", "Cola"], "", "What is the ROA for?"),
+        ("What is the net revenue?", [], "the company", "What is the net revenue?"),
+    ],
+)
+def test_the_routed_company_is_said_as_the_company_or_not_at_all(text, names, instead, out):
+    assert without_names(text, names, instead=instead) == out
