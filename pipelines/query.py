@@ -34,12 +34,19 @@ from connectors.tracing import span, tag
 from pipelines.answer_policy import AnswerPolicy, Decide, Decision, Draft, Signals
 from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.extractive_answerer import ExtractiveAnswerer
+from pipelines.components.instructions import Instructions
 from pipelines.components.llm_answerer import PROMPT_VERSION, LLMAnswerer
 from pipelines.components.page_ranker import PageRanker
 from pipelines.components.query_embedder import QueryEmbedder
 from pipelines.components.query_rewriter import QueryRewriter
-from pipelines.components.question_analyzer import QuestionAnalyzer, strip_instructions, word_forms
-from pipelines.components.refusal import RefusalCheck, confidence
+from pipelines.components.question_analyzer import (
+    QuestionAnalyzer,
+    plain_periods,
+    strip_instructions,
+    without_names,
+    word_forms,
+)
+from pipelines.components.refusal import WORDS_AT_LEAST, RefusalCheck, confidence
 from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
 from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn
@@ -98,7 +105,10 @@ class Retrieval:
 
     ``explicit``: the question named pages/sections/tables that exist, so quote only those; ``anchors``:
     specific terms (years, numbers, names) an answering passage must hold; ``filters``: what the question
-    restricted retrieval to (a named file); ``words``: the question's content words."""
+    restricted retrieval to (a named file); ``words``: the question's content words; ``instructions``: what the
+    asker said about the answer (statements to read from, unit, rounding, role), out of ``query`` and the terms.
+    The company a question names routes it to that company's files and is in none of ``keywords`` (what BM25
+    searched for), ``content_question``, ``anchors`` or ``words``; the embedding (``query``) reads it."""
 
     routed: list[Document]
     hits: list[Document]
@@ -110,6 +120,8 @@ class Retrieval:
     anchors: list[str] = field(default_factory=list)
     filters: dict[str, Any] | None = None
     words: list[str] = field(default_factory=list)
+    instructions: Instructions = field(default_factory=Instructions)
+    keywords: str = ""
 
     def context(self, k: int) -> list[Document]:
         """Referenced chunks first, then the top ``k`` fused hits not already there."""
@@ -204,33 +216,36 @@ class QueryEngine:
     def retrieve(self, query: str, scopes: list[str], mode: RetrievalMode, k: int) -> Retrieval:
         """Step 1 of a look-up: analyse the question, route its explicit references (pages, sections, tables,
         files), retrieve, rank pages: a :class:`Retrieval`."""
-        with span("analyze"):
-            analysis = self.analyzer.run(question=query)
         with span("route") as s:
             routed_out = self.router.run(question=query, scopes=scopes)
             tag(s, n_documents=len(routed_out["documents"]), explicit_reference=bool(routed_out["explicit"]))
+        names = routed_out["names"]
+        with span("analyze"):  # the company routing picked the files by is no word to search them for
+            analysis = self.analyzer.run(question=query, names=names)
+        said: Instructions = analysis["instructions"]
         filters = routed_out["filters"]
-        hits, embedding = self._run_retrieval(mode, analysis["query"], scopes, filters)
+        hits, embedding = self._run_retrieval(mode, analysis["query"], scopes, filters, keywords=analysis["keywords"])
         routed = routed_out["documents"][:MAX_ROUTED]
         reference = routed_out["reference"]
         if not routed and hits:
             with span("route_headings"):
-                heading_docs, heading = self.router.heading_documents(query, scopes, hits[:k], filters, pool=hits)
+                heading_docs, heading = self.router.heading_documents(analysis["keywords"], scopes, hits[:k],
+                                                                      filters, pool=hits)
             routed = heading_docs[:MAX_ROUTED]
             if heading and routed:
                 reference = heading
         with span("rank_pages"):
             hits = self.pages.run(question=analysis["query"], query_embedding=embedding, hits=hits,
-                                  scopes=scopes)["documents"]
+                                  scopes=scopes, statements=list(said.statements))["documents"]
         if filters is None:
             routed = _in_best_document(routed, hits)
         routed = _in_scope(routed, scopes)
         hits = _in_scope(hits, scopes)
         return Retrieval(
             routed=routed, hits=hits, embedding=embedding, reference=reference, query=analysis["query"],
-            content_question=strip_instructions(routed_out["content_question"]),
+            content_question=_content(routed_out["content_question"], names),
             explicit=bool(routed_out["explicit"]), anchors=analysis["anchors"] or [], filters=filters,
-            words=analysis["words"] or [],
+            words=analysis["words"] or [], instructions=said, keywords=analysis["keywords"],
         )
 
     def retrieve_within(self, query: str, scopes: list[str], mode: RetrievalMode, k: int,
@@ -241,7 +256,8 @@ class QueryEngine:
         hits, embedding = self.search(analysis["query"], scopes, mode=mode, filters=filters)
         return Retrieval(routed=[], hits=hits[:k], embedding=embedding, reference="", query=analysis["query"],
                          content_question=query, explicit=False, anchors=analysis["anchors"] or [],
-                         filters=filters, words=analysis["words"] or [])
+                         filters=filters, words=analysis["words"] or [], instructions=analysis["instructions"],
+                         keywords=analysis["keywords"])
 
     def search(self, query: str, scopes: list[str], *, mode: RetrievalMode = RetrievalMode.HYBRID,
                filters: dict[str, Any] | None = None) -> tuple[list[Document], list[float]]:
@@ -266,26 +282,29 @@ class QueryEngine:
         """Step 3: the draft's ``max_cosine`` and ``coverage``, the term support in the scope, and ``confidence``,
         the number the refusal threshold applies to (1.0 for an explicit reference): see :class:`Signals`."""
         support = 1.0 if r.explicit else self.term_support(r.anchors, scopes, r.filters)
-        words = 1.0 if r.explicit else self.term_support(r.words, scopes, r.filters)
+        words = 1.0 if r.explicit else self.term_support(r.words, scopes, r.filters, at_least=WORDS_AT_LEAST)
         return Signals(max_cosine=ext.max_cosine, coverage=ext.coverage, anchor_support=support, word_support=words,
                        confidence=confidence(ext.max_cosine, support, words) if not r.explicit else 1.0)
 
-    def term_support(self, terms: Sequence[str], scopes: list[str], filters: dict[str, Any] | None) -> float:
+    def term_support(self, terms: Sequence[str], scopes: list[str], filters: dict[str, Any] | None, *,
+                     at_least: int = 1) -> float:
         """Share of ``terms`` that occur anywhere in ``scopes`` (1.0 when there are none; any form of a word counts:
-        "ending" is found by "ended", "sampled" by "sample", see :func:`word_forms`). A specific term no passage
-        holds is strong evidence the PDFs don't answer."""
+        "ending" is found by "ended", "sampled" by "sample", see :func:`word_forms`), counted out of ``at_least``
+        terms when there are fewer. A specific term no passage holds is strong evidence the PDFs don't answer."""
         if not terms:
             return 1.0
-        found = 0
+        missing = 0
         for t in terms[:MAX_TERMS]:
-            if self.store.bm25_matches(" ".join(word_forms(t)), scopes=scopes, filters=filters):
-                found += 1
-        return found / min(len(terms), MAX_TERMS)
+            if not self.store.bm25_matches(" ".join(word_forms(t)), scopes=scopes, filters=filters):
+                missing += 1
+        return 1.0 - missing / max(min(len(terms), MAX_TERMS), at_least)
 
     def _run_retrieval(
-        self, mode: RetrievalMode, query: str, scopes: list[str], filters: dict[str, Any] | None
+        self, mode: RetrievalMode, query: str, scopes: list[str], filters: dict[str, Any] | None,
+        *, keywords: str | None = None,
     ) -> tuple[list[Document], list[float]]:
-        """Run the retrieval pipeline's own components in its graph order, without ``Pipeline.run``.
+        """Run the retrieval pipeline's own components in its graph order, without ``Pipeline.run``; BM25 searches
+        for ``keywords`` when given (the query without the routed company's name), the embedding reads ``query``.
 
         ``Pipeline.run`` deep-copies every value passed between components, one Python call per float of
         the 384-float embedding and per document field: at 50k chunks that measured ~30 ms a question, a
@@ -307,7 +326,8 @@ class QueryEngine:
             ranked.append(dense["documents"])
         if mode.bm25:
             with span("retrieve_bm25") as s:
-                bm25 = p.get_component("bm25").run(query=query, scopes=scopes, filters=filters, top_k=top_k)
+                bm25 = p.get_component("bm25").run(query=keywords or query, scopes=scopes, filters=filters,
+                                                   top_k=top_k)
                 tag(s, n_hits=len(bm25["documents"]))
             ranked.append(bm25["documents"])
         with span("fuse"):
@@ -411,6 +431,13 @@ class QueryEngine:
             "validation.fuzzy": v.fuzzy, "validation.unknown_chunk": v.unknown_chunk,
             "validation.unmatched": v.unmatched, "validation.retried": v.retried,
         }
+
+
+def _content(question: str, names: list[str]) -> str:
+    """What the answerer scores sentences against: the question without structural references (the router's
+    ``content_question``), instructions, the company's name and period words ("fiscal")."""
+    stripped = strip_instructions(question)
+    return plain_periods(without_names(stripped, names) or stripped)
 
 
 def _in_scope(docs: list[Document], scopes: list[str]) -> list[Document]:

@@ -264,3 +264,36 @@ def preferred_files(question: str, file_names: Sequence[str], aliases: Mapping[s
     if best <= 0.0:
         return list(file_names)
     return [f for s, f in scored if s >= best - 0.3]
+
+
+def naming_words(question: str, file_names: Sequence[str], aliases: Mapping[str, str] | None = None) -> list[str]:
+    """The words of ``question`` (as written, possessives dropped) that name the company of one of ``file_names``
+    (by its name or its alias): "Netflix" in "What was Netflix's net income?", "Coca Cola", "AMEX", "JnJ". Within
+    those files the name is on every page, so it tells no passage from another: retrieval and the refusal check
+    leave it out once routing has used it. A word counts alone when it looks like a name (capitalised, or an
+    abbreviation), else only with its neighbours, run together into the name ("general mills"): "general and
+    administrative expenses" keeps its "general", "Netflix net income" its "net"."""
+    tokens = _question_tokens(question)
+    norms = [n for _, n in tokens]
+    companies = {_company(f) for f in file_names} | {_company(a) for f, a in (aliases or {}).items()
+                                                        if f in file_names}
+    asked = _asked(question)
+    flagged = [False] * len(tokens)
+    for words, key in companies:
+        if len(key) < 2 or not _names(asked, words, key):
+            continue
+        for i, (raw, norm) in enumerate(tokens):
+            if len(norm) < 2 or not (raw[:1].isupper() or raw[:1].isdigit()):
+                continue
+            short = raw.isupper() or re.fullmatch(r"[A-Z]n[A-Z]", raw) is not None
+            if norm in words or (short and _abbreviates(raw, words, key)) or (
+                key.startswith(norm) and (len(norm) >= 5 or len(norm) >= 0.4 * len(key))
+            ):
+                flagged[i] = True
+        for i in range(len(tokens)):  # "Coca Cola", "Activision Blizzard", "general mills": words run together
+            run = norms[i]
+            for j in range(i + 1, min(i + 4, len(tokens))):
+                run += norms[j]
+                if run == key or (key.startswith(run) and len(run) >= 0.6 * len(key)):
+                    flagged[i : j + 1] = [True] * (j + 1 - i)
+    return list(dict.fromkeys(raw for (raw, _), hit in zip(tokens, flagged, strict=True) if hit))

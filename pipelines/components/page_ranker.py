@@ -164,8 +164,10 @@ class PageRanker:
         return pages
 
     @component.output_types(documents=list[Document])
-    def run(self, question: str, query_embedding: list[float], hits: list[Document], scopes: list[str]
-            ) -> dict[str, list[Document]]:
+    def run(self, question: str, query_embedding: list[float], hits: list[Document], scopes: list[str],
+            statements: list[str] | None = None) -> dict[str, list[Document]]:
+        """``statements``: the statements the asker said to read from (``Instructions.statements``), lifted
+        with those the question's own words need."""
         scopes = require_scopes(scopes)
         if not hits or self.page_weight == 0 and self.statement_boost == 0:
             return {"documents": hits}
@@ -178,7 +180,7 @@ class PageRanker:
         docs = docs[: self.max_documents]
         q = np.asarray(query_embedding, dtype=np.float32)
         q = q / (np.linalg.norm(q) or 1.0)
-        wanted = set(wanted_statements(question))
+        wanted = set(wanted_statements(question)) | set(statements or ())
         evidence: dict[tuple[str, int], float] = {}
         for h in hits:
             k = (str((h.meta or {}).get("doc_id", "")), _page_of(h))

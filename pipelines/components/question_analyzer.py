@@ -13,7 +13,16 @@ about formats and rounding. Out of a question come:
   dropped;
 * ``anchors``: the specific terms a passage that answers must contain, as they are written: years and
   other numbers, capitalised names that do not open a sentence, quoted phrases. An answer that none of the
-  scope's passages can back is what these catch ("in 2024" asked of a report about 2018).
+  scope's passages can back is what these catch ("in 2024" asked of a report about 2018);
+* ``instructions``: what the asker said about the answer rather than the documents, as analysts write it (a
+  role, the statements to read from, the unit, the rounding: :mod:`pipelines.components.instructions`), taken
+  out of ``query`` and kept for the answer kinds.
+
+Two kinds of words are not searched for, though the question needs them: the words ``names`` that routing
+already used to pick the company's filings ("Netflix": in its own filing the name is on every page, and the
+passages it matches best word for word are the auditor's report and the certifications; ``keywords`` is the query
+without them, for BM25), and period words ("fiscal", "FY2022" is searched for as 2022, "year end"): a filing has
+a section titled "Fiscal 2022" and every page is about its fiscal year. Neither counts in term support.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict
 
 from pipelines.components._text import GENERIC, STOPWORDS, question_sentences
+from pipelines.components.instructions import Instructions, split_instructions
 
 _FORMAT_CUE = re.compile(
     r"\b(?:format(?:ted)?|in (?:a |the )?list|as a list|list format|decimal(?: place)?s?|round(?:ed)?|nearest|"
@@ -62,13 +72,44 @@ _QUESTION_WORDS = frozenset(
 )
 
 
-def strip_instructions(question: str) -> str:
-    """The question without inline examples of the answer's form and without trailing format instructions."""
+def split_question(question: str) -> tuple[str, Instructions]:
+    """The question without inline examples of the answer's form, trailing format instructions and an analyst's
+    instructions (role, statements to use, unit, rounding), and what those instructions asked."""
     text = _EXAMPLE.sub("", " ".join(question.split())).strip()
-    sentences = question_sentences(text)
-    kept = sentences[:1] + [s for s in sentences[1:] if not _FORMAT_CUE.search(s)]
-    out = " ".join(kept).strip()
-    return out or " ".join(question.split())
+    out, said = split_instructions(text, format_cue=_FORMAT_CUE)
+    return (out.strip() or " ".join(question.split())), said
+
+
+def strip_instructions(question: str) -> str:
+    """The question without inline examples of the answer's form and without instructions (:func:`split_question`)."""
+    return split_question(question)[0]
+
+
+# "FY2022", "FY 22", "fiscal 2022", "fiscal year 2022" are the year; "year end FY2018" too
+_PERIOD_YEAR = re.compile(r"\b(?:(?:fiscal|financial)\s+(?:year\s+)?|fy\s*'?)((?:19|20)\d\d)\b", re.I)
+_FY_SHORT = re.compile(r"\bfy\s*'?(\d\d)\b", re.I)
+_YEAR_END = re.compile(r"\b(?:fiscal\s+)?year[- ]end(?:ed|ing)?\s+(?=(?:19|20)\d\d\b)", re.I)
+
+
+def plain_periods(text: str) -> str:
+    """``text`` with its fiscal periods said as years: "at the end of fiscal 2022" -> "at the end of 2022",
+    "year end FY2018" -> "2018". A filing calls its every page's year "fiscal"; the year is what tells them apart."""
+    text = _PERIOD_YEAR.sub(r"\1", text)
+    text = _FY_SHORT.sub(r"20\1", text)
+    return " ".join(_YEAR_END.sub("", text).split())
+
+
+def without_names(text: str, names: list[str], *, instead: str = "") -> str:
+    """``text`` with the words ``names`` (whole words, a run of them as one: "Halvorsen & Pike"; possessives with
+    them) replaced by ``instead``: "What was Netflix's net income?" without ["Netflix"] is "What was net income?",
+    or "What was the company's net income?" with ``instead="the company"``."""
+    if not names:
+        return text
+    one = "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
+    run = rf"(?<![\w&])(?:{one})(?:[\s&.\-]+(?:{one}))*(['’]s?)?(?![\w&])"
+    text = re.sub(run, lambda m: f" {instead}{m.group(1) or ''} " if instead else " ", text)
+    text = re.sub(r"\s+([?.,;:!)])", r"\1", " ".join(text.split()))
+    return text.strip()
 
 
 def content_words(text: str) -> list[str]:
@@ -77,13 +118,22 @@ def content_words(text: str) -> list[str]:
     out: list[str] = []
     for tok in _WORD.findall(_PLACE_REF.sub(" ", text)):
         low = re.sub(r"['’]s$", "", tok.lower()).strip(".'’")
-        if len(low) < 3 or low in STOPWORDS or low in GENERIC or low in _QUESTION_WORDS or low[:1].isdigit():
+        if (len(low) < 3 or low in STOPWORDS or low in GENERIC or low in _QUESTION_WORDS or low[:1].isdigit()
+                or low in PERIOD_WORDS or _PERIOD_TOKEN.match(low)):
             continue
         if low not in out:
             out.append(low)
     return out
 
 
+# Words that say which period, not what about it: a filing calls every page's year "fiscal", and titles a section
+# "Fiscal 2022"; a question's "fiscal", "year end" or "quarter" tells no passage from another. (Kept out of
+# _text.py, whose every definition but a listed few decides the eval index's key.)
+PERIOD_WORDS = frozenset(
+    """fiscal fy year years yearly year-end yearend annual annually quarter quarters quarterly ended ending ytd
+    period periods""".split()  # noqa: SIM905
+)
+_PERIOD_TOKEN = re.compile(r"^(?:fy|q[1-4]|h[12])'?\d+$")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "s")
 
 
@@ -140,7 +190,23 @@ def anchors(text: str) -> list[str]:
 @component
 class QuestionAnalyzer:
     """Question in; ``query`` (for retrieval and quote scoring), ``anchors`` (specific terms) and ``words``
-    (content words), the last two for the refusal check, out."""
+    (content words), the last two for the refusal check, and ``instructions`` (:class:`Instructions`), out.
+
+    Usage::
+
+        analyzer = QuestionAnalyzer()
+        out = analyzer.run(question="Assume you are an analyst. What were Netflix's FY2017 total current "
+                                    "liabilities? Answer in USD millions.", names=["Netflix"])
+        out["query"]  # "What were the company's 2017 total current liabilities?" (what the embedding reads)
+        out["keywords"]  # "What were 2017 total current liabilities?"
+        out["instructions"].unit  # "USD millions"
+
+    :param question: the question as asked.
+    :param names: words of it that name what routing picked the files by (the company): in ``query`` (what the
+        embedding reads: "Halvorsen & Pike was founded in..." is what a question about its founding is near),
+        not in ``keywords`` (what BM25 searches for), ``anchors`` or ``words``.
+    :returns: ``query``, ``keywords``, ``anchors``, ``words`` and ``instructions``.
+    """
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self)
@@ -149,7 +215,11 @@ class QuestionAnalyzer:
     def from_dict(cls, data: dict[str, Any]) -> QuestionAnalyzer:
         return default_from_dict(cls, data)
 
-    @component.output_types(query=str, anchors=list[str], words=list[str])
-    def run(self, question: str) -> dict[str, Any]:
-        query = strip_instructions(question)
-        return {"query": query, "anchors": anchors(query), "words": content_words(query)}
+    @component.output_types(query=str, keywords=str, anchors=list[str], words=list[str], instructions=Instructions)
+    def run(self, question: str, names: list[str] | None = None) -> dict[str, Any]:
+        query, said = split_question(question)
+        query = plain_periods(query)
+        keywords = without_names(query, list(names or [])) or query
+        query = without_names(query, list(names or []), instead="the company")
+        return {"query": query, "keywords": keywords, "anchors": anchors(keywords), "words": content_words(keywords),
+                "instructions": said}

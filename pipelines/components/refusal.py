@@ -14,6 +14,10 @@ CLOSEST_PASSAGES = " The closest passages, if you want to check:\n"
 # strong evidence the PDFs don't answer; an ordinary content word less so (it may be a synonym or a typo).
 ANCHOR_PENALTY = 2.0
 WORD_PENALTY = 1.0
+# A content word's share is counted out of at least this many words: with the company's name and period words no
+# longer counted (they are on every page of the company's filings, so they only padded the share), a short
+# question's one synonym ("city" for Leeds) would otherwise cost half its confidence.
+WORDS_AT_LEAST = 4
 
 
 def confidence(max_cosine: float, anchor_support: float, word_support: float) -> float:

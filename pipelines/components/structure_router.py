@@ -34,8 +34,9 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.stores import store_from_dict
-from pipelines.components._text import terms
-from pipelines.components.document_names import named_files, preferred_files
+from pipelines.components._text import stem, terms
+from pipelines.components.document_names import named_files, naming_words, preferred_files
+from pipelines.components.question_analyzer import PERIOD_WORDS
 from pipelines.reading.identity import DocumentIdentity
 
 _NUM = r"(\d{1,4})"
@@ -67,6 +68,12 @@ _KIND_WORDS = frozenset(
     first second third last latest previous next new old attached uploaded shared original above below following
     document documents pdf pdfs file files paper report handbook manual guide presentation deck slides article
     brochure booklet contract policy form""".split()  # noqa: SIM905
+)
+# a heading's words that say which period ("Fiscal 2022", "Year Ended December 31") name no subject: a question
+# about fiscal 2022 asks about every page of the filing, not that section
+_PERIOD_TERMS = frozenset(stem(w) for w in PERIOD_WORDS) | frozenset(
+    stem(m) for m in """january february march april may june july august september october november december
+    end""".split()  # noqa: SIM905
 )
 _FILE_CACHE_TTL_S = 600.0
 _FILE_VERSION_CHECK_S = 2.0  # a file uploaded this long ago is named-matchable; counting costs ~5 ms at 50k
@@ -168,7 +175,8 @@ def _and(*conds: dict[str, Any] | None) -> dict[str, Any] | None:
 class StructureRouter:
     """Question in, the chunks it explicitly references out (``documents``), plus ``filters`` that
     restrict retrieval to a named file, a human-readable ``reference``, the ``content_question`` (the
-    question without its references and file mentions) and ``explicit`` (referenced chunks were found)."""
+    question without its references and file mentions), ``explicit`` (referenced chunks were found) and
+    ``names`` (the question's words that name the company of the files it was routed to: "Netflix")."""
 
     def __init__(self, *, document_store: ChunkStore, fetch_limit: int = 40) -> None:
         if document_store is None:
@@ -281,15 +289,17 @@ class StructureRouter:
         pool: list[Document] | None = None,
     ) -> tuple[list[Document], str]:
         """The section of a chunk in ``candidates`` whose innermost heading's words all occur in the question:
-        its chunks among ``pool`` (all retrieved chunks; default ``candidates``), in document order."""
-        qterms = set(terms(question))
+        its chunks among ``pool`` (all retrieved chunks; default ``candidates``), in document order. Period words
+        ("Fiscal 2022", "Year Ended") are no heading's subject and match nothing."""
+        qterms = set(terms(question)) - _PERIOD_TERMS
         best: tuple[int, str, Document] | None = None
         for doc in candidates:
             section = str((doc.meta or {}).get("section", "") or "")
             if not section:
                 continue
             heading = section.split(" > ")[-1]
-            hterms = {t for t in terms(re.sub(r"^[\dIVXLC.§]+\s+", "", heading)) if not t.isdigit()}
+            hterms = {t for t in terms(re.sub(r"^[\dIVXLC.§]+\s+", "", heading))
+                      if not t.isdigit() and t not in _PERIOD_TERMS}
             if len(hterms) >= 1 and hterms <= qterms and (best is None or len(hterms) > best[0]):
                 best = (len(hterms), section, doc)
         if best is None:
@@ -366,7 +376,8 @@ class StructureRouter:
         return named_files(question, [name for name, _ in self._file_names(scopes)], self.aliases(scopes))
 
     @component.output_types(
-        documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool
+        documents=list[Document], filters=dict[str, Any] | None, reference=str, content_question=str, explicit=bool,
+        names=list[str],
     )
     def run(self, question: str, scopes: list[str]) -> dict[str, Any]:
         scopes = require_scopes(scopes)
@@ -411,4 +422,5 @@ class StructureRouter:
             "reference": reference,
             "content_question": " ".join(content.split()),
             "explicit": bool(docs),
+            "names": naming_words(question, in_files, self.aliases(scopes)) if in_files else [],
         }

@@ -8,6 +8,7 @@ from pipelines.components.document_names import (
     Period,
     file_period,
     named_files,
+    naming_words,
     preferred_files,
     question_period,
 )
@@ -97,3 +98,27 @@ def test_the_period_picks_the_filing():
     assert preferred_files("Walmart's FY2022 capex?", walmart) == ["WALMART_2023_10K.pdf"]
     # no period: every filing of the company stays in play
     assert preferred_files("Who is Walmart's CEO?", walmart) == walmart
+
+
+@pytest.mark.parametrize(
+    ("question", "file", "words"),
+    [
+        ("What was Netflix's net income in 2017?", "NETFLIX_2017_10K.pdf", ["Netflix"]),  # "net" stays
+        ("What is the FY2017 return on assets for Coca Cola?", "COCACOLA_2017_10K.pdf", ["Coca", "Cola"]),
+        ("Does AMEX have an improving operating margin?", "AMERICANEXPRESS_2022_10K.pdf", ["AMEX"]),
+        ("What drove gross margin for American Express?", "AMERICANEXPRESS_2022_10K.pdf", ["American", "Express"]),
+        ("What were General Mills general and administrative expenses?", "GENERALMILLS_2019_10K.pdf",
+         ["General", "Mills"]),
+        ("what were general mills sales", "GENERALMILLS_2019_10K.pdf", ["general", "mills"]),
+        ("Are JnJ's FY2022 financials that of a high growth company?", "JOHNSON_JOHNSON_2022_10K.pdf", ["JnJ"]),
+        ("Which region had the highest EBITDAR for MGM Resorts?", "MGMRESORTS_2022_10K.pdf", ["MGM", "Resorts"]),
+        ("What is Nike revenue?", "ADOBE_2022_10K.pdf", []),  # a company the files are not about stays a word
+    ],
+)
+def test_the_words_that_name_the_company(question, file, words):
+    assert naming_words(question, [file]) == words
+
+
+def test_the_words_that_name_a_company_by_its_alias():
+    assert naming_words("What is Adobe's revenue?", ["filing-01.pdf"], {"filing-01.pdf": "Adobe_2022_10K"}) == [
+        "Adobe"]

@@ -228,6 +228,23 @@ class TestStructureRouter:
         assert [d.id for d in docs] == ["hb:00002"] and heading == "4.2 Parental leave"
         assert router.heading_documents("How many trucks?", ["local"], hits) == ([], "")
 
+    @pytest.mark.parametrize(
+        ("heading", "question"),
+        [
+            ("Fiscal 2022", "What were total assets at the end of fiscal 2022?"),
+            ("Year Ended December 31, 2022", "What was revenue for the year ended December 31, 2022?"),
+            ("2 Fourth Quarter and Fiscal Year Results", "What was fourth quarter fiscal year revenue?"),
+        ],
+    )
+    def test_period_words_match_no_heading(self, heading, question):
+        """A filing's every page is about its fiscal year: a section titled by the period is not what is asked."""
+        hit = _chunk("local", "tk", 0, 2, "In fiscal 2022 we opened twelve stores.", section=heading, section_id="")
+        assert StructureRouter(document_store=_NoStore()).heading_documents(question, ["local"], [hit]) == ([], "")
+
+
+class _NoStore:
+    """A store heading routing never touches (it reads the retrieved candidates only)."""
+
 
 @pytest.mark.parametrize(
     ("question", "pages", "sections", "labels", "stripped"),
