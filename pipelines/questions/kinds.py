@@ -27,9 +27,14 @@ _DOC_TYPE = re.compile(
     r"|\bwhat\s+(?:documents|pdfs|files)\s+(?:are|do you have)\b",
     re.I,
 )
+# a superlative asks for the max or min of a measure, whatever the measure ("the longest refund window", "the
+# cheapest plan"): the adjective's direction, not a list of column names
 EXTREME = re.compile(r"\b(highest|lowest|largest|smallest|biggest|greatest|most|least|fewest|maximum|minimum|"
-                     r"max|min|top|bottom|peak|best|worst)\b", re.I)
-LOW_WORDS = {"lowest", "smallest", "least", "fewest", "minimum", "min", "bottom", "worst"}
+                     r"max|min|top|bottom|peak|best|worst|longest|shortest|cheapest|costliest|dearest|"
+                     r"earliest|latest|fastest|slowest|heaviest|lightest|widest|narrowest|"
+                     r"tallest|deepest|strongest|weakest)\b", re.I)
+LOW_WORDS = {"lowest", "smallest", "least", "fewest", "minimum", "min", "bottom", "worst", "shortest", "cheapest",
+             "earliest", "slowest", "lightest", "narrowest", "weakest"}
 SHORT_DEFINITE = re.compile(
     r"^\s*(?:what|which|how \w+)\s+(?:is|are|was|were|'s)\s+(?:the|our|my)\s+"
     r"([a-z][\w\-]*(?:\s[a-z][\w\-]*)?)\s*\??\s*$",
