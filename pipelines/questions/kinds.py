@@ -36,7 +36,7 @@ EXTREME = re.compile(r"\b(highest|lowest|largest|smallest|biggest|greatest|most|
 LOW_WORDS = {"lowest", "smallest", "least", "fewest", "minimum", "min", "bottom", "worst", "shortest", "cheapest",
              "earliest", "slowest", "lightest", "narrowest", "weakest"}
 SHORT_DEFINITE = re.compile(
-    r"^\s*(?:what|which|how \w+)\s+(?:is|are|was|were|'s)\s+(?:the|our|my)\s+"
+    r"^\s*(?:what|which|how \w+)(?:\s+(?:is|are|was|were)|['’]s)\s+(?:the|our|my)\s+"
     r"([a-z][\w\-]*(?:\s[a-z][\w\-]*)?)\s*\??\s*$",
     re.I,
 )
