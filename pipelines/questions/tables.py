@@ -13,7 +13,7 @@ from pipelines.components._text import terms
 from pipelines.components.structure_router import parse_refs
 from pipelines.models import Answer, RetrievalMode
 from pipelines.questions.kinds import EXTREME, LOW_WORDS
-from pipelines.questions.steps import AnswerDraft, Steps, content_words, page_text
+from pipelines.questions.steps import AnswerDraft, Steps, content_words, doc_filter, page_text
 
 # a cell holding one measure: an optional sign or currency, a number, an optional scale or unit of a word or two
 # ("30 days", "$1,200", "12%", "(4.8%)", "€3.2 million", "2 years")
@@ -32,6 +32,8 @@ _MEASURED_BY = {
     "money": ({"cheapest", "costliest", "dearest"},
               {"price", "cost", "fee", "charge", "amount", "rate", "eur", "usd", "gbp"}),
 }
+_TOTAL = re.compile(r"(?i)(?:grand\s+)?totals?\b")
+_PERIOD = re.compile(r"(?i)(?:fy\s?)?(?:19|20)\d{2}")
 _VERBS = {"has", "had", "have", "is", "was", "are", "were", "does", "did", "do", "offers", "offer", "gives"}
 _ADJECTIVES = {"longest", "shortest", "largest", "smallest", "biggest", "greatest", "cheapest", "earliest", "latest",
                "fastest", "slowest", "heaviest", "lightest", "widest", "narrowest", "highest", "lowest", "costliest",
@@ -66,8 +68,9 @@ def table_extreme(steps: Steps, question: str, scopes: list[str], mode: Retrieva
                                                            "value": named_tables}, limit=10)
     else:
         hits, _ = steps.engine.search(question, scopes, mode=mode)
-        tables = [h for h in hits[:8]
+        tables = [h for h in hits[:12]
                   if (h.meta or {}).get("element_type") == "table"]
+        tables += [t for t in _tables_beside(steps, scopes, hits[:3]) if all(t.id != x.id for x in tables)]
     q_terms = set(content_words(question)) - {"highest", "lowest", "larg", "small", "bigg", "great", "most",
                                               "least", "fewest", "maximum", "minimum", "max", "min", "top"}
     for t in tables:
@@ -79,9 +82,25 @@ def table_extreme(steps: Steps, question: str, scopes: list[str], mode: Retrieva
         where = f"{label} of {(t.meta or {}).get('file_name', 'the PDF')} ({page_text(t)})"
         word = said if said in _ADJECTIVES else "lowest" if low else "highest"
         marks = draft.cite(t, found.header) + draft.cite(t, found.row)
-        draft.lines.append(f"{found.label}: the {word} {found.column} in {where} is {found.value} {marks}.")
+        column = f"value for {found.column}" if _PERIOD.fullmatch(found.column) else found.column
+        draft.lines.append(f"{found.label}: the {word} {column} in {where} is {found.value} {marks}.")
         return steps.finish(draft, "table")
     return None
+
+
+def _tables_beside(steps: Steps, scopes: list[str], hits: list[Document]) -> list[Document]:
+    """The tables on the page of a best passage that is not one ("The following tables set forth the percentage
+    of net sales by category": the table under it is what the question reads)."""
+    out: list[Document] = []
+    for h in hits:
+        m = h.meta or {}
+        if m.get("element_type") == "table" or not m.get("doc_id"):
+            continue
+        for c in steps.store.fetch(scopes=scopes, filters=doc_filter(str(m["doc_id"])), limit=2000):
+            cm = c.meta or {}
+            if cm.get("element_type") == "table" and cm.get("page_start") == m.get("page_start"):
+                out.append(c)
+    return out
 
 
 def _cells(line: str) -> list[str]:
@@ -118,6 +137,11 @@ def _measure_column(header: list[str], key_col: int, measure: set[str], said: se
     scored = [s for s in scored if s[0] > 0]
     if scored:
         return -max(scored)[1]
+    periods = [i for i, h in enumerate(header) if i != key_col and _PERIOD.fullmatch(h.strip())]
+    if periods and len(periods) == len(header) - 1:  # columns of years, none asked for: the latest, when its
+        latest = max(periods, key=lambda i: header[i])  # cells are one measure (shares of a whole, not the
+        kinds = {r[latest].strip().endswith("%") for r in rows}  # lines of a statement: sales, margins...)
+        return latest if len(kinds) == 1 else None
     for adjectives, words in _MEASURED_BY.values():
         if not adjectives & said:
             continue
@@ -148,6 +172,8 @@ def extreme_row(content: str, q_terms: set[str], question: str, *, low: bool) ->
     col = _measure_column(header, key_col, measure, said, [_cells(ln) for ln in rows])
     if col is None:
         return None
+    # a total (its label "Total…" or none: the sum under a column of shares) is no row the question can mean
+    rows = [ln for ln in rows if _cells(ln)[key_col] and not _TOTAL.match(_cells(ln)[key_col])]
     values = [(v, ln) for ln in rows if (v := cell_value(_cells(ln)[col])) is not None]
     if len(values) < 2:
         return None
