@@ -6,16 +6,18 @@ writes either from the same passages (:meth:`pipelines.questions.steps.Steps.wri
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from haystack import Document
 
 from connectors.store_api import DocInfo
-from pipelines.components._text import sentence_spans
+from pipelines.components._text import STOPWORDS, sentence_spans
 from pipelines.components.citation_validator import chunk_id_of
 from pipelines.components.extractive_answerer import is_heading_line, skip_heading_lines
 from pipelines.models import Answer, RetrievalMode
 from pipelines.questions.kinds import ALL_DOCS, COMPARE, SUMMARY, THIS_DOC
-from pipelines.questions.steps import AnswerDraft, Steps, content_words, doc_filter, page_text, top
+from pipelines.questions.steps import AnswerDraft, Steps, content_words, doc_filter, leaf, page_text, top
 
 MAX_COMPARED = 6  # documents compared side by side; more than that is not a comparison anyone reads
 MAX_SUMMARY_SECTIONS = 15
@@ -25,7 +27,10 @@ _DOC_NOUNS = re.compile(
     r"(?i)\b(?:the|this|that|these|our|my|whole|entire|full|main|key|points?|it|(?:\w+[-\s])?(?:agreement|contract|"
     r"handbook|report|manual|policy|pdf|document|doc|file|paper|article|study|filing|release|deck|slides?|"
     r"presentation|memo|letter|brochure|guide|statement|proposal|form|10-?k|10-?q|8-?k|transcript|publication))s?\b")
-_ABSTRACT = re.compile(r"(?i)^(?:abstract|summary|executive summary|overview)\b")
+# a real section title: it starts as titles do and is no sentence ("Activities) Regulations 2014." is the tail of
+# one that a layout split into a heading)
+_TITLE = re.compile(r"^[A-Z0-9ÀÁÂÄÅÉÈÖÜ§].*(?<![.,;])$")
+_ABSTRACT = re.compile(r"(?i)^(?:abstract|summary|executive summary)$")  # not "Summary of findings", a section
 _BACK_MATTER = re.compile(r"(?i)^(?:[A-Z]\.?\s+|\d+\.?\s+)?(?:references|bibliography|works cited|"
                           r"acknowledge?ments?|appendix|appendices|annex|.*\bchecklist)\b")
 _FRONT_LINE = re.compile(r"@|©|\(c\) \d{4}|\bproceedings of\b|\barxiv\b|\bdoi:|https?://", re.I)
@@ -78,8 +83,8 @@ def _outline(chunks: list[Document]) -> dict[str, list[Document]]:
             end = i  # what follows a paper's references is its appendix
             break
         n_before += len(groups[t])
-    return {t: groups[t] for t in titles[opening:end]
-            if t and not _BACK_MATTER.search(t) and not _FRONT_LINE.search(t) and not _AUTHORS.search(t)}
+    return {t: groups[t] for t in titles[opening:end] if _TITLE.match(t) and not _BACK_MATTER.search(t)
+            and not _FRONT_LINE.search(t) and not _AUTHORS.search(t)}
 
 
 def summary(steps: Steps, question: str, scopes: list[str]) -> Answer | None:
@@ -189,6 +194,38 @@ def topics_compared(question: str) -> list[str]:
     return parts if 2 <= len(parts) <= 3 else []
 
 
+def _names(topic: str, others: list[str]) -> Callable[[str], bool]:
+    """Whether a sentence names ``topic`` by the words that tell it from the ``others`` ("sick" of "sick leave"
+    beside "bereavement leave")."""
+    shared = {w for o in others for w in re.findall(r"[a-z]+", o.lower())}
+    words = [w for w in re.findall(r"[a-z]+", topic.lower()) if w not in STOPWORDS and w not in shared]
+    pats = [re.compile(rf"\b{re.escape(w[:-1] if w.endswith('s') and len(w) > 3 else w)}", re.I) for w in words]
+    return lambda sentence: bool(pats) and all(p.search(sentence) for p in pats)
+
+
+def _own_sentences(topic: str, topics: list[str], hits: list[Document], cited: list[dict[str, Any]],
+                   quoted: set[str]) -> list[dict[str, Any]]:
+    """Up to two quotes about ``topic`` alone: the extractive draft's, less any naming another topic too ("this
+    section describes annual, parental, sick and bereavement leave" says nothing of one's own); else the first
+    sentences of the passages that name it and no other; else the draft's as they are."""
+    others = [t for t in topics if t != topic]
+    mine = _names(topic, others)
+    theirs = [_names(o, [t for t in topics if t != o]) for o in others]
+    alone = [c for c in cited if c["quote"] not in quoted and not any(o(c["quote"]) for o in theirs)]
+    if alone:
+        return alone[:2]
+    found: list[dict[str, Any]] = []
+    for h in hits:
+        content = h.content or ""
+        headed = mine(leaf(str((h.meta or {}).get("section", "") or "")))  # under its own heading ("4.3 Sick leave")
+        for a, b in sentence_spans(content):
+            text = content[skip_heading_lines(content, a, b, h):b].strip()
+            if (len(found) < 2 and len(text.split()) >= 4 and text not in quoted and (headed or mine(text))
+                    and not any(o(text) for o in theirs)):
+                found.append({"chunk_id": chunk_id_of(h), "quote": text})
+    return found or [c for c in cited if c["quote"] not in quoted][:2]
+
+
 def compare_topics(steps: Steps, question: str, scopes: list[str], mode: RetrievalMode, k: int,
                    doc: DocInfo | None) -> Answer | None:
     """"Compare annual leave and parental leave": each topic retrieved on its own (within ``doc`` when the
@@ -207,7 +244,7 @@ def compare_topics(steps: Steps, question: str, scopes: list[str], mode: Retriev
     for topic in topics:
         hits, ext, conf = steps.search(topic, scopes, mode, k, filters)
         by_id = {chunk_id_of(h): h for h in hits}
-        cits = [c for c in ext.citations if c["chunk_id"] in by_id and c["quote"] not in quoted][:2]
+        cits = _own_sentences(topic, topics, hits, [c for c in ext.citations if c["chunk_id"] in by_id], quoted)
         if conf < steps.threshold or not cits:
             said.append(f"• {topic}: the PDFs say nothing about it that I could find.")
             draft.lines.append(said[-1])
