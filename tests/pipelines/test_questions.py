@@ -152,6 +152,25 @@ def test_extreme_row_matches_a_measure_to_a_header_of_several_words(question, lo
     assert found.header == RETURNS_HEADER and found.row.startswith(label)
 
 
+SHARES = ("| 2023 | 2022\nCosmetics | 40% | 41%\nHaircare and styling tools | 20% | 20%\nSkincare | 16% | 15%\n"
+          "Services | 3% | 3%\n | 100% | 100%")
+STATEMENT = ("(Dollars in millions) | 2023 | 2022\nNet sales | $ 3,226.8 | $ 2,729.4\n"
+             "Comparable sales | 15.6% | 21.4%\nGross profit (as a percentage of net sales) | 37.6% | 37.6%")
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [(SHARES, ("Cosmetics", "2023", "40%")),  # columns of years, none asked for: the latest; the total is no row
+     (STATEMENT, None)],  # lines of a statement are no categories to rank
+)
+def test_extreme_row_over_columns_of_years_reads_the_latest_when_its_cells_are_one_measure(content, expected):
+    question = "Which product category had the largest share of net sales?"
+    from pipelines.questions.steps import content_words as _content_words
+
+    found = extreme_row(content, set(_content_words(question)), question, low=False)
+    assert (found and (found.label, found.column, found.value)) == expected or (found is None and expected is None)
+
+
 @pytest.mark.parametrize(
     ("cell", "value"),
     [("30 days", 30), ("2 years", 730), ("6 months", 180), ("$1,200", 1200), ("12%", 12), ("(4.8%)", -4.8),
@@ -612,3 +631,15 @@ def test_comparing_two_topics_of_one_document_quotes_each_topic_in_a_block_of_it
     assert any("annual leave" in cited[int(n.split("]")[0])].quote.lower() for n in annual.split("[")[1:])
     assert any("parental leave" in cited[int(n.split("]")[0])].quote.lower() for n in parental.split("[")[1:])
     _verbatim(service, a, scope)
+
+
+@pytest.mark.slow
+def test_comparing_two_topics_quotes_what_each_says_not_a_sentence_listing_both(service):
+    a = service.answer("How does sick leave differ from bereavement leave?", HB_ONLY)
+    assert a.kind == "compare"
+    cited = {c.n: c for c in a.citations}
+    sick = next(ln for ln in _lines(a) if ln.startswith("• sick leave"))
+    quotes = [cited[int(n.split("]")[0])].quote for n in sick.split("[")[1:]]
+    assert quotes and not any("bereavement" in q for q in quotes), quotes  # not the section's list of all four
+    assert any(w in " ".join(quotes) for w in ("self-certify", "sick pay", "If you are ill")), quotes
+    _verbatim(service, a, HB_ONLY)
