@@ -87,6 +87,28 @@ def _outline(chunks: list[Document]) -> dict[str, list[Document]]:
             and not _FRONT_LINE.search(t) and not _AUTHORS.search(t)}
 
 
+def _called(steps: Steps, scopes: list[str], docs: list[DocInfo], rest: str) -> list[DocInfo]:
+    """The documents whose first page prints what the question calls its document ("the inspection report"; "the
+    paper": "Long Papers", or an abstract), when it calls it more than "the document"."""
+    nouns = [w for w in re.findall(r"[a-z]+", rest.lower())
+             if w not in STOPWORDS | {"whole", "entire", "full", "main", "key", "point", "points", "it"}
+             or w in ("paper", "report")]
+    nouns = [w for w in nouns if w not in ("document", "doc", "pdf", "file")]
+    if not nouns:
+        return []
+    # a paper or an article need not call itself one: its first page opens an abstract
+    pats = [re.compile(r"\b(?:papers?|articles?|abstract)\b" if w in ("paper", "article") else rf"\b{re.escape(w)}",
+                       re.I) for w in nouns]
+    out = []
+    for d in docs:
+        first = steps.store.fetch(scopes=scopes, filters={"operator": "AND", "conditions": [
+            doc_filter(d.doc_id), {"field": "meta.page_start", "operator": "==", "value": 1}]}, limit=50)
+        text = " ".join(c.content or "" for c in first)
+        if all(p.search(text) for p in pats):
+            out.append(d)
+    return out
+
+
 def summary(steps: Steps, question: str, scopes: list[str]) -> Answer | None:
     """A whole document summarised: the opening sentence of each top-level section of its content."""
     docs = steps.documents(scopes)
@@ -102,6 +124,8 @@ def summary(steps: Steps, question: str, scopes: list[str]) -> Answer | None:
         return None
     if not named and len(docs) == 1:
         named = docs
+    elif not named and 1 < len(docs) <= MAX_COMPARED:
+        named = _called(steps, scopes, docs, rest)
     if len(named) != 1:
         return None
     d = named[0]

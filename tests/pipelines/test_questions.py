@@ -506,7 +506,7 @@ def test_a_question_that_stands_alone_is_answered_by_its_type_after_earlier_turn
 
 RETURNS_PDF, SUPPLIER, STAFF, PAPER = ("returns_policy.pdf", "supplier_agreement.pdf", "staff_handbook.pdf",
                                        "sparse_routing_paper.pdf")
-RET, TWO, PAP = "slack:T1:CRET", "slack:T1:CTWO", "slack:T1:CPAP"
+RET, TWO, PAP, MIX = "slack:T1:CRET", "slack:T1:CTWO", "slack:T1:CPAP", "slack:T1:CMIX"
 
 
 def _returns_pdf() -> bytes:
@@ -582,7 +582,8 @@ def generated(tmp_path_factory):
     svc = CitebotService(Settings(data_dir=tmp_path_factory.mktemp("kinds"), ocr_enabled=False))
     agreement, handbook = _notice_pdfs()
     for data, name, scope in [(_returns_pdf(), RETURNS_PDF, RET), (agreement, SUPPLIER, TWO),
-                              (handbook, STAFF, TWO), (_paper_pdf(), PAPER, PAP)]:
+                              (handbook, STAFF, TWO), (_paper_pdf(), PAPER, PAP), (_paper_pdf(), PAPER, MIX),
+                              (_returns_pdf(), RETURNS_PDF, MIX)]:
         assert svc.ingest(data, file_name=name, scope=scope).status == "indexed"
     return svc
 
@@ -617,6 +618,13 @@ def test_a_papers_summary_opens_its_real_sections_not_its_references_appendix_or
     assert a.citations[0].quote.startswith("We show that a parser with sparse routing")
     assert not any(c.quote.endswith("?") or "@" in c.quote for c in a.citations)
     _verbatim(generated, a, PAP)
+
+
+@pytest.mark.slow
+def test_a_summary_of_the_paper_among_other_pdfs_is_of_the_one_whose_first_page_is_a_papers(generated):
+    a = generated.answer("Can you give me a quick overview of the paper?", MIX)
+    assert a.kind == "summary" and a.text.startswith(f"A summary of {PAPER} ")
+    assert {c.file for c in a.citations} == {PAPER}
 
 
 @pytest.mark.slow
