@@ -92,13 +92,12 @@ def _called(steps: Steps, scopes: list[str], docs: list[DocInfo], rest: str) -> 
     paper": "Long Papers", or an abstract), when it calls it more than "the document"."""
     nouns = [w for w in re.findall(r"[a-z]+", rest.lower())
              if w not in STOPWORDS | {"whole", "entire", "full", "main", "key", "point", "points", "it"}
-             or w in ("paper", "report")]
+             or w == "paper"]
     nouns = [w for w in nouns if w not in ("document", "doc", "pdf", "file")]
     if not nouns:
         return []
-    # a paper or an article need not call itself one: its first page opens an abstract
-    pats = [re.compile(r"\b(?:papers?|articles?|abstract)\b" if w in ("paper", "article") else rf"\b{re.escape(w)}",
-                       re.I) for w in nouns]
+    # a paper need not call itself one: its first page opens an abstract (an "article" is also a contract's part)
+    pats = [re.compile(r"\b(?:papers?|abstract)\b" if w == "paper" else rf"\b{re.escape(w)}", re.I) for w in nouns]
     out = []
     for d in docs:
         first = steps.store.fetch(scopes=scopes, filters={"operator": "AND", "conditions": [
