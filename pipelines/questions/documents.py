@@ -1,7 +1,9 @@
 """Questions about whole documents: "summarise <a document>" (:func:`summary`: the opening sentence of each
-top-level section, pages shown) and "compare X in A and B" (:func:`compare`: retrieval within each document
-separately, one cited block per document, and a document that says nothing named as such). With an LLM the model
-writes either from the same passages (:meth:`pipelines.questions.steps.Steps.written`)."""
+top-level section of its content, pages shown; front matter, references, acknowledgements, appendices and
+checklists left out) and "compare X in A and B" (:func:`compare`: retrieval within each document separately, one
+cited block per document, and a document that says nothing named as such) or "compare X and Y" within the PDFs
+(:func:`compare_topics`: each topic retrieved on its own, one cited block per topic). With an LLM the model writes
+either from the same passages (:meth:`pipelines.questions.steps.Steps.written`)."""
 
 from __future__ import annotations
 
