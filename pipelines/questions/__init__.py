@@ -23,8 +23,11 @@ is ``steps``, the patterns ``kinds``):
 * ``summary``: "summarise <a document>": the opening sentence of each top-level section, pages shown
   (a page range or a section is summarised by the look-up path already);
 * ``compare``: "compare X in A and B", "do both PDFs ...": retrieval within each document separately, one
-  cited block per document, and a document that says nothing named as such;
-* ``table``: "which year had the highest revenue": the max / min of a parsed table column, its row quoted;
+  cited block per document, and a document that says nothing named as such; "compare X and Y" naming no two
+  documents: each topic retrieved on its own, one cited block per topic;
+* ``table``: "which year had the highest revenue", "which product line has the longest refund window": the max /
+  min of the parsed table column whose header matches the measure (cells read with their units), the row named by
+  its label cell and quoted under its header;
 * ``clarify``: a short "what is the <thing>?" whose best passages (those the look-up answer would read) state
   it in different sections: ask back, the readings numbered, each quoted, each a follow-up question in
   ``choices`` (the chat adapters draw them as buttons);

@@ -15,8 +15,9 @@ from pipelines.components.extractive_answerer import is_heading_line, skip_headi
 from pipelines.components.question_analyzer import word_forms
 from pipelines.models import Answer, RetrievalMode, Turn
 from pipelines.questions.kinds import SHORT_DEFINITE
-from pipelines.questions.steps import AnswerDraft, Steps, content_words, leaf, page_text, top
+from pipelines.questions.steps import AnswerDraft, Steps, content_words, doc_filter, leaf, page_text, top
 
+MAX_DOCS_ASKED = 6  # PDFs in scope each looked in for a reading of their own; more is a library, not a choice
 MAX_CHOICES = 4  # readings offered by a "which one?" (a Slack actions block holds 25 buttons, a Teams card 6)
 CHOICE_ARROW = "→ ask"
 CHOICE_QUOTE_WORDS = 7  # a reading's follow-up question names it by its opening words
@@ -81,7 +82,7 @@ def which_one(steps: Steps, question: str, scopes: list[str], mode: RetrievalMod
     one-word question, which favours a passage that says "limited" over one that says "up to" (0.35 against
     0.07 for the hotel limit); so the readings are offered in retrieval order instead, each quoted."""
     m = SHORT_DEFINITE.match(question)
-    if not m or len(content_words(question)) > 2:
+    if not m or len(content_words(m.group(1))) > 2:
         return None
     thing = m.group(1)
     states = _states(thing)
@@ -89,23 +90,42 @@ def which_one(steps: Steps, question: str, scopes: list[str], mode: RetrievalMod
         return None
     e = steps.engine
     hits, embedding = e.search(question, scopes, mode=mode)
-    hits = hits[:k]
     readings: list[tuple[Document, str]] = []
     seen_sections: set[tuple[str, str]] = set()
-    for h in hits:
+
+    def add(h: Document) -> bool:
+        """``h`` as a reading when a sentence of it states the thing and the look-up would answer from it."""
         key = (str((h.meta or {}).get("doc_id", "")), top(str((h.meta or {}).get("section", "") or "")))
         content = h.content or ""
         spans = [(skip_heading_lines(content, a, b, h), b) for a, b in sentence_spans(content)]
         stated = [(states(content[a:b]), content[a:b]) for a, b in spans if not is_heading_line(content[a:b], h)]
         how, sentence = max(stated, key=lambda st: st[0], default=(0, ""))  # the first that names it, if any
         if key in seen_sections or not how:
-            continue
+            return False
         ext = Draft.of(e.extractive.run(question=question, documents=[h], routed=[], query_embedding=embedding,
                                         content_question=question, reference=""))
         if ext.max_cosine < steps.threshold:
-            continue
+            return False
         seen_sections.add(key)
         readings.append((h, sentence))
+        return True
+
+    for h in hits[:k]:
+        add(h)
+    # several PDFs: one that states it too is a reading even when another's passages crowd it out of the first k
+    # (a long contract mentions "notice" ten times, the handbook once), as a comparison looks in each document
+    docs = steps.documents(scopes)
+    if 2 <= len(docs) <= MAX_DOCS_ASKED:
+        for d in docs:
+            if any(str((h.meta or {}).get("doc_id", "")) == d.doc_id for h, _ in readings):
+                continue
+            within = e.retrieve_within(question, scopes, mode, k, doc_filter(d.doc_id)).hits
+            next((h for h in within[:3] if add(h)), None)
+    firsts: dict[str, int] = {}
+    for i, (h, _) in enumerate(readings):
+        firsts.setdefault(str((h.meta or {}).get("doc_id", "")), i)
+    # each PDF's first reading before a second of any: a choice among sections of one PDF hides another PDF's
+    readings = sorted(readings, key=lambda r: (readings.index(r) not in firsts.values(), readings.index(r)))
     readings = readings[:MAX_CHOICES]
     if len(readings) < 2:
         return None

@@ -24,8 +24,12 @@ COMPARE = re.compile(r"\b(compare|comparison|comparing|differ|differs|difference
                      r"contrast|both|each (?:document|pdf|file))\b", re.I)
 ALL_DOCS = re.compile(r"\b(?:both|the (?:two|\d+) (?:pdfs|documents|files)|all (?:the )?(?:pdfs|documents|files)|"
                       r"each (?:document|pdf|file))\b", re.I)
-SUMMARY = re.compile(r"^\s*(?:please\s+)?(?:summari[sz]e|give (?:me )?(?:an? )?(?:short |brief )?(?:summary|"
-                     r"overview) of|(?:an? )?(?:short |brief )?(?:summary|overview) of|what(?:'s| is) in|"
+# asking for a summary, however it is put: "summarise X", "can you give me an overview of X", "what are the main
+# points of X", "X in a nutshell"; what X is (the whole document, or a part of it) the handler decides
+SUMMARY = re.compile(r"^\s*(?:(?:can|could|would|will) you\s+)?(?:please\s+)?(?:summari[sz]e|sum up|"
+                     r"give (?:me |us )?(?:an? |the )?(?:short |brief |quick )?(?:summary|overview|gist|rundown) of|"
+                     r"(?:an? |the )?(?:short |brief |quick )?(?:summary|overview|gist) of|what(?:'s| is) in|"
+                     r"what (?:are|were) the (?:key|main) (?:points|findings|takeaways|messages) of|"
                      r"tl;?dr(?: of)?)\b", re.I)
 THIS_DOC = re.compile(r"\b(?:this|the|that) (?:document|pdf|file|doc)\b", re.I)
 _DOC_TYPE = re.compile(
@@ -34,11 +38,16 @@ _DOC_TYPE = re.compile(
     r"|\bwhat\s+(?:documents|pdfs|files)\s+(?:are|do you have)\b",
     re.I,
 )
+# a superlative asks for the max or min of a measure, whatever the measure ("the longest refund window", "the
+# cheapest plan"): the adjective's direction, not a list of column names
 EXTREME = re.compile(r"\b(highest|lowest|largest|smallest|biggest|greatest|most|least|fewest|maximum|minimum|"
-                     r"max|min|top|bottom|peak|best|worst)\b", re.I)
-LOW_WORDS = {"lowest", "smallest", "least", "fewest", "minimum", "min", "bottom", "worst"}
+                     r"max|min|top|bottom|peak|best|worst|longest|shortest|cheapest|costliest|dearest|"
+                     r"earliest|latest|fastest|slowest|heaviest|lightest|widest|narrowest|"
+                     r"tallest|deepest|strongest|weakest)\b", re.I)
+LOW_WORDS = {"lowest", "smallest", "least", "fewest", "minimum", "min", "bottom", "worst", "shortest", "cheapest",
+             "earliest", "slowest", "lightest", "narrowest", "weakest"}
 SHORT_DEFINITE = re.compile(
-    r"^\s*(?:what|which|how \w+)\s+(?:is|are|was|were|'s)\s+(?:the|our|my)\s+"
+    r"^\s*(?:what|which|how \w+)(?:\s+(?:is|are|was|were)|['’]s)\s+(?:the|our|my)\s+"
     r"([a-z][\w\-]*(?:\s[a-z][\w\-]*)?)\s*\??\s*$",
     re.I,
 )
