@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from haystack import Document
 
+from pipelines.components.instructions import split_instructions
 from pipelines.components.statements import LineItem, asked_item, formula_for, row_is, statement_kind
 from pipelines.figures.numbers import grouped, parse_figure
 from pipelines.figures.periods import AskedPeriod, asked_period
@@ -27,9 +28,6 @@ from pipelines.questions.steps import AnswerDraft, Steps
 # a question about the item's story, not its figure
 _NARRATIVE = re.compile(r"\b(?:why|explain|describe|discuss|drivers?|reasons?|what (?:drove|caused)|how did)\b", re.I)
 _DATE = re.compile(r"\b[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d\b")
-_ASKED_UNIT = re.compile(r"\b(?:in|usd|us\$|\$)\s*(?:usd\s*)?(thousands|millions|billions)\b", re.I)
-_ASKED_DECIMALS = re.compile(r"\b(?:round(?:ed)?|to)\b[^.?]{0,30}?\b(one|two|three|\d) decimal", re.I)
-_WORDS = {"one": 1, "two": 2, "three": 3}
 MAX_PAGES = 8
 # line items a cash flow statement prints as outflows, in parentheses, that a reader asks for as amounts
 OUTFLOWS = frozenset({"capital expenditure", "dividends paid"})
@@ -45,18 +43,15 @@ class Found:
 
 
 def asked_unit(question: str) -> str:
-    """"thousands", "millions" or "billions" when the question asks for its answer in one, else ""."""
-    m = _ASKED_UNIT.search(question)
-    return m.group(1).lower() if m else ""
+    """"thousands", "millions" or "billions" when the question asks for its answer in one, else "" (the rule is
+    :func:`pipelines.components.instructions.split_instructions`')."""
+    unit = split_instructions(question)[1].unit
+    return unit.removeprefix("USD ") if unit.startswith("USD ") else ""
 
 
 def asked_decimals(question: str) -> int | None:
     """The decimals a question asks its answer rounded to ("round to two decimal places" -> 2), or None."""
-    m = _ASKED_DECIMALS.search(question)
-    if not m:
-        return None
-    word = m.group(1).lower()
-    return _WORDS.get(word, int(word) if word.isdigit() else 2)
+    return split_instructions(question)[1].decimals
 
 
 def column_names(header: str, years: tuple[int, ...]) -> list[str]:
