@@ -78,8 +78,7 @@ def service(tmp_path_factory):
 def test_an_analyst_worded_question_is_answered_from_the_statement(service, question, page, figure):
     answer = service.answer(question, scopes=["local"])
     assert not answer.refused
-    assert answer.citations[0].page_start == page
-    assert any(figure in c.quote for c in answer.citations)
+    assert any(figure in c.quote and c.page_start <= page <= c.page_end for c in answer.citations)
 
 
 @pytest.mark.parametrize(
@@ -89,7 +88,7 @@ def test_an_analyst_worded_question_is_answered_from_the_statement(service, ques
 def test_naming_the_company_does_not_quote_boilerplate_that_names_it(service, question):
     answer = service.answer(question, scopes=["local"])
     assert not answer.refused
-    assert answer.citations[0].page_start == INCOME
+    assert any("2,307" in c.quote and c.page_start <= INCOME <= c.page_end for c in answer.citations)
     assert not {c.page_start for c in answer.citations} & {AUDITOR, CERTIFICATION}
 
 
