@@ -29,7 +29,7 @@ from pipelines.models import Answer, IngestResult, ProgressCallback, Turn, for_p
 from pipelines.service import CitebotService
 from pipelines.streaming import ShowText
 
-log = structlog.get_logger("citebot.core")
+log = structlog.get_logger(__name__)
 
 Platform = Literal["slack", "teams"]
 

@@ -30,7 +30,7 @@ from connectors import metrics
 from connectors.log import error_fields
 from connectors.state_api import ChatState, WorkItem
 
-log = structlog.get_logger("citebot.journal")
+log = structlog.get_logger(__name__)
 
 MAX_ATTEMPTS = 3  # takes of one item (the first and two take-overs); the next take tells the user it failed
 

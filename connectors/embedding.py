@@ -79,7 +79,7 @@ __all__ = [
 Backend = Literal["onnx", "onnx-int8", "torch"]
 BACKENDS: tuple[str, ...] = ("onnx", "onnx-int8", "torch")
 
-log = get_logger("citebot.embedding")
+log = get_logger(__name__)
 _lock = threading.RLock()
 _encoders: dict[tuple[str, int, str, str], Encoder] = {}
 

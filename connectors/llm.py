@@ -24,7 +24,7 @@ from typing import Any
 
 from connectors.log import get_logger
 
-log = get_logger("citebot.llm")
+log = get_logger(__name__)
 
 # A base URL without a key: local servers (vLLM, Ollama...) ignore the key but the client requires one.
 PLACEHOLDER_KEY = "not-needed"  # noqa: S105 - not a secret

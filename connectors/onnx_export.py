@@ -29,7 +29,7 @@ _PROBES = (
     "eighteen weeks of parental leave, which may be taken in blocks of at least one week. " * 6,
 )
 
-log = get_logger("citebot.embedding")
+log = get_logger(__name__)
 
 
 def onnx_available() -> bool:

@@ -31,7 +31,7 @@ from pipelines.components.refusal import RefusalCheck, refusal_text
 from pipelines.models import Answer, Citation, Turn, ValidationCounts
 from pipelines.streaming import ShowText, preview
 
-log = get_logger("citebot.query")
+log = get_logger(__name__)
 
 NOTE_LLM_FAILED = "The language model was unavailable, so this answer quotes the PDFs directly."
 NOTE_LLM_UNSUPPORTED = (

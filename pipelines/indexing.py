@@ -48,7 +48,7 @@ from pipelines.models import IngestProgress, IngestResult, ProgressCallback
 from pipelines.reading.isolation import ChildCrashedError, MemoryLimitTooLowError
 from pipelines.reading.layout import IngestError, IngestFailure, ParsedPdf
 
-log = get_logger("citebot.indexing")
+log = get_logger(__name__)
 
 
 _REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -53,7 +53,7 @@ from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Tur
 from pipelines.streaming import ShowText
 from pipelines.triage import Triage
 
-log = get_logger("citebot.query")
+log = get_logger(__name__)
 
 MAX_ROUTED = 12
 MAX_TERMS = 10

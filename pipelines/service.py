@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pipelines.query import QueryEngine
     from pipelines.streaming import ShowText
 
-log = get_logger("citebot.service")
+log = get_logger(__name__)
 
 # Longer questions are cut to this many characters (a pasted document is not a question, and every
 # reference in it costs a lookup); the answer then says so.

@@ -31,7 +31,7 @@ from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.llm_answerer import claim_sentences, keep_supported
 from pipelines.models import Citation, printable
 
-log = get_logger("citebot.streaming")
+log = get_logger(__name__)
 
 ShowText = Callable[[str], None]
 """Receives the next piece of a streamed answer's text (checked sentences, each after a space but the first)."""

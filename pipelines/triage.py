@@ -46,7 +46,7 @@ from pipelines.components.citation_validator import chunk_id_of
 from pipelines.components.llm_answerer import build_messages, parse_draft, passage_header
 from pipelines.models import Turn
 
-log = get_logger("citebot.triage")
+log = get_logger(__name__)
 
 TOOLS_OFF_S = 600.0  # after an endpoint refused tools, ask it with tools again after this long
 MAX_OUTLINE_CHARS = 6000

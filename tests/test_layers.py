@@ -343,3 +343,15 @@ def test_a_private_call_across_classes_is_found(tmp_path: Path) -> None:
         src.unlink()
     assert found == ["pipelines/_probe_private.py:4 uses b._steal",
                      "pipelines/_probe_private.py:6 imports _in_scope from pipelines.query"]
+
+
+def test_loggers_are_named_after_their_module() -> None:
+    """Loggers come from ``get_logger(__name__)`` (STYLE.md), never a name typed by hand: 35 hand-typed names in two
+    schemes had drifted ("citebot.slack", "connectors.sqlite_store", a module borrowing another's)."""
+    bad = []
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "get_logger"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno} get_logger({node.args[0].value!r})")
+    assert not bad, "\n".join(bad)

@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _readable(e):  # said in full below; a log line would repeat it
             print(f"citebot {args.command}: {e}", file=sys.stderr)
         else:
-            get_logger("citebot.cli").error("command_failed", command=args.command, **fields)
+            get_logger(__name__).error("command_failed", command=args.command, **fields)
             print(f"citebot {args.command}: failed with {fields['error']} at {fields['where'] or 'an unknown place'}"
                   f"{_said(e)}", file=sys.stderr)
         return 1

@@ -30,7 +30,7 @@ from bot.texts import APOLOGY, SLACK_HELP_TEXT, searching_text
 from connectors.state_api import WorkItem
 from pipelines.models import Answer, slack_scope
 
-log = structlog.get_logger("citebot.slack")
+log = structlog.get_logger(__name__)
 
 WORKING_REACTION = "eyes"
 

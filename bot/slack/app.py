@@ -50,7 +50,7 @@ from bot.texts import APOLOGY
 from connectors.log import error_fields
 from connectors.settings import Settings
 
-log = structlog.get_logger("citebot.slack")
+log = structlog.get_logger(__name__)
 
 _RETRY_HEADER = "x-slack-retry-num"
 

@@ -41,7 +41,7 @@ from bot.texts import ASSISTANT_GREETING, ASSISTANT_GREETING_NO_CHANNEL, SUGGEST
 from connectors.state_api import WorkItem
 from pipelines.models import slack_scope
 
-log = structlog.get_logger("citebot.slack")
+log = structlog.get_logger(__name__)
 
 PROMPT_TITLE_CHARS = 75  # Slack's limit on a suggested prompt's title
 

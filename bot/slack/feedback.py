@@ -18,7 +18,7 @@ from bot.slack.render import FEEDBACK_ACTION, feedback_modal
 from bot.slack.workers import SlackWorkers
 from connectors.state_api import WorkItem
 
-log = structlog.get_logger("citebot.slack")
+log = structlog.get_logger(__name__)
 
 
 class Feedback:

@@ -34,7 +34,7 @@ from connectors.settings import Settings
 from connectors.state_api import WorkItem
 from pipelines.models import IngestProgress
 
-log = structlog.get_logger("citebot.slack")
+log = structlog.get_logger(__name__)
 
 PROGRESS_MIN_INTERVAL_S = 1.0
 # Slack serves uploaded files from this host; the bot token is sent nowhere else.

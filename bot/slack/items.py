@@ -19,7 +19,7 @@ from bot.core import ChatCore, ClaimKey
 from bot.journal import RetryLater
 from connectors.state_api import WorkItem
 
-log = structlog.get_logger("citebot.slack")
+log = structlog.get_logger(__name__)
 
 # The metadata event type of every message the bot posts for a work item: its payload names the item and the
 # slot (answer, status, apology...), so a take-over finds a post that left just before a kill.

@@ -18,7 +18,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from pipelines.models import slack_scope
 
-log = structlog.get_logger("citebot.slack.scopes")
+log = structlog.get_logger(__name__)
 
 MEMBERSHIP_TTL_S = 300.0
 _TYPES = "public_channel,private_channel,mpim"

@@ -45,7 +45,7 @@ from bot.health import HEALTH_PATH, READY_PATH, Health, serve_health
 from connectors.log import error_fields
 from connectors.settings import Settings
 
-log = structlog.get_logger("citebot.slack.server")
+log = structlog.get_logger(__name__)
 
 __all__ = ["EVENTS_PATH", "HEALTH_PATH", "READY_PATH", "make_http_server", "serve"]
 

@@ -23,7 +23,7 @@ from bot.texts import APOLOGY, SLACK_FORGET_USAGE, SLACK_HELP_TEXT, searching_te
 from connectors.state_api import WorkItem
 from pipelines.models import Answer
 
-log = structlog.get_logger("citebot.slack")
+log = structlog.get_logger(__name__)
 
 
 class SlashCommand:

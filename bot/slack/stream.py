@@ -22,7 +22,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.slack.render import plain
 
-log = structlog.get_logger("citebot.slack")
+log = structlog.get_logger(__name__)
 
 _MARKDOWN = re.compile(r"([\\`*_~\[\]()<>#|>])")
 

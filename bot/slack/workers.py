@@ -21,7 +21,7 @@ import structlog
 from bot.core import ChatCore, ClaimKey
 from bot.journal import Kind, Lane, WorkJournal
 
-log = structlog.get_logger("citebot.slack")
+log = structlog.get_logger(__name__)
 
 INGEST_KINDS = ("slack.ingest",)
 RECENT_EVENTS = 100_000  # event ids remembered in memory; Slack retries within minutes

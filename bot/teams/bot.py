@@ -39,7 +39,7 @@ from bot.texts import APOLOGY, GRAPH_NOT_CONFIGURED, SYNC_ONLY_IN_CHANNELS, TEAM
 from connectors.log import error_fields
 from connectors.settings import Settings
 
-log = structlog.get_logger("citebot.teams")
+log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 COMMANDS = ("help", "docs", "stats", "forget", "sync")

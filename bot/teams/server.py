@@ -57,7 +57,7 @@ from bot.texts import APOLOGY
 from connectors.log import error_fields
 from connectors.settings import Settings
 
-log = structlog.get_logger("citebot.teams")
+log = structlog.get_logger(__name__)
 
 BOT_KEY: web.AppKey[CitebotTeamsBot] = web.AppKey("citebot_teams_bot", CitebotTeamsBot)
 ADAPTER_KEY: web.AppKey[CloudAdapter] = web.AppKey("citebot_teams_adapter", CloudAdapter)

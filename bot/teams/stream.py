@@ -22,7 +22,7 @@ from microsoft_agents.activity import Activity, ActivityTypes, Entity
 
 from bot.teams.render import escape_markdown
 
-log = structlog.get_logger("citebot.teams")
+log = structlog.get_logger(__name__)
 
 UPDATE_INTERVAL_S = 1.0
 STREAM_INFO = "streaminfo"

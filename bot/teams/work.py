@@ -50,7 +50,7 @@ from connectors.settings import Settings
 from connectors.state_api import WorkItem
 from pipelines.models import Answer, IngestProgress
 
-log = structlog.get_logger("citebot.teams")
+log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 PROGRESS_INTERVAL_S = 2.0

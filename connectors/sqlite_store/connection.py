@@ -10,7 +10,7 @@ from pathlib import Path
 
 from connectors.log import get_logger
 
-log = get_logger("connectors.sqlite_store")
+log = get_logger(__name__)
 
 
 class Connections:

@@ -28,7 +28,7 @@ from connectors.sqlite_store.filters import filters_to_sql, index_terms
 from connectors.sqlite_store.rows import Rows
 from connectors.store_api import DocumentVectors, StoreError, require_scopes
 
-log = get_logger("connectors.sqlite_store")
+log = get_logger(__name__)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from pipelines.models import Answer, AnswerKind, Computation, RetrievalMode, Ret
 if TYPE_CHECKING:
     from pipelines.query import QueryEngine
 
-log = get_logger("citebot.questions")
+log = get_logger(__name__)
 
 AnswerMode = Literal["extractive", "llm"]
 
