@@ -12,11 +12,18 @@ process dies the lease runs out and any replica takes the item over. A handler k
 the item's note (the ts of a message it posted), so a take-over carries on instead of doing it again. After
 :data:`MAX_ATTEMPTS` takes, or when a handler fails, the kind's ``give_up`` tells the user (an apology in the
 thread, a failed status), never silence. :meth:`drain` is the bounded stop of SIGTERM.
+
+Nothing is acknowledged that is not journaled: when the chat state cannot take an item (a full disk, a damaged
+file, a lock held past :data:`connectors.state_api.ACCEPT_WITHIN_S`), :meth:`accept` raises :class:`NotRecorded`
+and the listener answers an error instead of the ack, so the platform re-sends the event. :attr:`writable` says
+whether the journal takes writes (readiness follows it): false from such a failure until a probe write, every
+``probe_s``, succeeds again.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 import uuid
@@ -28,11 +35,16 @@ import structlog
 
 from connectors import metrics
 from connectors.log import error_fields
-from connectors.state_api import ChatState, WorkItem
+from connectors.state_api import ChatState, StateError, WorkItem
 
 log = structlog.get_logger("citebot.journal")
 
+PROBE_S = 1.0  # how often the journal's writability is tried while it is not writable (5x that while it is)
 MAX_ATTEMPTS = 3  # takes of one item (the first and two take-overs); the next take tells the user it failed
+
+
+class NotRecorded(Exception):  # noqa: N818 - the listener's cue to refuse the event, not a bug
+    """The journal could not take a piece of work: it must not be acknowledged (the platform re-sends it)."""
 
 
 class RetryLater(Exception):  # noqa: N818 - a signal to the journal, not an error to report
@@ -77,6 +89,7 @@ class WorkJournal:
         scan_s: float,
         before_start: Callable[[], None] | None = None,
         max_attempts: int = MAX_ATTEMPTS,
+        probe_s: float = PROBE_S,
     ) -> None:
         if lease_s <= 0 or scan_s <= 0 or max_attempts < 1:
             raise ValueError("lease_s and scan_s must be positive, max_attempts at least 1")
@@ -88,6 +101,9 @@ class WorkJournal:
         self.kinds = {k.name: k for k in kinds}
         self.lanes = lanes
         self.lease_s, self.scan_s, self.max_attempts = lease_s, scan_s, max_attempts
+        self.probe_s = probe_s
+        self._writable = threading.Event()  # the journal took the last write tried (an accept or a probe)
+        self._writable.set()
         self.owner = uuid.uuid4().hex  # this process's leases: a restart is a new owner, whatever its pid
         self._before_start = before_start
         self._lane_of = {kind: lane.name for lane in lanes for kind in lane.kinds}
@@ -105,7 +121,12 @@ class WorkJournal:
         was journaled before (a re-delivery: nothing to do)."""
         if kind not in self.kinds or kind not in self._lane_of:
             raise ValueError(f"no handler or lane for work of kind {kind!r}")
-        added = self.state.add_work(key, kind=kind, payload=json.dumps(payload))
+        try:
+            added = self.state.add_work(key, kind=kind, payload=json.dumps(payload))
+        except Exception as e:
+            self._writable.clear()
+            log.error("work_not_recorded", kind=kind, reason=_reason(e), **error_fields(e))
+            raise NotRecorded(kind) from e
         if not added:
             log.info("duplicate_skipped", durable=True, kind=kind)
             return False
@@ -124,7 +145,31 @@ class WorkJournal:
             for n in range(lane.workers):
                 self._spawn(self._work_loop, lane, name=f"citebot-{self.platform}-{lane.name}-{n}")
         self._spawn(self._renew_loop, name=f"citebot-{self.platform}-leases")
+        self._spawn(self._probe_loop, name=f"citebot-{self.platform}-probe")
         return self
+
+    @property
+    def writable(self) -> bool:
+        """Whether the journal took the last write tried: readiness (``/readyz``) follows it."""
+        return self._writable.is_set()
+
+    def probe(self) -> bool:
+        """Try one throwaway write now; updates and returns :attr:`writable`."""
+        try:
+            self.state.probe()
+        except Exception as e:  # noqa: BLE001 - the answer is "not writable", logged once per change
+            if self._writable.is_set():
+                log.error("journal_not_writable", reason=_reason(e), **error_fields(e))
+            self._writable.clear()
+            return False
+        if not self._writable.is_set():
+            log.info("journal_writable_again")
+        self._writable.set()
+        return True
+
+    def _probe_loop(self) -> None:
+        while not self._closed.wait(self.probe_s if not self.writable else self.probe_s * 5):
+            self.probe()
 
     def _spawn(self, target: Callable[..., None], *args: Any, name: str) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -277,3 +322,9 @@ class WorkJournal:
                 continue
             if len(kept) < len(keys):
                 log.warning("work_lease_lost", n=len(keys) - len(kept))
+
+
+def _reason(error: BaseException) -> str:
+    """The store's own words for why it refused a write ("database is locked", "database or disk is full"): they
+    name no user and no text; any other exception's message is not logged."""
+    return str(error)[:200] if isinstance(error, (sqlite3.Error, StateError)) else ""

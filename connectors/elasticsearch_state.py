@@ -38,6 +38,7 @@ from connectors.elasticsearch_client import redact_url, tls_options
 from connectors.metrics import record_claim_taken_over
 from connectors.settings import Settings
 from connectors.state_api import (
+    ACCEPT_WITHIN_S,
     CLAIM_TTL_S,
     MAX_CLAIM_ATTEMPTS,
     PRUNE_EVERY_S,
@@ -331,6 +332,16 @@ class ElasticsearchState:
         except ConflictError:
             return False
         return True
+
+    def probe(self) -> None:
+        """Write and remove a throwaway journal document (readiness: the cluster takes writes to the journal)."""
+        id_ = doc_id(f"probe:{self._host}:{os.getpid()}")
+        now = self._clock()
+        with self._guard():
+            es = self.es.options(request_timeout=ACCEPT_WITHIN_S * 2)
+            es.index(index=self.index("work"), id=id_, document={"key": id_, "kind": "probe", "payload": "",
+                                                                   "state": "done", "created": now, "updated": now})
+            es.delete(index=self.index("work"), id=id_)
 
     def take_work(
         self, *, owner: str, lease_s: float, kinds: tuple[str, ...], key: str | None = None, limit: int = 1

@@ -39,6 +39,7 @@ from typing import Any
 from connectors.metrics import record_claim_taken_over
 from connectors.private_files import private_sqlite_file
 from connectors.state_api import (
+    ACCEPT_WITHIN_S,
     CLAIM_TTL_S,
     MAX_CLAIM_ATTEMPTS,
     PRUNE_EVERY_S,
@@ -47,6 +48,7 @@ from connectors.state_api import (
     Polarity,
     PostedAnswer,
     RecordedAnswer,
+    StateError,
     ThreadTurn,
     WorkItem,
     WorkState,
@@ -72,6 +74,7 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
 
 
+_BUSY_TIMEOUT_MS = 30_000  # how long a write waits for another process's lock (the accept path: ACCEPT_WITHIN_S)
 _MAX_ADDS = 500  # journal items in one shared transaction (5 variables each, SQLite allows 32,766)
 
 
@@ -94,7 +97,6 @@ class StateLog:
     def __init__(self, path: Path, *, clock: Callable[[], float] = time.time, host: str | None = None) -> None:
         """``clock`` and ``host`` (default: this machine's name) exist for tests of claim takeover."""
         self.path = path
-        private_sqlite_file(path)
         self._local = threading.local()
         self._clock = clock
         self._host = host or socket.gethostname()
@@ -111,9 +113,22 @@ class StateLog:
         self._adds: list[_Adding] = []  # journal items waiting for the next shared transaction (add_work)
         self._adds_lock = threading.Lock()
         self._adding = False  # a caller is writing such a transaction
-        self._conn().executescript(TABLES)
-        with self._tx() as db:
-            migrate(db)
+        try:
+            private_sqlite_file(path)
+            self._conn().executescript(TABLES)
+            with self._tx() as db:
+                migrate(db)
+            self._check_integrity()
+        except (sqlite3.Error, OSError) as e:
+            self.close()
+            raise StateError(_cannot_open(path, e)) from e
+
+    def _check_integrity(self) -> None:
+        """``PRAGMA quick_check`` at start: a damaged file stops the bot before it acknowledges anything it then
+        could not journal."""
+        rows = [str(r[0]) for r in self._conn().execute("PRAGMA quick_check(5)").fetchall()]
+        if rows != ["ok"]:
+            raise sqlite3.DatabaseError(f"database disk image is malformed: {rows[0] if rows else 'no answer'}")
 
     def _connect(self, *, shared: bool = False) -> sqlite3.Connection:
         """A connection in WAL mode with ``synchronous=NORMAL``, as the chunk store's: a commit is in the WAL file,
@@ -124,7 +139,7 @@ class StateLog:
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=not shared)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         conn.row_factory = sqlite3.Row
         return conn
 
@@ -148,19 +163,38 @@ class StateLog:
                 self._writer = None
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) on the writers' connection, under the lock."""
-        with self._write_lock:
+    def _tx(self, *, within_s: float | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) on the writers' connection, under the lock.
+        ``within_s``: give up (``sqlite3.OperationalError``) when the lock, this process's or the file's, is not
+        had by then, instead of the busy timeout's 30 s (the accept path: an ack must leave within Slack's 3 s)."""
+        deadline = time.monotonic() + within_s if within_s is not None else None
+        if not self._write_lock.acquire(timeout=within_s if within_s is not None else -1):
+            raise sqlite3.OperationalError(f"database is locked (this process's writers, {within_s} s)")
+        try:
             if self._writer is None:
                 self._writer = self._connect(shared=True)
             db = self._writer
-            db.execute("BEGIN IMMEDIATE")
+            if deadline is not None:
+                db.execute(f"PRAGMA busy_timeout={max(int((deadline - time.monotonic()) * 1000), 1)}")
             try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                except BaseException:
+                    if db.in_transaction:  # SQLite may have rolled it back itself (a full disk, a damaged page)
+                        db.execute("ROLLBACK")
+                    raise
+                try:
+                    db.execute("COMMIT")
+                except sqlite3.Error:
+                    if db.in_transaction:  # a COMMIT that failed (disk full) leaves the transaction open
+                        db.execute("ROLLBACK")
+                    raise
+            finally:
+                if deadline is not None:
+                    db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        finally:
+            self._write_lock.release()
 
     # --- event dedup -------------------------------------------------------------------------
     def claim_event(self, key: str, *, budget_s: float | None = None) -> bool:
@@ -232,18 +266,24 @@ class StateLog:
         threads took 0.32-0.47 s at p95 one transaction each, 0.12-0.13 s in shared ones (four statements for all)."""
         now = self._clock()
         mine = _Adding((key, kind, payload, now, now))
+        deadline = time.monotonic() + ACCEPT_WITHIN_S
         with self._adds_lock:
             self._adds.append(mine)
             lead = not self._adding
             self._adding = True
         if not lead:
-            mine.woken.wait()
+            if not mine.woken.wait(ACCEPT_WITHIN_S):
+                with self._adds_lock:  # still queued behind a transaction that does not end: give up
+                    if mine in self._adds and not mine.lead:
+                        self._adds.remove(mine)
+                        raise sqlite3.OperationalError(f"database is locked (journal writers, {ACCEPT_WITHIN_S} s)")
+                mine.woken.wait()  # in a transaction being written (bounded by its own deadline), or leading next
             lead = mine.lead  # the caller before handed this one the next transaction
         if lead:
             with self._adds_lock:
                 batch, self._adds = self._adds[:_MAX_ADDS], self._adds[_MAX_ADDS:]
             try:
-                self._add_batch(batch)
+                self._add_batch(batch, within_s=max(deadline - time.monotonic(), 0.05))
             finally:
                 with self._adds_lock:
                     if self._adds:  # arrived meanwhile: the first of them writes them all
@@ -255,11 +295,11 @@ class StateLog:
             raise mine.error
         return mine.added
 
-    def _add_batch(self, batch: list[_Adding]) -> None:
+    def _add_batch(self, batch: list[_Adding], *, within_s: float) -> None:
         """Write ``batch`` in one transaction; tell each caller how it went."""
         try:
             keys = [a.row[0] for a in batch]
-            with self._tx() as db:
+            with self._tx(within_s=within_s) as db:
                 seen = {r[0] for r in db.execute(
                     f"SELECT key FROM work_items WHERE key IN ({','.join('?' * len(keys))})", keys
                 )}
@@ -283,6 +323,17 @@ class StateLog:
             for a in batch:
                 if not a.lead:
                     a.woken.set()
+
+    def probe(self) -> None:
+        """Write and remove a throwaway journal item, as an accept would, within its deadline; raises when the
+        journal cannot take a write (locked, full, damaged)."""
+        key = f"probe:{self._host}:{os.getpid()}"
+        with self._tx(within_s=ACCEPT_WITHIN_S) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO work_items (key, kind, payload, state, created, updated) "
+                "VALUES (?, 'probe', '', 'done', 0, 0)", (key,),
+            )
+            db.execute("DELETE FROM work_items WHERE key = ?", (key,))
 
     def take_work(
         self, *, owner: str, lease_s: float, kinds: tuple[str, ...], key: str | None = None, limit: int = 1
@@ -551,6 +602,21 @@ class StateLog:
         for row in self._conn().execute(sql, args):
             out.append(FeedbackEntry.of(dict(row), row["question"], row["answer_json"]))
         return out
+
+
+def _cannot_open(path: Path, e: BaseException) -> str:
+    """What an operator reads when the chat state cannot be opened: the file, the cause, what to do."""
+    text = str(e).lower()
+    if "locked" in text or "busy" in text:
+        return (f"the chat state {path} is locked by another process ({e}): stop the other process (a stuck bot, a "
+                "backup holding a lock), or give this bot its own CITEBOT_DATA_DIR")
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
+        return (f"the chat state {path} is damaged ({e}): stop every bot using it, then move it aside (its work "
+                "journal, answers and feedback go with it) or restore it from a backup, and start again")
+    if "full" in text:
+        return f"the disk holding the chat state {path} is full ({e}): free space there, then start again"
+    return (f"cannot write the chat state {path} ({e}): check that CITEBOT_DATA_DIR ({path.parent}) exists, is a "
+            "folder, and that this user may write to it")
 
 
 def feedback_as_json(entries: list[FeedbackEntry]) -> str:

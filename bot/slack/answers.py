@@ -16,7 +16,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.core import ChatContext, ChatCore, ClaimKey
-from bot.journal import Kind
+from bot.journal import Kind, NotRecorded
 from bot.slack.events import Message, parse_choice_click, parse_message
 from bot.slack.items import ItemPosts
 from bot.slack.render import plain, render_answer
@@ -59,7 +59,13 @@ class Answers:
         if msg.question:  # the asker sees work start within a moment, never a silent wait
             working = self.work.ui.submit(self._show_working, msg)
             self._working[key] = working
-        if not self.work.accept(key, "slack.answer", {"body": body}):
+        try:
+            accepted = self.work.accept(key, "slack.answer", {"body": body})
+        except NotRecorded:  # refused: Slack re-sends it, and that delivery shows its own 👀
+            self._working.pop(key, None)
+            self.work.ui.submit(self._take_back, working, msg)
+            raise
+        if not accepted:
             self._working.pop(key, None)
             self.work.ui.submit(self._take_back, working, msg)
 

@@ -39,6 +39,8 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.health import HEALTH_PATH, READY_PATH, Health, serve_health
 from connectors.settings import Settings
+from connectors.state_api import StateError
+from connectors.store_api import StoreError
 
 log = structlog.get_logger("citebot.slack.server")
 
@@ -266,6 +268,9 @@ def socket_mode_handler(app: App, settings: Settings) -> Any:
             except Exception as e:  # noqa: BLE001 - a payload Bolt cannot even parse
                 log.info("envelope_dropped", kind=str(getattr(req, "type", "")), error=type(e).__name__)
                 resp = BoltResponse(status=200, body="")
+            if resp.status == 503:  # the journal did not take it (bot.journal.NotRecorded): no ack, Slack re-sends
+                log.warning("envelope_not_recorded", kind=str(getattr(req, "type", "")))
+                return
             if resp.status != 200:
                 log.info("envelope_not_routed", kind=str(getattr(req, "type", "")), status=resp.status)
                 resp = BoltResponse(status=200, body="")
@@ -359,13 +364,14 @@ def serve(
     try:
         core = ChatCore.from_settings(settings)
         bot = build_bot(settings, core)
-    except SlackConfigError as e:
+    except (SlackConfigError, StoreError, StateError) as e:  # their messages name the file or setting to fix
         print(f"citebot: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - Bolt raises BoltError on a rejected token at start-up
         print(f"citebot: could not start the Slack app ({type(e).__name__}); check SLACK_BOT_TOKEN", file=sys.stderr)
         return 2
     health = Health("slack")
+    health.require("journal", lambda: bot.work.journal.writable)  # 503 while acks could not be journaled
     metrics_server = serve_health(health, host, metrics_port) if metrics_port is not None else None
     probe = health.metrics_elsewhere() if metrics_server is not None else health
     if socket_mode:

@@ -45,6 +45,11 @@ class RecentKeys:
                 self._keys.popitem(last=False)
             return True
 
+    def discard(self, key: str) -> None:
+        """Forget ``key``: its delivery was refused (not journaled), so Slack's re-send must be processed."""
+        with self._lock:
+            self._keys.pop(key, None)
+
 
 class AckBackPressure:
     """Acks before answers: a worker about to start a job waits while deliveries are being acknowledged

@@ -126,3 +126,15 @@ def test_socket_mode_health_server_serves_only_health_and_metrics() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_readiness_turns_503_while_a_requirement_fails_and_back_by_itself() -> None:
+    holds = threading.Event()
+    health = Health("slack", ready=True)
+    health.require("journal", holds.is_set)
+    status, body = health.readiness()
+    assert (status, body["status"], body["waiting_for"]) == (503, "not_ready", ["journal"])
+    assert health.metrics_elsewhere().readiness()[0] == 503  # the bot port's view has the same requirements
+    holds.set()
+    assert health.readiness()[0] == 200 and health.ready
+    assert Health("slack").readiness()[1]["status"] == "starting"

@@ -136,3 +136,52 @@ def test_a_drain_lets_work_finish_within_its_budget_and_hands_back_the_rest(stat
     finally:
         j2.close()
     assert [(k, a) for k, a, _ in other.runs] == [("k1", 1)]
+
+
+class _Flaky(StateLog):
+    """The embedded state, whose writes fail while ``down`` (a full disk, a damaged file)."""
+
+    down = False
+
+    def add_work(self, key: str, *, kind: str, payload: str) -> bool:
+        if self.down:
+            import sqlite3
+
+            raise sqlite3.OperationalError("database or disk is full")
+        return super().add_work(key, kind=kind, payload=payload)
+
+    def probe(self) -> None:
+        if self.down:
+            import sqlite3
+
+            raise sqlite3.OperationalError("database or disk is full")
+        super().probe()
+
+
+def test_work_the_journal_cannot_take_is_refused_and_readiness_follows_until_a_probe_write_succeeds(
+    tmp_path: Path,
+) -> None:
+    from bot.journal import NotRecorded
+
+    state = _Flaky(tmp_path / "state.sqlite3")
+    rec = Recorder()
+    j = WorkJournal(state, platform="slack", kinds=[Kind("slack.answer", rec.run, rec.give_up)],
+                    lanes=[Lane("answers", ("slack.answer",), 1)], lease_s=5.0, scan_s=0.1, probe_s=0.05).start()
+    try:
+        assert j.writable
+        state.down = True
+        with pytest.raises(NotRecorded):
+            j.accept("k1", "slack.answer", {})
+        assert not j.writable  # at once, before any probe
+        assert not j.probe()
+        state.down = False
+        deadline = time.monotonic() + 30
+        while not j.writable and time.monotonic() < deadline:  # the probe loop finds it writable by itself
+            time.sleep(0.02)
+        assert j.writable
+        assert j.accept("k1", "slack.answer", {})  # the re-sent event is journaled and done, once
+        assert j.wait_idle(30)
+    finally:
+        j.close()
+        state.close()
+    assert [key for key, _, _ in rec.runs] == ["k1"]

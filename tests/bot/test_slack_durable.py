@@ -11,13 +11,20 @@ journal, and its lease running out is all it takes.
 * an answer posted just before the kill, then Slack's retry of the event: no second answer;
 * a ``/citebot <question>`` acknowledged ("Searching…") but not yet answered at the kill: the restarted bot
   gives the private answer, once, at the command's ``response_url`` (Slack never re-sends a slash command);
-* a click on a reading's button, acknowledged but not yet answered at the kill: answered once after the restart.
+* a click on a reading's button, acknowledged but not yet answered at the kill: answered once after the restart;
+* a journal another process holds locked: mentions, an upload and a click are refused (503, so Slack re-sends), not
+  acknowledged, ``/readyz`` is 503 until the lock goes, and each re-sent one is then done once;
+* a damaged journal: the bot does not start, and says which file and what to do.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -326,3 +333,84 @@ def test_a_click_on_a_reading_acknowledged_before_the_kill_is_answered_after_the
         second.kill()
     assert _answers(fake)[offered_in] == 1
     assert any(EXPECTED in t for t in _answer_texts(fake))
+
+
+def _readyz(bot: SlackProcess) -> int:
+    try:
+        with urllib.request.urlopen(f"{bot.base}/readyz", timeout=10) as resp:  # noqa: S310 - loopback
+            return int(resp.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def _hold_write_lock(path: Path) -> subprocess.Popen[str]:
+    """Another process holding the SQLite file's write lock (a stuck replica, a backup) until its stdin closes."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys; db = sqlite3.connect(sys.argv[1], isolation_level=None); "
+         "db.execute('BEGIN EXCLUSIVE'); print('held', flush=True); sys.stdin.readline(); db.execute('COMMIT')",
+         str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_work_the_journal_cannot_take_is_refused_not_acknowledged_and_done_once_when_re_sent(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """Issue 39 item 3: the journal locked by another process while four mentions, an upload and a click arrive."""
+    data = tmp_path / "data"
+    bot = _bot(fake, data, tmp_path / "bot.log")
+    mentions = [event_callback(mention(CHANNEL, ASKER, QUESTION, f"{6000 + i}.000100"), event_id=f"Ev0LOCK{i}")
+                for i in range(4)]
+    fake.add_file("F0HANDBOOK", "handbook.pdf", make_pdf(POLICY))
+    upload = event_callback({"type": "file_shared", "file_id": "F0HANDBOOK", "user_id": UPLOADER,
+                             "file": {"id": "F0HANDBOOK"}, "channel_id": CHANNEL}, event_id="Ev0LOCKFILE")
+    clicked_in = "6100.000100"
+    click = button_click(user=ASKER, channel=CHANNEL, message_ts="6100.000200", thread_ts=clicked_in,
+                         action_id="citebot_choice_1", value=QUESTION)
+    try:
+        bot.wait_ready()
+        holder = _hold_write_lock(data / "state.sqlite3")
+        try:
+            refused = [post_signed(bot.url, m)[0] for m in mentions]
+            refused += [post_signed(bot.url, upload)[0], post_interaction(bot.url, click)[0]]
+            ready_while_locked = _readyz(bot)
+            still_held = holder.poll() is None  # all of the above happened while the lock was held
+        finally:
+            assert holder.stdin is not None
+            holder.stdin.close()
+            holder.wait(30)
+        fake.wait_until(lambda: _readyz(bot) == 200, timeout=60)  # ready again by itself: nothing re-sent yet
+        assert not fake.calls_to("chat.postMessage")  # nothing of the refused work was done
+        resent = [post_signed(bot.url, m, retry_num=1)[0] for m in mentions]
+        resent += [post_signed(bot.url, upload, retry_num=1)[0], post_interaction(bot.url, click)[0]]
+        fake.wait_until(lambda: any(str(c.params.get("text", "")).startswith("Indexed handbook.pdf")
+                                    for c in fake.calls_to("chat.update", channel=CHANNEL)), timeout=180)
+        threads = {*(m["event"]["ts"] for m in mentions), clicked_in}
+        fake.wait_until(lambda: set(_answers(fake)) >= threads, timeout=180)
+        time.sleep(2)  # room for a wrong second answer to show
+    finally:
+        bot.kill()
+    assert still_held and refused == [503] * 6 and ready_while_locked == 503
+    assert resent == [200] * 6
+    assert _answers(fake) == Counter({ts: 1 for ts in threads})  # each answered once
+    assert bot.logged("work_not_recorded") >= 1
+
+
+def test_a_damaged_journal_stops_the_bot_with_a_message_naming_the_file(tmp_path: Path, fake: FakeSlack) -> None:
+    from connectors.state_log import StateLog
+    from tests.helpers.stores import damage_table
+
+    data = tmp_path / "data"
+    state = StateLog(data / "state.sqlite3")
+    for n in range(50):
+        state.add_work(f"k{n}", kind="slack.answer", payload="x" * 500)
+    state.close()
+    damage_table(data / "state.sqlite3", "work_items")
+    bot = _bot(fake, data, tmp_path / "bot.log")
+    try:
+        assert bot.proc.wait(300) == 2
+    finally:
+        bot.kill()
+    said = bot.log.read_text()
+    assert str(data / "state.sqlite3") in said and "damaged" in said and "SLACK_BOT_TOKEN" not in said
