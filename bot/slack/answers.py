@@ -168,12 +168,9 @@ class Answers:
         if not question:
             posts.post_once(item, "help_ts", **where, text=plain(SLACK_HELP_TEXT))
             return
-        ctx = ChatContext("slack", msg.scope, msg.user, search_scopes=self.search_scopes(msg), event_id=msg.event_id)
-        posted = posts.posted(item, "answer_ts", **where)
-        if posted:  # answered before a kill: keep its record, post nothing
-            if item.notes.get("answer") and not item.notes.get("recorded"):
-                self._record(item, ctx, msg, posted, Answer.model_validate_json(item.notes["answer"]))
+        if self._keep_posted(item, msg):  # answered before a kill: keep its record, post nothing
             return
+        ctx = self._context(msg)
         history = self.core.history("slack", msg.thread_ref) if msg.in_thread and not choice else []
         # an LLM answer streams into the thread (bot/slack/stream.py); a take-over finishes the message it finds
         earlier = posts.posted(item, "stream_ts", **where)
@@ -195,6 +192,17 @@ class Answers:
                             unfurl_media=False)
         self._record(item, ctx, msg, ts, answer)
 
+    def _context(self, msg: Message) -> ChatContext:
+        return ChatContext("slack", msg.scope, msg.user, search_scopes=self.search_scopes(msg), event_id=msg.event_id)
+
+    def _keep_posted(self, item: WorkItem, msg: Message) -> bool:
+        """True when the item's answer was posted before (a kill, or every attempt died): its record is made if
+        the attempt that posted it died first, so 👍/👎 and follow-ups in the thread find it."""
+        posted = self.posts.posted(item, "answer_ts", msg.channel, msg.reply_thread_ts)
+        if posted and item.notes.get("answer") and not item.notes.get("recorded"):
+            self._record(item, self._context(msg), msg, posted, Answer.model_validate_json(item.notes["answer"]))
+        return bool(posted)
+
     def _record(self, item: WorkItem, ctx: ChatContext, msg: Message, ts: str, answer: Answer) -> None:
         self.core.record_answer(
             ctx, message_ref=f"{msg.channel}:{ts}", thread_ref=msg.thread_ref, question=msg.question, answer=answer
@@ -202,9 +210,10 @@ class Answers:
         self.posts.note(item, recorded="1")
 
     def give_up_answer(self, item: WorkItem, payload: dict[str, Any]) -> None:
-        """After the last attempt: a short apology in the thread (it also replaces the "Searching…" status)."""
+        """After the last attempt: a short apology in the thread (it also replaces the "Searching…" status); or, when
+        the answer was posted after all, its record."""
         msg = parse_message(payload["body"])
-        if msg is None or self.posts.posted(item, "answer_ts", msg.channel, msg.reply_thread_ts):
+        if msg is None or self._keep_posted(item, msg):
             return
         self.posts.post_once(item, "apology_ts", channel=msg.channel, thread_ts=msg.reply_thread_ts, text=APOLOGY)
         self._react(msg.channel, msg.ts, add=False)
@@ -217,6 +226,6 @@ class Answers:
 
     def give_up_choice(self, item: WorkItem, payload: dict[str, Any]) -> None:
         click = parse_choice_click(payload["body"])
-        if click is None or self.posts.posted(item, "answer_ts", click.channel, click.thread_ts):
+        if click is None or self._keep_posted(item, click.as_message()):
             return
         self.posts.post_once(item, "apology_ts", channel=click.channel, thread_ts=click.thread_ts, text=APOLOGY)

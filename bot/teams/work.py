@@ -224,10 +224,7 @@ class TeamsWork:
     def _run_answer(self, item: WorkItem, payload: dict[str, Any], *, choice: bool = False) -> None:
         """Answer the turn once; ``choice``: it is a reading picked on a "which one?" card."""
         turn, ref, ctx = self._work_of(payload)
-        posted = item.notes.get("answer_id")
-        if posted:  # answered before a kill: keep its record, post nothing
-            if item.notes.get("answer") and not item.notes.get("recorded"):
-                self._record(item, ctx, turn, posted, Answer.model_validate_json(item.notes["answer"]))
+        if self._keep_posted(item, ctx, turn):  # answered before a kill: keep its record, post nothing
             return
         self._sending_lost(item, "answer_id")
         stream: TeamsStream | None = None
@@ -257,15 +254,24 @@ class TeamsWork:
         self._record(item, ctx, turn, message_id, answer)
         log.info("teams_answer_posted")
 
+    def _keep_posted(self, item: WorkItem, ctx: ChatContext, turn: TeamsTurn) -> bool:
+        """True when the answer was posted before (a kill, or the last attempt given up): its record is made if it
+        was not, so 👍/👎 and follow-ups in its thread find it."""
+        posted = item.notes.get("answer_id")
+        if posted and item.notes.get("answer") and not item.notes.get("recorded"):
+            self._record(item, ctx, turn, posted, Answer.model_validate_json(item.notes["answer"]))
+        return bool(posted)
+
     def _record(self, item: WorkItem, ctx: ChatContext, turn: TeamsTurn, message_id: str, answer: Answer) -> None:
         self.core.record_answer(ctx, message_ref=message_ref(turn.scope, message_id), thread_ref=turn.thread_ref,
                                 question=turn.text, answer=answer)
         self._note(item, recorded="1")
 
     def _give_up_answer(self, item: WorkItem, payload: dict[str, Any]) -> None:
-        """After the last attempt: a short apology in the thread, unless the answer is known to be there."""
-        _, ref, _ = self._work_of(payload)
-        if not item.notes.get("answer_id"):
+        """After the last attempt: a short apology in the thread, unless the answer is known to be there (then it is
+        recorded, if the attempt that posted it died first)."""
+        turn, ref, ctx = self._work_of(payload)
+        if not self._keep_posted(item, ctx, turn):
             self._post_once(item, "apology_id", ref, render.text_activity(APOLOGY))
 
     # --- files ------------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ journal, and its lease running out is all it takes.
 * a click on a reading's button, acknowledged but not yet answered at the kill: answered once after the restart;
 * a journal another process holds locked: mentions, an upload and a click are refused (503, so Slack re-sends), not
   acknowledged, ``/readyz`` is 503 until the lock goes, and each re-sent one is then done once;
-* a damaged journal: the bot does not start, and says which file and what to do.
+* a damaged journal: the bot does not start, and says which file and what to do;
+* an item whose every attempt died, its answer posted by the last one before it could be recorded: the give-up
+  records it (no apology), so a follow-up in its thread is answered.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from eval.fakes.slack_api import (
     button_click,
     event_callback,
     mention,
+    message,
     post_interaction,
     post_signed,
 )
@@ -414,3 +417,39 @@ def test_a_damaged_journal_stops_the_bot_with_a_message_naming_the_file(tmp_path
         bot.kill()
     said = bot.log.read_text()
     assert str(data / "state.sqlite3") in said and "damaged" in said and "SLACK_BOT_TOKEN" not in said
+
+
+def test_an_item_given_up_after_its_answer_was_posted_still_records_it(tmp_path: Path, fake: FakeSlack) -> None:
+    """Issue 39 item 4: three takes died, the third after posting the answer (noted) but before recording it."""
+    import json
+
+    from connectors.state_log import StateLog
+    from pipelines.models import Answer
+
+    data, root, answer_ts = tmp_path / "data", "7000.000100", "7000.000200"
+    body = event_callback(mention(CHANNEL, ASKER, QUESTION, root), event_id="Ev0GIVENUP")
+    key = f"slack:answer:{body['team_id']}:{CHANNEL}:{root}"
+    state = StateLog(data / "state.sqlite3")
+    state.add_work(key, kind="slack.answer", payload=json.dumps({"body": body}))
+    for _ in range(3):  # three takes, each process killed before it ended the item
+        time.sleep(0.01)
+        assert state.take_work(owner="dead", lease_s=0.001, kinds=("slack.answer",))
+    state.note_work(key, answer=Answer(text="Employees get eighteen weeks.").model_dump_json(), answer_ts=answer_ts)
+    state.close()
+    bot = _bot(fake, data, tmp_path / "bot.log")
+    try:
+        bot.wait_ready()
+        fake.wait_until(lambda: bot.logged("work_given_up") == 1, timeout=60)
+        follow_up = event_callback(message(CHANNEL, ASKER, "Is it paid?", "7000.000300", thread_ts=root),
+                                   event_id="Ev0FOLLOWUP")
+        assert post_signed(bot.url, follow_up)[0] == 200
+        fake.wait_until(lambda: _answers(fake)[root] == 1, timeout=180)  # the follow-up is answered in the thread
+    finally:
+        bot.kill()
+    state = StateLog(data / "state.sqlite3")
+    try:
+        assert state.find_answer(platform="slack", message_ref=f"{CHANNEL}:{answer_ts}") is not None
+        assert [i.key for i in state.work_items(state="failed")] == [key]
+    finally:
+        state.close()
+    assert not [c for c in fake.calls_to("chat.postMessage") if c.params.get("text", "").startswith("Sorry")]
