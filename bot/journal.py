@@ -27,7 +27,8 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,11 @@ MAX_ATTEMPTS = 3  # takes of one item (the first and two take-overs); the next t
 
 class NotRecorded(Exception):  # noqa: N818 - the listener's cue to refuse the event, not a bug
     """The journal could not take a piece of work: it must not be acknowledged (the platform re-sends it)."""
+
+
+class Stopping(Exception):  # noqa: N818 - a signal to the journal, not an error to report
+    """Raised by :meth:`WorkJournal.posting` once a drain's deadline has passed: the handler must not post; its
+    item goes back to the journal unfinished (a take-over looks for what it posted before)."""
 
 
 class RetryLater(Exception):  # noqa: N818 - a signal to the journal, not an error to report
@@ -113,6 +119,10 @@ class WorkJournal:
         self._running_lock = threading.Condition()
         self._stopping = threading.Event()
         self._closed = threading.Event()
+        self._worker = threading.local()  # the item this worker thread runs (its key), for posting()
+        self._posts = threading.Condition()  # guards the two below
+        self._posting: dict[str, int] = {}  # items with a post on its way to the platform, and how many
+        self._posts_closed = False  # a drain's deadline passed: no new post starts
         self._threads: list[threading.Thread] = []
 
     # --- intake ----------------------------------------------------------------------------------
@@ -190,10 +200,31 @@ class WorkJournal:
             time.sleep(0.05)
         return False
 
+    @contextmanager
+    def posting(self) -> Iterator[None]:
+        """Around each message a handler posts for its item: after a drain's deadline no post starts
+        (:class:`Stopping`), and the drain knows which items have a post on its way (those it must not hand back:
+        another replica could post again before this post lands)."""
+        key = getattr(self._worker, "key", "")
+        with self._posts:
+            if self._posts_closed:
+                raise Stopping("draining: no new post")
+            self._posting[key] = self._posting.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._posts:
+                self._posting[key] -= 1
+                if not self._posting[key]:
+                    del self._posting[key]
+                self._posts.notify_all()
+
     def drain(self, budget_s: float) -> bool:
-        """The bounded stop (SIGTERM): take nothing new, let what runs finish within ``budget_s``, then hand
-        what is left back to the journal, pending at once for another replica (or this bot's next start).
-        True when everything finished in time."""
+        """The bounded stop (SIGTERM), within ``budget_s``: take nothing new and let what runs finish; at the
+        deadline no new post starts, and what is left goes back to the journal, pending at once for another replica
+        (or this bot's next start), keeping its attempt count so the next take looks for an earlier post first.
+        An item whose post is still on its way at the deadline is not handed back: its lease runs out after this
+        process has ended, so its take-over finds the post if it landed. True when everything finished in time."""
         self._stopping.set()
         for lane in self.lanes:
             with self._wake[lane.name]:
@@ -202,13 +233,18 @@ class WorkJournal:
         with self._running_lock:
             while self._running and time.monotonic() < deadline:
                 self._running_lock.wait(min(0.2, max(deadline - time.monotonic(), 0.01)))
-            left = list(self._running)
-        for key in left:
+        with self._posts:
+            self._posts_closed = True  # from here a handler's next post raises Stopping
+            in_flight = set(self._posting)
+        left = self.running()
+        handed_back = [key for key in left if key not in in_flight]
+        for key in handed_back:
             try:
                 self.state.release_work(key, owner=self.owner)
             except Exception as e:  # noqa: BLE001 - then its lease runs out and it is taken over anyway
                 log.warning("work_release_failed", error=type(e).__name__)
-        log.info("drained", platform=self.platform, handed_back=len(left), budget_s=budget_s)
+        log.info("drained", platform=self.platform, handed_back=len(handed_back),
+                 left_to_lease=len(left) - len(handed_back), budget_s=budget_s)
         self._closed.set()
         return not left
 
@@ -254,8 +290,9 @@ class WorkJournal:
         structlog.contextvars.bind_contextvars(platform=self.platform, work_kind=item.kind, attempt=item.attempts)
         with self._running_lock:
             self._running[item.key] = item
+        self._worker.key = item.key
         metrics.queue_changed(self.platform, +1)
-        failed, retry_in = False, 0.0
+        failed, retry_in, stopped = False, 0.0, False
         try:
             payload = json.loads(item.payload)
             kind = self.kinds[item.kind]  # lanes take only the kinds given: a KeyError is an unreadable item
@@ -269,6 +306,9 @@ class WorkJournal:
                 self._before_start()
             try:
                 kind.run(item, payload)
+            except Stopping:  # the drain's deadline: handed back (or left to its lease) by the drain
+                stopped = True
+                log.info("work_stopped_before_post")
             except RetryLater as e:
                 if item.attempts >= self.max_attempts:
                     failed = True
@@ -280,15 +320,19 @@ class WorkJournal:
                 log.error(f"{self.platform}_work_failed", **error_fields(e))
                 failed = True
                 self._give_up(kind, item, payload)
+        except Stopping:  # an apology that would have started after the drain's deadline: the next take gives it
+            stopped = True
         except Exception as e:  # noqa: BLE001 - an unreadable item: failed, never retried for ever
             log.error("work_unreadable", **error_fields(e))
             failed = True
         finally:
+            self._worker.key = ""
             with self._running_lock:
                 self._running.pop(item.key, None)
                 self._running_lock.notify_all()
             metrics.queue_changed(self.platform, -1)
-            self._end(item, failed=failed, retry_in=retry_in)
+            if not stopped:
+                self._end(item, failed=failed, retry_in=retry_in)
 
     def _give_up(self, kind: Kind, item: WorkItem, payload: dict[str, Any]) -> None:
         log.warning("work_given_up", attempts=item.attempts)
@@ -296,6 +340,8 @@ class WorkJournal:
             return
         try:
             kind.give_up(item, payload)
+        except Stopping:
+            raise
         except Exception as e:  # noqa: BLE001 - best effort: the apology itself may fail
             log.warning("apology_failed", error=type(e).__name__)
 

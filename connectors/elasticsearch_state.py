@@ -415,8 +415,7 @@ class ElasticsearchState:
         def release(doc: dict[str, Any]) -> dict[str, Any] | None:
             if doc.get("owner") != owner or doc.get("state") != "running":
                 return None
-            return {**doc, "state": "pending", "owner": "", "lease_until": 0.0,
-                    "attempts": max(int(doc.get("attempts") or 0) - 1, 0)}
+            return {**doc, "state": "pending", "owner": "", "lease_until": 0.0}  # the attempt still counts
 
         self._change_work(key, release)
 

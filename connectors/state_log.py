@@ -398,11 +398,12 @@ class StateLog:
             return cur.rowcount > 0
 
     def release_work(self, key: str, *, owner: str) -> None:
-        """Hand an item back unfinished (a bot stopping): pending at once for anyone, the attempt not counted."""
+        """Hand an item back unfinished (a bot stopping): pending at once for anyone. Its attempt still counts, so the
+        next take knows an earlier one may have posted (and looks for that post before posting)."""
         with self._tx() as db:
             db.execute(
                 """UPDATE work_items SET state = 'pending', lease_until = 0, owner = '',
-                   attempts = MAX(attempts - 1, 0), updated = ? WHERE key = ? AND owner = ? AND state = 'running'""",
+                   updated = ? WHERE key = ? AND owner = ? AND state = 'running'""",
                 (self._clock(), key, owner),
             )
 

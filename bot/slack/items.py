@@ -9,6 +9,8 @@ just before the kill), and posts only when it finds neither.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import structlog
@@ -38,8 +40,11 @@ def event_key(event_id: str) -> ClaimKey:
 class ItemPosts:
     """Posting once per work item, and noting what the item's work did."""
 
-    def __init__(self, client: WebClient, core: ChatCore) -> None:
-        self.client, self.core = client, core
+    def __init__(self, client: WebClient, core: ChatCore,
+                 gate: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
+        """``gate``: entered around each post (the journal's :meth:`~bot.journal.WorkJournal.posting`: after a
+        drain's deadline no post starts)."""
+        self.client, self.core, self.gate = client, core, gate
 
     def posted(self, item: WorkItem, slot: str, channel: str, thread_ts: str) -> str:
         """The ts of the message this item posted in ``slot`` before: noted, or (after a take-over, when the
@@ -71,11 +76,12 @@ class ItemPosts:
 
     def post(self, item: WorkItem, slot: str, *, channel: str, thread_ts: str, **kw: Any) -> str:
         """Post a message carrying the item's key in its metadata, and note its ts under ``slot``."""
-        resp = self.client.chat_postMessage(
-            channel=channel, thread_ts=thread_ts or None, metadata=self.metadata(item, slot), **kw,
-        )
-        ts = str(resp["ts"])
-        self.note(item, **{slot: ts})
+        with self.gate():
+            resp = self.client.chat_postMessage(
+                channel=channel, thread_ts=thread_ts or None, metadata=self.metadata(item, slot), **kw,
+            )
+            ts = str(resp["ts"])
+            self.note(item, **{slot: ts})
         return ts
 
     @staticmethod

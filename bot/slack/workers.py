@@ -14,6 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from typing import Any
 
 import structlog
@@ -127,6 +128,10 @@ class SlackWorkers:
     def accept(self, key: ClaimKey | str, kind: str, payload: dict[str, Any]) -> bool:
         """Journal the work (before the ack leaves); False for a re-delivery."""
         return self.journal.accept(str(key), kind, payload)
+
+    def posting(self) -> AbstractContextManager[None]:
+        """Entered around each post of a work item (:meth:`bot.journal.WorkJournal.posting`)."""
+        return self.journal.posting()
 
     def uploads_waiting(self) -> int:
         return self.core.state.count_work(kinds=INGEST_KINDS, states=("pending",))

@@ -155,11 +155,13 @@ class TeamsWork:
 
     def _post(self, item: WorkItem, slot: str, ref: ConversationReference, activity: Activity) -> str:
         """Post ``activity`` in the referenced thread and note its id under ``slot`` (the Bot Connector can not be
-        asked afterwards what was posted: the id is all a take-over has to go by)."""
-        self._note(item, **{f"{slot}_sending": "1"})
-        message_id = self._on_loop(self._send(ref, activity)) or ""
-        if message_id:
-            self._note(item, **{slot: message_id})
+        asked afterwards what was posted: the id is all a take-over has to go by). None starts after a drain's
+        deadline (:meth:`bot.journal.WorkJournal.posting`)."""
+        with self.journal.posting():
+            self._note(item, **{f"{slot}_sending": "1"})
+            message_id = self._on_loop(self._send(ref, activity)) or ""
+            if message_id:
+                self._note(item, **{slot: message_id})
         return message_id
 
     def _post_once(self, item: WorkItem, slot: str, ref: ConversationReference, activity: Activity) -> str:

@@ -127,7 +127,8 @@ def test_a_drain_lets_work_finish_within_its_budget_and_hands_back_the_rest(stat
     assert not j.drain(0.5)
     assert 0.4 < time.monotonic() - t0 < 5
     [item] = state.work_items()
-    assert (item.state, item.attempts) == ("pending", 0)  # at once for another replica, not after 60 s
+    assert (item.state, item.attempts) == ("pending", 1)  # at once for another replica, not after 60 s; its attempt
+    # counts, so the next take looks for a post it made before posting
     rec.block.set()
     other = Recorder()
     j2 = journal(state, other)
@@ -135,7 +136,47 @@ def test_a_drain_lets_work_finish_within_its_budget_and_hands_back_the_rest(stat
         assert j2.wait_idle(10)
     finally:
         j2.close()
-    assert [(k, a) for k, a, _ in other.runs] == [("k1", 1)]
+    assert [(k, a) for k, a, _ in other.runs] == [("k1", 2)]
+
+
+def test_at_the_drain_deadline_no_post_starts_and_an_item_mid_post_is_left_to_its_lease(state: StateLog) -> None:
+    """Issue 39 item 1: k1's post is on its way at the deadline (handing it back could let another replica post it
+    again before it lands); k2 is still working and would post after the deadline."""
+    in_post, post_lands, k2_ready = threading.Event(), threading.Event(), threading.Event()
+    posted: list[str] = []
+    j: WorkJournal | None = None
+
+    def run(item: WorkItem, payload: dict[str, Any]) -> None:
+        assert j is not None
+        if item.key == "k2":
+            k2_ready.wait(30)
+        with j.posting():
+            if item.key == "k1":
+                in_post.set()
+                post_lands.wait(30)
+            posted.append(item.key)
+
+    j = WorkJournal(state, platform="slack", kinds=[Kind("slack.answer", run)],
+                    lanes=[Lane("answers", ("slack.answer",), 2)], lease_s=60, scan_s=0.1).start()
+    try:
+        j.accept("k1", "slack.answer", {})
+        assert in_post.wait(10)
+        j.accept("k2", "slack.answer", {})
+        deadline = time.monotonic() + 10
+        while len(j.running()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not j.drain(0.2)
+        at_drain = {i.key: (i.state, i.attempts) for i in state.work_items()}
+        k2_ready.set()  # k2's worker reaches its post after the deadline
+        post_lands.set()
+        deadline = time.monotonic() + 10
+        while j.running() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        j.close()
+    assert at_drain == {"k1": ("running", 1), "k2": ("pending", 1)}  # k1 left to its lease, k2 handed back
+    assert posted == ["k1"]  # no post started after the deadline
+    assert states(state)["k2"] == "pending"  # its stopped run did not end it
 
 
 class _Flaky(StateLog):

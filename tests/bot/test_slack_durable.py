@@ -15,6 +15,9 @@ journal, and its lease running out is all it takes.
 * a journal another process holds locked: mentions, an upload and a click are refused (503, so Slack re-sends), not
   acknowledged, ``/readyz`` is 503 until the lock goes, and each re-sent one is then done once;
 * a damaged journal: the bot does not start, and says which file and what to do;
+* SIGTERM with twenty acknowledged mentions, a drain budget shorter than one post: the bot exits (no post starts
+  after the deadline; the one on its way is left to its lease, not handed back), and after the restart each is
+  answered once;
 * an item whose every attempt died, its answer posted by the last one before it could be recorded: the give-up
   records it (no apology), so a follow-up in its thread is answered.
 """
@@ -84,8 +87,8 @@ def fake() -> Iterator[FakeSlack]:
 
 def _bot(fake: FakeSlack, data_dir: Path, log: Path, **settings: str) -> SlackProcess:
     """``citebot serve slack --http`` with a short lease, one worker, and ``settings``."""
-    return SlackProcess(fake, data_dir, log, CITEBOT_WORK_LEASE_S=str(LEASE_S), CITEBOT_WORK_SCAN_S="0.5",
-                        CITEBOT_SLACK_WORKERS="1", **settings)
+    return SlackProcess(fake, data_dir, log, **{"CITEBOT_WORK_LEASE_S": str(LEASE_S), "CITEBOT_WORK_SCAN_S": "0.5",
+                                                "CITEBOT_SLACK_WORKERS": "1", **settings})
 
 
 def _answers(fake: FakeSlack) -> Counter[str]:
@@ -453,3 +456,44 @@ def test_an_item_given_up_after_its_answer_was_posted_still_records_it(tmp_path:
     finally:
         state.close()
     assert not [c for c in fake.calls_to("chat.postMessage") if c.params.get("text", "").startswith("Sorry")]
+
+
+class _SlowReplies(threading.Event):
+    """A held reply that comes after ``delay_s``: each post lands at once but its reply takes that long."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+
+    def wait(self, timeout: float | None = None) -> bool:
+        time.sleep(self.delay_s)
+        return True
+
+
+def test_a_drain_shorter_than_a_post_stops_in_time_and_nothing_is_answered_twice(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """Issue 39 item 1: SIGTERM with 20 acknowledged mentions, CITEBOT_DRAIN_S=2 and posts whose reply takes 6 s."""
+    data = tmp_path / "data"
+    first = _bot(fake, data, tmp_path / "first.log", CITEBOT_DRAIN_S="2", CITEBOT_SLACK_WORKERS="2")
+    try:
+        first.wait_ready()
+        fake.hold_replies["chat.postMessage"] = _SlowReplies(6.0)
+        asked = _ask(fake, first.url, 20)  # all acknowledged
+        fake.wait_until(lambda: sum(_answers(fake).values()) >= 1, timeout=180)  # a post is on its way
+        first.stop()  # SIGTERM
+        exit_code = first.proc.returncode
+    finally:
+        first.kill()
+    fake.hold_replies.pop("chat.postMessage")
+    answered_before = sum(_answers(fake).values())
+    second = _bot(fake, data, tmp_path / "second.log")
+    try:
+        second.wait_ready()
+        fake.wait_until(lambda: set(_answers(fake)) >= set(asked), timeout=AFTER_RESTART_S + LEASE_S + 60)
+        time.sleep(LEASE_S + 1)  # room for a wrong second answer to show
+    finally:
+        second.kill()
+    assert exit_code == 0 and first.logged("drained") == 1
+    assert answered_before < 20
+    assert _answers(fake) == Counter({ts: 1 for ts in asked})  # each answered once
