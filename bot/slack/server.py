@@ -245,7 +245,8 @@ def make_http_server(
 
 
 SOCKET_PING_S = 1.0  # slack_sdk drops a link after 4 s without a pong, or 5 failed pings: replaced within ~6 s
-SOCKET_WATCH_S = 0.5
+SOCKET_WATCH_S = 0.1
+SOCKET_SILENT_S = 2.5 * SOCKET_PING_S  # no pong for this long: the link is lost (slack_sdk waits for 4 pings)
 
 
 def socket_mode_handler(app: App, settings: Settings) -> Any:
@@ -263,6 +264,12 @@ def socket_mode_handler(app: App, settings: Settings) -> Any:
     class AckingHandler(SocketModeHandler):  # type: ignore[misc]
         def handle(self, client: Any, req: Any) -> None:
             start = time.time()
+            payload = getattr(req, "payload", None)  # this envelope's ids on its lines, not an earlier request's
+            structlog.contextvars.clear_contextvars()
+            structlog.contextvars.bind_contextvars(
+                platform="slack", envelope_id=str(getattr(req, "envelope_id", "") or ""),
+                event_id=str(payload.get("event_id") or "") if isinstance(payload, dict) else "",
+            )
             try:
                 resp = run_bolt_app(self.app, req)
             except Exception as e:  # noqa: BLE001 - a payload Bolt cannot even parse
@@ -289,18 +296,74 @@ def socket_mode_handler(app: App, settings: Settings) -> Any:
     return handler
 
 
+def link_alive(client: Any) -> bool:
+    """Whether the Socket Mode link works now: connected, no FIN read on its socket, and a pong within
+    :data:`SOCKET_SILENT_S`. slack_sdk itself notices a FIN or a silent link only when its pings go stale (four
+    missed, ~5 s), and in that gap envelopes cannot arrive: readiness must not say otherwise. Reads slack_sdk's
+    built-in session (``current_session``: its ``sock`` and ping times), which has no public view of them."""
+    if not client.is_connected():
+        return False
+    session = client.current_session
+    sock = getattr(session, "sock", None)
+    if sock is None:
+        return False
+    last = getattr(session, "last_ping_pong_time", None) or getattr(session, "_first_ping_time", None)
+    if last is not None and time.time() - float(last) > SOCKET_SILENT_S:
+        return False
+    try:  # peek at the TCP stream beneath the TLS one (a dup of its descriptor): b"" is the peer's FIN
+        with socket.fromfd(sock.fileno(), sock.family, sock.type) as raw:
+            return raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True  # nothing to read: open
+    except OSError:
+        return False  # reset, or closed under us
+
+
 def watch_socket(handler: Any, health: Health, stop: threading.Event) -> None:
-    """Ready only while a WebSocket is connected; each link lost and each reconnect is logged."""
-    connected = False
-    while not stop.wait(SOCKET_WATCH_S):
-        now = bool(handler.client.is_connected())
-        if now and not connected:
-            health.set_ready()
-            log.info("slack_socket_connected", session=str(handler.client.session_id() or ""))
-        elif connected and not now:
+    """Ready only while the WebSocket link works: not ready from the moment it is known lost (a close frame or an
+    error, at once; a FIN or a silent link, within :data:`SOCKET_WATCH_S` of :func:`link_alive` seeing it) until a
+    new link is up. Each link lost and each reconnect is logged."""
+    client = handler.client
+    state = {"up": False, "lost_session": ""}
+    lock = threading.Lock()
+
+    def lost(how: str) -> None:
+        with lock:
+            session = str(client.session_id() or "")
+            if state["up"]:
+                log.warning("slack_socket_lost", how=how, session=session)
+            state["up"], state["lost_session"] = False, session
             health.set_not_ready()
-            log.warning("slack_socket_lost")
-        connected = now
+
+    client.on_close_listeners.append(lambda code, reason: lost("close"))
+    client.on_error_listeners.append(lambda error: lost(type(error).__name__))
+    while not stop.wait(SOCKET_WATCH_S):
+        with lock:
+            session = str(client.session_id() or "")
+            now = link_alive(client) and session != state["lost_session"]
+            if now and not state["up"]:
+                state["up"] = True
+                health.set_ready()
+                log.info("slack_socket_connected", session=session)
+        if state["up"] and not now:
+            lost("silent" if client.is_connected() else "closed")
+
+
+def close_socket(handler: Any) -> None:
+    """Stop Socket Mode with a close frame (1000) first, so Slack moves envelopes to another connection at once
+    instead of waiting for the link to time out; then slack_sdk closes the socket."""
+    from slack_sdk.socket_mode.builtin.frame_header import FrameHeader
+    from slack_sdk.socket_mode.builtin.internals import _build_data_frame_for_sending
+
+    session = getattr(handler.client, "current_session", None)
+    if session is not None and getattr(session, "sock", None) is not None:
+        try:
+            with session.sock_send_lock:
+                if session.sock is not None:
+                    session.sock.send(_build_data_frame_for_sending(b"\x03\xe8", FrameHeader.OPCODE_CLOSE))
+        except OSError as e:  # the link is gone already: nothing to tell
+            log.info("slack_socket_close_frame_failed", error=type(e).__name__)
+    handler.close()
 
 
 def cannot_reach(settings: Settings, error: BaseException) -> str:
@@ -411,7 +474,7 @@ def serve(
                 pass
             finally:
                 health.set_not_ready()
-                handler.close()  # intake stops: Slack sends the next envelopes to another connection
+                close_socket(handler)  # intake stops: Slack sends the next envelopes to another connection
                 _drain(bot, settings)
             return 0
         assert server is not None
