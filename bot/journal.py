@@ -48,6 +48,11 @@ class NotRecorded(Exception):  # noqa: N818 - the listener's cue to refuse the e
     """The journal could not take a piece of work: it must not be acknowledged (the platform re-sends it)."""
 
 
+class QueueFull(Exception):  # noqa: N818 - the listener's cue to tell the user, not a bug
+    """The user already has ``max_queued_per_user`` items waiting: this one is not journaled (the listener tells
+    them, in :data:`bot.texts.QUEUE_FULL`, to ask again once their earlier questions are answered)."""
+
+
 class Stopping(Exception):  # noqa: N818 - a signal to the journal, not an error to report
     """Raised by :meth:`WorkJournal.posting` once a drain's deadline has passed: the handler must not post; its
     item goes back to the journal unfinished (a take-over looks for what it posted before)."""
@@ -96,7 +101,10 @@ class WorkJournal:
         before_start: Callable[[], None] | None = None,
         max_attempts: int = MAX_ATTEMPTS,
         probe_s: float = PROBE_S,
+        max_queued_per_user: int = 0,
     ) -> None:
+        """``max_queued_per_user``: how many items one user may have waiting (pending or running) before the next
+        is refused with :class:`QueueFull` (0: no bound)."""
         if lease_s <= 0 or scan_s <= 0 or max_attempts < 1:
             raise ValueError("lease_s and scan_s must be positive, max_attempts at least 1")
         for lane in lanes:
@@ -108,6 +116,7 @@ class WorkJournal:
         self.lanes = lanes
         self.lease_s, self.scan_s, self.max_attempts = lease_s, scan_s, max_attempts
         self.probe_s = probe_s
+        self.max_queued_per_user = max_queued_per_user
         self._writable = threading.Event()  # the journal took the last write tried (an accept or a probe)
         self._writable.set()
         self.owner = uuid.uuid4().hex  # this process's leases: a restart is a new owner, whatever its pid
@@ -126,13 +135,19 @@ class WorkJournal:
         self._threads: list[threading.Thread] = []
 
     # --- intake ----------------------------------------------------------------------------------
-    def accept(self, key: str, kind: str, payload: dict[str, Any]) -> bool:
+    def accept(self, key: str, kind: str, payload: dict[str, Any], *, user: str = "", tenant: str = "") -> bool:
         """Journal one acknowledged piece of work (before the ack goes out) and wake a worker; False when ``key``
-        was journaled before (a re-delivery: nothing to do)."""
+        was journaled before (a re-delivery: nothing to do). ``user`` and ``tenant`` (a Slack team, a Teams tenant):
+        whose work it is, so the workers take turns between users (:meth:`ChatState.take_work`) and one user's
+        waiting work is bounded (:class:`QueueFull`)."""
         if kind not in self.kinds or kind not in self._lane_of:
             raise ValueError(f"no handler or lane for work of kind {kind!r}")
+        who = f"{self.platform}:{tenant}:{user}" if user else ""
+        if who and self.max_queued_per_user and self._waiting(who) >= self.max_queued_per_user:
+            log.warning("work_queue_full", kind=kind, max_queued_per_user=self.max_queued_per_user)
+            raise QueueFull(kind)
         try:
-            added = self.state.add_work(key, kind=kind, payload=json.dumps(payload))
+            added = self.state.add_work(key, kind=kind, payload=json.dumps(payload), who=who, tenant=tenant)
         except Exception as e:
             self._writable.clear()
             log.error("work_not_recorded", kind=kind, reason=_reason(e), **error_fields(e))
@@ -145,6 +160,13 @@ class WorkJournal:
             self._woken[lane] += 1
             self._wake[lane].notify()
         return True
+
+    def _waiting(self, who: str) -> int:
+        try:
+            return self.state.count_work(kinds=tuple(self.kinds), states=("pending", "running"), who=who)
+        except Exception as e:  # noqa: BLE001 - the add that follows tells whether the journal works at all
+            log.warning("work_count_failed", error=type(e).__name__)
+            return 0
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> WorkJournal:

@@ -75,7 +75,7 @@ def _iso(t: float) -> str:
 
 
 _BUSY_TIMEOUT_MS = 30_000  # how long a write waits for another process's lock (the accept path: ACCEPT_WITHIN_S)
-_MAX_ADDS = 500  # journal items in one shared transaction (5 variables each, SQLite allows 32,766)
+_MAX_ADDS = 500  # journal items in one shared transaction (7 variables each, SQLite allows 32,766)
 
 
 class _Adding:
@@ -83,7 +83,7 @@ class _Adding:
 
     __slots__ = ("added", "error", "lead", "row", "woken")
 
-    def __init__(self, row: tuple[str, str, str, float, float]) -> None:
+    def __init__(self, row: tuple[str, str, str, float, float, str, str]) -> None:
         self.row = row
         self.woken = threading.Event()  # its item is written (or failed), or it leads the next transaction
         self.lead = False
@@ -256,8 +256,9 @@ class StateLog:
         db.execute("DELETE FROM seen_events WHERE at < ?", (_iso(now - CLAIM_TTL_S),))
 
     # --- the work journal ----------------------------------------------------------------------
-    def add_work(self, key: str, *, kind: str, payload: str) -> bool:
-        """Journal a piece of acknowledged work as ``pending``; False when ``key`` is journaled already.
+    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "") -> bool:
+        """Journal a piece of acknowledged work as ``pending``; False when ``key`` is journaled already. ``who`` and
+        ``tenant``: whose work it is (:meth:`take_work` takes turns between them).
 
         Calls at the same moment share one transaction (a group commit): the first caller writes every item queued
         meanwhile, the others wait for it; each returns only once its own item is committed. Each statement gives
@@ -265,7 +266,7 @@ class StateLog:
         interpreter's switch interval, while the write lock is held: 50 journal writes at once beside two busy
         threads took 0.32-0.47 s at p95 one transaction each, 0.12-0.13 s in shared ones (four statements for all)."""
         now = self._clock()
-        mine = _Adding((key, kind, payload, now, now))
+        mine = _Adding((key, kind, payload, now, now, who, tenant))
         deadline = time.monotonic() + ACCEPT_WITHIN_S
         with self._adds_lock:
             self._adds.append(mine)
@@ -311,8 +312,8 @@ class StateLog:
                         rows.extend(a.row)
                 if rows:
                     db.execute(
-                        "INSERT INTO work_items (key, kind, payload, state, created, updated) VALUES "
-                        + ",".join(["(?, ?, ?, 'pending', ?, ?)"] * (len(rows) // 5)),
+                        "INSERT INTO work_items (key, kind, payload, state, created, updated, who, tenant) VALUES "
+                        + ",".join(["(?, ?, ?, 'pending', ?, ?, ?, ?)"] * (len(rows) // 7)),
                         rows,
                     )
         except BaseException as e:
@@ -338,9 +339,12 @@ class StateLog:
     def take_work(
         self, *, owner: str, lease_s: float, kinds: tuple[str, ...], key: str | None = None, limit: int = 1
     ) -> list[WorkItem]:
-        """Take up to ``limit`` items of ``kinds`` (oldest first) that are pending or whose lease ran out: each
-        becomes ``running`` for ``owner`` until ``now + lease_s``, its ``attempts`` one higher. ``key``: only
-        that item."""
+        """Take up to ``limit`` items of ``kinds`` that are pending or whose lease ran out: each becomes ``running``
+        for ``owner`` until ``now + lease_s``, its ``attempts`` one higher. ``key``: only that item.
+
+        Fair turns (:data:`connectors.state_api.FAIR_ORDER`): the tenant taken from least recently first, within it
+        the user taken from least recently, then that user's oldest item; so one user's burst waits behind
+        everyone else's next item instead of ahead of it."""
         if not kinds or limit < 1:
             return []
         now = self._clock()
@@ -355,13 +359,13 @@ class StateLog:
             return []  # idle workers poll: no write lock for them when there is nothing to take
         with self._tx() as db:
             self._prune_work(db, now)
-            rows = db.execute(sql + " ORDER BY created, rowid LIMIT ?", (*args, limit)).fetchall()
+            rows = db.execute(sql + f" {_FAIR_ORDER} LIMIT ?", (*args, limit)).fetchall()
             taken = []
-            for row in rows:
+            for n, row in enumerate(rows):
                 db.execute(
                     """UPDATE work_items SET state = 'running', owner = ?, lease_until = ?, attempts = attempts + 1,
-                       updated = ? WHERE key = ?""",
-                    (owner, now + lease_s, now, row["key"]),
+                       updated = ?, taken_at = ? WHERE key = ?""",
+                    (owner, now + lease_s, now, now + n * 1e-6, row["key"]),  # takes of one call keep their order
                 )
                 if row["state"] == "running":
                     record_claim_taken_over(row["key"])
@@ -428,12 +432,17 @@ class StateLog:
             for r in rows
         ]
 
-    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...]) -> int:
+    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...], who: str | None = None) -> int:
+        """How many items of ``kinds`` are in one of ``states`` (``who``: of that user only)."""
         if not kinds or not states:
             return 0
         sql = (f"SELECT COUNT(*) FROM work_items WHERE kind IN ({','.join('?' * len(kinds))}) "
                f"AND state IN ({','.join('?' * len(states))})")
-        return int(self._conn().execute(sql, (*kinds, *states)).fetchone()[0])
+        args: list[Any] = [*kinds, *states]
+        if who is not None:
+            sql += " AND who = ?"
+            args.append(who)
+        return int(self._conn().execute(sql, args).fetchone()[0])
 
     def _prune_work(self, db: sqlite3.Connection, now: float) -> None:
         """Forget ended items older than :data:`CLAIM_TTL_S` (checked at most every few minutes)."""
@@ -603,6 +612,13 @@ class StateLog:
         for row in self._conn().execute(sql, args):
             out.append(FeedbackEntry.of(dict(row), row["question"], row["answer_json"]))
         return out
+
+
+# Fair turns: the tenant, then the user, taken from least recently (a latest take of 0: never), then the oldest item.
+_FAIR_ORDER = """ORDER BY
+    (SELECT COALESCE(MAX(t.taken_at), 0) FROM work_items t WHERE t.tenant = work_items.tenant),
+    (SELECT COALESCE(MAX(u.taken_at), 0) FROM work_items u WHERE u.who = work_items.who),
+    created, rowid"""
 
 
 def _cannot_open(path: Path, e: BaseException) -> str:

@@ -16,7 +16,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.core import ChatContext, ChatCore, ClaimKey
-from bot.journal import Kind, NotRecorded
+from bot.journal import Kind, NotRecorded, QueueFull
 from bot.slack.events import Message, parse_choice_click, parse_message
 from bot.slack.items import ItemPosts
 from bot.slack.render import plain, render_answer
@@ -60,11 +60,16 @@ class Answers:
             working = self.work.ui.submit(self._show_working, msg)
             self._working[key] = working
         try:
-            accepted = self.work.accept(key, "slack.answer", {"body": body})
+            accepted = self.work.accept(key, "slack.answer", {"body": body}, user=msg.user, team=msg.team)
         except NotRecorded:  # refused: Slack re-sends it, and that delivery shows its own 👀
             self._working.pop(key, None)
             self.work.ui.submit(self._take_back, working, msg)
             raise
+        except QueueFull:  # this person's earlier questions wait already: say so, never a silent drop
+            self._working.pop(key, None)
+            self.work.ui.submit(self._take_back, working, msg)
+            self.work.ui.submit(self.posts.say_queue_full, msg.channel, msg.user, msg.reply_thread_ts)
+            return
         if not accepted:
             self._working.pop(key, None)
             self.work.ui.submit(self._take_back, working, msg)
@@ -76,8 +81,11 @@ class Answers:
         if click is not None:
             # Slack does not re-send interactions; a double click is two clicks, each its own action_ts
             key = ClaimKey.slack_choice(click.team, click.channel, click.user, click.action_ts)
-            if self.work.accept(key, "slack.choice", {"body": body}):
-                self.work.ui.submit(self.set_status, click.channel, click.thread_ts, searching_text(0))
+            try:
+                if self.work.accept(key, "slack.choice", {"body": body}, user=click.user, team=click.team):
+                    self.work.ui.submit(self.set_status, click.channel, click.thread_ts, searching_text(0))
+            except QueueFull:
+                self.work.ui.submit(self.posts.say_queue_full, click.channel, click.user, click.thread_ts)
         ack()
 
     # --- "working on it" (the UI pool) ------------------------------------------------------------

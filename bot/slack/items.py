@@ -19,6 +19,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.core import ChatCore, ClaimKey
 from bot.journal import RetryLater
+from bot.texts import QUEUE_FULL
 from connectors.state_api import WorkItem
 
 log = structlog.get_logger("citebot.slack")
@@ -93,6 +94,15 @@ class ItemPosts:
         """Keep what the item's work did, in the journal (for a take-over) and on the item (for this run)."""
         self.core.note_work(item.key, **note)
         item.notes.update(note)
+
+    def say_queue_full(self, channel: str, user: str, thread_ts: str) -> None:
+        """Tell ``user`` (only them, in the thread) that this question or file was not taken: their earlier ones
+        wait already (:class:`bot.journal.QueueFull`). Not journaled: it stands for work that is not either."""
+        text = QUEUE_FULL.format(n=self.core.settings.max_queued_per_user)
+        try:
+            self.client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts or None)
+        except Exception as e:  # noqa: BLE001 - best effort, as the 👀 is
+            log.warning("queue_full_notice_failed", error=type(e).__name__)
 
     def post_once(self, item: WorkItem, slot: str, *, channel: str, thread_ts: str, **kw: Any) -> str:
         return self.posted(item, slot, channel, thread_ts) or self.post(

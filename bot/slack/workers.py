@@ -116,6 +116,7 @@ class SlackWorkers:
             lease_s=s.work_lease_s,
             scan_s=s.work_scan_s,
             before_start=self.gate.wait_quiet,
+            max_queued_per_user=s.max_queued_per_user,
         )
         self._journal.start()
 
@@ -125,9 +126,11 @@ class SlackWorkers:
             raise RuntimeError("SlackWorkers.start() was not called")
         return self._journal
 
-    def accept(self, key: ClaimKey | str, kind: str, payload: dict[str, Any]) -> bool:
-        """Journal the work (before the ack leaves); False for a re-delivery."""
-        return self.journal.accept(str(key), kind, payload)
+    def accept(self, key: ClaimKey | str, kind: str, payload: dict[str, Any], *, user: str = "",
+               team: str = "") -> bool:
+        """Journal the work (before the ack leaves); False for a re-delivery. ``user``, ``team``: whose it is (fair
+        turns, and the bound on one person's waiting work: :class:`bot.journal.QueueFull`)."""
+        return self.journal.accept(str(key), kind, payload, user=user, tenant=team)
 
     def posting(self) -> AbstractContextManager[None]:
         """Entered around each post of a work item (:meth:`bot.journal.WorkJournal.posting`)."""

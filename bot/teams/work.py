@@ -111,6 +111,7 @@ class TeamsWork:
                    Lane("uploads", (INGEST, SYNC), settings.upload_workers)],
             lease_s=settings.work_lease_s,
             scan_s=settings.work_scan_s,
+            max_queued_per_user=settings.max_queued_per_user,
         )
 
     def bind(self, adapter: ChannelServiceAdapter, loop: asyncio.AbstractEventLoop) -> None:
@@ -126,7 +127,7 @@ class TeamsWork:
         """Journal one activity's work (before the turn's 200); False when it was journaled before."""
         ref_json = ref.model_dump(mode="json", by_alias=True, exclude_none=True)
         payload = {"turn": dataclasses.asdict(turn), "ref": ref_json, "event_id": event_id}
-        return self.journal.accept(key, kind, payload)
+        return self.journal.accept(key, kind, payload, user=turn.user, tenant=turn.tenant_id)
 
     def wait_idle(self, timeout_s: float) -> bool:
         return self.journal.wait_idle(timeout_s)

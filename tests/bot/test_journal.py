@@ -184,12 +184,12 @@ class _Flaky(StateLog):
 
     down = False
 
-    def add_work(self, key: str, *, kind: str, payload: str) -> bool:
+    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "") -> bool:
         if self.down:
             import sqlite3
 
             raise sqlite3.OperationalError("database or disk is full")
-        return super().add_work(key, kind=kind, payload=payload)
+        return super().add_work(key, kind=kind, payload=payload, who=who, tenant=tenant)
 
     def probe(self) -> None:
         if self.down:
@@ -226,3 +226,27 @@ def test_work_the_journal_cannot_take_is_refused_and_readiness_follows_until_a_p
         j.close()
         state.close()
     assert [key for key, _, _ in rec.runs] == ["k1"]
+
+
+def test_one_users_waiting_work_is_bounded_and_the_next_is_refused_not_dropped(state: StateLog) -> None:
+    from bot.journal import QueueFull
+
+    rec = Recorder()
+    rec.block.clear()  # the first item runs until released: the rest wait
+    j = WorkJournal(state, platform="slack", kinds=[Kind("slack.answer", rec.run, rec.give_up)],
+                    lanes=[Lane("answers", ("slack.answer",), 1)], lease_s=5.0, scan_s=0.1,
+                    max_queued_per_user=3).start()
+    try:
+        for n in range(3):
+            assert j.accept(f"u{n}", "slack.answer", {}, user="U1", tenant="T1")
+        with pytest.raises(QueueFull):
+            j.accept("u3", "slack.answer", {}, user="U1", tenant="T1")
+        assert j.accept("v0", "slack.answer", {}, user="U2", tenant="T1")  # a colleague is not bounded by U1
+        assert j.accept("u3", "slack.answer", {}, user="U1", tenant="T2")  # nor is U1 of another team
+        rec.block.set()
+        assert j.wait_idle(30)
+    finally:
+        j.close()
+    runs = [key for key, _, _ in rec.runs]
+    assert sorted(runs) == ["u0", "u1", "u2", "u3", "v0"]
+    assert runs.index("v0") < runs.index("u2")  # the colleague's turn came before U1's third

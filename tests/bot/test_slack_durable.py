@@ -18,6 +18,9 @@ journal, and its lease running out is all it takes.
 * SIGTERM with twenty acknowledged mentions, a drain budget shorter than one post: the bot exits (no post starts
   after the deadline; the one on its way is left to its lease, not handed back), and after the restart each is
   answered once;
+* one member's burst of DM questions and a colleague's question in a channel: the colleague's is answered next,
+  not after the burst, and the member's questions past CITEBOT_MAX_QUEUED_PER_USER are refused with a notice to
+  them, never dropped silently;
 * an item whose every attempt died, its answer posted by the last one before it could be recorded: the give-up
   records it (no apology), so a follow-up in its thread is answered.
 """
@@ -497,3 +500,44 @@ def test_a_drain_shorter_than_a_post_stops_in_time_and_nothing_is_answered_twice
     assert exit_code == 0 and first.logged("drained") == 1
     assert answered_before < 20
     assert _answers(fake) == Counter({ts: 1 for ts in asked})  # each answered once
+
+
+def test_one_members_burst_never_stalls_a_colleague_and_work_past_the_bound_is_refused_with_a_notice(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """Issue 39 item 6, one worker: the member's first answer is on its way (its reply held) while they send nine
+    more DM questions (CITEBOT_MAX_QUEUED_PER_USER=6) and then a colleague asks in a channel."""
+    member, colleague, dm = "U0MEMBER", "U0COLLEAGUE", "D0MEMBER"
+    bot = _bot(fake, tmp_path / "data", tmp_path / "bot.log", CITEBOT_MAX_QUEUED_PER_USER="6")
+    burst = [f"{8000 + i}.000100" for i in range(10)]
+    try:
+        bot.wait_ready()
+        fake.hold_replies["chat.postMessage"] = threading.Event()
+        first = event_callback(message(dm, member, QUESTION, burst[0], channel_type="im"), event_id="Ev0BURST0")
+        assert post_signed(bot.url, first)[0] == 200
+        fake.wait_for("chat.postMessage", channel=dm, timeout=180)  # its answer is on its way
+        for i, ts in enumerate(burst[1:], start=1):
+            delivery = event_callback(message(dm, member, QUESTION, ts, channel_type="im"), event_id=f"Ev0BURST{i}")
+            assert post_signed(bot.url, delivery)[0] == 200  # acknowledged: taken, or refused with a notice
+        asked = event_callback(mention(CHANNEL, colleague, QUESTION, "8100.000100"), event_id="Ev0COLLEAGUE")
+        assert post_signed(bot.url, asked)[0] == 200
+        fake.wait_until(lambda: len(fake.calls_to("chat.postEphemeral", channel=dm)) == 4, timeout=60)
+        fake.hold_replies.pop("chat.postMessage").set()
+        fake.wait_until(lambda: len(_answer_posts(fake)) == 7, timeout=300)
+        time.sleep(2)  # room for a wrong extra answer to show
+    finally:
+        bot.kill()
+    posts = _answer_posts(fake)
+    assert posts[:2] == [burst[0], "8100.000100"]  # the colleague's came next, not seventh
+    assert sorted(posts[2:]) == burst[1:6]  # the member's five taken, each answered once
+    notices = fake.calls_to("chat.postEphemeral", channel=dm)
+    assert len(notices) == 4 and all(c.params["user"] == member and "waiting" in c.params["text"] for c in notices)
+
+
+def _answer_posts(fake: FakeSlack) -> list[str]:
+    """The ts of the message each answer the bot posted answers, in the order it posted them."""
+    with fake._cond:
+        posted = [m for msgs in fake.messages.values() for m in msgs]
+    answers = [m for m in posted if (m.get("metadata") or {}).get("event_payload", {}).get("slot") == "answer_ts"]
+    return [m["metadata"]["event_payload"]["work"].rsplit(":", 1)[1]
+            for m in sorted(answers, key=lambda m: float(m["ts"]))]

@@ -170,3 +170,22 @@ def test_every_start_up_failure_of_the_chat_state_names_its_cause(tmp_path: Path
     with pytest.raises(StateError, match=expected) as raised:
         StateLog(path)
     assert str(path) in str(raised.value)
+
+
+def test_a_journal_from_before_fair_takes_is_migrated(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "state.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("""CREATE TABLE work_items (key TEXT PRIMARY KEY, kind TEXT NOT NULL, payload TEXT NOT NULL,
+                  state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, owner TEXT NOT NULL DEFAULT '',
+                  lease_until REAL NOT NULL DEFAULT 0, note TEXT NOT NULL DEFAULT '{}', created REAL NOT NULL,
+                  updated REAL NOT NULL)""")
+    db.execute("INSERT INTO work_items (key, kind, payload, state, created, updated) "
+               "VALUES ('old', 'slack.answer', '{}', 'pending', 1, 1)")
+    db.commit()
+    db.close()
+    log = StateLog(path)
+    assert log.add_work("new", kind="slack.answer", payload="{}", who="slack:T1:U1", tenant="T1")
+    taken = [log.take_work(owner="w", lease_s=60, kinds=("slack.answer",))[0].key for _ in range(2)]
+    assert taken == ["old", "new"]
