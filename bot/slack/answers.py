@@ -181,9 +181,10 @@ class Answers:
         ctx = self._context(msg)
         history = self.core.history("slack", msg.thread_ref) if msg.in_thread and not choice else []
         # an LLM answer streams into the thread (bot/slack/stream.py); a take-over finishes the message it finds
-        earlier = posts.posted(item, "stream_ts", **where)
+        earlier = posts.posted(item, "stream_ts", **where) or posts.stream_started(item, **where)
         stream = AnswerStream(self.client, **where, team=msg.team, user=msg.user, resume_ts=earlier,
                               started=lambda ts: posts.note(item, stream_ts=ts),
+                              starting=lambda: posts.stream_intent(item),
                               metadata=posts.metadata(item, "stream_ts"))
         show = None if earlier else stream
         if choice:

@@ -18,6 +18,8 @@ journal, and its lease running out is all it takes.
 * SIGTERM with twenty acknowledged mentions, a drain budget shorter than one post: the bot exits (no post starts
   after the deadline; the one on its way is left to its lease, not handed back), and after the restart each is
   answered once;
+* killed while chat.startStream's reply is on its way (the streaming message exists, its ts never noted): the
+  restarted bot finishes that message, and starts no second one;
 * one member's burst of DM questions and a colleague's question in a channel: the colleague's is answered next,
   not after the burst, and the member's questions past CITEBOT_MAX_QUEUED_PER_USER are refused with a notice to
   them, never dropped silently;
@@ -541,3 +543,48 @@ def _answer_posts(fake: FakeSlack) -> list[str]:
     answers = [m for m in posted if (m.get("metadata") or {}).get("event_payload", {}).get("slot") == "answer_ts"]
     return [m["metadata"]["event_payload"]["work"].rsplit(":", 1)[1]
             for m in sorted(answers, key=lambda m: float(m["ts"]))]
+
+
+def test_a_bot_killed_while_its_stream_start_reply_is_on_its_way_finishes_that_stream_once(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """Issue 39 item 2: the intent is journaled before chat.startStream; the take-over finds the bot's own
+    half-written stream in the thread (it carries no metadata) and finishes it instead of starting another."""
+    import json
+
+    from eval.fakes.openai_api import FakeOpenAI, passages_in
+
+    sentence = POLICY[0][1]
+
+    def model(req: dict[str, Any]) -> str:
+        chunk = next(cid for cid, text in passages_in(req) if "eighteen weeks" in text)
+        return json.dumps({"answerable": True, "citations": [{"n": 1, "chunk_id": chunk, "quote": sentence}],
+                           "answer": "Employees get eighteen weeks [1]. The leave is paid [1]."})
+
+    data = tmp_path / "data"
+    with FakeOpenAI(model) as llm:
+        settings = {"OPENAI_BASE_URL": llm.base_url, "CITEBOT_LLM_MODEL": "fake-model"}
+        first = _bot(fake, data, tmp_path / "first.log", **settings)
+        try:
+            first.wait_ready()
+            _index_handbook(fake, first)
+            fake.hold_replies["chat.startStream"] = threading.Event()  # the stream exists; its ts never arrives
+            (root,) = _ask(fake, first.url, 1)
+            fake.wait_for("chat.startStream", channel=CHANNEL, thread_ts=root, timeout=180)
+        finally:
+            first.kill()
+            fake.hold_replies.pop("chat.startStream").set()
+        (streamed,) = fake.thread(CHANNEL, root)
+        assert streamed["streaming"]
+
+        second = _bot(fake, data, tmp_path / "second.log", **settings)
+        try:
+            second.wait_ready()
+            fake.wait_until(lambda: sum(_answers(fake).values()) == 1, timeout=LEASE_S + AFTER_RESTART_S)
+            time.sleep(2)  # room for a second message to show
+        finally:
+            second.kill()
+    (answer,) = fake.thread(CHANNEL, root)  # one message in the thread
+    assert answer["ts"] == streamed["ts"] and not answer["streaming"]
+    assert answer["text"].startswith("Employees get eighteen weeks [1]. The leave is paid [1].")
+    assert second.logged("stream_started_before_found") == 1
