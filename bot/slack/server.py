@@ -327,15 +327,19 @@ def watch_socket(handler: Any, health: Health, stop: threading.Event) -> None:
     state = {"up": False, "lost_session": ""}
     lock = threading.Lock()
 
-    def lost(how: str) -> None:
+    def lost(how: str, *, closed: bool = False) -> None:
+        """``closed``: the peer's close frame, after which slack_sdk always replaces the session: until then, this
+        session is not taken for up again (its socket is still open for a moment)."""
         with lock:
             session = str(client.session_id() or "")
             if state["up"]:
                 log.warning("slack_socket_lost", how=how, session=session)
-            state["up"], state["lost_session"] = False, session
+            state["up"] = False
+            if closed:
+                state["lost_session"] = session
             health.set_not_ready()
 
-    client.on_close_listeners.append(lambda code, reason: lost("close"))
+    client.on_close_listeners.append(lambda code, reason: lost("close", closed=True))
     client.on_error_listeners.append(lambda error: lost(type(error).__name__))
     while not stop.wait(SOCKET_WATCH_S):
         with lock:

@@ -91,9 +91,11 @@ def fake() -> Iterator[FakeSlack]:
 
 
 def _bot(fake: FakeSlack, data_dir: Path, log: Path, **settings: str) -> SlackProcess:
-    """``citebot serve slack --http`` with a short lease, one worker, and ``settings``."""
+    """``citebot serve slack --http`` with a short lease, one worker, no per-person bound, and ``settings``."""
     return SlackProcess(fake, data_dir, log, **{"CITEBOT_WORK_LEASE_S": str(LEASE_S), "CITEBOT_WORK_SCAN_S": "0.5",
-                                                "CITEBOT_SLACK_WORKERS": "1", **settings})
+                                                "CITEBOT_SLACK_WORKERS": "1",
+                                                # one asker stands for many here, unless a test bounds them
+                                                "CITEBOT_MAX_QUEUED_PER_USER": "1000", **settings})
 
 
 def _answers(fake: FakeSlack) -> Counter[str]:
