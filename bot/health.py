@@ -3,7 +3,9 @@
 * ``/healthz`` answers 200 ``{"status": "ok", "platform": ..., "ready": ..., "version": ...}`` while the process
   serves at all (a liveness probe: restart the container when it stops answering).
 * ``/readyz`` answers 200 ``{"status": "ready", ...}`` once the embedding model is loaded and the pipelines are
-  built on the store, else 503 ``{"status": "starting", ...}`` (a readiness probe: send no traffic before).
+  built on the store, else 503 ``{"status": "starting", ...}`` (a readiness probe: send no traffic before); and
+  while one of its requirements fails (the work journal cannot take writes, Socket Mode's link is down), 503
+  ``{"status": "not_ready", "waiting_for": [...]}``, back to 200 by itself once they hold again.
 
 * ``/metrics`` answers the Prometheus metrics (:mod:`connectors.metrics`) in Prometheus' text format.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -37,12 +40,22 @@ class Health:
         self._ready = threading.Event()
         if ready:
             self._ready.set()
+        self._requires: list[tuple[str, Callable[[], bool]]] = []
 
     def metrics_elsewhere(self) -> Health:
         """This health on a port without /metrics (the bot's own, when metrics have a port of their own)."""
         view = Health(self.platform, metrics=False)
         view._ready = self._ready
+        view._requires = self._requires
         return view
+
+    def require(self, name: str, holds: Callable[[], bool]) -> None:
+        """Ready only while ``holds()`` (cheap: read on every probe and every HTTP event), e.g. the journal."""
+        self._requires.append((name, holds))
+
+    def waiting_for(self) -> list[str]:
+        """The requirements that do not hold now."""
+        return [name for name, holds in self._requires if not holds()]
 
     def set_ready(self) -> None:
         self._ready.set()
@@ -53,7 +66,7 @@ class Health:
 
     @property
     def ready(self) -> bool:
-        return self._ready.is_set()
+        return self._ready.is_set() and not self.waiting_for()
 
     def _body(self, status: str) -> dict[str, Any]:
         return {"status": status, "platform": self.platform, "ready": self.ready, "version": version()}
@@ -62,7 +75,12 @@ class Health:
         return 200, self._body("ok")
 
     def readiness(self) -> tuple[int, dict[str, Any]]:
-        return (200, self._body("ready")) if self.ready else (503, self._body("starting"))
+        if not self._ready.is_set():
+            return 503, self._body("starting")
+        waiting = self.waiting_for()
+        if waiting:
+            return 503, {**self._body("not_ready"), "waiting_for": waiting}
+        return 200, self._body("ready")
 
     def respond(self, path: str) -> tuple[int, bytes, str] | None:
         """(status, body, content type) for a health path or /metrics, None for any other path."""

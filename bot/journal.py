@@ -12,15 +12,23 @@ process dies the lease runs out and any replica takes the item over. A handler k
 the item's note (the ts of a message it posted), so a take-over carries on instead of doing it again. After
 :data:`MAX_ATTEMPTS` takes, or when a handler fails, the kind's ``give_up`` tells the user (an apology in the
 thread, a failed status), never silence. :meth:`drain` is the bounded stop of SIGTERM.
+
+Nothing is acknowledged that is not journaled: when the chat state cannot take an item (a full disk, a damaged
+file, a lock held past :data:`connectors.state_api.ACCEPT_WITHIN_S`), :meth:`accept` raises :class:`NotRecorded`
+and the listener answers an error instead of the ack, so the platform re-sends the event. :attr:`writable` says
+whether the journal takes writes (readiness follows it): false from such a failure until a probe write, every
+``probe_s``, succeeds again.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,11 +36,26 @@ import structlog
 
 from connectors import metrics
 from connectors.log import error_fields
-from connectors.state_api import ChatState, WorkItem
+from connectors.state_api import ChatState, StateError, WorkItem
 
 log = structlog.get_logger(__name__)
 
+PROBE_S = 1.0  # how often the journal's writability is tried while it is not writable (5x that while it is)
 MAX_ATTEMPTS = 3  # takes of one item (the first and two take-overs); the next take tells the user it failed
+
+
+class NotRecorded(Exception):  # noqa: N818 - the listener's cue to refuse the event, not a bug
+    """The journal could not take a piece of work: it must not be acknowledged (the platform re-sends it)."""
+
+
+class QueueFull(Exception):  # noqa: N818 - the listener's cue to tell the user, not a bug
+    """The user already has ``max_queued_per_user`` items waiting: this one is not journaled (the listener tells
+    them, in :data:`bot.texts.QUEUE_FULL`, to ask again once their earlier questions are answered)."""
+
+
+class Stopping(Exception):  # noqa: N818 - a signal to the journal, not an error to report
+    """Raised by :meth:`WorkJournal.posting` once a drain's deadline has passed: the handler must not post; its
+    item goes back to the journal unfinished (a take-over looks for what it posted before)."""
 
 
 class RetryLater(Exception):  # noqa: N818 - a signal to the journal, not an error to report
@@ -77,7 +100,11 @@ class WorkJournal:
         scan_s: float,
         before_start: Callable[[], None] | None = None,
         max_attempts: int = MAX_ATTEMPTS,
+        probe_s: float = PROBE_S,
+        max_queued_per_user: int = 0,
     ) -> None:
+        """``max_queued_per_user``: how many items one user may have waiting (pending or running) before the next
+        is refused with :class:`QueueFull` (0: no bound)."""
         if lease_s <= 0 or scan_s <= 0 or max_attempts < 1:
             raise ValueError("lease_s and scan_s must be positive, max_attempts at least 1")
         for lane in lanes:
@@ -88,6 +115,10 @@ class WorkJournal:
         self.kinds = {k.name: k for k in kinds}
         self.lanes = lanes
         self.lease_s, self.scan_s, self.max_attempts = lease_s, scan_s, max_attempts
+        self.probe_s = probe_s
+        self.max_queued_per_user = max_queued_per_user
+        self._writable = threading.Event()  # the journal took the last write tried (an accept or a probe)
+        self._writable.set()
         self.owner = uuid.uuid4().hex  # this process's leases: a restart is a new owner, whatever its pid
         self._before_start = before_start
         self._lane_of = {kind: lane.name for lane in lanes for kind in lane.kinds}
@@ -97,15 +128,30 @@ class WorkJournal:
         self._running_lock = threading.Condition()
         self._stopping = threading.Event()
         self._closed = threading.Event()
+        self._worker = threading.local()  # the item this worker thread runs (its key), for posting()
+        self._posts = threading.Condition()  # guards the two below
+        self._posting: dict[str, int] = {}  # items with a post on its way to the platform, and how many
+        self._posts_closed = False  # a drain's deadline passed: no new post starts
         self._threads: list[threading.Thread] = []
 
     # --- intake ----------------------------------------------------------------------------------
-    def accept(self, key: str, kind: str, payload: dict[str, Any]) -> bool:
+    def accept(self, key: str, kind: str, payload: dict[str, Any], *, user: str = "", tenant: str = "") -> bool:
         """Journal one acknowledged piece of work (before the ack goes out) and wake a worker; False when ``key``
-        was journaled before (a re-delivery: nothing to do)."""
+        was journaled before (a re-delivery: nothing to do). ``user`` and ``tenant`` (a Slack team, a Teams tenant):
+        whose work it is, so the workers take turns between users (:meth:`ChatState.take_work`) and one user's
+        waiting work is bounded (:class:`QueueFull`)."""
         if kind not in self.kinds or kind not in self._lane_of:
             raise ValueError(f"no handler or lane for work of kind {kind!r}")
-        added = self.state.add_work(key, kind=kind, payload=json.dumps(payload))
+        who = f"{self.platform}:{tenant}:{user}" if user else ""
+        if who and self.max_queued_per_user and self._waiting(who) >= self.max_queued_per_user:
+            log.warning("work_queue_full", kind=kind, max_queued_per_user=self.max_queued_per_user)
+            raise QueueFull(kind)
+        try:
+            added = self.state.add_work(key, kind=kind, payload=json.dumps(payload), who=who, tenant=tenant)
+        except Exception as e:
+            self._writable.clear()
+            log.error("work_not_recorded", kind=kind, reason=_reason(e), **error_fields(e))
+            raise NotRecorded(kind) from e
         if not added:
             log.info("duplicate_skipped", durable=True, kind=kind)
             return False
@@ -114,6 +160,13 @@ class WorkJournal:
             self._woken[lane] += 1
             self._wake[lane].notify()
         return True
+
+    def _waiting(self, who: str) -> int:
+        try:
+            return self.state.count_work(kinds=tuple(self.kinds), states=("pending", "running"), who=who)
+        except Exception as e:  # noqa: BLE001 - the add that follows tells whether the journal works at all
+            log.warning("work_count_failed", error=type(e).__name__)
+            return 0
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> WorkJournal:
@@ -124,7 +177,31 @@ class WorkJournal:
             for n in range(lane.workers):
                 self._spawn(self._work_loop, lane, name=f"citebot-{self.platform}-{lane.name}-{n}")
         self._spawn(self._renew_loop, name=f"citebot-{self.platform}-leases")
+        self._spawn(self._probe_loop, name=f"citebot-{self.platform}-probe")
         return self
+
+    @property
+    def writable(self) -> bool:
+        """Whether the journal took the last write tried: readiness (``/readyz``) follows it."""
+        return self._writable.is_set()
+
+    def probe(self) -> bool:
+        """Try one throwaway write now; updates and returns :attr:`writable`."""
+        try:
+            self.state.probe()
+        except Exception as e:  # noqa: BLE001 - the answer is "not writable", logged once per change
+            if self._writable.is_set():
+                log.error("journal_not_writable", reason=_reason(e), **error_fields(e))
+            self._writable.clear()
+            return False
+        if not self._writable.is_set():
+            log.info("journal_writable_again")
+        self._writable.set()
+        return True
+
+    def _probe_loop(self) -> None:
+        while not self._closed.wait(self.probe_s if not self.writable else self.probe_s * 5):
+            self.probe()
 
     def _spawn(self, target: Callable[..., None], *args: Any, name: str) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -145,10 +222,31 @@ class WorkJournal:
             time.sleep(0.05)
         return False
 
+    @contextmanager
+    def posting(self) -> Iterator[None]:
+        """Around each message a handler posts for its item: after a drain's deadline no post starts
+        (:class:`Stopping`), and the drain knows which items have a post on its way (those it must not hand back:
+        another replica could post again before this post lands)."""
+        key = getattr(self._worker, "key", "")
+        with self._posts:
+            if self._posts_closed:
+                raise Stopping("draining: no new post")
+            self._posting[key] = self._posting.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._posts:
+                self._posting[key] -= 1
+                if not self._posting[key]:
+                    del self._posting[key]
+                self._posts.notify_all()
+
     def drain(self, budget_s: float) -> bool:
-        """The bounded stop (SIGTERM): take nothing new, let what runs finish within ``budget_s``, then hand
-        what is left back to the journal, pending at once for another replica (or this bot's next start).
-        True when everything finished in time."""
+        """The bounded stop (SIGTERM), within ``budget_s``: take nothing new and let what runs finish; at the
+        deadline no new post starts, and what is left goes back to the journal, pending at once for another replica
+        (or this bot's next start), keeping its attempt count so the next take looks for an earlier post first.
+        An item whose post is still on its way at the deadline is not handed back: its lease runs out after this
+        process has ended, so its take-over finds the post if it landed. True when everything finished in time."""
         self._stopping.set()
         for lane in self.lanes:
             with self._wake[lane.name]:
@@ -157,13 +255,18 @@ class WorkJournal:
         with self._running_lock:
             while self._running and time.monotonic() < deadline:
                 self._running_lock.wait(min(0.2, max(deadline - time.monotonic(), 0.01)))
-            left = list(self._running)
-        for key in left:
+        with self._posts:
+            self._posts_closed = True  # from here a handler's next post raises Stopping
+            in_flight = set(self._posting)
+        left = self.running()
+        handed_back = [key for key in left if key not in in_flight]
+        for key in handed_back:
             try:
                 self.state.release_work(key, owner=self.owner)
             except Exception as e:  # noqa: BLE001 - then its lease runs out and it is taken over anyway
                 log.warning("work_release_failed", error=type(e).__name__)
-        log.info("drained", platform=self.platform, handed_back=len(left), budget_s=budget_s)
+        log.info("drained", platform=self.platform, handed_back=len(handed_back),
+                 left_to_lease=len(left) - len(handed_back), budget_s=budget_s)
         self._closed.set()
         return not left
 
@@ -209,8 +312,9 @@ class WorkJournal:
         structlog.contextvars.bind_contextvars(platform=self.platform, work_kind=item.kind, attempt=item.attempts)
         with self._running_lock:
             self._running[item.key] = item
+        self._worker.key = item.key
         metrics.queue_changed(self.platform, +1)
-        failed, retry_in = False, 0.0
+        failed, retry_in, stopped = False, 0.0, False
         try:
             payload = json.loads(item.payload)
             kind = self.kinds[item.kind]  # lanes take only the kinds given: a KeyError is an unreadable item
@@ -224,6 +328,9 @@ class WorkJournal:
                 self._before_start()
             try:
                 kind.run(item, payload)
+            except Stopping:  # the drain's deadline: handed back (or left to its lease) by the drain
+                stopped = True
+                log.info("work_stopped_before_post")
             except RetryLater as e:
                 if item.attempts >= self.max_attempts:
                     failed = True
@@ -235,15 +342,19 @@ class WorkJournal:
                 log.error(f"{self.platform}_work_failed", **error_fields(e))
                 failed = True
                 self._give_up(kind, item, payload)
+        except Stopping:  # an apology that would have started after the drain's deadline: the next take gives it
+            stopped = True
         except Exception as e:  # noqa: BLE001 - an unreadable item: failed, never retried for ever
             log.error("work_unreadable", **error_fields(e))
             failed = True
         finally:
+            self._worker.key = ""
             with self._running_lock:
                 self._running.pop(item.key, None)
                 self._running_lock.notify_all()
             metrics.queue_changed(self.platform, -1)
-            self._end(item, failed=failed, retry_in=retry_in)
+            if not stopped:
+                self._end(item, failed=failed, retry_in=retry_in)
 
     def _give_up(self, kind: Kind, item: WorkItem, payload: dict[str, Any]) -> None:
         log.warning("work_given_up", attempts=item.attempts)
@@ -251,6 +362,8 @@ class WorkJournal:
             return
         try:
             kind.give_up(item, payload)
+        except Stopping:
+            raise
         except Exception as e:  # noqa: BLE001 - best effort: the apology itself may fail
             log.warning("apology_failed", error=type(e).__name__)
 
@@ -277,3 +390,9 @@ class WorkJournal:
                 continue
             if len(kept) < len(keys):
                 log.warning("work_lease_lost", n=len(keys) - len(kept))
+
+
+def _reason(error: BaseException) -> str:
+    """The store's own words for why it refused a write ("database is locked", "database or disk is full"): they
+    name no user and no text; any other exception's message is not logged."""
+    return str(error)[:200] if isinstance(error, (sqlite3.Error, StateError)) else ""

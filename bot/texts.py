@@ -22,6 +22,13 @@ from connectors.store_api import DocInfo
 from pipelines.file_names import family_key
 from pipelines.models import Answer, IngestProgress, IngestResult
 
+# work the journal could not take (a full disk, a lock): only where the platform does not re-send it (a command)
+NOT_RECORDED = "Sorry — I couldn't take that in just now, so I didn't start on it. Please try again in a minute."
+# one person's waiting questions and uploads reached CITEBOT_MAX_QUEUED_PER_USER: this one was not taken
+QUEUE_FULL = (
+    "You have {n} questions or files waiting for me already, so I didn't take this one. I'll get to those first; "
+    "please send it again once they're answered."
+)
 APOLOGY = "Sorry — something went wrong while I worked on that. I've logged it; please try again in a minute."
 
 # --- help and commands ------------------------------------------------------------------------------

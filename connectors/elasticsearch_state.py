@@ -38,6 +38,7 @@ from connectors.elasticsearch_client import redact_url, tls_options
 from connectors.metrics import record_claim_taken_over
 from connectors.settings import Settings
 from connectors.state_api import (
+    ACCEPT_WITHIN_S,
     CLAIM_TTL_S,
     MAX_CLAIM_ATTEMPTS,
     PRUNE_EVERY_S,
@@ -75,11 +76,12 @@ MAPPINGS: dict[str, dict[str, Any]] = {
     "work": {
         "dynamic": False,
         "properties": {"kind": _KW, "state": _KW, "lease_until": {"type": "double"}, "created": {"type": "double"},
-                       "updated": {"type": "double"}},
+                       "updated": {"type": "double"}, "who": _KW, "tenant": _KW, "taken_at": {"type": "double"}},
     },
 }
 _MAX_ID_BYTES = 200  # Elasticsearch allows 512; longer keys (Teams conversation ids) are hashed
 _CAS_ATTEMPTS = 8
+_FAIR_WINDOW = 200  # waiting items a take orders in turns (the oldest); beyond them, oldest first
 
 
 def _now() -> str:
@@ -206,7 +208,8 @@ class ElasticsearchState:
 
         with self._guard():
             for name, mapping in MAPPINGS.items():
-                if self._es.indices.exists(index=self.index(name)):
+                if self._es.indices.exists(index=self.index(name)):  # made by an earlier version: add new fields
+                    self._es.indices.put_mapping(index=self.index(name), properties=mapping["properties"])
                     continue
                 try:
                     self._es.indices.create(index=self.index(name), mappings=mapping)
@@ -340,18 +343,29 @@ class ElasticsearchState:
     # --- the work journal ------------------------------------------------------------------------
     # Each item is one document under its key's id; every change of state is a write conditioned on the
     # _seq_no/_primary_term read (one taker wins), and is refreshed so other replicas' searches find it.
-    def add_work(self, key: str, *, kind: str, payload: str) -> bool:
+    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "") -> bool:
         from elasticsearch import ConflictError
 
         now = self._clock()
         doc = {"key": key, "kind": kind, "payload": payload, "state": "pending", "attempts": 0, "owner": "",
-               "lease_until": 0.0, "note": {}, "created": now, "updated": now}
+               "lease_until": 0.0, "note": {}, "created": now, "updated": now, "who": who, "tenant": tenant,
+               "taken_at": 0.0}
         try:
             with self._guard(ConflictError):
                 self.es.create(index=self.index("work"), id=doc_id(key), document=doc, refresh="wait_for")
         except ConflictError:
             return False
         return True
+
+    def probe(self) -> None:
+        """Write and remove a throwaway journal document (readiness: the cluster takes writes to the journal)."""
+        id_ = doc_id(f"probe:{self._host}:{os.getpid()}")
+        now = self._clock()
+        with self._guard():
+            es = self.es.options(request_timeout=ACCEPT_WITHIN_S * 2)
+            es.index(index=self.index("work"), id=id_, document={"key": id_, "kind": "probe", "payload": "",
+                                                                   "state": "done", "created": now, "updated": now})
+            es.delete(index=self.index("work"), id=id_)
 
     def take_work(
         self, *, owner: str, lease_s: float, kinds: tuple[str, ...], key: str | None = None, limit: int = 1
@@ -373,8 +387,8 @@ class ElasticsearchState:
             }}
             with self._guard():
                 found = self.es.search(index=self.index("work"), query=query, sort=[{"created": "asc"}],
-                                       size=limit * 4, seq_no_primary_term=True)
-            candidates = found["hits"]["hits"]
+                                       size=max(limit * 4, _FAIR_WINDOW), seq_no_primary_term=True)
+            candidates = self._fair_order(found["hits"]["hits"])
         taken: list[WorkItem] = []
         for got in candidates:
             old = got["_source"]
@@ -384,12 +398,39 @@ class ElasticsearchState:
             if old.get("state") != "pending" and not expired:
                 continue
             doc = {**old, "state": "running", "owner": owner, "lease_until": now + lease_s,
-                   "attempts": int(old.get("attempts") or 0) + 1, "updated": now}
+                   "attempts": int(old.get("attempts") or 0) + 1, "updated": now,
+                   "taken_at": now + len(taken) * 1e-6}  # takes of one call keep their order
             if self._put_if("work", got["_id"], doc, got, refresh="wait_for"):
                 if expired:
                     record_claim_taken_over(str(old.get("key")))
                 taken.append(_work_item(doc))
         return taken
+
+    def _fair_order(self, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``hits`` (oldest first) in fair turns, as :meth:`StateLog.take_work`: the tenant, then the user, taken from
+        least recently (one aggregation over their items), then the oldest item."""
+        if not hits:
+            return hits
+        tenants = sorted({str(h["_source"].get("tenant") or "") for h in hits})
+        whos = sorted({str(h["_source"].get("who") or "") for h in hits})
+        aggs = {
+            "tenants": {"filter": {"terms": {"tenant": tenants}},
+                        "aggs": {"by": {"terms": {"field": "tenant", "size": len(tenants)},
+                                        "aggs": {"last": {"max": {"field": "taken_at"}}}}}},
+            "users": {"filter": {"terms": {"who": whos}},
+                      "aggs": {"by": {"terms": {"field": "who", "size": len(whos)},
+                                      "aggs": {"last": {"max": {"field": "taken_at"}}}}}},
+        }
+        with self._guard():
+            res = self.es.search(index=self.index("work"), size=0, aggs=aggs)
+
+        def last(name: str) -> dict[str, float]:
+            return {str(b["key"]): float(b["last"]["value"] or 0.0) for b in res["aggregations"][name]["by"]["buckets"]}
+
+        by_tenant, by_user = last("tenants"), last("users")
+        return sorted(hits, key=lambda h: (by_tenant.get(str(h["_source"].get("tenant") or ""), 0.0),
+                                           by_user.get(str(h["_source"].get("who") or ""), 0.0),
+                                           float(h["_source"].get("created") or 0.0)))
 
     def _change_work(self, key: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> bool:
         """Apply ``change`` (None: leave it) to an item, retrying on a concurrent write; True when written."""
@@ -425,8 +466,7 @@ class ElasticsearchState:
         def release(doc: dict[str, Any]) -> dict[str, Any] | None:
             if doc.get("owner") != owner or doc.get("state") != "running":
                 return None
-            return {**doc, "state": "pending", "owner": "", "lease_until": 0.0,
-                    "attempts": max(int(doc.get("attempts") or 0) - 1, 0)}
+            return {**doc, "state": "pending", "owner": "", "lease_until": 0.0}  # the attempt still counts
 
         self._change_work(key, release)
 
@@ -440,10 +480,11 @@ class ElasticsearchState:
         docs = sorted(self._search_all("work", query), key=lambda d: float(d.get("created") or 0))
         return [_work_item(doc) for doc in docs]
 
-    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...]) -> int:
+    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...], who: str | None = None) -> int:
         if not kinds or not states:
             return 0
-        query = {"bool": {"filter": [{"terms": {"kind": list(kinds)}}, {"terms": {"state": list(states)}}]}}
+        query = {"bool": {"filter": [{"terms": {"kind": list(kinds)}}, {"terms": {"state": list(states)}},
+                                     *([{"term": {"who": who}}] if who is not None else [])]}}
         with self._guard():
             return int(self.es.count(index=self.index("work"), query=query)["count"])
 

@@ -172,6 +172,11 @@ class Settings(BaseSettings):
         20, ge=1, le=10_000, description="Uploads waiting for an upload worker (all replicas); one more is refused "
         "with a line asking to share it again later."
     )
+    max_queued_per_user: int = Field(
+        10, ge=1, le=10_000, description="Questions and uploads one person may have waiting at once (all replicas); "
+        "the next is refused with a line asking them to wait for their earlier ones. Workers take turns between "
+        "people (and Teams tenants) either way."
+    )
     work_lease_s: float = Field(
         20.0, ge=1.0, le=600.0, description="Lease of a running work item, renewed every third of it; a killed "
         "bot's work is taken over once its lease has run out."

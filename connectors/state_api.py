@@ -19,7 +19,12 @@ per process) that the owner renews with ``renew_work`` while it works, and ``don
 A ``running`` item whose lease ran out (its process was killed, its host died) is taken again by any replica:
 leases are plain times, so no process ids that mean nothing across hosts. ``attempts`` counts the takes;
 ``note`` keeps what the work did so far (the ts of a message it posted), so a take-over does not do it twice.
-Ended items are forgotten after :data:`CLAIM_TTL_S`.
+Ended items are forgotten after :data:`CLAIM_TTL_S`. Takes are fair: an item carries whose it is (``who``) and
+their ``tenant`` (a Slack team, a Teams tenant), and ``take_work`` takes from the tenant taken from least recently,
+within it the user taken from least recently, then that user's oldest item (a latest take of never comes first), so
+one user's burst of forty questions waits behind a colleague's one. ``add_work`` raises rather than wait past
+:data:`ACCEPT_WITHIN_S` (the listener then refuses the event, and the platform re-sends it); ``probe`` writes and
+removes a throwaway item, raising when the journal cannot take a write (readiness follows it).
 """
 
 from __future__ import annotations
@@ -66,6 +71,12 @@ class WorkItem:
 
 class StateError(Exception):
     """The state store could not do what was asked (server down, refused credentials...)."""
+
+
+# How long ``add_work`` may wait for the store before it gives up (a lock held by another process, a queue of
+# writers): well inside Slack's 3 s, so a listener that cannot journal its event answers an error in time and the
+# platform re-sends it, instead of an ack for work that was never written.
+ACCEPT_WITHIN_S = 1.0
 
 
 def pid_alive(pid: int) -> bool:
@@ -187,7 +198,9 @@ class ChatState(Protocol):
     def note_claim(self, key: str, **note: str) -> None: ...
 
     # --- the work journal
-    def add_work(self, key: str, *, kind: str, payload: str) -> bool: ...
+    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "") -> bool: ...
+
+    def probe(self) -> None: ...
 
     def take_work(
         self, *, owner: str, lease_s: float, kinds: tuple[str, ...], key: str | None = None, limit: int = 1
@@ -203,7 +216,7 @@ class ChatState(Protocol):
 
     def work_items(self, *, state: WorkState | None = None) -> list[WorkItem]: ...
 
-    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...]) -> int: ...
+    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...], who: str | None = None) -> int: ...
 
     # --- uploads
     def record_upload(self, *, platform: str, file_ref: str, scope: str, doc_id: str, user: str) -> None: ...

@@ -42,6 +42,7 @@ from typing import Any
 from connectors.metrics import record_claim_taken_over
 from connectors.private_files import private_sqlite_file
 from connectors.state_api import (
+    ACCEPT_WITHIN_S,
     CLAIM_TTL_S,
     MAX_CLAIM_ATTEMPTS,
     PRUNE_EVERY_S,
@@ -50,6 +51,7 @@ from connectors.state_api import (
     Polarity,
     PostedAnswer,
     RecordedAnswer,
+    StateError,
     ThreadTurn,
     WorkItem,
     WorkState,
@@ -75,7 +77,8 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
 
 
-_MAX_ADDS = 500  # journal items in one shared transaction (5 variables each, SQLite allows 32,766)
+_BUSY_TIMEOUT_MS = 30_000  # how long a write waits for another process's lock (the accept path: ACCEPT_WITHIN_S)
+_MAX_ADDS = 500  # journal items in one shared transaction (7 variables each, SQLite allows 32,766)
 
 
 class _Adding:
@@ -83,7 +86,7 @@ class _Adding:
 
     __slots__ = ("added", "error", "lead", "row", "woken")
 
-    def __init__(self, row: tuple[str, str, str, float, float]) -> None:
+    def __init__(self, row: tuple[str, str, str, float, float, str, str]) -> None:
         self.row = row
         self.woken = threading.Event()  # its item is written (or failed), or it leads the next transaction
         self.lead = False
@@ -102,7 +105,6 @@ class StateLog:
             raise ValueError("retention_days must be 0 (keep forever) or more")
         self.path = path
         self.retention_days = retention_days
-        private_sqlite_file(path)
         self._local = threading.local()
         self._clock = clock
         self._host = host or socket.gethostname()
@@ -119,9 +121,22 @@ class StateLog:
         self._adds: list[_Adding] = []  # journal items waiting for the next shared transaction (add_work)
         self._adds_lock = threading.Lock()
         self._adding = False  # a caller is writing such a transaction
-        self._conn().executescript(TABLES)
-        with self._tx() as db:
-            migrate(db)
+        try:
+            private_sqlite_file(path)
+            self._conn().executescript(TABLES)
+            with self._tx() as db:
+                migrate(db)
+            self._check_integrity()
+        except (sqlite3.Error, OSError) as e:
+            self.close()
+            raise StateError(_cannot_open(path, e)) from e
+
+    def _check_integrity(self) -> None:
+        """``PRAGMA quick_check`` at start: a damaged file stops the bot before it acknowledges anything it then
+        could not journal."""
+        rows = [str(r[0]) for r in self._conn().execute("PRAGMA quick_check(5)").fetchall()]
+        if rows != ["ok"]:
+            raise sqlite3.DatabaseError(f"database disk image is malformed: {rows[0] if rows else 'no answer'}")
 
     def _connect(self, *, shared: bool = False) -> sqlite3.Connection:
         """A connection in WAL mode with ``synchronous=NORMAL``, as the chunk store's: a commit is in the WAL file,
@@ -132,7 +147,7 @@ class StateLog:
         conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=not shared)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         conn.row_factory = sqlite3.Row
         return conn
 
@@ -156,19 +171,38 @@ class StateLog:
                 self._writer = None
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) on the writers' connection, under the lock."""
-        with self._write_lock:
+    def _tx(self, *, within_s: float | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) on the writers' connection, under the lock.
+        ``within_s``: give up (``sqlite3.OperationalError``) when the lock, this process's or the file's, is not
+        had by then, instead of the busy timeout's 30 s (the accept path: an ack must leave within Slack's 3 s)."""
+        deadline = time.monotonic() + within_s if within_s is not None else None
+        if not self._write_lock.acquire(timeout=within_s if within_s is not None else -1):
+            raise sqlite3.OperationalError(f"database is locked (this process's writers, {within_s} s)")
+        try:
             if self._writer is None:
                 self._writer = self._connect(shared=True)
             db = self._writer
-            db.execute("BEGIN IMMEDIATE")
+            if deadline is not None:
+                db.execute(f"PRAGMA busy_timeout={max(int((deadline - time.monotonic()) * 1000), 1)}")
             try:
-                yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            db.execute("COMMIT")
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                except BaseException:
+                    if db.in_transaction:  # SQLite may have rolled it back itself (a full disk, a damaged page)
+                        db.execute("ROLLBACK")
+                    raise
+                try:
+                    db.execute("COMMIT")
+                except sqlite3.Error:
+                    if db.in_transaction:  # a COMMIT that failed (disk full) leaves the transaction open
+                        db.execute("ROLLBACK")
+                    raise
+            finally:
+                if deadline is not None:
+                    db.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+        finally:
+            self._write_lock.release()
 
     # --- event dedup -------------------------------------------------------------------------
     def claim_event(self, key: str, *, budget_s: float | None = None) -> bool:
@@ -242,8 +276,9 @@ class StateLog:
                    for table in ("answers", "feedback", "assistant_threads"))
 
     # --- the work journal ----------------------------------------------------------------------
-    def add_work(self, key: str, *, kind: str, payload: str) -> bool:
-        """Journal a piece of acknowledged work as ``pending``; False when ``key`` is journaled already.
+    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "") -> bool:
+        """Journal a piece of acknowledged work as ``pending``; False when ``key`` is journaled already. ``who`` and
+        ``tenant``: whose work it is (:meth:`take_work` takes turns between them).
 
         Calls at the same moment share one transaction (a group commit): the first caller writes every item queued
         meanwhile, the others wait for it; each returns only once its own item is committed. Each statement gives
@@ -251,19 +286,25 @@ class StateLog:
         interpreter's switch interval, while the write lock is held: 50 journal writes at once beside two busy
         threads took 0.32-0.47 s at p95 one transaction each, 0.12-0.13 s in shared ones (four statements for all)."""
         now = self._clock()
-        mine = _Adding((key, kind, payload, now, now))
+        mine = _Adding((key, kind, payload, now, now, who, tenant))
+        deadline = time.monotonic() + ACCEPT_WITHIN_S
         with self._adds_lock:
             self._adds.append(mine)
             lead = not self._adding
             self._adding = True
         if not lead:
-            mine.woken.wait()
+            if not mine.woken.wait(ACCEPT_WITHIN_S):
+                with self._adds_lock:  # still queued behind a transaction that does not end: give up
+                    if mine in self._adds and not mine.lead:
+                        self._adds.remove(mine)
+                        raise sqlite3.OperationalError(f"database is locked (journal writers, {ACCEPT_WITHIN_S} s)")
+                mine.woken.wait()  # in a transaction being written (bounded by its own deadline), or leading next
             lead = mine.lead  # the caller before handed this one the next transaction
         if lead:
             with self._adds_lock:
                 batch, self._adds = self._adds[:_MAX_ADDS], self._adds[_MAX_ADDS:]
             try:
-                self._add_batch(batch)
+                self._add_batch(batch, within_s=max(deadline - time.monotonic(), 0.05))
             finally:
                 with self._adds_lock:
                     if self._adds:  # arrived meanwhile: the first of them writes them all
@@ -275,11 +316,11 @@ class StateLog:
             raise mine.error
         return mine.added
 
-    def _add_batch(self, batch: list[_Adding]) -> None:
+    def _add_batch(self, batch: list[_Adding], *, within_s: float) -> None:
         """Write ``batch`` in one transaction; tell each caller how it went."""
         try:
             keys = [a.row[0] for a in batch]
-            with self._tx() as db:
+            with self._tx(within_s=within_s) as db:
                 seen = {r[0] for r in db.execute(
                     f"SELECT key FROM work_items WHERE key IN ({','.join('?' * len(keys))})", keys
                 )}
@@ -291,8 +332,8 @@ class StateLog:
                         rows.extend(a.row)
                 if rows:
                     db.execute(
-                        "INSERT INTO work_items (key, kind, payload, state, created, updated) VALUES "
-                        + ",".join(["(?, ?, ?, 'pending', ?, ?)"] * (len(rows) // 5)),
+                        "INSERT INTO work_items (key, kind, payload, state, created, updated, who, tenant) VALUES "
+                        + ",".join(["(?, ?, ?, 'pending', ?, ?, ?, ?)"] * (len(rows) // 7)),
                         rows,
                     )
         except BaseException as e:
@@ -304,12 +345,26 @@ class StateLog:
                 if not a.lead:
                     a.woken.set()
 
+    def probe(self) -> None:
+        """Write and remove a throwaway journal item, as an accept would, within its deadline; raises when the
+        journal cannot take a write (locked, full, damaged)."""
+        key = f"probe:{self._host}:{os.getpid()}"
+        with self._tx(within_s=ACCEPT_WITHIN_S) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO work_items (key, kind, payload, state, created, updated) "
+                "VALUES (?, 'probe', '', 'done', 0, 0)", (key,),
+            )
+            db.execute("DELETE FROM work_items WHERE key = ?", (key,))
+
     def take_work(
         self, *, owner: str, lease_s: float, kinds: tuple[str, ...], key: str | None = None, limit: int = 1
     ) -> list[WorkItem]:
-        """Take up to ``limit`` items of ``kinds`` (oldest first) that are pending or whose lease ran out: each
-        becomes ``running`` for ``owner`` until ``now + lease_s``, its ``attempts`` one higher. ``key``: only
-        that item."""
+        """Take up to ``limit`` items of ``kinds`` that are pending or whose lease ran out: each becomes ``running``
+        for ``owner`` until ``now + lease_s``, its ``attempts`` one higher. ``key``: only that item.
+
+        Fair turns (:data:`connectors.state_api.FAIR_ORDER`): the tenant taken from least recently first, within it
+        the user taken from least recently, then that user's oldest item; so one user's burst waits behind
+        everyone else's next item instead of ahead of it."""
         if not kinds or limit < 1:
             return []
         now = self._clock()
@@ -324,13 +379,13 @@ class StateLog:
             return []  # idle workers poll: no write lock for them when there is nothing to take
         with self._tx() as db:
             self._prune_work(db, now)
-            rows = db.execute(sql + " ORDER BY created, rowid LIMIT ?", (*args, limit)).fetchall()
+            rows = db.execute(sql + f" {_FAIR_ORDER} LIMIT ?", (*args, limit)).fetchall()
             taken = []
-            for row in rows:
+            for n, row in enumerate(rows):
                 db.execute(
                     """UPDATE work_items SET state = 'running', owner = ?, lease_until = ?, attempts = attempts + 1,
-                       updated = ? WHERE key = ?""",
-                    (owner, now + lease_s, now, row["key"]),
+                       updated = ?, taken_at = ? WHERE key = ?""",
+                    (owner, now + lease_s, now, now + n * 1e-6, row["key"]),  # takes of one call keep their order
                 )
                 if row["state"] == "running":
                     record_claim_taken_over(row["key"])
@@ -367,11 +422,12 @@ class StateLog:
             return cur.rowcount > 0
 
     def release_work(self, key: str, *, owner: str) -> None:
-        """Hand an item back unfinished (a bot stopping): pending at once for anyone, the attempt not counted."""
+        """Hand an item back unfinished (a bot stopping): pending at once for anyone. Its attempt still counts, so the
+        next take knows an earlier one may have posted (and looks for that post before posting)."""
         with self._tx() as db:
             db.execute(
                 """UPDATE work_items SET state = 'pending', lease_until = 0, owner = '',
-                   attempts = MAX(attempts - 1, 0), updated = ? WHERE key = ? AND owner = ? AND state = 'running'""",
+                   updated = ? WHERE key = ? AND owner = ? AND state = 'running'""",
                 (self._clock(), key, owner),
             )
 
@@ -396,12 +452,17 @@ class StateLog:
             for r in rows
         ]
 
-    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...]) -> int:
+    def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...], who: str | None = None) -> int:
+        """How many items of ``kinds`` are in one of ``states`` (``who``: of that user only)."""
         if not kinds or not states:
             return 0
         sql = (f"SELECT COUNT(*) FROM work_items WHERE kind IN ({','.join('?' * len(kinds))}) "
                f"AND state IN ({','.join('?' * len(states))})")
-        return int(self._conn().execute(sql, (*kinds, *states)).fetchone()[0])
+        args: list[Any] = [*kinds, *states]
+        if who is not None:
+            sql += " AND who = ?"
+            args.append(who)
+        return int(self._conn().execute(sql, args).fetchone()[0])
 
     def _prune_work(self, db: sqlite3.Connection, now: float) -> None:
         """Forget ended items older than :data:`CLAIM_TTL_S` (checked at most every few minutes)."""
@@ -571,6 +632,28 @@ class StateLog:
         for row in self._conn().execute(sql, args):
             out.append(FeedbackEntry.of(dict(row), row["question"], row["answer_json"]))
         return out
+
+
+# Fair turns: the tenant, then the user, taken from least recently (a latest take of 0: never), then the oldest item.
+_FAIR_ORDER = """ORDER BY
+    (SELECT COALESCE(MAX(t.taken_at), 0) FROM work_items t WHERE t.tenant = work_items.tenant),
+    (SELECT COALESCE(MAX(u.taken_at), 0) FROM work_items u WHERE u.who = work_items.who),
+    created, rowid"""
+
+
+def _cannot_open(path: Path, e: BaseException) -> str:
+    """What an operator reads when the chat state cannot be opened: the file, the cause, what to do."""
+    text = str(e).lower()
+    if "locked" in text or "busy" in text:
+        return (f"the chat state {path} is locked by another process ({e}): stop the other process (a stuck bot, a "
+                "backup holding a lock), or give this bot its own CITEBOT_DATA_DIR")
+    if "malformed" in text or "not a database" in text or "corrupt" in text:
+        return (f"the chat state {path} is damaged ({e}): stop every bot using it, then move it aside (its work "
+                "journal, answers and feedback go with it) or restore it from a backup, and start again")
+    if "full" in text:
+        return f"the disk holding the chat state {path} is full ({e}): free space there, then start again"
+    return (f"cannot write the chat state {path} ({e}): check that CITEBOT_DATA_DIR ({path.parent}) exists, is a "
+            "folder, and that this user may write to it")
 
 
 def feedback_as_json(entries: list[FeedbackEntry]) -> str:

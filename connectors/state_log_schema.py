@@ -45,7 +45,10 @@ CREATE TABLE IF NOT EXISTS work_items (
     lease_until REAL NOT NULL DEFAULT 0,
     note TEXT NOT NULL DEFAULT '{}',
     created REAL NOT NULL,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    who TEXT NOT NULL DEFAULT '',
+    tenant TEXT NOT NULL DEFAULT '',
+    taken_at REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS work_items_open ON work_items (state, kind, created);
 CREATE TABLE IF NOT EXISTS uploads (
@@ -82,6 +85,12 @@ _CLAIM_COLUMNS = {
 }
 
 
+# Columns of work_items added for fair takes: whose item it is, their tenant (a Slack team, a Teams tenant), and
+# when it was last taken (a user's and a tenant's latest take order the next one).
+_FAIR_COLUMNS = {"who": "TEXT NOT NULL DEFAULT ''", "tenant": "TEXT NOT NULL DEFAULT ''",
+                 "taken_at": "REAL NOT NULL DEFAULT 0"}
+
+
 def migrate(db: sqlite3.Connection) -> None:
     """Bring a state file made by an earlier version up to :data:`TABLES` (inside the caller's write transaction)."""
     have = {r[1] for r in db.execute("PRAGMA table_info(seen_events)")}
@@ -89,6 +98,14 @@ def migrate(db: sqlite3.Connection) -> None:
         if name not in have:
             db.execute(f"ALTER TABLE seen_events ADD COLUMN {name} {decl}")
     db.execute("CREATE INDEX IF NOT EXISTS seen_events_at ON seen_events (at)")
+    # a journal from before fair takes (issue 39): its items belong to nobody in particular
+    have = {r[1] for r in db.execute("PRAGMA table_info(work_items)")}
+    for name, decl in _FAIR_COLUMNS.items():
+        if name not in have:
+            db.execute(f"ALTER TABLE work_items ADD COLUMN {name} {decl}")
+    db.execute("CREATE INDEX IF NOT EXISTS work_items_who ON work_items (who, taken_at)")
+    db.execute("CREATE INDEX IF NOT EXISTS work_items_tenant ON work_items (tenant, taken_at)")
+    db.execute("CREATE INDEX IF NOT EXISTS work_items_waiting ON work_items (who, state)")
     # a state file from before the 👎 form: its feedback rows have no choice
     if "choice" not in {r[1] for r in db.execute("PRAGMA table_info(feedback)")}:
         db.execute("ALTER TABLE feedback ADD COLUMN choice TEXT NOT NULL DEFAULT ''")

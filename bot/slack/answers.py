@@ -19,7 +19,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.commands import is_core_verb, mention_command, run_command
 from bot.core import ChatContext, ChatCore, ClaimKey
-from bot.journal import Kind
+from bot.journal import Kind, NotRecorded, QueueFull
 from bot.slack.events import ChoiceClick, Message, parse_choice_click, parse_message
 from bot.slack.items import ItemPosts, is_admin
 from bot.slack.render import plain, render_answer
@@ -62,7 +62,18 @@ class Answers:
         if msg.question:  # the asker sees work start within a moment, never a silent wait
             working = self.work.ui.submit(self._show_working, msg)
             self._working[key] = working
-        if not self.work.accept(key, "slack.answer", {"body": body}):
+        try:
+            accepted = self.work.accept(key, "slack.answer", {"body": body}, user=msg.user, team=msg.team)
+        except NotRecorded:  # refused: Slack re-sends it, and that delivery shows its own 👀
+            self._working.pop(key, None)
+            self.work.ui.submit(self._take_back, working, msg)
+            raise
+        except QueueFull:  # this person's earlier questions wait already: say so, never a silent drop
+            self._working.pop(key, None)
+            self.work.ui.submit(self._take_back, working, msg)
+            self.work.ui.submit(self.posts.say_queue_full, msg.channel, msg.user, msg.reply_thread_ts)
+            return
+        if not accepted:
             self._working.pop(key, None)
             self.work.ui.submit(self._take_back, working, msg)
 
@@ -74,8 +85,12 @@ class Answers:
         if click is not None:
             # Slack does not re-send interactions; a double click is two clicks, each its own action_ts
             key = ClaimKey.slack_choice(click.team, click.channel, click.user, click.action_ts)
-            if self.work.accept(key, "slack.choice", {"body": body}) and not click.ephemeral:
-                self.work.ui.submit(self.set_status, click.channel, click.thread_ts, searching_text(0))
+            try:
+                if self.work.accept(key, "slack.choice", {"body": body}, user=click.user,
+                                    team=click.team) and not click.ephemeral:
+                    self.work.ui.submit(self.set_status, click.channel, click.thread_ts, searching_text(0))
+            except QueueFull:
+                self.work.ui.submit(self.posts.say_queue_full, click.channel, click.user, click.thread_ts)
         ack()
 
     # --- "working on it" (the UI pool) ------------------------------------------------------------
@@ -174,17 +189,15 @@ class Answers:
                                scopes=self.search_scopes(msg) or (msg.scope,), is_admin=admin)
             posts.post_once(item, "command_ts", **where, text=plain(text))
             return
-        ctx = ChatContext("slack", msg.scope, msg.user, search_scopes=self.search_scopes(msg), event_id=msg.event_id)
-        posted = posts.posted(item, "answer_ts", **where)
-        if posted:  # answered before a kill: keep its record, post nothing
-            if item.notes.get("answer") and not item.notes.get("recorded"):
-                self._record(item, ctx, msg, posted, Answer.model_validate_json(item.notes["answer"]))
+        if self._keep_posted(item, msg):  # answered before a kill: keep its record, post nothing
             return
+        ctx = self._context(msg)
         history = self.core.history("slack", msg.thread_ref) if msg.in_thread and not choice else []
         # an LLM answer streams into the thread (bot/slack/stream.py); a take-over finishes the message it finds
-        earlier = posts.posted(item, "stream_ts", **where)
+        earlier = posts.posted(item, "stream_ts", **where) or posts.stream_started(item, **where)
         stream = AnswerStream(self.client, **where, team=msg.team, user=msg.user, resume_ts=earlier,
                               started=lambda ts: posts.note(item, stream_ts=ts),
+                              starting=lambda: posts.stream_intent(item),
                               metadata=posts.metadata(item, "stream_ts"))
         show = None if earlier else stream
         if choice:
@@ -201,6 +214,17 @@ class Answers:
                             unfurl_media=False)
         self._record(item, ctx, msg, ts, answer)
 
+    def _context(self, msg: Message) -> ChatContext:
+        return ChatContext("slack", msg.scope, msg.user, search_scopes=self.search_scopes(msg), event_id=msg.event_id)
+
+    def _keep_posted(self, item: WorkItem, msg: Message) -> bool:
+        """True when the item's answer was posted before (a kill, or every attempt died): its record is made if
+        the attempt that posted it died first, so 👍/👎 and follow-ups in the thread find it."""
+        posted = self.posts.posted(item, "answer_ts", msg.channel, msg.reply_thread_ts)
+        if posted and item.notes.get("answer") and not item.notes.get("recorded"):
+            self._record(item, self._context(msg), msg, posted, Answer.model_validate_json(item.notes["answer"]))
+        return bool(posted)
+
     def _record(self, item: WorkItem, ctx: ChatContext, msg: Message, ts: str, answer: Answer) -> None:
         self.core.record_answer(
             ctx, message_ref=f"{msg.channel}:{ts}", thread_ref=msg.thread_ref, question=msg.question, answer=answer
@@ -208,9 +232,10 @@ class Answers:
         self.posts.note(item, recorded="1")
 
     def give_up_answer(self, item: WorkItem, payload: dict[str, Any]) -> None:
-        """After the last attempt: a short apology in the thread (it also replaces the "Searching…" status)."""
+        """After the last attempt: a short apology in the thread (it also replaces the "Searching…" status); or, when
+        the answer was posted after all, its record."""
         msg = parse_message(payload["body"])
-        if msg is None or self.posts.posted(item, "answer_ts", msg.channel, msg.reply_thread_ts):
+        if msg is None or self._keep_posted(item, msg):
             return
         self.posts.post_once(item, "apology_ts", channel=msg.channel, thread_ts=msg.reply_thread_ts, text=APOLOGY)
         self._react(msg.channel, msg.ts, add=False)
@@ -260,6 +285,6 @@ class Answers:
         if click is not None and click.ephemeral:
             self._respond_privately(item, click, APOLOGY)
             return
-        if click is None or self.posts.posted(item, "answer_ts", click.channel, click.thread_ts):
+        if click is None or self._keep_posted(item, click.as_message()):
             return
         self.posts.post_once(item, "apology_ts", channel=click.channel, thread_ts=click.thread_ts, text=APOLOGY)

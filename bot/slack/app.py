@@ -36,6 +36,7 @@ from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from bot.core import ChatCore
+from bot.journal import NotRecorded
 from bot.slack.answers import Answers
 from bot.slack.assistant import AssistantPane
 from bot.slack.events import files_of_message, mentions, parse_message
@@ -101,7 +102,7 @@ class SlackBot:
         self.client = client if client is not None else web_client(settings)
         self.members = MembershipCache(self.client)
         self.work = SlackWorkers(core)
-        posts = ItemPosts(self.client, core)
+        posts = ItemPosts(self.client, core, gate=self.work.posting)
         self.answers = Answers(core=core, client=self.client, members=self.members, work=self.work, posts=posts)
         self.files = Files(settings=settings, core=core, client=self.client, work=self.work, posts=posts)
         self.feedback = Feedback(core=core, client=self.client, work=self.work)
@@ -189,8 +190,12 @@ class SlackBot:
         return next()
 
     def _on_error(self, error: Exception, body: Any) -> BoltResponse:
-        """Bolt's one error handler: a listener raised before its work was journaled. It survives any payload."""
+        """Bolt's one error handler: a listener raised before its work was journaled. It survives any payload. Work
+        the journal could not take (:class:`NotRecorded`) is refused with 503 rather than acknowledged."""
         body = body if isinstance(body, dict) else {}
+        if isinstance(error, NotRecorded):  # not journaled: no ack, so Slack re-sends it (to this bot or another)
+            self.work.recent.discard(str(body.get("event_id") or ""))
+            return BoltResponse(status=503, body="", headers={"Retry-After": "1"})
         event = _event_of(body)
         channel, ts = event.get("channel"), event.get("ts")
         log.error("slack_listener_failed", **error_fields(error))

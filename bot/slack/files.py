@@ -16,7 +16,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.core import ChatContext, ChatCore, ClaimKey
-from bot.journal import Kind
+from bot.journal import Kind, QueueFull
 from bot.slack.events import (
     FileShared,
     SlackFile,
@@ -70,7 +70,11 @@ class Files:
             log.warning("upload_queue_full", waiting=self.settings.upload_queue)
             self.work.ui.submit(self._say_busy, shared)
             return
-        self.work.accept(key, "slack.ingest", {"body": body, "file_id": shared.file.id})
+        try:
+            self.work.accept(key, "slack.ingest", {"body": body, "file_id": shared.file.id}, user=shared.user,
+                             team=shared.team)
+        except QueueFull:  # this person's earlier questions and files wait already: say so
+            self.work.ui.submit(self.posts.say_queue_full, shared.channel, shared.user, shared.message_ts)
 
     def on_file_deleted(self, body: dict[str, Any]) -> None:
         deleted = parse_file_deleted(body)

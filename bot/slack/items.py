@@ -8,7 +8,10 @@ just before the kill), and posts only when it finds neither.
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import structlog
@@ -17,6 +20,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.core import ChatCore, ClaimKey
 from bot.journal import RetryLater
+from bot.texts import QUEUE_FULL
 from connectors.state_api import WorkItem
 
 log = structlog.get_logger(__name__)
@@ -24,6 +28,7 @@ log = structlog.get_logger(__name__)
 # The metadata event type of every message the bot posts for a work item: its payload names the item and the
 # slot (answer, status, apology...), so a take-over finds a post that left just before a kill.
 WORK_METADATA = "citebot_work"
+_CLOCK_SKEW_S = 5.0  # a stream started since the noted intent, allowing for Slack's clock against ours
 
 
 def unique() -> str:
@@ -38,8 +43,12 @@ def event_key(event_id: str) -> ClaimKey:
 class ItemPosts:
     """Posting once per work item, and noting what the item's work did."""
 
-    def __init__(self, client: WebClient, core: ChatCore) -> None:
-        self.client, self.core = client, core
+    def __init__(self, client: WebClient, core: ChatCore,
+                 gate: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
+        """``gate``: entered around each post (the journal's :meth:`~bot.journal.WorkJournal.posting`: after a
+        drain's deadline no post starts)."""
+        self.client, self.core, self.gate = client, core, gate
+        self._bot_id = ""  # this bot's id (auth.test), to know its own half-written stream in a thread
 
     def posted(self, item: WorkItem, slot: str, channel: str, thread_ts: str) -> str:
         """The ts of the message this item posted in ``slot`` before: noted, or (after a take-over, when the
@@ -69,13 +78,47 @@ class ItemPosts:
                 return found
         return ""
 
+    def stream_intent(self, item: WorkItem) -> None:
+        """Note, before ``chat.startStream``, that this item is about to start a stream: Slack's streaming message
+        carries no metadata, so if the reply with its ts never comes (a kill), :meth:`stream_started` finds it."""
+        self.note(item, stream_intent=f"{time.time():.6f}")
+
+    def stream_started(self, item: WorkItem, channel: str, thread_ts: str) -> str:
+        """The ts of the stream an earlier attempt started: noted, else (its ``chat.startStream`` reply lost to a kill)
+        the bot's own message in the thread without work metadata, posted since the noted intent. "" if none."""
+        ts = item.notes.get("stream_ts", "")
+        intent = item.notes.get("stream_intent", "")
+        if ts or not intent or item.attempts <= 1 or not thread_ts:
+            return ts
+        try:
+            bot_id = self._bot_id or str(self.client.auth_test().get("bot_id") or "")
+            self._bot_id = bot_id
+            resp = self.client.conversations_replies(channel=channel, ts=thread_ts, include_all_metadata=True,
+                                                     limit=200)
+        except SlackApiError as e:
+            log.info("stream_lookup_refused", error=str(e.response.get("error") or "SlackApiError"))
+            return ""
+        except (SlackClientError, OSError) as e:
+            raise RetryLater(5.0) from e
+        since = float(intent) - _CLOCK_SKEW_S
+        for message in reversed(resp.get("messages") or []):
+            meta = message.get("metadata") or {}
+            if (bot_id and message.get("bot_id") == bot_id and meta.get("event_type") != WORK_METADATA
+                    and message.get("ts") and float(message["ts"]) >= since):
+                found = str(message["ts"])
+                log.info("stream_started_before_found")
+                self.note(item, stream_ts=found)
+                return found
+        return ""
+
     def post(self, item: WorkItem, slot: str, *, channel: str, thread_ts: str, **kw: Any) -> str:
         """Post a message carrying the item's key in its metadata, and note its ts under ``slot``."""
-        resp = self.client.chat_postMessage(
-            channel=channel, thread_ts=thread_ts or None, metadata=self.metadata(item, slot), **kw,
-        )
-        ts = str(resp["ts"])
-        self.note(item, **{slot: ts})
+        with self.gate():
+            resp = self.client.chat_postMessage(
+                channel=channel, thread_ts=thread_ts or None, metadata=self.metadata(item, slot), **kw,
+            )
+            ts = str(resp["ts"])
+            self.note(item, **{slot: ts})
         return ts
 
     @staticmethod
@@ -87,6 +130,15 @@ class ItemPosts:
         """Keep what the item's work did, in the journal (for a take-over) and on the item (for this run)."""
         self.core.note_work(item.key, **note)
         item.notes.update(note)
+
+    def say_queue_full(self, channel: str, user: str, thread_ts: str) -> None:
+        """Tell ``user`` (only them, in the thread) that this question or file was not taken: their earlier ones
+        wait already (:class:`bot.journal.QueueFull`). Not journaled: it stands for work that is not either."""
+        text = QUEUE_FULL.format(n=self.core.settings.max_queued_per_user)
+        try:
+            self.client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts or None)
+        except Exception as e:  # noqa: BLE001 - best effort, as the 👀 is
+            log.warning("queue_full_notice_failed", error=type(e).__name__)
 
     def post_once(self, item: WorkItem, slot: str, *, channel: str, thread_ts: str, **kw: Any) -> str:
         return self.posted(item, slot, channel, thread_ts) or self.post(

@@ -44,6 +44,8 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.health import HEALTH_PATH, READY_PATH, Health, serve_health
 from connectors.log import error_fields
 from connectors.settings import Settings
+from connectors.state_api import StateError
+from connectors.store_api import StoreError
 
 log = structlog.get_logger(__name__)
 
@@ -303,7 +305,8 @@ def make_http_server(
 
 
 SOCKET_PING_S = 1.0  # slack_sdk drops a link after 4 s without a pong, or 5 failed pings: replaced within ~6 s
-SOCKET_WATCH_S = 0.5
+SOCKET_WATCH_S = 0.1
+SOCKET_SILENT_S = 2.5 * SOCKET_PING_S  # no pong for this long: the link is lost (slack_sdk waits for 4 pings)
 
 
 def socket_mode_handler(app: App, settings: Settings) -> Any:
@@ -321,11 +324,20 @@ def socket_mode_handler(app: App, settings: Settings) -> Any:
     class AckingHandler(SocketModeHandler):  # type: ignore[misc]
         def handle(self, client: Any, req: Any) -> None:
             start = time.time()
+            payload = getattr(req, "payload", None)  # this envelope's ids on its lines, not an earlier request's
+            structlog.contextvars.clear_contextvars()
+            structlog.contextvars.bind_contextvars(
+                platform="slack", envelope_id=str(getattr(req, "envelope_id", "") or ""),
+                event_id=str(payload.get("event_id") or "") if isinstance(payload, dict) else "",
+            )
             try:
                 resp = run_bolt_app(self.app, req)
             except Exception as e:  # noqa: BLE001 - a payload Bolt cannot even parse
                 log.info("envelope_dropped", kind=str(getattr(req, "type", "")), error=type(e).__name__)
                 resp = BoltResponse(status=200, body="")
+            if resp.status == 503:  # the journal did not take it (bot.journal.NotRecorded): no ack, Slack re-sends
+                log.warning("envelope_not_recorded", kind=str(getattr(req, "type", "")))
+                return
             if resp.status != 200:
                 log.info("envelope_not_routed", kind=str(getattr(req, "type", "")), status=resp.status)
                 resp = BoltResponse(status=200, body="")
@@ -344,18 +356,78 @@ def socket_mode_handler(app: App, settings: Settings) -> Any:
     return handler
 
 
+def link_alive(client: Any) -> bool:
+    """Whether the Socket Mode link works now: connected, no FIN read on its socket, and a pong within
+    :data:`SOCKET_SILENT_S`. slack_sdk itself notices a FIN or a silent link only when its pings go stale (four
+    missed, ~5 s), and in that gap envelopes cannot arrive: readiness must not say otherwise. Reads slack_sdk's
+    built-in session (``current_session``: its ``sock`` and ping times), which has no public view of them."""
+    if not client.is_connected():
+        return False
+    session = client.current_session
+    sock = getattr(session, "sock", None)
+    if sock is None:
+        return False
+    last = getattr(session, "last_ping_pong_time", None) or getattr(session, "_first_ping_time", None)
+    if last is not None and time.time() - float(last) > SOCKET_SILENT_S:
+        return False
+    try:  # peek at the TCP stream beneath the TLS one (a dup of its descriptor): b"" is the peer's FIN
+        with socket.fromfd(sock.fileno(), sock.family, sock.type) as raw:
+            return raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True  # nothing to read: open
+    except OSError:
+        return False  # reset, or closed under us
+
+
 def watch_socket(handler: Any, health: Health, stop: threading.Event) -> None:
-    """Ready only while a WebSocket is connected; each link lost and each reconnect is logged."""
-    connected = False
-    while not stop.wait(SOCKET_WATCH_S):
-        now = bool(handler.client.is_connected())
-        if now and not connected:
-            health.set_ready()
-            log.info("slack_socket_connected", session=str(handler.client.session_id() or ""))
-        elif connected and not now:
+    """Ready only while the WebSocket link works: not ready from the moment it is known lost (a close frame or an
+    error, at once; a FIN or a silent link, within :data:`SOCKET_WATCH_S` of :func:`link_alive` seeing it) until a
+    new link is up. Each link lost and each reconnect is logged."""
+    client = handler.client
+    state = {"up": False, "lost_session": ""}
+    lock = threading.Lock()
+
+    def lost(how: str, *, closed: bool = False) -> None:
+        """``closed``: the peer's close frame, after which slack_sdk always replaces the session: until then, this
+        session is not taken for up again (its socket is still open for a moment)."""
+        with lock:
+            session = str(client.session_id() or "")
+            if state["up"]:
+                log.warning("slack_socket_lost", how=how, session=session)
+            state["up"] = False
+            if closed:
+                state["lost_session"] = session
             health.set_not_ready()
-            log.warning("slack_socket_lost")
-        connected = now
+
+    client.on_close_listeners.append(lambda code, reason: lost("close", closed=True))
+    client.on_error_listeners.append(lambda error: lost(type(error).__name__))
+    while not stop.wait(SOCKET_WATCH_S):
+        with lock:
+            session = str(client.session_id() or "")
+            now = link_alive(client) and session != state["lost_session"]
+            if now and not state["up"]:
+                state["up"] = True
+                health.set_ready()
+                log.info("slack_socket_connected", session=session)
+        if state["up"] and not now:
+            lost("silent" if client.is_connected() else "closed")
+
+
+def close_socket(handler: Any) -> None:
+    """Stop Socket Mode with a close frame (1000) first, so Slack moves envelopes to another connection at once
+    instead of waiting for the link to time out; then slack_sdk closes the socket."""
+    from slack_sdk.socket_mode.builtin.frame_header import FrameHeader
+    from slack_sdk.socket_mode.builtin.internals import _build_data_frame_for_sending
+
+    session = getattr(handler.client, "current_session", None)
+    if session is not None and getattr(session, "sock", None) is not None:
+        try:
+            with session.sock_send_lock:
+                if session.sock is not None:
+                    session.sock.send(_build_data_frame_for_sending(b"\x03\xe8", FrameHeader.OPCODE_CLOSE))
+        except OSError as e:  # the link is gone already: nothing to tell
+            log.info("slack_socket_close_frame_failed", error=type(e).__name__)
+    handler.close()
 
 
 def cannot_reach(settings: Settings, error: BaseException) -> str:
@@ -420,13 +492,14 @@ def serve(
     try:
         core = ChatCore.from_settings(settings)
         bot = build_bot(settings, core)
-    except SlackConfigError as e:
+    except (SlackConfigError, StoreError, StateError) as e:  # their messages name the file or setting to fix
         print(f"citebot: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - Bolt raises BoltError on a rejected token at start-up
         print(f"citebot: could not start the Slack app ({type(e).__name__}); check SLACK_BOT_TOKEN", file=sys.stderr)
         return 2
     health = Health("slack")
+    health.require("journal", lambda: bot.work.journal.writable)  # 503 while acks could not be journaled
     metrics_server = serve_health(health, host, metrics_port) if metrics_port is not None else None
     probe = health.metrics_elsewhere() if metrics_server is not None else health
     if socket_mode:
@@ -466,7 +539,7 @@ def serve(
                 pass
             finally:
                 health.set_not_ready()
-                handler.close()  # intake stops: Slack sends the next envelopes to another connection
+                close_socket(handler)  # intake stops: Slack sends the next envelopes to another connection
                 _drain(bot, settings)
             return 0
         assert server is not None

@@ -13,13 +13,13 @@ from slack_sdk import WebClient
 
 from bot.commands import is_core_verb, run_command
 from bot.core import ChatContext, ChatCore, ClaimKey
-from bot.journal import Kind
+from bot.journal import Kind, NotRecorded, QueueFull
 from bot.slack.events import Command, parse_command
 from bot.slack.items import ItemPosts, is_admin, unique
 from bot.slack.render import plain, render_answer
 from bot.slack.scopes import MembershipCache, dm_search_scopes
 from bot.slack.workers import SlackWorkers
-from bot.texts import APOLOGY, SLACK_FORGET_USAGE, SLACK_HELP_TEXT, searching_text
+from bot.texts import APOLOGY, NOT_RECORDED, QUEUE_FULL, SLACK_FORGET_USAGE, SLACK_HELP_TEXT, searching_text
 from connectors.state_api import WorkItem
 from pipelines.models import Answer
 
@@ -45,7 +45,14 @@ class SlashCommand:
             ack(text=SLACK_FORGET_USAGE)
             return
         key = ClaimKey.slack_command(unique())  # Slack never re-sends a slash command
-        self.work.accept(key, "slack.command", {"body": body})
+        try:
+            self.work.accept(key, "slack.command", {"body": body}, user=cmd.user, team=cmd.team)
+        except NotRecorded:  # not journaled, and Slack will not re-send it: say so rather than "Searching…"
+            ack(text=NOT_RECORDED)
+            return
+        except QueueFull:
+            ack(text=QUEUE_FULL.format(n=self.core.settings.max_queued_per_user))
+            return
         if is_core_verb(cmd.verb):
             ack()
         else:  # `/citebot how long is parental leave?`: a private answer, journaled like any command

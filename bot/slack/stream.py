@@ -36,7 +36,8 @@ class AnswerStream:
     """One answer's stream in one thread. ``started(ts)`` is told the message's ts as soon as there is one (the
     work journal notes it, so a take-over finishes this message instead of leaving it half written);
     ``metadata`` goes on a message posted where streaming is refused, for the same reason. ``resume_ts``: a message
-    an earlier attempt started, finished by :meth:`finish`."""
+    an earlier attempt started, finished by :meth:`finish`. ``starting()`` is called just before ``chat.startStream``
+    (the journal notes the intent, see :meth:`bot.slack.items.ItemPosts.stream_started`)."""
 
     def __init__(
         self,
@@ -49,10 +50,12 @@ class AnswerStream:
         started: Callable[[str], None],
         metadata: dict[str, Any],
         resume_ts: str = "",
+        starting: Callable[[], None] | None = None,
     ) -> None:
         self.client = client
         self.channel, self.thread_ts, self.team, self.user = channel, thread_ts, team, user
         self._started = started
+        self._starting = starting
         self._metadata = metadata
         self.ts = resume_ts
         self.streaming = bool(resume_ts)  # an earlier attempt's message may still be streaming: stop it first
@@ -74,6 +77,8 @@ class AnswerStream:
             self._edit()
 
     def _start(self, piece: str) -> None:
+        if self._starting is not None:  # noted before the stream exists: its reply may never come (a kill), and a
+            self._starting()  # streaming message carries no metadata a take-over could find it by
         try:
             resp = self.client.chat_startStream(
                 channel=self.channel, thread_ts=self.thread_ts, markdown_text=markdown(piece),

@@ -14,6 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from typing import Any
 
 import structlog
@@ -44,6 +45,11 @@ class RecentKeys:
             if len(self._keys) > self._max:
                 self._keys.popitem(last=False)
             return True
+
+    def discard(self, key: str) -> None:
+        """Forget ``key``: its delivery was refused (not journaled), so Slack's re-send must be processed."""
+        with self._lock:
+            self._keys.pop(key, None)
 
 
 class AckBackPressure:
@@ -110,6 +116,7 @@ class SlackWorkers:
             lease_s=s.work_lease_s,
             scan_s=s.work_scan_s,
             before_start=self.gate.wait_quiet,
+            max_queued_per_user=s.max_queued_per_user,
         )
         self._journal.start()
 
@@ -119,13 +126,19 @@ class SlackWorkers:
             raise RuntimeError("SlackWorkers.start() was not called")
         return self._journal
 
-    def accept(self, key: ClaimKey | str, kind: str, payload: dict[str, Any]) -> bool:
-        """Journal the work (before the ack leaves); False for a re-delivery. Slack's verification token (which
-        Bolt no longer needs: requests are signed) is left out: the journal keeps no credential."""
+    def accept(self, key: ClaimKey | str, kind: str, payload: dict[str, Any], *, user: str = "",
+               team: str = "") -> bool:
+        """Journal the work (before the ack leaves); False for a re-delivery. ``user``, ``team``: whose it is (fair
+        turns, and the bound on one person's waiting work: :class:`bot.journal.QueueFull`). Slack's verification
+        token (which Bolt no longer needs: requests are signed) is left out: the journal keeps no credential."""
         body = payload.get("body")
         if isinstance(body, dict) and "token" in body:
             payload = {**payload, "body": {k: v for k, v in body.items() if k != "token"}}
-        return self.journal.accept(str(key), kind, payload)
+        return self.journal.accept(str(key), kind, payload, user=user, tenant=team)
+
+    def posting(self) -> AbstractContextManager[None]:
+        """Entered around each post of a work item (:meth:`bot.journal.WorkJournal.posting`)."""
+        return self.journal.posting()
 
     def uploads_waiting(self) -> int:
         return self.core.state.count_work(kinds=INGEST_KINDS, states=("pending",))

@@ -21,6 +21,7 @@ from microsoft_agents.hosting.core import ActivityHandler, ChannelServiceAdapter
 
 from bot.commands import is_core_verb, run_command
 from bot.core import MAX_CHOICE_CHARS, ChatContext, ChatCore, ClaimKey
+from bot.journal import QueueFull
 from bot.teams import render
 from bot.teams.activity import (
     EMULATOR_CHANNEL,
@@ -35,7 +36,7 @@ from bot.teams.activity import (
 from bot.teams.feedback import FETCH_TASK, SUBMIT_ACTION, parse_vote, task_response
 from bot.teams.graph import graph_configured
 from bot.teams.work import ANSWER, CHOICE, INGEST, SYNC, TeamsWork
-from bot.texts import APOLOGY, GRAPH_NOT_CONFIGURED, SYNC_ONLY_IN_CHANNELS, TEAMS_HELP_TEXT
+from bot.texts import APOLOGY, GRAPH_NOT_CONFIGURED, QUEUE_FULL, SYNC_ONLY_IN_CHANNELS, TEAMS_HELP_TEXT
 from connectors.log import error_fields
 from connectors.settings import Settings
 
@@ -169,7 +170,13 @@ class CitebotTeamsBot(ActivityHandler):
         activity = turn_context.activity
         key = ClaimKey.teams_message(turn.conversation_id, activity.id or uuid.uuid4().hex)
         ref = activity.get_conversation_reference()
-        if not await self._run(self.work.accept, str(key), kind, turn, ref, activity.id or ""):
+        try:
+            accepted = await self._run(self.work.accept, str(key), kind, turn, ref, activity.id or "")
+        except QueueFull:  # this person's earlier work waits already: say so, never drop it silently
+            await turn_context.send_activity(render.text_activity(
+                QUEUE_FULL.format(n=self.settings.max_queued_per_user)))
+            return
+        if not accepted:
             log.info("teams_duplicate_ignored", event_id=activity.id or "")
             return
         try:

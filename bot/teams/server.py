@@ -49,13 +49,16 @@ from microsoft_agents.hosting.core import (
 
 from bot.core import ChatCore
 from bot.health import HEALTH_PATH, METRICS_PATH, READY_PATH, Health, serve_health
+from bot.journal import NotRecorded
 from bot.teams import render
 from bot.teams.auth import NoToken, TeamsAuth, Unauthorized, anonymous
 from bot.teams.bot import CitebotTeamsBot
 from bot.teams.work import CONNECTOR_TIMEOUT_S
-from bot.texts import APOLOGY
+from bot.texts import APOLOGY, NOT_RECORDED
 from connectors.log import error_fields
 from connectors.settings import Settings
+from connectors.state_api import StateError
+from connectors.store_api import StoreError
 
 log = structlog.get_logger(__name__)
 
@@ -177,8 +180,9 @@ def build_app(
 
     async def on_error(context: TurnContext, error: Exception) -> None:
         log.error("teams_adapter_error", **error_fields(error))
+        text = NOT_RECORDED if isinstance(error, NotRecorded) else APOLOGY  # not journaled: say it was not started
         try:
-            await context.send_activity(render.text_activity(APOLOGY))
+            await context.send_activity(render.text_activity(text))
         except Exception as e:  # noqa: BLE001 - the apology itself may be what failed
             log.warning("teams_apology_failed", **error_fields(e))
 
@@ -186,6 +190,7 @@ def build_app(
 
     # this port faces the internet: it never serves /metrics (``serve``'s --metrics-port does)
     probe = (health if health is not None else Health("teams", ready=True)).metrics_elsewhere()
+    probe.require("journal", lambda: bot.work.journal.writable)
 
     async def messages(request: web.Request) -> web.StreamResponse:
         if not probe.ready:  # still loading the model: the Bot Connector retries
@@ -330,7 +335,11 @@ def serve(
         print(f"citebot: --insecure-local only binds to a loopback address (127.0.0.1, ::1), not {host}",
               file=sys.stderr)
         return 2
-    core = ChatCore.from_settings(settings)
+    try:
+        core = ChatCore.from_settings(settings)
+    except (StoreError, StateError) as e:  # their messages name the file to fix (read-only, damaged, locked)
+        print(f"citebot: {e}", file=sys.stderr)
+        return 2
     health = Health("teams")
     metrics_server = serve_health(health, host, metrics_port) if metrics_port is not None else None
     app = build_app(settings, core, insecure_local=insecure_local and not authenticated, health=health)

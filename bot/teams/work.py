@@ -111,6 +111,7 @@ class TeamsWork:
                    Lane("uploads", (INGEST, SYNC), settings.upload_workers)],
             lease_s=settings.work_lease_s,
             scan_s=settings.work_scan_s,
+            max_queued_per_user=settings.max_queued_per_user,
         )
 
     def bind(self, adapter: ChannelServiceAdapter, loop: asyncio.AbstractEventLoop) -> None:
@@ -126,7 +127,7 @@ class TeamsWork:
         """Journal one activity's work (before the turn's 200); False when it was journaled before."""
         ref_json = ref.model_dump(mode="json", by_alias=True, exclude_none=True)
         payload = {"turn": dataclasses.asdict(turn), "ref": ref_json, "event_id": event_id}
-        return self.journal.accept(key, kind, payload)
+        return self.journal.accept(key, kind, payload, user=turn.user, tenant=turn.tenant_id)
 
     def wait_idle(self, timeout_s: float) -> bool:
         return self.journal.wait_idle(timeout_s)
@@ -155,11 +156,13 @@ class TeamsWork:
 
     def _post(self, item: WorkItem, slot: str, ref: ConversationReference, activity: Activity) -> str:
         """Post ``activity`` in the referenced thread and note its id under ``slot`` (the Bot Connector can not be
-        asked afterwards what was posted: the id is all a take-over has to go by)."""
-        self._note(item, **{f"{slot}_sending": "1"})
-        message_id = self._on_loop(self._send(ref, activity)) or ""
-        if message_id:
-            self._note(item, **{slot: message_id})
+        asked afterwards what was posted: the id is all a take-over has to go by). None starts after a drain's
+        deadline (:meth:`bot.journal.WorkJournal.posting`)."""
+        with self.journal.posting():
+            self._note(item, **{f"{slot}_sending": "1"})
+            message_id = self._on_loop(self._send(ref, activity)) or ""
+            if message_id:
+                self._note(item, **{slot: message_id})
         return message_id
 
     def _post_once(self, item: WorkItem, slot: str, ref: ConversationReference, activity: Activity) -> str:
@@ -224,10 +227,7 @@ class TeamsWork:
     def _run_answer(self, item: WorkItem, payload: dict[str, Any], *, choice: bool = False) -> None:
         """Answer the turn once; ``choice``: it is a reading picked on a "which one?" card."""
         turn, ref, ctx = self._work_of(payload)
-        posted = item.notes.get("answer_id")
-        if posted:  # answered before a kill: keep its record, post nothing
-            if item.notes.get("answer") and not item.notes.get("recorded"):
-                self._record(item, ctx, turn, posted, Answer.model_validate_json(item.notes["answer"]))
+        if self._keep_posted(item, ctx, turn):  # answered before a kill: keep its record, post nothing
             return
         self._sending_lost(item, "answer_id")
         stream: TeamsStream | None = None
@@ -257,15 +257,24 @@ class TeamsWork:
         self._record(item, ctx, turn, message_id, answer)
         log.info("teams_answer_posted")
 
+    def _keep_posted(self, item: WorkItem, ctx: ChatContext, turn: TeamsTurn) -> bool:
+        """True when the answer was posted before (a kill, or the last attempt given up): its record is made if it
+        was not, so 👍/👎 and follow-ups in its thread find it."""
+        posted = item.notes.get("answer_id")
+        if posted and item.notes.get("answer") and not item.notes.get("recorded"):
+            self._record(item, ctx, turn, posted, Answer.model_validate_json(item.notes["answer"]))
+        return bool(posted)
+
     def _record(self, item: WorkItem, ctx: ChatContext, turn: TeamsTurn, message_id: str, answer: Answer) -> None:
         self.core.record_answer(ctx, message_ref=message_ref(turn.scope, message_id), thread_ref=turn.thread_ref,
                                 question=turn.text, answer=answer)
         self._note(item, recorded="1")
 
     def _give_up_answer(self, item: WorkItem, payload: dict[str, Any]) -> None:
-        """After the last attempt: a short apology in the thread, unless the answer is known to be there."""
-        _, ref, _ = self._work_of(payload)
-        if not item.notes.get("answer_id"):
+        """After the last attempt: a short apology in the thread, unless the answer is known to be there (then it is
+        recorded, if the attempt that posted it died first)."""
+        turn, ref, ctx = self._work_of(payload)
+        if not self._keep_posted(item, ctx, turn):
             self._post_once(item, "apology_id", ref, render.text_activity(APOLOGY))
 
     # --- files ------------------------------------------------------------------------------------

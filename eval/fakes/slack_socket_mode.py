@@ -22,6 +22,7 @@ class FakeSocketMode:
         self._sockets: list[Any] = []
         self._transports: list[Any] = []
         self.connections = 0  # WebSocket connections opened so far
+        self.close_codes: list[int | None] = []  # each link the app closed: its close frame's code (None: no frame)
         self.refuse = False  # True: new connections are turned away
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -48,6 +49,9 @@ class FakeSocketMode:
                     with self._cond:
                         self.acks.append(json.loads(msg.data))
                         self._cond.notify_all()
+            with self._cond:
+                self.close_codes.append(int(ws.close_code) if ws.close_code is not None else None)
+                self._cond.notify_all()
             return ws
 
         async def start() -> None:

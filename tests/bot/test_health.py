@@ -125,3 +125,59 @@ def test_socket_mode_health_server_serves_only_health_and_metrics() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_readiness_turns_503_while_a_requirement_fails_and_back_by_itself() -> None:
+    holds = threading.Event()
+    health = Health("slack", ready=True)
+    health.require("journal", holds.is_set)
+    status, body = health.readiness()
+    assert (status, body["status"], body["waiting_for"]) == (503, "not_ready", ["journal"])
+    assert health.metrics_elsewhere().readiness()[0] == 503  # the bot port's view has the same requirements
+    holds.set()
+    assert health.readiness()[0] == 200 and health.ready
+    assert Health("slack").readiness()[1]["status"] == "starting"
+
+
+def test_socket_mode_readiness_follows_the_link_and_a_stop_closes_it_with_a_close_frame() -> None:
+    """Issue 39 item 5: after a FIN, /readyz is 503 before slack_sdk itself notices (its pings go stale ~5 s later)
+    and until a new link is up; the stop sends a close frame (1000) rather than dropping the socket."""
+    from slack_bolt import App
+    from slack_sdk import WebClient
+
+    from bot.slack.server import close_socket, socket_mode_handler, watch_socket
+    from eval.fakes.slack_api import APP_TOKEN
+    from eval.fakes.slack_socket_mode import FakeSocketMode
+
+    with FakeSlack() as fake:
+        socket = FakeSocketMode().start()
+        fake.socket_url = socket.url
+        settings = Settings(_env_file=None, slack_bot_token=BOT_TOKEN, slack_app_token=APP_TOKEN,  # type: ignore[call-arg]
+                            slack_api_url=fake.url)
+        app = App(client=WebClient(token=BOT_TOKEN, base_url=fake.url.rstrip("/") + "/"),
+                  request_verification_enabled=False, token_verification_enabled=False)
+        handler = socket_mode_handler(app, settings)
+        health, stop = Health("slack"), threading.Event()
+        threading.Thread(target=watch_socket, args=(handler, health, stop), daemon=True).start()
+
+        def wait(predicate: Any) -> None:
+            fake.wait_until(predicate, timeout=30)
+
+        try:
+            handler.connect()
+            wait(lambda: health.ready)
+            before = socket.connections
+            socket.drop("reset")  # the peer's FIN, no close frame
+            wait(lambda: not health.ready)
+            sdk_still_connected = handler.client.is_connected()  # slack_sdk has not noticed yet
+            links_when_lost = socket.connections
+            wait(lambda: socket.connections > before and health.ready)  # back once a new link is up
+            close_socket(handler)
+            with socket._cond:
+                assert socket._cond.wait_for(lambda: len(socket.close_codes) == 2, 10)
+        finally:
+            stop.set()
+            handler.close()
+            socket.stop()
+    assert sdk_still_connected and links_when_lost == before  # 503 from the moment the link was lost
+    assert socket.close_codes[-1] == 1000  # the stop said goodbye

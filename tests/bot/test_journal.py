@@ -127,7 +127,8 @@ def test_a_drain_lets_work_finish_within_its_budget_and_hands_back_the_rest(stat
     assert not j.drain(0.5)
     assert 0.4 < time.monotonic() - t0 < 5
     [item] = state.work_items()
-    assert (item.state, item.attempts) == ("pending", 0)  # at once for another replica, not after 60 s
+    assert (item.state, item.attempts) == ("pending", 1)  # at once for another replica, not after 60 s; its attempt
+    # counts, so the next take looks for a post it made before posting
     rec.block.set()
     other = Recorder()
     j2 = journal(state, other)
@@ -135,4 +136,117 @@ def test_a_drain_lets_work_finish_within_its_budget_and_hands_back_the_rest(stat
         assert j2.wait_idle(10)
     finally:
         j2.close()
-    assert [(k, a) for k, a, _ in other.runs] == [("k1", 1)]
+    assert [(k, a) for k, a, _ in other.runs] == [("k1", 2)]
+
+
+def test_at_the_drain_deadline_no_post_starts_and_an_item_mid_post_is_left_to_its_lease(state: StateLog) -> None:
+    """Issue 39 item 1: k1's post is on its way at the deadline (handing it back could let another replica post it
+    again before it lands); k2 is still working and would post after the deadline."""
+    in_post, post_lands, k2_ready = threading.Event(), threading.Event(), threading.Event()
+    posted: list[str] = []
+    j: WorkJournal | None = None
+
+    def run(item: WorkItem, payload: dict[str, Any]) -> None:
+        assert j is not None
+        if item.key == "k2":
+            k2_ready.wait(30)
+        with j.posting():
+            if item.key == "k1":
+                in_post.set()
+                post_lands.wait(30)
+            posted.append(item.key)
+
+    j = WorkJournal(state, platform="slack", kinds=[Kind("slack.answer", run)],
+                    lanes=[Lane("answers", ("slack.answer",), 2)], lease_s=60, scan_s=0.1).start()
+    try:
+        j.accept("k1", "slack.answer", {})
+        assert in_post.wait(10)
+        j.accept("k2", "slack.answer", {})
+        deadline = time.monotonic() + 10
+        while len(j.running()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not j.drain(0.2)
+        at_drain = {i.key: (i.state, i.attempts) for i in state.work_items()}
+        k2_ready.set()  # k2's worker reaches its post after the deadline
+        post_lands.set()
+        deadline = time.monotonic() + 10
+        while j.running() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        j.close()
+    assert at_drain == {"k1": ("running", 1), "k2": ("pending", 1)}  # k1 left to its lease, k2 handed back
+    assert posted == ["k1"]  # no post started after the deadline
+    assert states(state)["k2"] == "pending"  # its stopped run did not end it
+
+
+class _Flaky(StateLog):
+    """The embedded state, whose writes fail while ``down`` (a full disk, a damaged file)."""
+
+    down = False
+
+    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "") -> bool:
+        if self.down:
+            import sqlite3
+
+            raise sqlite3.OperationalError("database or disk is full")
+        return super().add_work(key, kind=kind, payload=payload, who=who, tenant=tenant)
+
+    def probe(self) -> None:
+        if self.down:
+            import sqlite3
+
+            raise sqlite3.OperationalError("database or disk is full")
+        super().probe()
+
+
+def test_work_the_journal_cannot_take_is_refused_and_readiness_follows_until_a_probe_write_succeeds(
+    tmp_path: Path,
+) -> None:
+    from bot.journal import NotRecorded
+
+    state = _Flaky(tmp_path / "state.sqlite3")
+    rec = Recorder()
+    j = WorkJournal(state, platform="slack", kinds=[Kind("slack.answer", rec.run, rec.give_up)],
+                    lanes=[Lane("answers", ("slack.answer",), 1)], lease_s=5.0, scan_s=0.1, probe_s=0.05).start()
+    try:
+        assert j.writable
+        state.down = True
+        with pytest.raises(NotRecorded):
+            j.accept("k1", "slack.answer", {})
+        assert not j.writable  # at once, before any probe
+        assert not j.probe()
+        state.down = False
+        deadline = time.monotonic() + 30
+        while not j.writable and time.monotonic() < deadline:  # the probe loop finds it writable by itself
+            time.sleep(0.02)
+        assert j.writable
+        assert j.accept("k1", "slack.answer", {})  # the re-sent event is journaled and done, once
+        assert j.wait_idle(30)
+    finally:
+        j.close()
+        state.close()
+    assert [key for key, _, _ in rec.runs] == ["k1"]
+
+
+def test_one_users_waiting_work_is_bounded_and_the_next_is_refused_not_dropped(state: StateLog) -> None:
+    from bot.journal import QueueFull
+
+    rec = Recorder()
+    rec.block.clear()  # the first item runs until released: the rest wait
+    j = WorkJournal(state, platform="slack", kinds=[Kind("slack.answer", rec.run, rec.give_up)],
+                    lanes=[Lane("answers", ("slack.answer",), 1)], lease_s=5.0, scan_s=0.1,
+                    max_queued_per_user=3).start()
+    try:
+        for n in range(3):
+            assert j.accept(f"u{n}", "slack.answer", {}, user="U1", tenant="T1")
+        with pytest.raises(QueueFull):
+            j.accept("u3", "slack.answer", {}, user="U1", tenant="T1")
+        assert j.accept("v0", "slack.answer", {}, user="U2", tenant="T1")  # a colleague is not bounded by U1
+        assert j.accept("u3", "slack.answer", {}, user="U1", tenant="T2")  # nor is U1 of another team
+        rec.block.set()
+        assert j.wait_idle(30)
+    finally:
+        j.close()
+    runs = [key for key, _, _ in rec.runs]
+    assert sorted(runs) == ["u0", "u1", "u2", "u3", "v0"]
+    assert runs.index("v0") < runs.index("u2")  # the colleague's turn came before U1's third

@@ -11,13 +11,30 @@ journal, and its lease running out is all it takes.
 * an answer posted just before the kill, then Slack's retry of the event: no second answer;
 * a ``/citebot <question>`` acknowledged ("Searching…") but not yet answered at the kill: the restarted bot
   gives the private answer, once, at the command's ``response_url`` (Slack never re-sends a slash command);
-* a click on a reading's button, acknowledged but not yet answered at the kill: answered once after the restart.
+* a click on a reading's button, acknowledged but not yet answered at the kill: answered once after the restart;
+* a journal another process holds locked: mentions, an upload and a click are refused (503, so Slack re-sends), not
+  acknowledged, ``/readyz`` is 503 until the lock goes, and each re-sent one is then done once;
+* a damaged journal: the bot does not start, and says which file and what to do;
+* SIGTERM with twenty acknowledged mentions, a drain budget shorter than one post: the bot exits (no post starts
+  after the deadline; the one on its way is left to its lease, not handed back), and after the restart each is
+  answered once;
+* killed while chat.startStream's reply is on its way (the streaming message exists, its ts never noted): the
+  restarted bot finishes that message, and starts no second one;
+* one member's burst of DM questions and a colleague's question in a channel: the colleague's is answered next,
+  not after the burst, and the member's questions past CITEBOT_MAX_QUEUED_PER_USER are refused with a notice to
+  them, never dropped silently;
+* an item whose every attempt died, its answer posted by the last one before it could be recorded: the give-up
+  records it (no apology), so a follow-up in its thread is answered.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +48,7 @@ from eval.fakes.slack_api import (
     button_click,
     event_callback,
     mention,
+    message,
     post_interaction,
     post_signed,
 )
@@ -73,9 +91,11 @@ def fake() -> Iterator[FakeSlack]:
 
 
 def _bot(fake: FakeSlack, data_dir: Path, log: Path, **settings: str) -> SlackProcess:
-    """``citebot serve slack --http`` with a short lease, one worker, and ``settings``."""
-    return SlackProcess(fake, data_dir, log, CITEBOT_WORK_LEASE_S=str(LEASE_S), CITEBOT_WORK_SCAN_S="0.5",
-                        CITEBOT_SLACK_WORKERS="1", **settings)
+    """``citebot serve slack --http`` with a short lease, one worker, no per-person bound, and ``settings``."""
+    return SlackProcess(fake, data_dir, log, **{"CITEBOT_WORK_LEASE_S": str(LEASE_S), "CITEBOT_WORK_SCAN_S": "0.5",
+                                                "CITEBOT_SLACK_WORKERS": "1",
+                                                # one asker stands for many here, unless a test bounds them
+                                                "CITEBOT_MAX_QUEUED_PER_USER": "1000", **settings})
 
 
 def _answers(fake: FakeSlack) -> Counter[str]:
@@ -326,3 +346,247 @@ def test_a_click_on_a_reading_acknowledged_before_the_kill_is_answered_after_the
         second.kill()
     assert _answers(fake)[offered_in] == 1
     assert any(EXPECTED in t for t in _answer_texts(fake))
+
+
+def _readyz(bot: SlackProcess) -> int:
+    try:
+        with urllib.request.urlopen(f"{bot.base}/readyz", timeout=10) as resp:  # noqa: S310 - loopback
+            return int(resp.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def _hold_write_lock(path: Path) -> subprocess.Popen[str]:
+    """Another process holding the SQLite file's write lock (a stuck replica, a backup) until its stdin closes."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys; db = sqlite3.connect(sys.argv[1], isolation_level=None); "
+         "db.execute('BEGIN EXCLUSIVE'); print('held', flush=True); sys.stdin.readline(); db.execute('COMMIT')",
+         str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_work_the_journal_cannot_take_is_refused_not_acknowledged_and_done_once_when_re_sent(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """Issue 39 item 3: the journal locked by another process while four mentions, an upload and a click arrive."""
+    data = tmp_path / "data"
+    bot = _bot(fake, data, tmp_path / "bot.log")
+    mentions = [event_callback(mention(CHANNEL, ASKER, QUESTION, f"{6000 + i}.000100"), event_id=f"Ev0LOCK{i}")
+                for i in range(4)]
+    fake.add_file("F0HANDBOOK", "handbook.pdf", make_pdf(POLICY))
+    upload = event_callback({"type": "file_shared", "file_id": "F0HANDBOOK", "user_id": UPLOADER,
+                             "file": {"id": "F0HANDBOOK"}, "channel_id": CHANNEL}, event_id="Ev0LOCKFILE")
+    clicked_in = "6100.000100"
+    click = button_click(user=ASKER, channel=CHANNEL, message_ts="6100.000200", thread_ts=clicked_in,
+                         action_id="citebot_choice_1", value=QUESTION)
+    try:
+        bot.wait_ready()
+        holder = _hold_write_lock(data / "state.sqlite3")
+        try:
+            refused = [post_signed(bot.url, m)[0] for m in mentions]
+            refused += [post_signed(bot.url, upload)[0], post_interaction(bot.url, click)[0]]
+            ready_while_locked = _readyz(bot)
+            still_held = holder.poll() is None  # all of the above happened while the lock was held
+        finally:
+            assert holder.stdin is not None
+            holder.stdin.close()
+            holder.wait(30)
+        fake.wait_until(lambda: _readyz(bot) == 200, timeout=60)  # ready again by itself: nothing re-sent yet
+        assert not fake.calls_to("chat.postMessage")  # nothing of the refused work was done
+        resent = [post_signed(bot.url, m, retry_num=1)[0] for m in mentions]
+        resent += [post_signed(bot.url, upload, retry_num=1)[0], post_interaction(bot.url, click)[0]]
+        fake.wait_until(lambda: any(str(c.params.get("text", "")).startswith("Indexed handbook.pdf")
+                                    for c in fake.calls_to("chat.update", channel=CHANNEL)), timeout=180)
+        threads = {*(m["event"]["ts"] for m in mentions), clicked_in}
+        fake.wait_until(lambda: set(_answers(fake)) >= threads, timeout=180)
+        time.sleep(2)  # room for a wrong second answer to show
+    finally:
+        bot.kill()
+    assert still_held and refused == [503] * 6 and ready_while_locked == 503
+    assert resent == [200] * 6
+    assert _answers(fake) == Counter({ts: 1 for ts in threads})  # each answered once
+    assert bot.logged("work_not_recorded") >= 1
+
+
+def test_a_damaged_journal_stops_the_bot_with_a_message_naming_the_file(tmp_path: Path, fake: FakeSlack) -> None:
+    from connectors.state_log import StateLog
+    from tests.helpers.stores import damage_table
+
+    data = tmp_path / "data"
+    state = StateLog(data / "state.sqlite3")
+    for n in range(50):
+        state.add_work(f"k{n}", kind="slack.answer", payload="x" * 500)
+    state.close()
+    damage_table(data / "state.sqlite3", "work_items")
+    bot = _bot(fake, data, tmp_path / "bot.log")
+    try:
+        assert bot.proc.wait(300) == 2
+    finally:
+        bot.kill()
+    said = bot.log.read_text()
+    assert str(data / "state.sqlite3") in said and "damaged" in said and "SLACK_BOT_TOKEN" not in said
+
+
+def test_an_item_given_up_after_its_answer_was_posted_still_records_it(tmp_path: Path, fake: FakeSlack) -> None:
+    """Issue 39 item 4: three takes died, the third after posting the answer (noted) but before recording it."""
+    import json
+
+    from connectors.state_log import StateLog
+    from pipelines.models import Answer
+
+    data, root, answer_ts = tmp_path / "data", "7000.000100", "7000.000200"
+    body = event_callback(mention(CHANNEL, ASKER, QUESTION, root), event_id="Ev0GIVENUP")
+    key = f"slack:answer:{body['team_id']}:{CHANNEL}:{root}"
+    state = StateLog(data / "state.sqlite3")
+    state.add_work(key, kind="slack.answer", payload=json.dumps({"body": body}))
+    for _ in range(3):  # three takes, each process killed before it ended the item
+        time.sleep(0.01)
+        assert state.take_work(owner="dead", lease_s=0.001, kinds=("slack.answer",))
+    state.note_work(key, answer=Answer(text="Employees get eighteen weeks.").model_dump_json(), answer_ts=answer_ts)
+    state.close()
+    bot = _bot(fake, data, tmp_path / "bot.log")
+    try:
+        bot.wait_ready()
+        fake.wait_until(lambda: bot.logged("work_given_up") == 1, timeout=60)
+        follow_up = event_callback(message(CHANNEL, ASKER, "Is it paid?", "7000.000300", thread_ts=root),
+                                   event_id="Ev0FOLLOWUP")
+        assert post_signed(bot.url, follow_up)[0] == 200
+        fake.wait_until(lambda: _answers(fake)[root] == 1, timeout=180)  # the follow-up is answered in the thread
+    finally:
+        bot.kill()
+    state = StateLog(data / "state.sqlite3")
+    try:
+        assert state.find_answer(platform="slack", message_ref=f"{CHANNEL}:{answer_ts}") is not None
+        assert [i.key for i in state.work_items(state="failed")] == [key]
+    finally:
+        state.close()
+    assert not [c for c in fake.calls_to("chat.postMessage") if c.params.get("text", "").startswith("Sorry")]
+
+
+class _SlowReplies(threading.Event):
+    """A held reply that comes after ``delay_s``: each post lands at once but its reply takes that long."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+
+    def wait(self, timeout: float | None = None) -> bool:
+        time.sleep(self.delay_s)
+        return True
+
+
+def test_a_drain_shorter_than_a_post_stops_in_time_and_nothing_is_answered_twice(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """Issue 39 item 1: SIGTERM with 20 acknowledged mentions, CITEBOT_DRAIN_S=2 and posts whose reply takes 6 s."""
+    data = tmp_path / "data"
+    first = _bot(fake, data, tmp_path / "first.log", CITEBOT_DRAIN_S="2", CITEBOT_SLACK_WORKERS="2")
+    try:
+        first.wait_ready()
+        fake.hold_replies["chat.postMessage"] = _SlowReplies(6.0)
+        asked = _ask(fake, first.url, 20)  # all acknowledged
+        fake.wait_until(lambda: sum(_answers(fake).values()) >= 1, timeout=180)  # a post is on its way
+        first.stop()  # SIGTERM
+        exit_code = first.proc.returncode
+    finally:
+        first.kill()
+    fake.hold_replies.pop("chat.postMessage")
+    answered_before = sum(_answers(fake).values())
+    second = _bot(fake, data, tmp_path / "second.log")
+    try:
+        second.wait_ready()
+        fake.wait_until(lambda: set(_answers(fake)) >= set(asked), timeout=AFTER_RESTART_S + LEASE_S + 60)
+        time.sleep(LEASE_S + 1)  # room for a wrong second answer to show
+    finally:
+        second.kill()
+    assert exit_code == 0 and first.logged("drained") == 1
+    assert answered_before < 20
+    assert _answers(fake) == Counter({ts: 1 for ts in asked})  # each answered once
+
+
+def test_one_members_burst_never_stalls_a_colleague_and_work_past_the_bound_is_refused_with_a_notice(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """Issue 39 item 6, one worker: the member's first answer is on its way (its reply held) while they send nine
+    more DM questions (CITEBOT_MAX_QUEUED_PER_USER=6) and then a colleague asks in a channel."""
+    member, colleague, dm = "U0MEMBER", "U0COLLEAGUE", "D0MEMBER"
+    bot = _bot(fake, tmp_path / "data", tmp_path / "bot.log", CITEBOT_MAX_QUEUED_PER_USER="6")
+    burst = [f"{8000 + i}.000100" for i in range(10)]
+    try:
+        bot.wait_ready()
+        fake.hold_replies["chat.postMessage"] = threading.Event()
+        first = event_callback(message(dm, member, QUESTION, burst[0], channel_type="im"), event_id="Ev0BURST0")
+        assert post_signed(bot.url, first)[0] == 200
+        fake.wait_for("chat.postMessage", channel=dm, timeout=180)  # its answer is on its way
+        for i, ts in enumerate(burst[1:], start=1):
+            delivery = event_callback(message(dm, member, QUESTION, ts, channel_type="im"), event_id=f"Ev0BURST{i}")
+            assert post_signed(bot.url, delivery)[0] == 200  # acknowledged: taken, or refused with a notice
+        asked = event_callback(mention(CHANNEL, colleague, QUESTION, "8100.000100"), event_id="Ev0COLLEAGUE")
+        assert post_signed(bot.url, asked)[0] == 200
+        fake.wait_until(lambda: len(fake.calls_to("chat.postEphemeral", channel=dm)) == 4, timeout=60)
+        fake.hold_replies.pop("chat.postMessage").set()
+        fake.wait_until(lambda: len(_answer_posts(fake)) == 7, timeout=300)
+        time.sleep(2)  # room for a wrong extra answer to show
+    finally:
+        bot.kill()
+    posts = _answer_posts(fake)
+    assert posts[:2] == [burst[0], "8100.000100"]  # the colleague's came next, not seventh
+    assert sorted(posts[2:]) == burst[1:6]  # the member's five taken, each answered once
+    notices = fake.calls_to("chat.postEphemeral", channel=dm)
+    assert len(notices) == 4 and all(c.params["user"] == member and "waiting" in c.params["text"] for c in notices)
+
+
+def _answer_posts(fake: FakeSlack) -> list[str]:
+    """The ts of the message each answer the bot posted answers, in the order it posted them."""
+    with fake._cond:
+        posted = [m for msgs in fake.messages.values() for m in msgs]
+    answers = [m for m in posted if (m.get("metadata") or {}).get("event_payload", {}).get("slot") == "answer_ts"]
+    return [m["metadata"]["event_payload"]["work"].rsplit(":", 1)[1]
+            for m in sorted(answers, key=lambda m: float(m["ts"]))]
+
+
+def test_a_bot_killed_while_its_stream_start_reply_is_on_its_way_finishes_that_stream_once(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """Issue 39 item 2: the intent is journaled before chat.startStream; the take-over finds the bot's own
+    half-written stream in the thread (it carries no metadata) and finishes it instead of starting another."""
+    import json
+
+    from eval.fakes.openai_api import FakeOpenAI, passages_in
+
+    sentence = POLICY[0][1]
+
+    def model(req: dict[str, Any]) -> str:
+        chunk = next(cid for cid, text in passages_in(req) if "eighteen weeks" in text)
+        return json.dumps({"answerable": True, "citations": [{"n": 1, "chunk_id": chunk, "quote": sentence}],
+                           "answer": "Employees get eighteen weeks [1]. The leave is paid [1]."})
+
+    data = tmp_path / "data"
+    with FakeOpenAI(model) as llm:
+        settings = {"OPENAI_BASE_URL": llm.base_url, "CITEBOT_LLM_MODEL": "fake-model"}
+        first = _bot(fake, data, tmp_path / "first.log", **settings)
+        try:
+            first.wait_ready()
+            _index_handbook(fake, first)
+            fake.hold_replies["chat.startStream"] = threading.Event()  # the stream exists; its ts never arrives
+            (root,) = _ask(fake, first.url, 1)
+            fake.wait_for("chat.startStream", channel=CHANNEL, thread_ts=root, timeout=180)
+        finally:
+            first.kill()
+            fake.hold_replies.pop("chat.startStream").set()
+        (streamed,) = fake.thread(CHANNEL, root)
+        assert streamed["streaming"]
+
+        second = _bot(fake, data, tmp_path / "second.log", **settings)
+        try:
+            second.wait_ready()
+            fake.wait_until(lambda: sum(_answers(fake).values()) == 1, timeout=LEASE_S + AFTER_RESTART_S)
+            time.sleep(2)  # room for a second message to show
+        finally:
+            second.kill()
+    (answer,) = fake.thread(CHANNEL, root)  # one message in the thread
+    assert answer["ts"] == streamed["ts"] and not answer["streaming"]
+    assert answer["text"].startswith("Employees get eighteen weeks [1]. The leave is paid [1].")
+    assert second.logged("stream_started_before_found") == 1

@@ -105,7 +105,8 @@ def _bot(fake: FakeMicrosoft, llm: FakeOpenAI, data_dir: Path, log: Path, **sett
     """``citebot serve teams --insecure-local`` with a short lease, one worker."""
     return TeamsProcess(fake, llm, data_dir, log, **{"CITEBOT_WORK_LEASE_S": str(LEASE_S),
                                                      "CITEBOT_WORK_SCAN_S": "0.5", "CITEBOT_TEAMS_WORKERS": "1",
-                                                     **settings})
+                                                     # one asker stands for many here: no per-person bound
+                                                     "CITEBOT_MAX_QUEUED_PER_USER": "1000", **settings})
 
 
 def _message(fake: FakeMicrosoft, text: str, *, attachments: list[dict[str, Any]] | None = None) -> dict[str, Any]:

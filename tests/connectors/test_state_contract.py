@@ -358,7 +358,7 @@ def test_released_work_is_pending_at_once_and_failed_work_is_never_retaken(make_
     assert b.take_work(owner="b", lease_s=60, kinds=("slack.answer",)) == []
     a.release_work("k1", owner="a")  # a bot draining on SIGTERM
     [back] = b.take_work(owner="b", lease_s=60, kinds=("slack.answer",), key="k1")
-    assert back.attempts == 1  # a clean hand-back is not a failed attempt
+    assert back.attempts == 2  # the hand-back's attempt counts: the next take looks for what it posted first
     assert b.end_work("k1", owner="b", failed=True)
     assert b.take_work(owner="c", lease_s=60, kinds=KINDS, limit=5)[0].key == "k2"
     assert a.count_work(kinds=KINDS, states=("failed",)) == 1
@@ -544,3 +544,28 @@ def test_elasticsearch_state_checks_its_settings_and_says_what_to_fix_when_down(
     assert doc_id("slack:event:E1") == doc_id("slack:event:E1") == "slack:event:E1"
     assert doc_id("a|b", "c") != doc_id("a", "b|c")
     assert len(doc_id("x" * 1000)) < 100
+
+
+def test_takes_go_round_tenants_then_users_then_oldest_and_a_burst_waits_its_turn(make_state: Factory) -> None:
+    """Issue 39 item 6: user a of tenant X asked three times, then b of X and c of Y once each; one worker."""
+    s = make_state(host="a")
+    for n in range(3):
+        s.add_work(f"a{n}", kind="slack.answer", payload="{}", who="X:a", tenant="X")
+    s.add_work("b0", kind="slack.answer", payload="{}", who="X:b", tenant="X")
+    s.add_work("c0", kind="slack.answer", payload="{}", who="Y:c", tenant="Y")
+    assert s.count_work(kinds=KINDS, states=("pending", "running"), who="X:a") == 3
+    order = []
+    for _ in range(5):
+        [item] = s.take_work(owner="w", lease_s=60, kinds=KINDS)
+        order.append(item.key)
+        assert s.end_work(item.key, owner="w")
+    assert order == ["a0", "c0", "b0", "a1", "a2"]  # FIFO would be a0 a1 a2 b0 c0
+    assert s.count_work(kinds=KINDS, states=("pending", "running"), who="X:a") == 0
+
+
+def test_a_probe_write_leaves_no_trace_in_the_journal(make_state: Factory) -> None:
+    s = make_state(host="a")
+    s.add_work("k1", kind="slack.answer", payload="{}")
+    s.probe()
+    s.probe()
+    assert [i.key for i in s.work_items()] == ["k1"]

@@ -105,3 +105,87 @@ def test_a_state_file_from_before_the_feedback_form_gains_its_choice_column(tmp_
                             comment="wrong page", choice="wrong_passage")
     [entry] = log.feedback()
     assert (entry.choice, entry.comment) == ("wrong_passage", "wrong page")
+
+
+# --- a journal that cannot take a write (issue 39 item 3) --------------------------------------------------------
+def test_a_journal_locked_by_another_process_refuses_an_add_instead_of_waiting(tmp_path: Path) -> None:
+    import sqlite3
+    import subprocess
+    import sys
+
+    path = tmp_path / "state.sqlite3"
+    log = StateLog(path)
+    assert log.add_work("k0", kind="slack.answer", payload="{}")
+    holder = subprocess.Popen(  # another process holds the write lock until told to let go
+        [sys.executable, "-c", "import sqlite3, sys; db = sqlite3.connect(sys.argv[1], isolation_level=None); "
+         "db.execute('BEGIN EXCLUSIVE'); print('held', flush=True); sys.stdin.readline(); db.execute('COMMIT')",
+         str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            log.add_work("k1", kind="slack.answer", payload="{}")
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            log.probe()
+        assert holder.poll() is None  # refused while the other process still held the lock
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(30)
+    log.probe()
+    assert log.add_work("k1", kind="slack.answer", payload="{}")  # the refused item, re-sent, is journaled once
+    assert [i.key for i in log.work_items()] == ["k0", "k1"]
+
+
+def test_a_damaged_journal_stops_start_up_naming_the_file_and_what_to_do(tmp_path: Path) -> None:
+    from connectors.state_api import StateError
+    from tests.helpers.stores import damage_table
+
+    path = tmp_path / "state.sqlite3"
+    log = StateLog(path)
+    for n in range(50):
+        log.add_work(f"k{n}", kind="slack.answer", payload="x" * 500)
+    log.close()
+    damage_table(path, "work_items")
+    with pytest.raises(StateError, match="damaged") as raised:
+        StateLog(path)
+    assert str(path) in str(raised.value) and "backup" in str(raised.value)
+
+
+@pytest.mark.parametrize("case", ["header", "not_a_folder"])
+def test_every_start_up_failure_of_the_chat_state_names_its_cause(tmp_path: Path, case: str) -> None:
+    from connectors.state_api import StateError
+
+    if case == "header":
+        path = tmp_path / "state.sqlite3"
+        StateLog(path).close()
+        with path.open("r+b") as f:
+            f.write(b"not a sqlite file at all")
+        expected = "damaged"
+    else:
+        (tmp_path / "data").write_text("a file where the data folder should be")
+        path = tmp_path / "data" / "state.sqlite3"
+        expected = "CITEBOT_DATA_DIR"
+    with pytest.raises(StateError, match=expected) as raised:
+        StateLog(path)
+    assert str(path) in str(raised.value)
+
+
+def test_a_journal_from_before_fair_takes_is_migrated(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "state.sqlite3"
+    db = sqlite3.connect(path)
+    db.execute("""CREATE TABLE work_items (key TEXT PRIMARY KEY, kind TEXT NOT NULL, payload TEXT NOT NULL,
+                  state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, owner TEXT NOT NULL DEFAULT '',
+                  lease_until REAL NOT NULL DEFAULT 0, note TEXT NOT NULL DEFAULT '{}', created REAL NOT NULL,
+                  updated REAL NOT NULL)""")
+    db.execute("INSERT INTO work_items (key, kind, payload, state, created, updated) "
+               "VALUES ('old', 'slack.answer', '{}', 'pending', 1, 1)")
+    db.commit()
+    db.close()
+    log = StateLog(path)
+    assert log.add_work("new", kind="slack.answer", payload="{}", who="slack:T1:U1", tenant="T1")
+    taken = [log.take_work(owner="w", lease_s=60, kinds=("slack.answer",))[0].key for _ in range(2)]
+    assert taken == ["old", "new"]

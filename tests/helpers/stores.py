@@ -82,3 +82,18 @@ def chunk(
         **meta,
     }
     return Document(id=f"{doc_id}:{i:05d}", content=text, meta=m, embedding=embedding or unit((i % DIM, 1.0)))
+
+
+def damage_table(path: Path, table: str) -> None:
+    """Overwrite the root page of ``table`` in the SQLite file at ``path`` (closed, checkpointed) with junk, the file
+    header left intact: what a torn write or a bad sector does to one table."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = int(db.execute("PRAGMA page_size").fetchone()[0])
+    (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    db.close()
+    with path.open("r+b") as f:
+        f.seek((int(root) - 1) * page_size)
+        f.write(b"\xa5" * page_size)
