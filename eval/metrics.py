@@ -351,6 +351,8 @@ def _matches(expected: Figure, shown: Figure) -> bool:
     exponent = expected.value.as_tuple().exponent
     if expected.significant < 2 or not isinstance(exponent, int):
         return False
+    if exponent < 0 and expected.value == expected.value.to_integral_value():
+        exponent = 0  # "$5466.00": a set's format for whole millions, not a precision of cents
     quantum = Decimal(1).scaleb(exponent)
     steps = (0,) if expected.percent else SCALE_STEPS
     with localcontext() as ctx:

@@ -174,6 +174,8 @@ class ComputedOperand(BaseModel):
     n: int
     cell: str
     outflow: bool = False
+    scale: str = Field(default="", description="The unit its table states ('thousands', 'millions', 'billions'): "
+                       "operands from tables in different units are compared in dollars.")
 
 
 class Computation(BaseModel):

@@ -142,7 +142,8 @@ LINE_ITEMS: tuple[LineItem, ...] = (
              r"(?:payments|spending) (?:for|on) (?:property|pp&e)",  # PaymentsToAcquirePropertyPlantAndEquipment
              r"purchases? of property|capital expenditures?|additions to property|"
              r"payments for (?:acquisitions? of )?property|purchases? of (?:fixed|capital) assets|"
-             r"acquisitions? of property"),
+             r"acquisitions? of property|purchases? of land|land, buildings|capital spending|"
+             r"capital investments?$|expenditures for property"),
     LineItem("depreciation and amortization", r"depreciation(?: and amortization|, depletion)?|\bd&a\b",
              r"^depreciation(?:,| and) (?:depletion and )?amortization|^depreciation\b"),
     LineItem("dividends paid", r"dividends? paid|paid (?:in )?dividends|dividend payments?",  # PaymentsOfDividends
@@ -180,7 +181,7 @@ LINE_ITEMS: tuple[LineItem, ...] = (
              r"^diluted(?: net)? (?:income|earnings) per (?:common )?share|^diluted$|"
              r"^(?:net )?(?:income|earnings) per (?:common )?share.{0,20}diluted"),
     LineItem("net income", r"net (?:income|earnings|profit)(?! margin)|\bprofits?\b(?! margin)",  # NetIncomeLoss
-             r"^net (?:income|earnings)(?: \(loss\))?(?: attributable to [\w .,&']+)?$",
+             r"^(?:consolidated )?net (?:income|earnings)(?: \(loss\))?(?: attributable to [\w .,&'-]+)?$",
              "noncontrolling|non-controlling|per share|comprehensive"),
     LineItem("revenue", r"\b(?:total |net )?(?:revenues?|net sales|sales|turnover|top line)\b",  # Revenues
              r"^(?:total )?(?:net )?(?:revenues?|sales)\b|^net sales|^total net sales|^total (?:net )?revenues?",

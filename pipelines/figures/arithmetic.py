@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal, DivisionByZero, InvalidOperation
 
 from pipelines.figures.numbers import parse_figure, rounded
+from pipelines.figures.tables import SCALE
 from pipelines.models import Citation, Computation
 
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
@@ -154,7 +155,7 @@ def recompute(computation: Computation, citations: list[Citation]) -> bool:
         value = parse_figure(o.cell)
         if value is None:
             return False
-        values[o.name] = abs(value) if o.outflow else value
+        values[o.name] = (abs(value) if o.outflow else value) * SCALE.get(o.scale, Decimal(1))
     try:
         result = evaluate(computation.expression, values) * Decimal(computation.factor)
     except FormulaError:

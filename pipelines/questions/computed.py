@@ -30,7 +30,7 @@ from pipelines.questions.figures import (
     candidate_pages,
     find_rows,
 )
-from pipelines.questions.kinds import AVERAGE, GROWTH, Question
+from pipelines.questions.kinds import AVERAGE, GROWTH, SHARE_OF_REVENUE, Question
 from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
 
 log = get_logger(__name__)
@@ -64,7 +64,7 @@ def _years(question: str, period: AskedPeriod, latest: int, *, metric: bool) -> 
 
 def _cell(found: list[Found], year: int) -> tuple[Row, int] | None:
     """The row and column of ``year`` among ``found`` (statement pages first, then retrieval order)."""
-    ranked = sorted(found, key=lambda f: (not f.statement, f.rank))
+    ranked = sorted(found, key=lambda f: (not f.statement, not f.consolidated, f.rank))
     for f in ranked:
         years = f.row.header.years if f.row.header else ()
         if year in years:
@@ -82,6 +82,9 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     if formula is not None:
         template, name, percent = formula.expr, formula.name, formula.percent
         text_formula = formula.formula
+    elif item is not None and item.name != "revenue" and SHARE_OF_REVENUE.search(q.text):
+        template, percent = "{" + item.name + "} / {revenue}", True
+        name, text_formula = f"{item.name} as a share of revenue", f"{item.name} ÷ revenue"
     elif item is not None and (GROWTH.search(q.text) or AVERAGE.search(q.text)):
         template, name, percent, text_formula = "{" + item.name + "}", item.name, False, item.name
     else:
@@ -118,12 +121,17 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     cited: dict[tuple[str, int], int] = {}
     bound: list[ComputedOperand] = []
     shown: dict[str, str] = {}
+    cells: list[tuple[Operand, Row, int]] = []
     for o in operands:
         at = _cell(rows_of(o.item), o.year)
         if at is None:
             log.info("computed_operand_missing", item=o.item, year=o.year)
             return None
-        row, col = at
+        cells.append((o, *at))
+    scales = [row.scale for _, row, _ in cells if row.scale]
+    scale = max(set(scales), key=scales.count) if scales else ""  # a table that states no unit: its neighbours'
+    mixed = len(set(scales)) > 1
+    for o, row, col in cells:
         header = row.header
         if header is not None and (header.span.doc.id, header.span.start) not in cited:
             cited[(header.span.doc.id, header.span.start)] = 0
@@ -136,11 +144,12 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
             cited[key] = int(draft.cite(row.span.doc, row.span.text).strip("[]"))
         cell = row.cells[col]
         outflow = o.item in OUTFLOWS
-        bound.append(ComputedOperand(name=o.name, n=cited[key], cell=cell, outflow=outflow))
-        shown[o.name] = cell.strip("()") if outflow else cell
-    scale = _scale(rows_of(_first_line(template)))
+        bound.append(ComputedOperand(name=o.name, n=cited[key], cell=cell, outflow=outflow, scale=row.scale or scale))
+        shown[o.name] = (cell.strip("()") if outflow else cell) + (f" {UNIT_WORD[row.scale]}" if mixed and row.scale
+                                                                   else "")
     expression, factor, unit_text, decimals = _combine(per_year, how, percent, q.text, scale)
-    values = {b.name: (abs(v) if b.outflow else v) for b in bound if (v := parse_figure(b.cell)) is not None}
+    values = {b.name: (abs(v) if b.outflow else v) * SCALE.get(b.scale, Decimal(1))
+              for b in bound if (v := parse_figure(b.cell)) is not None}
     try:
         result = rounded(evaluate(expression, values) * factor, decimals)
     except FormulaError:
@@ -164,13 +173,11 @@ def _first_line(template: str) -> str:
     return m.group(1) if m else ""
 
 
-def _scale(found: list[Found]) -> str:
-    return next((f.row.scale for f in found if f.row.scale), "")
-
-
 def _combine(per_year: list[str], how: str, percent: bool, question: str,
              scale: str) -> tuple[str, Decimal, str, int]:
-    """The expression over every year, the factor it is multiplied by, the unit shown, and the decimals."""
+    """The expression over every year, the factor it is multiplied by, the unit shown, and the decimals. The
+    operands are in dollars (each times its table's unit), so a figure is shown back in the unit asked, else in
+    its tables' ``scale``; a ratio's units cancel."""
     asked = asked_decimals(question)
     if how == "growth":
         a, b = per_year[0], per_year[-1]
@@ -181,18 +188,14 @@ def _combine(per_year: list[str], how: str, percent: bool, question: str,
     unit = asked_unit(question)
     if scale and not re.search(r"\bratio|turnover|days|\bdpo\b|\bdio\b|\bdso\b|\bccc\b|cycle|return on", question,
                                 re.I):
-        if unit and unit != scale:
-            return expression, SCALE[scale] / SCALE[unit], f" {UNIT_WORD[unit]}", 2 if asked is None else asked
-        return expression, Decimal(1), f" {UNIT_WORD[scale]}", 0 if asked is None else asked
+        target = unit or scale
+        places = (2 if unit and unit != scale else 0) if asked is None else asked
+        return expression, Decimal(1) / SCALE[target], f" {UNIT_WORD[target]}", places
     return expression, Decimal(1), "", 2 if asked is None else asked
 
 
 def _factor_text(factor: Decimal) -> str:
-    if factor == 100:
-        return " × 100"
-    if factor != 1:
-        return f" × {factor.normalize():f}"
-    return ""
+    return " × 100" if factor == 100 else ""
 
 
 def _described(how: str, formula: str) -> str:

@@ -40,6 +40,7 @@ class Found:
     row: Row
     rank: int
     statement: str  # the statement the page is ("balance", "income", ...), "" for another page
+    consolidated: bool = False  # the page titles itself consolidated (a primary statement, not a schedule)
 
 
 def asked_unit(question: str) -> str:
@@ -128,7 +129,8 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
             before = steps.page_chunks(scopes, doc_id, page - 1)
             rows = [r for r in read_page(before + chunks).rows if row_is(item, r.label) and r.span.doc in chunks]
         statement = _statement(chunks)
-        found += [Found(r, rank, statement) for r in rows if r.header is not None and r.cells]
+        head = "\n".join(c.content or "" for c in chunks)[:400].lower()
+        found += [Found(r, rank, statement, "consolidated" in head) for r in rows if r.header is not None and r.cells]
     return found
 
 
@@ -145,16 +147,16 @@ def candidate_pages(docs: list[Document]) -> list[tuple[str, int]]:
 
 def best(found: list[Found], period: AskedPeriod) -> Found | None:
     """The row to answer from: one whose header has the asked year (or any, when none is asked), on a statement page
-    before any other page, the latest period's when none is asked, a row with a cell per column before one without,
-    then in retrieval order."""
+    before any other page (a consolidated one first), the latest period's when none is asked, a row with a cell per
+    column before one without, then in retrieval order."""
     if not found:
         return None
 
-    def key(f: Found) -> tuple[bool, bool, int, bool, int]:
+    def key(f: Found) -> tuple[bool, bool, bool, int, bool, int]:
         years = f.row.header.years if f.row.header else ()
         has_year = period.year is None or period.year in years
         latest = -max(years, default=0) if period.year is None else 0  # no year asked: the latest filing's
-        return (not has_year, not f.statement, latest, len(f.row.cells) != len(years), f.rank)
+        return (not has_year, not f.statement, not f.consolidated, latest, len(f.row.cells) != len(years), f.rank)
 
     return min(found, key=key)
 

@@ -56,6 +56,11 @@ GROWTH = re.compile(r"year[- ]over[- ]year|\byoy\b|\bgrowth\b|\bgrew\b|\b(?:chan
                     r"\b.{0,30}\bfrom\b", re.I)
 AVERAGE = re.compile(r"\b(\d|two|three|four|five)[- ]year average\b|\baverage\b.{0,60}\b(?:from|between|over)\b"
                      r"\s*(?:fy\s*)?(?:19|20)\d\d", re.I)
+# a line item as a share of revenue: "D&A % margin", "SG&A as a % of revenue"
+SHARE_OF_REVENUE = re.compile(r"%\s*margin|\bmargin\b|(?:as an? )?(?:%|percent(?:age)?|share) of (?:total |net )?"
+                              r"(?:revenues?|sales)", re.I)
+# a question that asks for a name, a list or a reason, not a figure ("which region had the biggest drop")
+NOT_A_FIGURE = re.compile(r"^\s*(?:which|who|whom|where|why|list|name)\b|\bwhat (?:are|were) the\b", re.I)
 APPENDIX = re.compile(r"\b(appendix|annex|schedule|exhibit|attachment)\s+([A-Z]|\d{1,3}|[IVX]{1,5})\b", re.I)
 # "what is X and what is Y", "X? And Y?": parts that each ask their own question
 _PART_SPLIT = re.compile(r"\s*(?:\?\s*|[;,]?\s+)(?:and|also|plus)\s+(?=(?:what|how|when|where|who|which|why|is|are|"
@@ -104,9 +109,11 @@ def classify(question: str) -> list[QuestionKind]:
         kinds.append(QuestionKind.COMPARE)
     if EXTREME.search(question) and re.search(r"\b(?:which|what|who|when)\b", question, re.I):
         kinds.append(QuestionKind.TABLE)
-    item = asked_item(question)
-    if formula_for(question) is not None or (item is not None and (GROWTH.search(question) or
-                                                                   AVERAGE.search(question))):
+    figure = not NOT_A_FIGURE.search(question)
+    item = asked_item(question) if figure else None
+    over_item = item is not None and (GROWTH.search(question) or AVERAGE.search(question) or
+                                      SHARE_OF_REVENUE.search(question))
+    if figure and (formula_for(question) is not None or over_item):
         kinds.append(QuestionKind.COMPUTED)
     if item is not None:
         kinds.append(QuestionKind.FIGURE)

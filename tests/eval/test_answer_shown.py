@@ -53,6 +53,10 @@ class TestFigureShown:
             ("$27.165 billion", "Net revenues $ 27,165", 1.0),
             ("$27.165 billion", "Net revenues $27,165,000,000", 1.0),
             ("$27.165 billion", "Net revenues of $27.2 billion", 0.0),  # fewer digits than the expected
+            # "$5466.00" is a set's way of writing whole millions: a table in thousands shows it
+            ("$5466.00", "Total current liabilities 5,466,312", 1.0),
+            ("$5466.00", "Total current liabilities 5,467,312", 0.0),
+            ("24.26", "24.3", 0.0),  # real decimals are still a precision
             ("$1,577 million", "Revenue 1,580", 0.0),
             ("$1,577 million", "Revenue was 1.577 billion", 1.0),
             ("1577", "(in millions) Revenue 1,577", 1.0),

@@ -220,3 +220,16 @@ def _citations(first: str) -> list[Citation]:
 )
 def test_a_computation_is_recomputed_from_the_validated_quotes(result, first, holds):
     assert recompute(_computation(result), _citations(first)) is holds
+
+
+def test_operands_from_tables_in_different_units_are_compared_in_dollars():
+    """An MD&A table in millions and a balance sheet in thousands: 1,469.5 million ÷ 2,213,556 thousand is 0.66."""
+    computation = Computation(expression="(o1 / o2)", decimals=2, result="0.66", operands=[
+        ComputedOperand(name="o1", n=1, cell="1,469.5", scale="millions"),
+        ComputedOperand(name="o2", n=2, cell="2,213,556", scale="thousands")])
+    citations = [Citation(n=n, chunk_id=f"d:{n}", doc_id="d", file="f.pdf", page_start=1, page_end=1, quote=q)
+                 for n, q in ((1, "Net cash provided by operating activities 1,469.5"),
+                              (2, "Total current liabilities 2,213,556"))]
+    assert recompute(computation, citations)
+    assert not recompute(computation.model_copy(update={"operands": [
+        o.model_copy(update={"scale": ""}) for o in computation.operands]}), citations)
