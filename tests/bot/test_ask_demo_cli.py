@@ -76,7 +76,7 @@ def test_demo_then_ask(capsys, monkeypatch):
     assert "\n• ARTICLE III FEES AND PAYMENT (p. 3) [4]\n" in out and "annual subscription fee of EUR 184,000" in out
     assert main(["ask", "Which year in table 2 had the highest revenue?"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"2022: the highest Revenue (GBP million) in Table 2 of {HANDBOOK} (p. 9) is 118.6 [1].\n")
+    assert out.startswith(f"2022: the highest Revenue (GBP million) in Table 2 of {HANDBOOK} (p. 9) is 118.6 [1][2].\n")
     assert main(["ask", "What kind of document is this?"]) == 0
     assert capsys.readouterr().out.startswith(f"{CONTRACT} is a master services agreement; its first page reads [1]\n"
                                               f"{HANDBOOK} is an employee handbook; its first page reads [2]\n")
