@@ -28,10 +28,10 @@ from pipelines.questions.figures import (
     asked_decimals,
     asked_unit,
     candidate_pages,
-    find_rows,
+    item_rows,
 )
 from pipelines.questions.kinds import AVERAGE, GROWTH, SHARE_OF_REVENUE, Question
-from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
+from pipelines.questions.steps import AnswerDraft, Steps
 
 log = get_logger(__name__)
 
@@ -96,17 +96,11 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     pages = candidate_pages(r.routed + r.hits)
     if not pages:
         return None
-    top_doc = pages[0][0]
     found: dict[str, list[Found]] = {}
 
     def rows_of(name_: str) -> list[Found]:
         if name_ not in found:
-            li = line_item(name_)
-            got = find_rows(steps, li, pages, q.scopes)
-            if not got:  # its statement was not among the pages: look for it in the same document
-                hits, _ = steps.engine.search(name_, q.scopes, mode=q.mode, filters=doc_filter(top_doc))
-                got = find_rows(steps, li, candidate_pages(hits), q.scopes)
-            found[name_] = got
+            found[name_] = item_rows(steps, line_item(name_), pages, q.scopes, q.mode)
         return found[name_]
 
     first = rows_of(_first_line(template))

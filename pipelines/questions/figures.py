@@ -12,18 +12,26 @@ the question asks for ("in USD billions") is shown beside it, converted from the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from haystack import Document
 
 from pipelines.components.instructions import split_instructions
-from pipelines.components.statements import LineItem, asked_item, formula_for, row_is, statement_kind
+from pipelines.components.statements import (
+    TITLES,
+    LineItem,
+    asked_item,
+    formula_for,
+    row_is,
+    statement_kind,
+    wanted_statements,
+)
 from pipelines.figures.numbers import grouped, parse_figure
 from pipelines.figures.periods import AskedPeriod, asked_period
 from pipelines.figures.tables import SCALE, UNIT_WORD, Header, Row, read_page
-from pipelines.models import Answer
+from pipelines.models import Answer, RetrievalMode
 from pipelines.questions.kinds import Question
-from pipelines.questions.steps import AnswerDraft, Steps
+from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
 
 # a question about the item's story, not its figure
 _NARRATIVE = re.compile(r"\b(?:why|explain|describe|discuss|drivers?|reasons?|what (?:drove|caused)|how did)\b", re.I)
@@ -134,6 +142,21 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
     return found
 
 
+def item_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes: list[str],
+              mode: RetrievalMode) -> list[Found]:
+    """The rows that are ``item`` on ``pages``; when none is on a consolidated statement, also those of the pages a
+    search for the item's statement finds in the document retrieval ranked first (a busy filing's schedules and
+    segment tables can crowd its primary statement out of the first pages)."""
+    found = find_rows(steps, item, pages, scopes)
+    if any(f.statement and f.consolidated for f in found) or not pages:
+        return found
+    kinds = wanted_statements(item.name)
+    query = f"consolidated {TITLES[kinds[0]][0] if kinds else 'statements'} {item.name}"
+    hits, _ = steps.engine.search(query, scopes, mode=mode, filters=doc_filter(pages[0][0]))
+    more = [p for p in candidate_pages(hits) if p not in pages]
+    return found + [replace(f, rank=f.rank + len(pages)) for f in find_rows(steps, item, more, scopes)]
+
+
 def candidate_pages(docs: list[Document]) -> list[tuple[str, int]]:
     """Distinct (document, page) of ``docs``, in their order, at most :data:`MAX_PAGES`."""
     out: list[tuple[str, int]] = []
@@ -169,7 +192,7 @@ def line_item_figure(steps: Steps, q: Question) -> Answer | None:
         return None
     period = asked_period(q.text)
     r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)
-    chosen = best(find_rows(steps, item, candidate_pages(r.routed + r.hits), q.scopes), period)
+    chosen = best(item_rows(steps, item, candidate_pages(r.routed + r.hits), q.scopes, q.mode), period)
     if chosen is None or chosen.row.header is None:
         return None
     row, header = chosen.row, chosen.row.header
