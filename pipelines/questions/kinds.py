@@ -60,8 +60,8 @@ AVERAGE = re.compile(r"\b(\d|two|three|four|five)[- ]year average\b|\baverage\b.
 SHARE_OF_REVENUE = re.compile(r"%\s*margin|\bmargin\b|(?:as an? )?(?:%|percent(?:age)?|share) of (?:total |net )?"
                               r"(?:revenues?|sales)", re.I)
 # a question that asks for a name, a list or a reason, not a figure ("which region had the biggest drop")
-NOT_A_FIGURE = re.compile(r"^\s*(?:(?:for|at|in) [^,?]{1,40},\s*)?(?:which|who|whom|where|why|list|name)\b|"
-                          r"\bwhat (?:are|were) the\b", re.I)
+NOT_A_FIGURE = re.compile(r"^\s*(?:(?:for|at|in) [^,?]{1,40},\s*)?(?:which|who|whom|where|why|list|name|"
+                          r"how (?!much\b|many\b)\w+)\b|\bwhat (?:are|were) the\b", re.I)
 APPENDIX = re.compile(r"\b(appendix|annex|schedule|exhibit|attachment)\s+([A-Z]|\d{1,3}|[IVX]{1,5})\b", re.I)
 # "what is X and what is Y", "X? And Y?": parts that each ask their own question
 _PART_SPLIT = re.compile(r"\s*(?:\?\s*|[;,]?\s+)(?:and|also|plus)\s+(?=(?:what|how|when|where|who|which|why|is|are|"

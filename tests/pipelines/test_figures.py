@@ -233,3 +233,16 @@ def test_operands_from_tables_in_different_units_are_compared_in_dollars():
     assert recompute(computation, citations)
     assert not recompute(computation.model_copy(update={"operands": [
         o.model_copy(update={"scale": ""}) for o in computation.operands]}), citations)
+
+
+@pytest.mark.parametrize(
+    ("question", "figure"),
+    [("How much was Acme's revenue in 2022?", True),
+     ("How does Acme record its inventories?", False),  # a policy, not a figure
+     ("For Acme, which year had the highest revenue?", False),  # a name
+     ("What are the main risks to Acme's revenue?", False)],
+)
+def test_only_a_question_that_asks_for_a_figure_is_answered_with_one(question, figure):
+    from pipelines.questions.kinds import QuestionKind, classify
+
+    assert (QuestionKind.FIGURE in classify(question)) is figure
