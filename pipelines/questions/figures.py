@@ -123,7 +123,8 @@ def converted(row: Row, cell: str, unit: str, decimals: int | None, *, outflow: 
 
 
 def _statement(chunks: list[Document]) -> str:
-    text = "\n".join(c.content or "" for c in chunks)
+    """The statement the page is; a title read as table cells ("CONSOLIDATED | BALANCE | SHEETS") counts too."""
+    text = "\n".join(c.content or "" for c in chunks).replace("|", " ")
     return statement_kind(text[:400], text)
 
 
@@ -137,7 +138,7 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
             before = steps.page_chunks(scopes, doc_id, page - 1)
             rows = [r for r in read_page(before + chunks).rows if row_is(item, r.label) and r.span.doc in chunks]
         statement = _statement(chunks)
-        head = "\n".join(c.content or "" for c in chunks)[:400].lower()
+        head = "\n".join(c.content or "" for c in chunks)[:400].replace("|", " ").lower()
         found += [Found(r, rank, statement, "consolidated" in head) for r in rows if r.header is not None and r.cells]
     return found
 
