@@ -29,6 +29,7 @@ from pipelines.questions.figures import (
     asked_unit,
     candidate_pages,
     item_rows,
+    statement_order,
 )
 from pipelines.questions.kinds import AVERAGE, GROWTH, SHARE_OF_REVENUE, Question
 from pipelines.questions.steps import AnswerDraft, Steps
@@ -63,8 +64,8 @@ def _years(question: str, period: AskedPeriod, latest: int, *, metric: bool) -> 
 
 
 def _cell(found: list[Found], year: int) -> tuple[Row, int] | None:
-    """The row and column of ``year`` among ``found`` (statement pages first, then retrieval order)."""
-    ranked = sorted(found, key=lambda f: (not f.statement, not f.consolidated, f.rank))
+    """The row and column of ``year`` among ``found``, in :func:`statement_order`."""
+    ranked = sorted(found, key=statement_order(found))
     for f in ranked:
         years = f.row.header.years if f.row.header else ()
         if year in years:

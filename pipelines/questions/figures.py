@@ -12,6 +12,7 @@ the question asks for ("in USD billions") is shown beside it, converted from the
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from haystack import Document
@@ -145,11 +146,11 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
 
 def item_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes: list[str],
               mode: RetrievalMode) -> list[Found]:
-    """The rows that are ``item`` on ``pages``; when none is on a consolidated statement, also those of the pages a
-    search for the item's statement finds in the document retrieval ranked first (a busy filing's schedules and
-    segment tables can crowd its primary statement out of the first pages)."""
+    """The rows that are ``item`` on ``pages``, and on the pages a search for the item's consolidated statement finds
+    in the document retrieval ranked first (a busy filing's schedules and segment tables can crowd its primary
+    statement out of the first pages)."""
     found = find_rows(steps, item, pages, scopes)
-    if any(f.statement and f.consolidated for f in found) or not pages:
+    if not pages:
         return found
     kinds = wanted_statements(item.name)
     query = f"consolidated {TITLES[kinds[0]][0] if kinds else 'statements'} {item.name}"
@@ -171,18 +172,40 @@ def candidate_pages(docs: list[Document]) -> list[tuple[str, int]]:
 
 def best(found: list[Found], period: AskedPeriod) -> Found | None:
     """The row to answer from: one whose header has the asked year (or any, when none is asked), on a statement page
-    before any other page (a consolidated one first), the latest period's when none is asked, a row with a cell per
+    before any other page (:func:`statement_order`), the latest period's when none is asked, a row with a cell per
     column before one without, then in retrieval order."""
     if not found:
         return None
 
-    def key(f: Found) -> tuple[bool, bool, bool, int, bool, int]:
+    order = statement_order(found)
+
+    def key(f: Found) -> tuple[bool, int, int, bool, int]:
         years = f.row.header.years if f.row.header else ()
         has_year = period.year is None or period.year in years
         latest = -max(years, default=0) if period.year is None else 0  # no year asked: the latest filing's
-        return (not has_year, not f.statement, not f.consolidated, latest, len(f.row.cells) != len(years), f.rank)
+        return (not has_year, latest, order(f), len(f.row.cells) != len(years), f.rank)
 
     return min(found, key=key)
+
+
+def statement_order(found: list[Found]) -> Callable[[Found], int]:
+    """How far down a row's page is in reading preference: a consolidated statement, then any statement, then any
+    other page; within a document retrieval put forward first, statements in page order (a filing prints the
+    registrant's statements before a subsidiary's or a parent-company schedule)."""
+    doc_rank: dict[str, int] = {}
+    for f in sorted(found, key=lambda f: f.rank):
+        doc_rank.setdefault(_doc_of(f), len(doc_rank))
+
+    def order(f: Found) -> int:
+        tier = 0 if f.statement and f.consolidated else 1 if f.statement else 2
+        page = int((f.row.span.doc.meta or {}).get("page_start", 0) or 0) if tier < 2 else f.rank
+        return (tier * 1000 + doc_rank[_doc_of(f)]) * 100_000 + page
+
+    return order
+
+
+def _doc_of(f: Found) -> str:
+    return str((f.row.span.doc.meta or {}).get("doc_id", ""))
 
 
 def line_item_figure(steps: Steps, q: Question) -> Answer | None:
