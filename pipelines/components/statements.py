@@ -185,7 +185,7 @@ LINE_ITEMS: tuple[LineItem, ...] = (
              "noncontrolling|non-controlling|per share|comprehensive"),
     LineItem("revenue", r"\b(?:total |net )?(?:revenues?|net sales|sales|turnover|top line)\b",  # Revenues
              r"^(?:total )?(?:net )?(?:revenues?|sales)\b|^net sales|^total net sales|^total (?:net )?revenues?",
-             "cost of|deferred|unearned|per share|marketing|general|administrative|returns"),
+             "cost of|deferred|unearned|\\bper\\b|marketing|general|administrative|returns"),
 )
 _LINES: dict[str, str] = {item.name: item.row for item in LINE_ITEMS}
 

@@ -160,7 +160,8 @@ def test_the_line_item_a_question_asks_for(question, item):
      ("total liabilities", "Total liabilities and stockholders' equity", False),
      ("total current liabilities", "Total liabilities", False),
      ("revenue", "Sales and marketing", False),
-     ("revenue", "Net sales", True)],
+     ("revenue", "Net sales", True),
+     ("revenue", "Revenue per Available Room (REVPAR)", False)],
 )
 def test_a_row_is_the_item_by_meaning(item, label, is_it):
     from pipelines.components.statements import line_item
