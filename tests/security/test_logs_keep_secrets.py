@@ -127,9 +127,12 @@ def test_a_failing_cli_command_prints_no_exception_text(
     """An error nobody expected (here from the store) ends the command with its type and place, not a
     traceback whose last line is the store's URL."""
     from bot.cli.main import main
+    from connectors.settings import Settings
+    from connectors.stores import open_store
     from pipelines.service import CitebotService
 
     monkeypatch.setenv("CITEBOT_LOG_FORMAT", "json")
+    open_store(Settings())  # a store to ask (read-only commands create none), whose listing then fails
     monkeypatch.setattr(CitebotService, "list_documents", _boom)
     try:
         status = main(["ask", "what is the budget?"])
