@@ -33,7 +33,7 @@ SCOPE = "slack:T0:C0SECRET"
 QUESTION_STEPS = ["citebot.answer", "citebot.rewrite", "citebot.analyze", "citebot.route", "citebot.embed",
                   "citebot.retrieve_dense", "citebot.retrieve_bm25", "citebot.fuse", "citebot.rank_pages",
                   "citebot.extract", "citebot.confidence", "citebot.decide", "citebot.validate"]
-INGEST_COMPONENTS = ["reader", "structure", "chunker", "embedder", "writer"]
+INGEST_COMPONENTS = ["reader", "identity", "structure", "chunker", "embedder", "writer"]
 
 
 @pytest.fixture(scope="module")
