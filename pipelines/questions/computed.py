@@ -16,6 +16,7 @@ import re
 from decimal import Decimal
 
 from connectors.log import get_logger
+from pipelines.components.instructions import Instructions
 from pipelines.components.statements import asked_item, formula_for, line_item
 from pipelines.figures.arithmetic import FormulaError, Operand, evaluate, instantiate, readable
 from pipelines.figures.numbers import grouped, parse_figure, rounded
@@ -25,7 +26,6 @@ from pipelines.models import Answer, Computation, ComputedOperand
 from pipelines.questions.figures import (
     OUTFLOWS,
     Found,
-    asked_decimals,
     asked_unit,
     candidate_pages,
     item_rows,
@@ -142,7 +142,7 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
         bound.append(ComputedOperand(name=o.name, n=cited[key], cell=cell, outflow=outflow, scale=row.scale or scale))
         shown[o.name] = (cell.strip("()") if outflow else cell) + (f" {UNIT_WORD[row.scale]}" if mixed and row.scale
                                                                    else "")
-    expression, factor, unit_text, decimals = _combine(per_year, how, percent, q.text, scale)
+    expression, factor, unit_text, decimals = _combine(per_year, how, percent, q.text, r.instructions, scale)
     values = {b.name: (abs(v) if b.outflow else v) * SCALE.get(b.scale, Decimal(1))
               for b in bound if (v := parse_figure(b.cell)) is not None}
     try:
@@ -168,19 +168,19 @@ def _first_line(template: str) -> str:
     return m.group(1) if m else ""
 
 
-def _combine(per_year: list[str], how: str, percent: bool, question: str,
+def _combine(per_year: list[str], how: str, percent: bool, question: str, said: Instructions,
              scale: str) -> tuple[str, Decimal, str, int]:
     """The expression over every year, the factor it is multiplied by, the unit shown, and the decimals. The
     operands are in dollars (each times its table's unit), so a figure is shown back in the unit asked, else in
     its tables' ``scale``; a ratio's units cancel."""
-    asked = asked_decimals(question)
+    asked = said.decimals
     if how == "growth":
         a, b = per_year[0], per_year[-1]
         return f"(({b} - {a}) / {a})", Decimal(100), "%", 1 if asked is None else asked
     expression = per_year[0] if how == "single" else f"mean({', '.join(per_year)})"
     if percent:
         return expression, Decimal(100), "%", 1 if asked is None else asked
-    unit = asked_unit(question)
+    unit = asked_unit(said)
     if scale and not re.search(r"\bratio|turnover|days|\bdpo\b|\bdio\b|\bdso\b|\bccc\b|cycle|return on", question,
                                 re.I):
         target = unit or scale

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from haystack import Document
 
-from pipelines.components.instructions import split_instructions
+from pipelines.components.instructions import Instructions
 from pipelines.components.statements import (
     TITLES,
     LineItem,
@@ -52,16 +52,10 @@ class Found:
     consolidated: bool = False  # the page titles itself consolidated (a primary statement, not a schedule)
 
 
-def asked_unit(question: str) -> str:
-    """"thousands", "millions" or "billions" when the question asks for its answer in one, else "" (the rule is
-    :func:`pipelines.components.instructions.split_instructions`')."""
-    unit = split_instructions(question)[1].unit
-    return unit.removeprefix("USD ") if unit.startswith("USD ") else ""
-
-
-def asked_decimals(question: str) -> int | None:
-    """The decimals a question asks its answer rounded to ("round to two decimal places" -> 2), or None."""
-    return split_instructions(question)[1].decimals
+def asked_unit(said: Instructions) -> str:
+    """"thousands", "millions" or "billions" when the question asked for its answer in one (its parsed
+    instructions, :attr:`pipelines.query.Retrieval.instructions`), else ""."""
+    return said.unit.removeprefix("USD ") if said.unit.startswith("USD ") else ""
 
 
 def column_names(header: str, years: tuple[int, ...]) -> list[str]:
@@ -241,7 +235,7 @@ def line_item_figure(steps: Steps, q: Question) -> Answer | None:
     outflow = item.name in OUTFLOWS
     line = (f"{row.label} {period_phrase(header, names[col], chosen.statement)}{fiscal}: "
             f"{figure_text(row, cell, outflow=outflow)} {row_n}")
-    other = converted(row, cell, asked_unit(q.text), asked_decimals(q.text), outflow=outflow)
+    other = converted(row, cell, asked_unit(r.instructions), r.instructions.decimals, outflow=outflow)
     if other:
         line += f", that is {other} (converted from the quoted figure)"
     draft.lines.append(line + ".")
