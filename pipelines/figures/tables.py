@@ -92,13 +92,15 @@ def _lines(doc: Document) -> list[tuple[int, int]]:
 
 
 _TOKEN = re.compile(r"[^\s|]+")
+_NOTE = re.compile(r"\(notes?\b", re.I)
 
 
 def split_rows(text: str, columns: int = 1) -> list[tuple[int, int, str, list[str]]]:
     """The rows a line holds, as ``(start, end, label, cells)``: "Total assets | $ 27,165 $ | 27,241" is one; a text
     layer that ran a statement's rows together ("Purchases of property and equipment (442) (348) (419) Purchases of
     long-term investments (46) (42) (15)") is several, each a label followed by its figures: fewer figures than the
-    table's ``columns`` before more words are the label's own ("allowances of $23 and of $16, respectively"). A
+    table's ``columns`` before more words are the label's own ("allowances of $23 and of $16, respectively"), and so
+    is a note reference ("Inventories, net (Note 6)"). A
     label's lead-in up to a colon ("Cash flows from operating activities: Net income") is dropped; a span without a
     label or a figure is no row."""
     rows: list[tuple[int, int, str, list[str]]] = []
@@ -114,8 +116,13 @@ def split_rows(text: str, columns: int = 1) -> list[tuple[int, int, str, list[st
             first = next(m for m in label if name.split()[0] in m.group(0)) if name.split() else label[0]
             rows.append((first.start(), cells[-1].end(), name, figures))
 
+    note = False  # inside a note reference, "(Note 6)", "(Notes 11 and 15)": part of the label
     for m in _TOKEN.finditer(text):
         tok = m.group(0)
+        if note or (label and not cells and _NOTE.match(tok)):
+            label.append(m)
+            note = not tok.endswith(")")
+            continue
         if is_figure(tok) or tok in ("$", "%"):
             if tok == "%" and cells:
                 continue
@@ -152,13 +159,43 @@ def _header_years(text: str) -> tuple[int, ...]:
     return tuple(years) if not others else ()
 
 
+def unlabelled_figures(text: str) -> list[str]:
+    """The figures of a line that prints only figures (" | 5,162,082 | 12,899,672 | 11,763,096"), else []."""
+    tokens = [t for t in text.replace("|", " ").split() if t not in ("$", "%")]
+    return [t.lstrip("$") for t in tokens] if len(tokens) >= 2 and all(is_figure(t) for t in tokens) else []
+
+
+def sums_to(rows: list[Row], cells: list[str]) -> bool:
+    """Whether ``cells`` are the column sums of ``rows`` (at least two distinct rows; every column all of whose rows
+    print a figure agrees, to the rounding of one unit a row, and at least one column does)."""
+    distinct = list({(r.label, r.cells): r for r in rows}.values())
+    if len(distinct) < 2:
+        return False
+    checked = 0
+    for col, cell in enumerate(cells):
+        total = parse_figure(cell)
+        values = [r.value(col) for r in distinct]
+        if total is None or any(v is None or len(r.cells) != len(cells) for v, r in zip(values, distinct, strict=True)):
+            continue
+        if abs(sum(v for v in values if v is not None) - total) > len(distinct):
+            return False
+        checked += 1
+    return checked > 0
+
+
 def read_page(chunks: list[Document]) -> Page:
     """The rows of ``chunks`` (a page's, or consecutive pages', in reading order) with the nearest column header and
-    unit line above each."""
+    unit line above each.
+
+    A statement often prints a section's total with no label: "Revenues", its rows, then " | 5,162,082 | …". Such a
+    line is read as the row "Total revenues" when its figures are the sums of the rows under the section's heading
+    (:func:`sums_to`), its span running from the heading to the total so that the quote shows what was added."""
     page = Page()
     header: Header | None = None
     unit: Span | None = None
     group = ""
+    heading: Span | None = None  # the label-only line that opens the current section ("Revenues")
+    section: list[Row] = []  # the rows under it
     for doc in chunks:
         content = doc.content or ""
         for start, end in _lines(doc):
@@ -170,10 +207,24 @@ def read_page(chunks: list[Document]) -> Page:
             years = _header_years(text)
             if years:
                 header = Header(Span(doc, start, end), years)
+                heading, section = None, []
                 continue
             rows = split_rows(text, len(header.years) if header else 1)
             for a, b, label, cells in rows:
-                page.rows.append(Row(Span(doc, start + a, start + b), label, tuple(cells), header, unit, group))
-            if not rows and text.rstrip().endswith(":") and len(text) <= 80:
+                row = Row(Span(doc, start + a, start + b), label, tuple(cells), header, unit, group)
+                page.rows.append(row)
+                section.append(row)
+            if rows:
+                continue
+            figures = unlabelled_figures(text)
+            if figures and heading is not None and sums_to(section, figures):
+                span = Span(doc, heading.start, end) if heading.doc is doc else Span(doc, start, end)
+                name = heading.text.strip(" |:")
+                page.rows.append(Row(span, f"Total {name[0].lower()}{name[1:]}", tuple(figures), header, unit,
+                                     group))
+                heading, section = None, []
+            elif _LETTER.search(text) and not m and len(text.strip(" |")) <= 60:
+                heading, section = Span(doc, start, start + len(text.rstrip(" |"))), []
+            if text.rstrip().endswith(":") and len(text) <= 80:
                 group = text.strip(" |:")
     return page

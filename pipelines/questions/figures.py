@@ -132,8 +132,9 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
         if rows and all(r.header is None for r in rows) and page > 1:  # a statement continued from the page before
             before = steps.page_chunks(scopes, doc_id, page - 1)
             rows = [r for r in read_page(before + chunks).rows if row_is(item, r.label) and r.span.doc in chunks]
-        statement = _statement(chunks)
-        head = "\n".join(c.content or "" for c in chunks)[:400].replace("|", " ").lower()
+        lead = list({id(d): d for r in rows if r.header and (d := r.header.span.doc) not in chunks}.values())
+        statement = _statement(lead + chunks)  # a title at the foot of the page before counts
+        head = "\n".join(c.content or "" for c in lead + chunks)[:400].replace("|", " ").lower()
         found += [Found(r, rank, statement, "consolidated" in head) for r in rows if r.header is not None and r.cells]
     return found
 
@@ -154,13 +155,16 @@ def item_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
 
 
 def candidate_pages(docs: list[Document]) -> list[tuple[str, int]]:
-    """Distinct (document, page) of ``docs``, in their order, at most :data:`MAX_PAGES`."""
+    """Distinct (document, page) of ``docs``, in their order, at most :data:`MAX_PAGES`. A passage that runs onto
+    the next page (a statement's title and column header at the foot of the page before its rows) names both."""
     out: list[tuple[str, int]] = []
     for d in docs:
         m = d.meta or {}
-        key = (str(m.get("doc_id", "")), int(m.get("page_start", 0) or 0))
-        if key[0] and key not in out:
-            out.append(key)
+        doc_id, start = str(m.get("doc_id", "")), int(m.get("page_start", 0) or 0)
+        end = int(m.get("page_end", start) or start)
+        for key in ((doc_id, start), (doc_id, end)):
+            if doc_id and key not in out:
+                out.append(key)
     return out[:MAX_PAGES]
 
 
