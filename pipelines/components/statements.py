@@ -18,7 +18,7 @@ Both are plain tuples so a reviewer can read and extend them; nothing here was f
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 INCOME, BALANCE, CASH_FLOW, EQUITY = "income", "balance", "cash_flow", "equity"
 KINDS = (INCOME, BALANCE, CASH_FLOW, EQUITY)
@@ -291,10 +291,22 @@ FORMULAS: tuple[tuple[str, Formula], ...] = (
 )
 
 
+_DPO_PURCHASES = "365 * avg({accounts payable}) / ({cost of goods sold} + {inventory} - prev({inventory}))"
+# a question that defines days payable over purchases ("COGS + change in inventory"), as analysts often do
+_PURCHASES = re.compile(r"(?:\bcogs\b|cost of (?:goods sold|sales))\s*\)?\s*\+\s*(?:the )?change in inventor", re.I)
+
+
 def formula_for(question: str) -> Formula | None:
-    """The computed metric a question asks for, or None (a look-up, or a metric a statement prints)."""
+    """The computed metric a question asks for, or None (a look-up, or a metric a statement prints). Where the
+    question defines days payable over purchases (cost of goods sold plus the change in inventory), its definition
+    is used."""
     q = _norm(question)
-    return next((f for pattern, f in FORMULAS if re.search(pattern, q)), None)
+    found = next((f for pattern, f in FORMULAS if re.search(pattern, q)), None)
+    if found is not None and _DPO in found.expr and _PURCHASES.search(question):
+        formula = found.formula.replace("average accounts payable ÷ cost of goods sold",
+                                        "average accounts payable ÷ (cost of goods sold + change in inventory)")
+        return replace(found, formula=formula, expr=found.expr.replace(_DPO, _DPO_PURCHASES))
+    return found
 
 
 def is_line(label: str, line: str) -> bool:

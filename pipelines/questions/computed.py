@@ -13,6 +13,7 @@ quote and recomputes the result.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from decimal import Decimal
 
 from connectors.log import get_logger
@@ -28,6 +29,7 @@ from pipelines.questions.figures import (
     Found,
     asked_unit,
     candidate_pages,
+    find_rows,
     item_rows,
     statement_order,
 )
@@ -36,14 +38,22 @@ from pipelines.questions.steps import AnswerDraft, Steps
 
 log = get_logger(__name__)
 
+# expenses an income statement prints as deductions, in parentheses, that a formula reads as amounts; a row that
+# nets a benefit ("Benefit (provision) for income taxes") keeps its sign
+EXPENSES = frozenset({"income tax expense", "interest expense"})
+_CHANGE = re.compile(r"\b(?:chang(?:e|ed|es)|increase[ds]?|decrease[ds]?|differ(?:ence)?)\b", re.I)
+
 _RANGE = re.compile(r"(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|and)\s*(?:fy\s*)?((?:19|20)\d\d)", re.I)
 _COUNT = {"two": 2, "three": 3, "four": 4, "five": 5}
 
 
-def _years(question: str, period: AskedPeriod, latest: int, *, metric: bool) -> tuple[list[int], str]:
+def _years(question: str, period: AskedPeriod, latest: int, *, metric: bool,
+           percent: bool = False) -> tuple[list[int], str]:
     """The years the metric is computed for and how they combine: ``single`` (one year), ``average`` (the mean over
-    a range), ``growth`` (the change from the first year to the last, in percent). For a ``metric`` (a formula),
-    only "N-year average" averages over years: "average PP&E between FY2018 and FY2019" is its own definition."""
+    a range), ``growth`` (the change from the first year to the last, in percent), ``change`` (a rate's change
+    between two years, in percentage points: "how much has the effective tax rate changed between FY2021 and
+    FY2022"). For a ``metric`` (a formula), only "N-year average" averages over years: "average PP&E between FY2018
+    and FY2019" is its own definition."""
     span = _RANGE.search(question)
     multi = AVERAGE.search(question)
     if multi and (not metric or multi.group(1)):
@@ -54,6 +64,9 @@ def _years(question: str, period: AskedPeriod, latest: int, *, metric: bool) -> 
         n = _COUNT.get(word, int(word) if word.isdigit() else 3)
         end = period.year or latest
         return list(range(end - n + 1, end + 1)), "average"
+    if metric and percent and span and _CHANGE.search(question):
+        a, b = sorted((int(span.group(1)), int(span.group(2))))
+        return [a, b], "change"
     if GROWTH.search(question):
         if span:
             a, b = sorted((int(span.group(1)), int(span.group(2))))
@@ -97,19 +110,17 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     pages = candidate_pages(r.routed + r.hits)
     if not pages:
         return None
-    found: dict[str, list[Found]] = {}
+    found = _rows_by_line(steps, q, template, pages)
 
     def rows_of(name_: str) -> list[Found]:
-        if name_ not in found:
-            found[name_] = item_rows(steps, line_item(name_), pages, q.scopes, q.mode)
-        return found[name_]
+        return found.get(name_, [])
 
     first = rows_of(_first_line(template))
     headers = [f.row.header.years for f in first if f.row.header]
     latest = max((max(y) for y in headers), default=0)
     if not latest:
         return None
-    years, how = _years(q.text, period, latest, metric=formula is not None)
+    years, how = _years(q.text, period, latest, metric=formula is not None, percent=percent)
     operands: list[Operand] = []
     per_year = [instantiate(template, y, operands) for y in years]
     draft = AnswerDraft()
@@ -138,7 +149,7 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
         if key not in cited:
             cited[key] = int(draft.cite(row.span.doc, row.span.text).strip("[]"))
         cell = row.cells[col]
-        outflow = o.item in OUTFLOWS
+        outflow = o.item in OUTFLOWS or (o.item in EXPENSES and not re.search(r"benefit", row.label, re.I))
         bound.append(ComputedOperand(name=o.name, n=cited[key], cell=cell, outflow=outflow, scale=row.scale or scale))
         shown[o.name] = (cell.strip("()") if outflow else cell) + (f" {UNIT_WORD[row.scale]}" if mixed and row.scale
                                                                    else "")
@@ -154,13 +165,35 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     ns = "".join(f"[{b.n}]" for b in {b.n: b for b in bound}.values())
     period_text = _period_text(years, how)
     figure = f"{grouped(result, decimals)}{unit_text}"
+    shown_expression = readable(expression, shown)
+    if how == "change":  # a reader wants both rates beside their difference
+        shown_expression = f"({shown_expression})"
+        each = [grouped(rounded(evaluate(e, values) * factor, decimals), decimals) for e in per_year]
+        figure += f" (from {each[0]}% in fiscal {years[0]} to {each[-1]}% in fiscal {years[-1]})"
     draft.lines.append(f"{name[:1].upper() + name[1:]} {period_text} = {_described(how, text_formula)} = "
-                       f"{readable(expression, shown)}{_factor_text(factor)} = {figure} "
+                       f"{shown_expression}{_factor_text(factor)} = {figure} "
                        f"(computed from the quoted rows {ns}).")
     draft.lines.append("Operands: " + "; ".join(f"{names[b.name]}: {b.cell} [{b.n}]" for b in bound) + f". {where}")
     computation = Computation(expression=expression, operands=bound, factor=str(factor), decimals=decimals,
                               result=str(result))
     return steps.finish(draft, "computed", computation=computation)
+
+
+def _rows_by_line(steps: Steps, q: Question, template: str, pages: list[tuple[str, int]]) -> dict[str, list[Found]]:
+    """The rows of each line item ``template`` names, on ``pages``; a line no statement among them prints is also
+    looked for on the statement pages where the others were found (cost of sales on the income statement that
+    printed net sales, when retrieval put forward the balance sheet)."""
+    lines = list(dict.fromkeys(re.findall(r"\{([^{}]+)\}", template)))
+    found = {line: item_rows(steps, line_item(line), pages, q.scopes, q.mode) for line in lines}
+    statement_pages = list(dict.fromkeys(
+        (str((f.row.span.doc.meta or {}).get("doc_id", "")), int((f.row.span.doc.meta or {}).get("page_start", 0)))
+        for rows in found.values() for f in rows if f.statement))
+    for line, rows in found.items():
+        more = [p for p in statement_pages if p not in pages]
+        if more and not any(f.statement for f in rows):
+            extra = find_rows(steps, line_item(line), more, q.scopes)
+            found[line] = rows + [replace(f, rank=f.rank + len(pages)) for f in extra]
+    return found
 
 
 def _first_line(template: str) -> str:
@@ -177,6 +210,8 @@ def _combine(per_year: list[str], how: str, percent: bool, question: str, said: 
     if how == "growth":
         a, b = per_year[0], per_year[-1]
         return f"(({b} - {a}) / {a})", Decimal(100), "%", 1 if asked is None else asked
+    if how == "change":
+        return f"({per_year[-1]} - {per_year[0]})", Decimal(100), " percentage points", 1 if asked is None else asked
     expression = per_year[0] if how == "single" else f"mean({', '.join(per_year)})"
     if percent:
         return expression, Decimal(100), "%", 1 if asked is None else asked
@@ -198,13 +233,15 @@ def _described(how: str, formula: str) -> str:
         return f"the mean over the years of ({formula})"
     if how == "growth":
         return f"(later − earlier) ÷ earlier, of {formula}"
+    if how == "change":
+        return f"later − earlier, of {formula}"
     return formula
 
 
 def _period_text(years: list[int], how: str) -> str:
     if how == "average":
         return f"over fiscal {years[0]}–{years[-1]} ({len(years)}-year average)"
-    if how == "growth":
+    if how in ("growth", "change"):
         return f"from fiscal {years[0]} to fiscal {years[-1]}"
     return f"for fiscal {years[0]}"
 

@@ -24,11 +24,13 @@ FILING = [
     ["Acme Widgets Inc. Annual Report on Form 10-K", "Fiscal 2022 was a year of steady growth for Acme Widgets.",
      "Management discusses results for fiscal 2022 in the pages that follow."],
     ["CONSOLIDATED BALANCE SHEETS", "(In millions, except par value)", "December 31, 2022 December 31, 2021",
-     "Total current assets 900 800", "Property and equipment, net 700 660", "Total assets 2,500 2,300",
+     "Inventories 90 80", "Total current assets 900 800", "Property and equipment, net 700 660",
+     "Total assets 2,500 2,300",
      "Accounts payable 120 100", "Total current liabilities 400 350", "Total liabilities 1,200 1,100",
      "Total stockholders' equity 1,300 1,200"],
     ["CONSOLIDATED STATEMENTS OF INCOME", "(In millions, except per share data)", "Years Ended December 31,",
      "2022 2021 2020", "Total revenue 1,000 900 800", "Cost of revenue 400 380 350", "Operating income 250 200 150",
+     "Income before income taxes 230 190 150", "Provision for income taxes (Note 7) (50) (40) (30)",
      "Net income 180 150 120", "Diluted net income per share 1.80 1.50 1.20"],
     ["CONSOLIDATED STATEMENTS OF CASH FLOWS", "(In millions)", "Years Ended December 31,", "2022 2021 2020",
      "Net cash provided by operating activities 300 260 240",
@@ -96,6 +98,17 @@ def test_a_unit_the_question_asks_for_is_shown_beside_the_quoted_figure(service)
         ("What is Acme's FY2022 free cash flow?", "= 250 million"),
         ("What is the FY2022 return on assets for Acme? ROA is net income / average total assets.", "= 0.08"),
         ("What is the FY2020 - FY2022 3 year average of capex as a % of revenue for Acme?", "= 5.0%"),
+        # the provision printed as a deduction, "(50)", is an amount of tax
+        ("What was Acme's effective tax rate in FY2022?", "= 21.7%"),
+        # a rate's change in percentage points, both rates shown
+        ("How much has Acme's operating margin changed between FY2021 and FY2022?",
+         "= 2.8 percentage points (from 22.2% in fiscal 2021 to 25.0% in fiscal 2022)"),
+        # the question's own definition: days payable over purchases (COGS plus the change in inventory)
+        ("What is FY2022 days payable outstanding (DPO) for Acme? DPO is defined as: 365 * (average accounts "
+         "payable between FY2021 and FY2022) / (FY2022 COGS + change in inventory between FY2021 and FY2022). "
+         "Round your answer to two decimal places.", "= 97.93"),
+        ("What is FY2022 days payable outstanding (DPO) for Acme? Round your answer to two decimal places.",
+         "= 100.38"),
     ],
 )
 def test_a_metric_no_statement_prints_is_computed_from_quoted_rows(service, question, result):
@@ -126,6 +139,9 @@ def test_no_figure_crosses_a_channel(service):
         ("Trade receivables, net of allowances of $23 and of $16, respectively 2,065 1,878",
          [("Trade receivables, net of allowances of $23 and of $16, respectively", ["2,065", "1,878"])]),
         ("Management discussed the results at length.", []),
+        ("Inventories, net (Note 6) | 2,438 | 2,320", [("Inventories, net (Note 6)", ["2,438", "2,320"])]),
+        ("Other current assets (Notes 11 and 15) 761 873", [("Other current assets (Notes 11 and 15)",
+                                                              ["761", "873"])]),
     ],
 )
 def test_rows_are_split_from_the_text_layer(line, rows):
@@ -139,6 +155,40 @@ def test_a_page_reads_as_rows_under_their_header_and_unit():
     assert [(r.label, r.header.years if r.header else None, r.scale) for r in page.rows] == [
         ("Total assets", (2022, 2021), "millions"), ("Total current liabilities", (2022, 2021), "millions")]
     assert page.rows[0].span.text == "Total assets | $ 27,165 $ | 27,241" and page.rows[0].unit.text == "(In millions)"
+
+
+def test_a_section_total_printed_without_a_label_is_read_as_the_sections_total():
+    head = Document(id="a", content="STATEMENTS OF OPERATIONS\n(In thousands)\nYear Ended December 31, 2020 2019")
+    body = Document(id="b", content="Revenues\nCasino | $ 2,871 | $ 6,517\nRooms | 830 | 2,322\n | 3,701 | 8,839\n"
+                                     "Expenses\nCasino | 1,701 | 3,623\nRooms | 419 | 829\n | 9,999 | 4,452")
+    rows = read_page([head, body]).rows
+    total = next(r for r in rows if r.label == "Total revenues")
+    assert total.cells == ("3,701", "8,839") and total.header is not None and total.header.years == (2020, 2019)
+    assert total.span.text.startswith("Revenues\nCasino") and total.span.text.endswith("3,701 | 8,839")
+    # a line of figures that is not the sum of the rows above it is no total of anything
+    assert [r.label for r in rows if r.label.startswith("Total")] == ["Total revenues"]
+
+
+def test_a_passage_running_onto_the_next_page_puts_both_pages_forward():
+    from pipelines.questions.figures import candidate_pages
+
+    docs = [Document(id="x", content="Balance sheet title", meta={"doc_id": "d", "page_start": 71, "page_end": 72}),
+            Document(id="y", content="Notes", meta={"doc_id": "d", "page_start": 90, "page_end": 90})]
+    assert candidate_pages(docs) == [("d", 71), ("d", 72), ("d", 90)]
+
+
+def test_a_total_printed_without_a_label_answers_for_the_line_item(service):
+    pdf = make_pdf([
+        ["Resorts International Annual Report on Form 10-K", "Results for 2020 are discussed below."],
+        ["CONSOLIDATED STATEMENTS OF OPERATIONS", "(In thousands)", "Year Ended December 31,", "2020 2019",
+         "Revenues", "Casino 2,871,720 6,517,759", "Rooms 830,382 2,322,579", "3,702,102 8,840,338",
+         "Expenses", "Casino 1,701,783 3,623,899", "Operating income 642,434 3,940,215"],
+    ], bold=None)
+    scope = "slack:T1:CRESORTS"
+    assert service.ingest(pdf, file_name="RESORTS_2020_10K.pdf", scope=scope).status == "indexed"
+    answer = service.answer("What was total revenue of Resorts International in 2020?", [scope])
+    assert answer.kind == "figure"
+    assert answer.text.startswith("Total revenues for 2020: $3,702,102 thousand")
 
 
 @pytest.mark.parametrize(
