@@ -130,6 +130,21 @@ def cells_line(qterms: set[str], header: str, row: str) -> str:
     return f"{cells[0]}: " + "; ".join(f"{heads[j]} {cells[j]}" for j in named)
 
 
+def completing(top: Candidate, cands: list[Candidate], qterms: set[str]) -> Candidate | None:
+    """The sentence right after ``top`` in its passage when it holds a word of the question that ``top`` lacks:
+    the best match often restates the question's condition ("If "--" is displayed as the resting heart rate
+    reading, it indicates…") and the next sentence answers it ("…stay in a quiet and relaxed environment")."""
+    if top.header is not None:
+        return None
+    text = top.doc.content or ""
+    following = [c for c in cands if c.doc.id == top.doc.id and c.start >= top.end and c.header is None
+                 and not text[top.end : c.start].strip()]
+    if not following:
+        return None
+    after = min(following, key=lambda c: c.start)
+    return after if (qterms - top.terms) & after.terms else None
+
+
 def _formula_rows(formula: Formula, cands: list[Candidate]) -> list[tuple[str, Candidate]]:
     """For each statement line the metric is computed from, the table row of the best-ranked passage that
     is that line and holds a figure (a passage's first row, which heads its other rows, counts too)."""
@@ -387,6 +402,12 @@ class ExtractiveAnswerer:
                 continue
             chosen.append(c)
         top = chosen[0]
+        after = completing(top, every, qterms)
+        if after is not None and all(o.doc.id != after.doc.id or o.start != after.start for o in chosen):
+            if len(chosen) < self.max_quotes:
+                chosen.insert(1, after)
+            elif len(chosen) > 1 and _page(chosen[-1].doc) == _page(top.doc):  # never push another page out
+                chosen = [top, after, *chosen[1:-1]]
         # show quotes in document order within a passage, passages in rank order
         chosen.sort(key=lambda c: (c.doc_rank, c.start))
         spans: list[tuple[Document, str]] = []

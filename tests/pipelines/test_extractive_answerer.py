@@ -200,3 +200,19 @@ def test_a_weaker_passage_is_quoted_too_when_it_shows_another_page(other_page, s
     cited = [c["chunk_id"] for c in out["citations"]]
     assert cited[0] == "hb:00010"
     assert ("hb:00011" in cited) is shown
+
+
+@pytest.mark.parametrize(
+    ("second", "quoted"),
+    [("In this case, make sure you stay in a quiet and relaxed environment and measure again.", True),
+     ("The watch also counts your steps through the day.", False)],  # no word the question asks about
+)
+def test_the_sentence_after_one_that_restates_the_question_is_quoted_when_it_answers(answerer, second, quoted):
+    """The closest sentence often only restates the question's condition; the next one answers it."""
+    manual = _chunk(20, 'If "--" is displayed as the resting heart rate reading, it indicates that your watch was '
+                        f"unable to measure your resting heart rate. {second}", page=24)
+    out = answerer.run(question='If "--" is displayed as the resting heart rate reading, what kind of environment '
+                                "should the user stay in?", documents=[manual, HOURS])
+    quotes = [c["quote"] for c in out["citations"]]
+    assert quotes[0].startswith('If "--" is displayed')
+    assert (second in quotes) is quoted
