@@ -12,11 +12,13 @@ or here):
 6. ``computed``: a metric no statement prints (a margin, a ratio, growth, an average), computed from quoted rows,
    the arithmetic recomputed from the validated quotes before it is shown;
 7. ``figure``: a statement line item's figure, at the row and the column (the period asked), with its unit;
-8. ``short``: a short "what is the <thing>?" with several readings: ask which;
-9. ``multi_part``: "what is X and what is Y?", each part on a line of its own;
-10. ``tools``: with an LLM that may call tools, the look-up whose last step lets the model fetch pages, sections,
+8. ``period``: the question names a year no PDF in scope mentions (after ``figure``, whose "this filing has no
+   2030 figure" quotes the periods its table does report);
+9. ``short``: a short "what is the <thing>?" with several readings: ask which;
+10. ``multi_part``: "what is X and what is Y?", each part on a line of its own;
+11. ``tools``: with an LLM that may call tools, the look-up whose last step lets the model fetch pages, sections,
    tables and figures of the asker's PDFs first (:mod:`pipelines.triage`);
-11. ``lookup``: the look-up (:meth:`pipelines.query.QueryEngine.answer`).
+12. ``lookup``: the look-up (:meth:`pipelines.query.QueryEngine.answer`).
 
 A kind applies when :func:`pipelines.questions.kinds.classify` says the question may be of it (``tools`` and
 ``lookup`` always may); it answers, or returns ``None`` and the next kind is tried. A question that looks like a
@@ -79,6 +81,7 @@ class Answerer:
             (QuestionKind.TABLE, lambda q: tables.table_extreme(steps, q.text, q.scopes, q.mode)),
             (QuestionKind.COMPUTED, lambda q: computed.computed_metric(steps, q)),
             (QuestionKind.FIGURE, lambda q: figures.line_item_figure(steps, q)),
+            (QuestionKind.PERIOD, lambda q: references.absent_period(steps, q.text, q.scopes)),
             (QuestionKind.SHORT, lambda q: choices.which_one(steps, q.text, q.scopes, q.mode, q.k)),
             (QuestionKind.MULTI_PART, lambda q: parts.partial(steps, q.text, q.scopes, q.mode, q.k)),
             (QuestionKind.TOOLS, self.with_tools),

@@ -62,6 +62,11 @@ SHARE_OF_REVENUE = re.compile(r"%\s*margin|\bmargin\b|(?:as an? )?(?:%|percent(?
 # a question that asks for a name, a list or a reason, not a figure ("which region had the biggest drop")
 NOT_A_FIGURE = re.compile(r"^\s*(?:(?:for|at|in) [^,?]{1,40},\s*)?(?:which|who|whom|where|why|list|name|"
                           r"how (?!much\b|many\b)\w+)\b|\bwhat (?:are|were) the\b", re.I)
+# a year the question asks about ("in 2024", "FY2022"), not an amount ("$2023 million", "2,023")
+YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,.]\d|\d)")
+# an example of the answer's format, whose figures are not asked about ("write it like ['2006', '2007']")
+EXAMPLE = re.compile(r"\[[^\]]*\]|(?<!\w)'[^'\n]*'(?!\w)|\"[^\"\n]*\"|“[^”\n]*”|"
+                     r"\b(?:like|e\.g\.|such as|for example|format(?:ted)? as)\b[^.?]*", re.I)
 APPENDIX = re.compile(r"\b(appendix|annex|schedule|exhibit|attachment)\s+([A-Z]|\d{1,3}|[IVX]{1,5})\b", re.I)
 # "what is X and what is Y", "X? And Y?": parts that each ask their own question
 _PART_SPLIT = re.compile(r"\s*(?:\?\s*|[;,]?\s+)(?:and|also|plus)\s+(?=(?:what|how|when|where|who|which|why|is|are|"
@@ -86,6 +91,7 @@ class QuestionKind(StrEnum):
     MULTI_PART = "multi_part"
     COMPUTED = "computed"
     FIGURE = "figure"
+    PERIOD = "period"
     TOOLS = "tools"
 
     @classmethod
@@ -118,6 +124,8 @@ def classify(question: str) -> list[QuestionKind]:
         kinds.append(QuestionKind.COMPUTED)
     if item is not None:
         kinds.append(QuestionKind.FIGURE)
+    if YEAR.search(EXAMPLE.sub(" ", question)):
+        kinds.append(QuestionKind.PERIOD)
     if SHORT_DEFINITE.match(question):
         kinds.append(QuestionKind.SHORT)
     if len(split_parts(question)) > 1:

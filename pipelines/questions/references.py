@@ -9,7 +9,7 @@ import re
 from connectors.store_api import DocInfo
 from pipelines.components.structure_router import parse_refs
 from pipelines.models import Answer
-from pipelines.questions.kinds import APPENDIX
+from pipelines.questions.kinds import APPENDIX, EXAMPLE, YEAR
 from pipelines.questions.steps import AnswerDraft, Steps, doc_filter, page_text
 
 NOT_FOUND_NO_LABELS = "The PDFs here have no numbered tables or figures."
@@ -23,6 +23,26 @@ DOC_TYPES = sorted(
      "handbook", "code of conduct", "procedure", "regulation", "standard", "catalogue", "catalog"],
     key=len, reverse=True,
 )
+
+
+def absent_years(steps: Steps, question: str, scopes: list[str]) -> list[str]:
+    """The years ``question`` names that no PDF in ``scopes`` prints (as "2024", "FY2024" or "FY24"); a year
+    inside an example of the answer's format ("in a list like ['2006', '2007']") is not asked about."""
+    asked = EXAMPLE.sub(" ", question)
+    years = dict.fromkeys(m.group(1) for m in YEAR.finditer(asked))
+    return [y for y in years if not steps.store.bm25_matches(f"{y} FY{y} FY{y[2:]}", scopes=scopes)]
+
+
+def absent_period(steps: Steps, question: str, scopes: list[str]) -> Answer | None:
+    """A question about a year no PDF in scope mentions ("…in 2024?" of a 2018 survey) is answered with that
+    fact: a passage about another year would answer a question nobody asked."""
+    years = absent_years(steps, question, scopes)
+    if not years or not steps.documents(scopes):
+        return None
+    draft = AnswerDraft()
+    draft.lines.append(f"The PDFs here never mention {' or '.join(years)}, so they can't answer for "
+                       f"{'that year' if len(years) == 1 else 'those years'}.")
+    return steps.finish(draft, "not_found", refused=True)
 
 
 def not_found(steps: Steps, question: str, scopes: list[str]) -> Answer | None:

@@ -253,6 +253,22 @@ def test_a_reference_to_something_that_does_not_exist_says_so_and_what_does(serv
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("question", "refused"),
+    [("How many employees did Halvorsen & Pike have in 2031?", True),  # no PDF here mentions 2031
+     ("Between 2015 and 2031, what changed in the parental leave policy?", True),
+     ("How much parental leave does the primary carer get since 2024?", False),  # the handbook says 2024
+     ("List the holidays in a format like ['2031-01-01', '2031-12-25'].", False)],  # an example, not asked about
+)
+def test_a_year_no_pdf_mentions_is_said_to_be_missing(service, question, refused):
+    a = service.answer(question, HB_ONLY)
+    assert (a.kind == "not_found") is refused
+    if refused:
+        assert a.refused and not a.citations
+        assert _lines(a)[0].startswith("The PDFs here never mention ") and "2031" in _lines(a)[0]
+
+
+@pytest.mark.slow
 def test_a_reference_that_exists_is_answered_as_before(service):
     a = service.answer("What does section 4.2 say about parental leave for the secondary carer?", HB_ONLY)
     assert a.kind == "answer" and any("6 weeks" in c.quote for c in a.citations)
