@@ -53,7 +53,8 @@ _METRICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"free cash ?flow|\bfcf\b", (CASH_FLOW,)),
     (r"cap(?:ital)? ?ex(?:penditures?)?\b|\bcapex\b|purchases? of property", (CASH_FLOW,)),
     (r"operating cash ?flow|cash (?:flow )?from operations|cash provided by operating|\bd&a\b|"
-     r"depreciation and amortization|dividends? paid|share repurchases?|buybacks?", (CASH_FLOW,)),
+     r"depreciation and amortization|dividends? paid|share repurchases?|buybacks?|investing activities|"
+     r"financing activities", (CASH_FLOW,)),
     (r"cash conversion|free cash ?flow conversion", (CASH_FLOW, INCOME)),
     (r"days payable|\bdpo\b|days inventory|\bdio\b|days sales|\bdso\b|cash conversion cycle|\bccc\b|"
      r"inventory turnover|fixed asset turnover|asset turnover|return on assets|\broa\b|return on equity|\broe\b",
@@ -138,6 +139,11 @@ LINE_ITEMS: tuple[LineItem, ...] = (
              r"operating cash ?flows?",  # NetCashProvidedByUsedInOperatingActivities
              r"net cash.{0,40}operating activities|cash (?:provided by|generated from|from) operations|"
              r"^cash flows? from operating activities$"),
+    # NetCashProvidedByUsedInInvestingActivities, NetCashProvidedByUsedInFinancingActivities
+    LineItem("cash from investing", r"\bcash\b.{0,25}\binvesting activities|investing cash ?flows?",
+             r"net cash.{0,40}investing activities|^cash flows? (?:used in|from) investing activities$"),
+    LineItem("cash from financing", r"\bcash\b.{0,25}\bfinancing activities|financing cash ?flows?",
+             r"net cash.{0,40}financing activities|^cash flows? (?:used in|from) financing activities$"),
     LineItem("capital expenditure", r"cap(?:ital)? ?ex(?:penditures?)?\b|\bcapex\b|purchases? of property|"
              r"(?:payments|spending) (?:for|on) (?:property|pp&e)",  # PaymentsToAcquirePropertyPlantAndEquipment
              r"purchases? of property|capital expenditures?|additions to property|"
@@ -168,6 +174,9 @@ LINE_ITEMS: tuple[LineItem, ...] = (
     LineItem("gross profit", r"gross profit", r"^gross (?:profit|margin)$"),  # GrossProfit
     LineItem("research and development", r"research and development|\br&d\b",  # ResearchAndDevelopmentExpense
              r"^research and development"),
+    LineItem("selling, general and administrative",  # SellingGeneralAndAdministrativeExpense
+             r"\bsg&a\b|selling,? general,? (?:and|&) administrative",
+             r"^(?:total )?selling,? general,? (?:and|&) administrative"),
     LineItem("operating income", r"operating (?:income|profit)|income from operations",  # OperatingIncomeLoss
              r"^(?:total )?operating (?:income|profit)|^income from operations", "per share|margin"),
     LineItem("income before taxes", r"(?:income|earnings) before (?:income )?tax|pre-?tax income",
@@ -176,6 +185,9 @@ LINE_ITEMS: tuple[LineItem, ...] = (
              r"^(?:provision for|\(?benefit from\)?|provision \(benefit\) for) income tax|"
              r"^income tax (?:expense|provision)"),  # IncomeTaxExpenseBenefit
     LineItem("interest expense", r"interest expense", r"^interest expense"),  # InterestExpense
+    LineItem("basic EPS", r"basic (?:eps|earnings per share|net income per share)",  # EarningsPerShareBasic
+             r"^basic(?: net)? (?:income|earnings) per (?:common )?share|^basic$|"
+             r"^(?:net )?(?:income|earnings) per (?:common )?share.{0,20}basic"),
     LineItem("diluted EPS", r"diluted (?:eps|earnings per share|net income per share)|"
              r"earnings per (?:diluted )?share|\beps\b",  # EarningsPerShareDiluted
              r"^diluted(?: net)? (?:income|earnings) per (?:common )?share|^diluted$|"

@@ -29,7 +29,8 @@ FILING = [
      "Accounts payable 120 100", "Total current liabilities 400 350", "Total liabilities 1,200 1,100",
      "Total stockholders' equity 1,300 1,200"],
     ["CONSOLIDATED STATEMENTS OF INCOME", "(In millions, except per share data)", "Years Ended December 31,",
-     "2022 2021 2020", "Total revenue 1,000 900 800", "Cost of revenue 400 380 350", "Operating income 250 200 150",
+     "2022 2021 2020", "Total revenue 1,000 900 800", "Cost of revenue 400 380 350",
+     "Selling, general and administrative 150 140 130", "Operating income 250 200 150",
      "Income before income taxes 230 190 150", "Provision for income taxes (Note 7) (50) (40) (30)",
      "Net income 180 150 120", "Diluted net income per share 1.80 1.50 1.20"],
     ["CONSOLIDATED STATEMENTS OF CASH FLOWS", "(In millions)", "Years Ended December 31,", "2022 2021 2020",
@@ -98,6 +99,7 @@ def test_a_unit_the_question_asks_for_is_shown_beside_the_quoted_figure(service)
         ("What is Acme's FY2022 free cash flow?", "= 250 million"),
         ("What is the FY2022 return on assets for Acme? ROA is net income / average total assets.", "= 0.08"),
         ("What is the FY2020 - FY2022 3 year average of capex as a % of revenue for Acme?", "= 5.0%"),
+        ("What was Acme's SG&A as a % of revenue in FY2022?", "= 15.0%"),
         # the provision printed as a deduction, "(50)", is an amount of tax
         ("What was Acme's effective tax rate in FY2022?", "= 21.7%"),
         # a rate's change in percentage points, both rates shown
@@ -197,6 +199,9 @@ def test_a_total_printed_without_a_label_answers_for_the_line_item(service):
      ("total current liabilities in FY2022", "total current liabilities"),
      ("What were total liabilities?", "total liabilities"),
      ("What were net sales in 2019?", "revenue"),
+     ("What was SG&A as a % of revenue in FY2022?", "selling, general and administrative"),
+     ("What was basic EPS in 2022?", "basic EPS"),
+     ("How much net cash was used in investing activities in 2021?", "cash from investing"),
      ("Who is the auditor?", None)],
 )
 def test_the_line_item_a_question_asks_for(question, item):
@@ -211,7 +216,10 @@ def test_the_line_item_a_question_asks_for(question, item):
      ("total current liabilities", "Total liabilities", False),
      ("revenue", "Sales and marketing", False),
      ("revenue", "Net sales", True),
-     ("revenue", "Revenue per Available Room (REVPAR)", False)],
+     ("revenue", "Revenue per Available Room (REVPAR)", False),
+     ("selling, general and administrative", "Selling, general and administrative expenses", True),
+     ("revenue", "Selling, general and administrative expenses", False),
+     ("cash from investing", "Net cash used in investing activities", True)],
 )
 def test_a_row_is_the_item_by_meaning(item, label, is_it):
     from pipelines.components.statements import line_item
