@@ -15,7 +15,7 @@ from connectors.log import get_logger
 from connectors.store_api import DocInfo
 from pipelines.answer_policy import Draft, Validated
 from pipelines.components._text import GENERIC, STOPWORDS, terms
-from pipelines.components.citation_validator import CitationValidator, chunk_id_of
+from pipelines.components.citation_validator import chunk_id_of
 from pipelines.figures.arithmetic import recompute
 from pipelines.models import Answer, AnswerKind, Computation, RetrievalMode, RetrievedChunk
 
@@ -74,7 +74,7 @@ class Steps:
     def __init__(self, engine: QueryEngine) -> None:
         self.engine = engine
         self.store = engine.store
-        self.validator = CitationValidator(fuzzy_threshold=0.9)
+        self.validator = engine.policy.validator  # one validator, one rule for what a quote must match
         self.threshold = engine.settings.refusal_threshold
 
     def finish(self, draft: AnswerDraft, kind: AnswerKind, *, refused: bool = False, note: str = "",
