@@ -180,7 +180,7 @@ LINE_ITEMS: tuple[LineItem, ...] = (
     LineItem("operating income", r"operating (?:income|profit)|income from operations",  # OperatingIncomeLoss
              r"^(?:total )?operating (?:income|profit)|^income from operations", "per share|margin"),
     LineItem("income before taxes", r"(?:income|earnings) before (?:income )?tax|pre-?tax income",
-             r"(?:income|earnings) (?:\(loss\) )?before (?:provision for )?income tax"),
+             r"(?:income|earnings) (?:\(loss\) )?before (?:provision for )?income tax|^pre-?tax (?:income|earnings)"),
     LineItem("income tax expense", r"income tax (?:expense|provision)|provision for income tax|tax expense",
              r"^(?:provision for|\(?benefit from\)?|provision \(benefit\) for) income tax|"
              r"^income tax (?:expense|provision)"),  # IncomeTaxExpenseBenefit

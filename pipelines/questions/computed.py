@@ -41,6 +41,7 @@ log = get_logger(__name__)
 # expenses an income statement prints as deductions, in parentheses, that a formula reads as amounts; a row that
 # nets a benefit ("Benefit (provision) for income taxes") keeps its sign
 EXPENSES = frozenset({"income tax expense", "interest expense"})
+DRIVERS = re.compile(r"\b(?:why|drivers?|reasons?|what (?:drove|caused))\b", re.I)
 _CHANGE = re.compile(r"\b(?:chang(?:e|ed|es)|increase[ds]?|decrease[ds]?|differ(?:ence)?)\b", re.I)
 
 _RANGE = re.compile(r"(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|and)\s*(?:fy\s*)?((?:19|20)\d\d)", re.I)
@@ -93,6 +94,8 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     printed on the pages retrieval puts forward (the look-up answers instead)."""
     formula = formula_for(q.text)
     item = asked_item(q.text)
+    if DRIVERS.search(re.split(r"[?.]\s", q.text, maxsplit=1)[0]):  # "what drove the change in gross margin":
+        return None  # the story, not the figure (an "if it is not useful, explain why" after it still computes)
     if formula is not None:
         template, name, percent = formula.expr, formula.name, formula.percent
         text_formula = formula.formula

@@ -219,7 +219,8 @@ def test_the_line_item_a_question_asks_for(question, item):
      ("revenue", "Revenue per Available Room (REVPAR)", False),
      ("selling, general and administrative", "Selling, general and administrative expenses", True),
      ("revenue", "Selling, general and administrative expenses", False),
-     ("cash from investing", "Net cash used in investing activities", True)],
+     ("cash from investing", "Net cash used in investing activities", True),
+     ("income before taxes", "Pretax income", True)],
 )
 def test_a_row_is_the_item_by_meaning(item, label, is_it):
     from pipelines.components.statements import line_item
@@ -305,3 +306,12 @@ def test_only_a_question_that_asks_for_a_figure_is_answered_with_one(question, f
     from pipelines.questions.kinds import QuestionKind, classify
 
     assert (QuestionKind.FIGURE in classify(question)) is figure
+
+
+def test_a_question_about_what_drove_a_metric_is_not_answered_with_its_arithmetic(service):
+    answer = service.answer("What drove the change in Acme's operating margin in FY2022?", [SCOPE])
+    assert answer.kind != "computed"
+    # an instruction to explain, after the question, still leaves the metric to compute
+    answer = service.answer("Does Acme have positive working capital based on FY2022 data? If working capital is "
+                            "not a useful metric for this company, explain why.", [SCOPE])
+    assert answer.kind == "computed" and "= 500 million" in answer.text
