@@ -277,3 +277,42 @@ def test_ingest_says_one_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert main(["ingest", "tiny.pdf"]) == 0
     out = capsys.readouterr().out
     assert "1 page, 1 chunk," in out
+
+
+def test_ask_json_lists_passages_in_the_order_read_with_the_score_that_ranked_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`retrieved` is the order the answer read the passages in; each says which score placed it, and within each
+    kind of score the scores fall (a 1.0 ahead of 1.7 is a passage the question named, and says so)."""
+    import json
+
+    from tests.helpers.pdfs import LEAVE_PAGES
+
+    monkeypatch.setenv("CITEBOT_OCR_ENABLED", "false")
+    (tmp_path / "handbook.pdf").write_bytes(make_pdf(LEAVE_PAGES))
+    write_report(tmp_path / "alpha.pdf", "Alpha")
+    write_report(tmp_path / "beta.pdf", "Beta")
+    assert main(["ingest", "handbook.pdf", "alpha.pdf", "beta.pdf"]) == 0
+    capsys.readouterr()
+    assert main(["ask", "How long is parental leave?", "--json"]) == 0
+    retrieved = json.loads(capsys.readouterr().out)["retrieved"]
+    order = ["reference", "page", "retrieval"]
+    kinds = [r["ranked_by"] for r in retrieved]
+    assert len(set(kinds)) >= 2 and kinds == sorted(kinds, key=order.index), kinds
+    for kind in set(kinds):
+        scores = [r["score"] for r in retrieved if r["ranked_by"] == kind]
+        assert scores == sorted(scores, reverse=True), (kind, scores)
+
+
+def test_an_exact_one_line_match_is_quoted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A page that reads only "Hello, World!" (its one line is also its heading, and short) asked "Hello, World"."""
+    monkeypatch.setenv("CITEBOT_OCR_ENABLED", "false")
+    (tmp_path / "hello.pdf").write_bytes(make_pdf([["Hello, World!"]]))
+    write_report(tmp_path / "alpha.pdf", "Alpha")
+    assert main(["ingest", "hello.pdf", "alpha.pdf"]) == 0
+    capsys.readouterr()
+    assert main(["ask", "Hello, World"]) == 0
+    out = capsys.readouterr().out
+    assert "[1] │ Hello, World!\n" in out and "hello.pdf · p. 1" in out
+    assert "don't seem to answer" not in out
