@@ -316,3 +316,37 @@ def test_an_exact_one_line_match_is_quoted(tmp_path: Path, monkeypatch: pytest.M
     out = capsys.readouterr().out
     assert "[1] │ Hello, World!\n" in out and "hello.pdf · p. 1" in out
     assert "don't seem to answer" not in out
+
+
+@pytest.mark.slow
+def test_bench_teams_prints_its_table_and_no_log_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """The bench runs its own unauthenticated app on loopback: no `--insecure-local` warning as JSON on stderr."""
+    assert main(["bench", "teams", "--questions", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "chat_answer" in out and "channel_answer" in out
+    assert err == ""
+
+
+@pytest.mark.slow
+def test_bench_query_warns_about_none_of_its_own_stores(capsys: pytest.CaptureFixture[str]) -> None:
+    """One temporary store timed by two backends, then `citebot ask` on it per backend: no "run citebot reindex"."""
+    assert main(["bench", "query", "--chunks", "200", "--queries", "2", "--skip-quality",
+                 "--backends", "onnx,onnx-int8"]) == 0
+    out, err = capsys.readouterr()
+    assert "retrieval" in out and "cold start" in out and "onnx-int8" in out.split("cold start")[1]
+    assert "embedding_mismatch" not in out + err and "reindex" not in out + err
+    assert err == ""
+
+
+@pytest.mark.slow
+def test_bench_ingest_words_its_report_without_internal_references(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    write_report(tmp_path / "report.pdf", "Alpha")
+    assert main(["bench", "ingest", str(tmp_path / "report.pdf"), "--no-baseline", "--backends", "onnx-int8"]) == 0
+    out, err = capsys.readouterr()
+    assert "embedding chunks/s, unsorted batches" in out and "targets: >= 6 pages/s" in out
+    assert not re.search(r"#\d|\bissue\b", out, re.I), out
+    assert "reindex" not in err
