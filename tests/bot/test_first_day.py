@@ -350,3 +350,44 @@ def test_bench_ingest_words_its_report_without_internal_references(
     assert "embedding chunks/s, unsorted batches" in out and "targets: >= 6 pages/s" in out
     assert not re.search(r"#\d|\bissue\b", out, re.I), out
     assert "reindex" not in err
+
+
+APP_ID = "11111111-2222-3333-4444-555555555555"
+
+
+def test_teams_package_names_the_publisher_given_by_options_and_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    import zipfile
+
+    monkeypatch.setenv("TEAMS_APP_ID", APP_ID)
+    monkeypatch.setenv("CITEBOT_TEAMS_TERMS_URL", "https://example.org/terms")
+    assert main(["teams", "package", "--out", "pkg.zip", "--developer-name", "Example Ltd",
+                 "--website-url", "https://example.org", "--privacy-url", "https://example.org/privacy"]) == 0
+    out, err = capsys.readouterr()
+    assert "Wrote pkg.zip" in out and err == ""
+    manifest = json.loads(zipfile.ZipFile(tmp_path / "pkg.zip").read("manifest.json"))
+    assert manifest["developer"] == {"name": "Example Ltd", "websiteUrl": "https://example.org",
+                                     "privacyUrl": "https://example.org/privacy",
+                                     "termsOfUseUrl": "https://example.org/terms"}
+
+
+def test_teams_package_says_which_publisher_fields_are_placeholders(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TEAMS_APP_ID", APP_ID)
+    assert main(["teams", "package", "--out", "pkg.zip", "--developer-name", "Example Ltd"]) == 0
+    err = capsys.readouterr().err
+    assert "placeholder" in err and "--privacy-url (CITEBOT_TEAMS_PRIVACY_URL)" in err and "--terms-url" in err
+    assert "--developer-name" not in err
+
+
+def test_teams_package_refuses_a_privacy_url_teams_would_refuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TEAMS_APP_ID", APP_ID)
+    assert main(["teams", "package", "--out", "pkg.zip", "--privacy-url", "http://example.org/privacy"]) == 2
+    err = capsys.readouterr().err
+    assert "--privacy-url (CITEBOT_TEAMS_PRIVACY_URL) must be an https:// address" in err
+    assert not (tmp_path / "pkg.zip").exists()
