@@ -76,7 +76,7 @@ class RetrievalMode(StrEnum):
         """Whether the BM25 retriever runs."""
         return self is not RetrievalMode.DENSE
 
-# What kind of answer it is (issue 24): a look-up, or one of the question types of pipelines/questions/.
+# What kind of answer it is: a look-up, or one of the question types of pipelines/questions/.
 AnswerKind = Literal["answer", "compare", "summary", "not_found", "clarify", "table", "document_type", "partial",
                      "multi_part", "figure", "computed"]
 
