@@ -128,8 +128,24 @@ def _load(path: Path, threads: int, backend: str, models_dir: Path | None, dim: 
                 onnx_file(models_dir, path, dim, backend).unlink(missing_ok=True)
                 target = prepare_onnx(path, models_dir, backend=backend, dim=dim)
                 return OnnxEncoder(path, target, threads, backend, embedding_fingerprint(path, dim, backend))
+        if not torch_installed():  # nothing to fall back to: say what is missing and where it is made
+            raise EmbeddingModelError(
+                f"the {backend} model for {path} is not ready in {models_dir} ({why}), and making it needs torch, "
+                "which is not installed here (the Docker image makes it at build time): run `citebot models prepare "
+                f"--backend {backend}` where torch is installed and point CITEBOT_MODELS_DIR at its folder"
+            )
         log.warning("embedding_backend_fallback", requested=backend, using="torch", reason=why)
     return TorchEncoder(path, threads, embedding_fingerprint(path, dim, "torch"))
+
+
+def torch_installed() -> bool:
+    """Whether torch can be imported here, without importing it."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def embed_array(

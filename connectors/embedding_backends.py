@@ -51,7 +51,13 @@ class TorchEncoder:
             raise EmbeddingModelError(
                 f"no sentence-transformers model at {path}: set CITEBOT_MODEL_PATH to a model folder"
             )
-        import torch
+        try:
+            import torch
+        except ImportError as e:  # the runtime image carries no torch: the bots run on ONNX Runtime
+            raise EmbeddingModelError(
+                "the torch embedding backend needs torch, which is not installed here (the Docker image runs the "
+                "model on ONNX Runtime): use CITEBOT_EMBEDDING_BACKEND=onnx-int8 or onnx, or install torch"
+            ) from e
         import transformers
         from sentence_transformers import SentenceTransformer
 

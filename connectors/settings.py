@@ -206,6 +206,13 @@ class Settings(BaseSettings):
     teams_token_url: str = "https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token"  # noqa: S105
     # where the keys that sign inbound Bot Framework tokens are listed (OpenID Connect discovery)
     teams_openid_url: str = "https://login.botframework.com/v1/.well-known/openidconfiguration"
+    # who publishes the app, as the Teams app package (`citebot teams package`) tells the people who install it
+    teams_developer_name: str | None = Field(None, description="The publisher's name in the Teams app package.")
+    teams_website_url: str | None = Field(None, description="The publisher's https:// website, in the package.")
+    teams_privacy_url: str | None = Field(
+        None, description="The https:// privacy statement the Teams app package links to (what Citebot stores, for "
+        "how long, what goes to an LLM: the README's Privacy section is a start).")
+    teams_terms_url: str | None = Field(None, description="The https:// terms of use the Teams app package links to.")
 
     # --- logging, traces, quality alarms ---------------------------------------------------
     log_format: Literal["auto", "console", "json"] = "auto"

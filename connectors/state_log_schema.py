@@ -98,7 +98,7 @@ def migrate(db: sqlite3.Connection) -> None:
         if name not in have:
             db.execute(f"ALTER TABLE seen_events ADD COLUMN {name} {decl}")
     db.execute("CREATE INDEX IF NOT EXISTS seen_events_at ON seen_events (at)")
-    # a journal from before fair takes (issue 39): its items belong to nobody in particular
+    # a journal from before fair takes (who and tenant on each item): its items belong to nobody in particular
     have = {r[1] for r in db.execute("PRAGMA table_info(work_items)")}
     for name, decl in _FAIR_COLUMNS.items():
         if name not in have:

@@ -265,7 +265,7 @@ def token_f1(prediction: str, expected: str) -> float:
     return 2 * p * r / (p + r)
 
 
-# --- answer shown (issue 38): is the expected answer on the screen? ------------------------------------
+# --- answer shown: is the expected answer on the screen? -----------------------------------------------
 #
 # A short expected answer (a figure, or a text of at most SHORT_WORDS words and SHORT_CHARS characters after
 # normalisation) is *shown* when the answer text or a quote found verbatim in its chunk prints it. A figure may

@@ -54,7 +54,8 @@ class CaseResult(BaseModel):
     answer_mode: str = "extractive"
     answer_kind: str = Field(
         default="answer",
-        description="A look-up ('answer'), or the question type that answered (compare, not_found, ...: issue 24).",
+        description="A look-up ('answer'), or the question type that answered (compare, not_found, ...: "
+        "pipelines/questions/).",
     )
     answer: str = ""
     refused: bool = False

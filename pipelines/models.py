@@ -76,7 +76,7 @@ class RetrievalMode(StrEnum):
         """Whether the BM25 retriever runs."""
         return self is not RetrievalMode.DENSE
 
-# What kind of answer it is (issue 24): a look-up, or one of the question types of pipelines/questions/.
+# What kind of answer it is: a look-up, or one of the question types of pipelines/questions/.
 AnswerKind = Literal["answer", "compare", "summary", "not_found", "clarify", "table", "document_type", "partial",
                      "multi_part", "figure", "computed"]
 
@@ -140,13 +140,24 @@ class Citation(ChunkLocation):
     quote: str = Field(description="An exact span of the chunk's text, validated before it is shown.")
 
 
+# Which score put a retrieved passage where an answer lists it: the question named it (page 12, table 2, a section's
+# heading; score 1.0), page ranking put its page first (the page's score), or retrieval ranked it (the fused score).
+RankedBy = Literal["reference", "page", "retrieval"]
+
+
 class RetrievedChunk(ChunkLocation):
-    score: float
+    score: float = Field(description="The score named by ``ranked_by``, rounded to six places.")
+    ranked_by: RankedBy | None = Field(
+        default=None,
+        description="Which score ``score`` is and put the passage here: 'reference' (the question named it), "
+        "'page' (page ranking's score of its page) or 'retrieval' (the fused retrieval score). None where an answer "
+        "kind gathered its passages otherwise (a comparison, a figure's statement page).",
+    )
 
     @classmethod
-    def of_document(cls, doc: Document) -> RetrievedChunk:
+    def of_document(cls, doc: Document, *, ranked_by: RankedBy | None = None) -> RetrievedChunk:
         """A retrieved chunk as an answer lists it (its score rounded to six places)."""
-        return cls(**ChunkLocation.of(doc), score=round(float(doc.score or 0.0), 6))
+        return cls(**ChunkLocation.of(doc), score=round(float(doc.score or 0.0), 6), ranked_by=ranked_by)
 
 
 class Timings(BaseModel):
@@ -197,9 +208,10 @@ class Answer(BaseModel):
     mode: Literal["extractive", "llm"] = "extractive"
     retrieved: list[RetrievedChunk] = Field(
         default_factory=list,
-        description="The passages the answer was chosen from, in the order the answerer got them: those the question "
-        "names (page 12, table 2) first, then by page ranking; each score is the retrieval score before page "
-        "ranking, so the scores need not fall down the list.",
+        description="The passages the answer was chosen from, in the order the answerer read them: those the question "
+        "names (page 12, table 2) first, then the chunks page ranking leads with, then the other retrieval hits. "
+        "Each passage's ``ranked_by`` says which of those three it is and which score ``score`` is; within each the "
+        "scores fall.",
     )
     timings_ms: Timings = Field(default_factory=Timings)
     note: str = Field("", description="Why the answer fell back or refused, for the user (e.g. 'LLM unavailable').")

@@ -49,7 +49,7 @@ from pipelines.components.question_analyzer import (
 from pipelines.components.refusal import WORDS_AT_LEAST, RefusalCheck, confidence
 from pipelines.components.score_fusion import ScoreFusion
 from pipelines.components.structure_router import StructureRouter
-from pipelines.models import Answer, RetrievalMode, RetrievedChunk, Timings, Turn
+from pipelines.models import Answer, RankedBy, RetrievalMode, RetrievedChunk, Timings, Turn
 from pipelines.streaming import ShowText
 from pipelines.triage import Triage
 
@@ -122,6 +122,13 @@ class Retrieval:
     words: list[str] = field(default_factory=list)
     instructions: Instructions = field(default_factory=Instructions)
     keywords: str = ""
+    lead: frozenset[str] = frozenset()  # the ids of the hits page ranking put first, scored by their page
+
+    def ranked_by(self, doc: Document) -> RankedBy:
+        """Which score put ``doc`` where :meth:`context` has it: the question named it, its page, or retrieval."""
+        if any(d.id == doc.id for d in self.routed):
+            return "reference"
+        return "page" if doc.id in self.lead else "retrieval"
 
     def context(self, k: int) -> list[Document]:
         """Referenced chunks first, then the top ``k`` fused hits not already there."""
@@ -235,8 +242,9 @@ class QueryEngine:
             if heading and routed:
                 reference = heading
         with span("rank_pages"):
-            hits = self.pages.run(question=analysis["query"], query_embedding=embedding, hits=hits,
-                                  scopes=scopes, statements=list(said.statements))["documents"]
+            ranked = self.pages.run(question=analysis["query"], query_embedding=embedding, hits=hits,
+                                    scopes=scopes, statements=list(said.statements))
+        hits = ranked["documents"]
         if filters is None:
             routed = _in_best_document(routed, hits)
         routed = _in_scope(routed, scopes)
@@ -246,6 +254,7 @@ class QueryEngine:
             content_question=_content(routed_out["content_question"], names),
             explicit=bool(routed_out["explicit"]), anchors=analysis["anchors"] or [], filters=filters,
             words=analysis["words"] or [], instructions=said, keywords=analysis["keywords"],
+            lead=frozenset(ranked["lead"]),
         )
 
     def retrieve_within(self, query: str, scopes: list[str], mode: RetrievalMode, k: int,
@@ -408,7 +417,7 @@ class QueryEngine:
         return answer.model_copy(
             update={
                 "confidence": signals.confidence,
-                "retrieved": [RetrievedChunk.of_document(d) for d in context],
+                "retrieved": [RetrievedChunk.of_document(d, ranked_by=r.ranked_by(d)) for d in context],
                 "timings_ms": Timings(
                     retrieve=round((t_retrieved - t0) * 1000, 1),
                     generate=round((t_end - t_retrieved) * 1000, 1),

@@ -1,4 +1,4 @@
-"""An LLM answer shown while the model writes it, one checked sentence at a time (issue 24 item 8).
+"""An LLM answer shown while the model writes it, one checked sentence at a time.
 
 The model is asked for ``{"answerable": ..., "citations": [...], "answer": "..."}``, the citations first, and
 its reply is streamed (:meth:`connectors.llm.LLMClient.chat`). :class:`SentencePreview` reads the reply as it

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     from bot.core import ChatContext, ChatCore
     from bot.teams.activity import FILE_DOWNLOAD_INFO
-    from bot.teams.server import build_app
+    from bot.teams.server import anonymous_authentication, build_app
     from eval.fakes.microsoft import AppThread, FakeMicrosoft
     from eval.sample_pdfs import CONTRACT, facts, sample_bytes
 
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         t = time.perf_counter()
         core.service.warm_up()
         warm_s = time.perf_counter() - t
-        with AppThread(build_app(bench_settings, core, insecure_local=True)) as app:  # loopback only
+        # loopback only, unauthenticated by choice: the bench's own app, so no --insecure-local warning to the reader
+        with AppThread(build_app(bench_settings, core, auth=anonymous_authentication())) as app:
             url = f"{app.url}/api/messages"
 
             def post(activity: dict[str, Any]) -> tuple[float, float]:

@@ -1,4 +1,4 @@
-"""An LLM answer shown in its thread while the model writes it (issue 24 item 8).
+"""An LLM answer shown in its thread while the model writes it.
 
 :class:`AnswerStream` is the ``show`` of :meth:`bot.core.ChatCore.ask`: it gets the answer's checked sentences
 (:mod:`pipelines.streaming`) and shows them with Slack's chat streaming methods, ``chat.startStream`` with the

@@ -1,4 +1,4 @@
-"""An LLM answer streamed into a Teams personal chat while the model writes it (issue 24 item 8).
+"""An LLM answer streamed into a Teams personal chat while the model writes it.
 
 Teams streams bot messages in one-on-one chats only: a ``typing`` activity whose ``streaminfo`` entity says
 ``streamType: streaming`` and a ``streamSequence`` (1, 2, …) carries the text so far (each one holds everything the

@@ -12,8 +12,9 @@ Per run, over the given PDFs (files or folders):
 * peak RSS of the process after our pipeline (``ru_maxrss``), before the baseline runs,
 * the naive baseline in the same run: Haystack ``PyPDFToDocument`` + ``DocumentSplitter`` cutting
   800-character windows with 150 characters of overlap + the configured embedder,
-* the embedding as it was before issue 23 (64 chunks at a time in document order, so each batch was padded to
-  its longest chunk) beside today's (every chunk of a document sorted by length first), same chunks, same run.
+* the embedding in unsorted batches (64 chunks at a time in document order, so each batch is padded to its
+  longest chunk) beside the indexer's (every chunk of a document sorted by length first), same chunks, same run:
+  what sorting saves.
 
 ``--save-chunks FILE`` writes what the indexer stored (id, text, metadata but the upload time) and
 ``--same-chunks FILE`` compares a run with such a file, e.g. one made by an older version: a speed change must
@@ -21,13 +22,13 @@ not change what is indexed (the development sets' indexes stay valid). ``--check
 missed or the chunks differ, for a pipeline: the targets are checked for the last backend compared (the configured
 one; the ones before it are baselines) on CPU time, reader child included, which is what one core gives whatever
 else the machine runs; and on the wall clock too when the load average stayed at or below ``CHECK_WALL_MAX_LOAD``
-(the issue's "a machine with load <= 1.5"), else the report says the wall clock was not checked and why.
+(a machine with load <= 1.5 is what the targets assume), else the report says the wall clock was not checked and why.
 
 Wall-clock and CPU seconds are both reported: these machines are shared, and CPU time is the steadier number when
 other work runs (the end-to-end CPU time is this process's plus the reader child's, which the child reports:
 :func:`pipelines.reading.isolation.children_cpu_s`). ``--synthetic-pages N`` adds a generated N-page text report
 (e.g. 500 for the memory target); ``--filing-pages N`` a generated N-page annual-report-like filing (items, dense
-financial tables, numbered notes; 160 for issue 11). Targets (issue 11): end-to-end >= 6 pages/s on the 117-page
+financial tables, numbered notes; 160 for the target). Targets: end-to-end >= 6 pages/s on the 117-page
 shared PDF and >= 5 pages/s on a 160-page text filing; parse+chunk >= 30 pages/s; OCR <= 2 s/page; peak RSS <= 1.5
 GB.
 """
@@ -399,7 +400,7 @@ def _measure_backend(settings: Settings, inputs: list[tuple[str, bytes]], chunks
     texts = [passage_text(d) for d in chunks]
     step = max(settings.embedding_batch_size * 2, 32)
     embedder._encoder.encode(texts[:step], settings.embedding_batch_size)  # noqa: SLF001 - first runs allocate
-    with _Clock() as before_clock:  # how the embedder called the encoder before issue 23: 64 chunks at a time
+    with _Clock() as before_clock:  # unsorted batches, 64 chunks at a time in document order: what sorting saves
         for start in range(0, len(texts), step):
             embedder._encoder.encode(texts[start:start + step], settings.embedding_batch_size)  # noqa: SLF001
     with _Clock() as embed_clock:
@@ -496,16 +497,18 @@ def _print(results: dict[str, Any], *, as_json: bool) -> None:
     p, o = results["parse_structure_chunk"], results["ocr"]
     backends, res = results["backends"], results["per_backend"]
     base = backends[0]
-    print(f"inputs: {len(results['inputs'])} PDFs, refused: {len(results['refused'])}; backends "
+    n_in = len(results["inputs"])
+    print(f"inputs: {n_in} PDF{'' if n_in == 1 else 's'}, refused: {len(results['refused'])}; backends "
           f"{', '.join(backends)} in turn in this run; load average (1 min) at start / end: "
           f"{results['load_avg_1m'][0]} / {results['load_avg_1m'][1]} (2 vCPUs)")
     print(f"parse+structure+chunk: {p['pages']} pages -> {p['chunks']} chunks in {p['wall_s']} s "
           f"= {p['pages_per_s']} pages/s ({p['pages_per_cpu_s']} pages per CPU-s)   target >= 30")
-    print(f"OCR: {o['pages']} pages, {o['s_per_page']} s/page ({o['source']})   target <= 2")
+    print(f"OCR: {o['pages']} page{'' if o['pages'] == 1 else 's'}, {o['s_per_page']} s/page ({o['source']})   "
+          "target <= 2")
     print(f"  {'':40s}" + "".join(f"{b:>12s}" for b in backends) + "    ratio")
     rows = [("model load s", lambda r: r["model_load_s"], False),
-            ("embedding chunks/s, before #23", lambda r: r["embedding_before"]["chunks_per_s"], True),
-            ("embedding chunks per CPU-s, before", lambda r: r["embedding_before"]["chunks_per_cpu_s"], True),
+            ("embedding chunks/s, unsorted batches", lambda r: r["embedding_before"]["chunks_per_s"], True),
+            ("embedding chunks per CPU-s, unsorted", lambda r: r["embedding_before"]["chunks_per_cpu_s"], True),
             ("embedding chunks/s", lambda r: r["embedding"]["chunks_per_s"], True),
             ("embedding chunks per CPU-s", lambda r: r["embedding"]["chunks_per_cpu_s"], True),
             ("end to end pages/s", lambda r: r["end_to_end"]["pages_per_s"], True),
@@ -520,12 +523,12 @@ def _print(results: dict[str, Any], *, as_json: bool) -> None:
     for name, f in results["per_file"].items():
         rates = "  ".join(f"{b} {f['pages_per_s'].get(b, '-')}" for b in backends)
         print(f"    {name[:48]:48s} {f['pages']:5d} p  {f['chunks_per_page']:5.2f} c/p  {rates}")
-    print("  targets (issue 11): >= 6 pages/s on the 117-page shared PDF, >= 5 on a 160-page text filing")
+    print("  targets: >= 6 pages/s on the 117-page shared PDF, >= 5 on a 160-page text filing")
     print(f"peak RSS after our pipeline: {results['peak_rss_mb']} MB (every compared backend loaded in this one "
           "process)   target <= 1536")
     speedups = ", ".join(f"{name} {ratio(res[name]['embedding_before']['cpu_s'], res[name]['embedding']['cpu_s'])}"
                          for name in backends)
-    print(f"  embedding now / before #23 (same chunks, same run, per CPU-s): {speedups}")
+    print(f"  embedding in length-sorted / unsorted batches (same chunks, same run, per CPU-s): {speedups}")
     same = results.get("same_chunks")
     if same:
         print(f"chunks compared with {same['file']}: {same['chunks']} chunks, "

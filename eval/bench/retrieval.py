@@ -8,7 +8,7 @@ unfiltered (every scope) and restricted to the 5% scope. Prints p50/p95 (wall an
 setting, the speed-up, the write throughput of ``replace_document`` (vectors given, no embedding model),
 the on-disk size and the time to reopen the store and answer a first query.
 
-Targets at 50,000 chunks (issue 2): SQLite hybrid p95 <= 30 ms unfiltered and >= 40x faster than the
+Targets at 50,000 chunks: SQLite hybrid p95 <= 30 ms unfiltered and >= 40x faster than the
 in-memory store; writes >= 5,000 chunks/s; reopen to first answer <= 2 s.
 """
 

@@ -286,12 +286,17 @@ class ExtractiveAnswerer:
         return np.stack(out).astype("float32")
 
     # --- candidates ----------------------------------------------------------------------------
-    def _candidates(self, docs: list[Document]) -> list[Candidate]:
+    def _candidates(self, docs: list[Document], qterms: set[str]) -> list[Candidate]:
+        """The sentences (a table's rows, with its header) of ``docs`` an answer may quote. Headings and lines
+        under ``_MIN_CHARS`` are not quoted, except in a passage that has nothing else: there a line holding every
+        content word of the question (``qterms``) is (a one-line page that reads "Hello, World!" asked "Hello,
+        World")."""
         out: list[Candidate] = []
         for rank, doc in enumerate(docs):
             content = doc.content or ""
             etype = (doc.meta or {}).get("element_type", "text")
             header: tuple[int, int] | None = None
+            found = len(out)
             for s0, e in sentence_spans(content, lines=etype in ("table", "list")):
                 s = skip_heading_lines(content, s0, e, doc)
                 text = content[s:e]
@@ -308,6 +313,9 @@ class ExtractiveAnswerer:
                 c = Candidate(rank, doc, s, e, set(terms(text)), header=header if etype == "table" else None)
                 c.terms |= set(terms(c.header_text))
                 out.append(c)
+            if len(out) == found and qterms and etype != "table":
+                out += [Candidate(rank, doc, s, e, words) for s, e in sentence_spans(content, lines=True)
+                        if e - s <= _MAX_CHARS and qterms <= (words := set(terms(content[s:e])))]
         return out
 
     @component.output_types(text=str, citations=list[dict[str, Any]], relevance=float, max_cosine=float,
@@ -353,7 +361,7 @@ class ExtractiveAnswerer:
         if routed and not qterms:
             return self._summary(routed, reference)
 
-        cands = self._candidates(context)
+        cands = self._candidates(context, qterms)
         if not cands:
             return _nothing()
         df: dict[str, int] = {}

@@ -163,14 +163,18 @@ class PageRanker:
                 self._cache.popitem(last=False)
         return pages
 
-    @component.output_types(documents=list[Document])
+    @component.output_types(documents=list[Document], lead=list[str])
     def run(self, question: str, query_embedding: list[float], hits: list[Document], scopes: list[str],
-            statements: list[str] | None = None) -> dict[str, list[Document]]:
+            statements: list[str] | None = None) -> dict[str, Any]:
         """``statements``: the statements the asker said to read from (``Instructions.statements``), lifted
-        with those the question's own words need."""
+        with those the question's own words need.
+
+        :returns: ``documents``, the lead chunks (scored by their page) then the other hits (their fused score);
+            ``lead``, the ids of the lead chunks, so a caller can say which score each passage was ranked by.
+        """
         scopes = require_scopes(scopes)
         if not hits or self.page_weight == 0 and self.statement_boost == 0:
-            return {"documents": hits}
+            return {"documents": hits, "lead": []}
         docs: list[tuple[str, str]] = []
         for h in hits:
             meta = h.meta or {}
@@ -204,4 +208,4 @@ class PageRanker:
             best = pages.chunks.document(pages.best_chunk(i, q))
             lead.append(replace(best, score=s))
             seen.add(best.id)
-        return {"documents": lead + [h for h in hits if h.id not in seen]}
+        return {"documents": lead + [h for h in hits if h.id not in seen], "lead": [d.id for d in lead]}

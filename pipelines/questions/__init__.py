@@ -1,4 +1,4 @@
-"""Question types beyond a look-up (issue 24): compare, summarise, "is there a Figure 1?", "which limit?",
+"""Question types beyond a look-up: compare, summarise, "is there a Figure 1?", "which limit?",
 max / min over a table, "what kind of document is this?", and multi-part questions with a part the PDFs
 don't cover.
 

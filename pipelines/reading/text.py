@@ -14,8 +14,8 @@ parsed one at a time and the time budget is checked between pages.
 Text comes out as valid Unicode (see :mod:`pipelines.reading.clean_text`): pdfium's UTF-16 halves
 of a character outside the BMP are joined, control characters are dropped.
 
-Which pages the OCR step reads (OCR adds, never replaces; issue 38): a page whose text layer is
-readable keeps it, however short ("Line 1", a line of Arabic). A text layer is unreadable when it
+Which pages the OCR step reads (OCR adds, never replaces: a quote must be the PDF's own words): a page
+whose text layer is readable keeps it, however short ("Line 1", a line of Arabic). A text layer is unreadable when it
 holds no letter or digit, or when a good share of it is garbage: control characters (a font without
 a usable ToUnicode map: the glyph numbers come through instead of letters), private-use glyphs,
 U+FFFD, or "(cid:12)" written out as text. An unreadable text layer is dropped and the page is OCR'd,

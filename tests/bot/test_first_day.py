@@ -277,3 +277,117 @@ def test_ingest_says_one_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert main(["ingest", "tiny.pdf"]) == 0
     out = capsys.readouterr().out
     assert "1 page, 1 chunk," in out
+
+
+def test_ask_json_lists_passages_in_the_order_read_with_the_score_that_ranked_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`retrieved` is the order the answer read the passages in; each says which score placed it, and within each
+    kind of score the scores fall (a 1.0 ahead of 1.7 is a passage the question named, and says so)."""
+    import json
+
+    from tests.helpers.pdfs import LEAVE_PAGES
+
+    monkeypatch.setenv("CITEBOT_OCR_ENABLED", "false")
+    (tmp_path / "handbook.pdf").write_bytes(make_pdf(LEAVE_PAGES))
+    write_report(tmp_path / "alpha.pdf", "Alpha")
+    write_report(tmp_path / "beta.pdf", "Beta")
+    assert main(["ingest", "handbook.pdf", "alpha.pdf", "beta.pdf"]) == 0
+    capsys.readouterr()
+    assert main(["ask", "How long is parental leave?", "--json"]) == 0
+    retrieved = json.loads(capsys.readouterr().out)["retrieved"]
+    order = ["reference", "page", "retrieval"]
+    kinds = [r["ranked_by"] for r in retrieved]
+    assert len(set(kinds)) >= 2 and kinds == sorted(kinds, key=order.index), kinds
+    for kind in set(kinds):
+        scores = [r["score"] for r in retrieved if r["ranked_by"] == kind]
+        assert scores == sorted(scores, reverse=True), (kind, scores)
+
+
+def test_an_exact_one_line_match_is_quoted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A page that reads only "Hello, World!" (its one line is also its heading, and short) asked "Hello, World"."""
+    monkeypatch.setenv("CITEBOT_OCR_ENABLED", "false")
+    (tmp_path / "hello.pdf").write_bytes(make_pdf([["Hello, World!"]]))
+    write_report(tmp_path / "alpha.pdf", "Alpha")
+    assert main(["ingest", "hello.pdf", "alpha.pdf"]) == 0
+    capsys.readouterr()
+    assert main(["ask", "Hello, World"]) == 0
+    out = capsys.readouterr().out
+    assert "[1] │ Hello, World!\n" in out and "hello.pdf · p. 1" in out
+    assert "don't seem to answer" not in out
+
+
+@pytest.mark.slow
+def test_bench_teams_prints_its_table_and_no_log_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """The bench runs its own unauthenticated app on loopback: no `--insecure-local` warning as JSON on stderr."""
+    assert main(["bench", "teams", "--questions", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "chat_answer" in out and "channel_answer" in out
+    assert err == ""
+
+
+@pytest.mark.slow
+def test_bench_query_warns_about_none_of_its_own_stores(capsys: pytest.CaptureFixture[str]) -> None:
+    """One temporary store timed by two backends, then `citebot ask` on it per backend: no "run citebot reindex"."""
+    assert main(["bench", "query", "--chunks", "200", "--queries", "2", "--skip-quality",
+                 "--backends", "onnx,onnx-int8"]) == 0
+    out, err = capsys.readouterr()
+    assert "retrieval" in out and "cold start" in out and "onnx-int8" in out.split("cold start")[1]
+    assert "embedding_mismatch" not in out + err and "reindex" not in out + err
+    assert err == ""
+
+
+@pytest.mark.slow
+def test_bench_ingest_words_its_report_without_internal_references(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    write_report(tmp_path / "report.pdf", "Alpha")
+    assert main(["bench", "ingest", str(tmp_path / "report.pdf"), "--no-baseline", "--backends", "onnx-int8"]) == 0
+    out, err = capsys.readouterr()
+    assert "embedding chunks/s, unsorted batches" in out and "targets: >= 6 pages/s" in out
+    assert not re.search(r"#\d|\bissue\b", out, re.I), out
+    assert "reindex" not in err
+
+
+APP_ID = "11111111-2222-3333-4444-555555555555"
+
+
+def test_teams_package_names_the_publisher_given_by_options_and_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    import zipfile
+
+    monkeypatch.setenv("TEAMS_APP_ID", APP_ID)
+    monkeypatch.setenv("CITEBOT_TEAMS_TERMS_URL", "https://example.org/terms")
+    assert main(["teams", "package", "--out", "pkg.zip", "--developer-name", "Example Ltd",
+                 "--website-url", "https://example.org", "--privacy-url", "https://example.org/privacy"]) == 0
+    out, err = capsys.readouterr()
+    assert "Wrote pkg.zip" in out and err == ""
+    manifest = json.loads(zipfile.ZipFile(tmp_path / "pkg.zip").read("manifest.json"))
+    assert manifest["developer"] == {"name": "Example Ltd", "websiteUrl": "https://example.org",
+                                     "privacyUrl": "https://example.org/privacy",
+                                     "termsOfUseUrl": "https://example.org/terms"}
+
+
+def test_teams_package_says_which_publisher_fields_are_placeholders(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TEAMS_APP_ID", APP_ID)
+    assert main(["teams", "package", "--out", "pkg.zip", "--developer-name", "Example Ltd"]) == 0
+    err = capsys.readouterr().err
+    assert "placeholder" in err and "--privacy-url (CITEBOT_TEAMS_PRIVACY_URL)" in err and "--terms-url" in err
+    assert "--developer-name" not in err
+
+
+def test_teams_package_refuses_a_privacy_url_teams_would_refuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TEAMS_APP_ID", APP_ID)
+    assert main(["teams", "package", "--out", "pkg.zip", "--privacy-url", "http://example.org/privacy"]) == 2
+    err = capsys.readouterr().err
+    assert "--privacy-url (CITEBOT_TEAMS_PRIVACY_URL) must be an https:// address" in err
+    assert not (tmp_path / "pkg.zip").exists()

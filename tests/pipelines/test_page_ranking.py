@@ -142,7 +142,7 @@ def test_page_ranker_round_trips_and_stays_in_scope(store):
     hit = replace(FILING[0], score=1.0)
     # a hit from a scope the question may not see brings none of its document's pages
     assert ranker.run(question="capex", query_embedding=[0.1] * 384, hits=[hit], scopes=["slack:T1:OTHER"]) == {
-        "documents": [hit]}
+        "documents": [hit], "lead": []}
 
 
 # --------------------------------------------------------------------------------------------------
