@@ -44,9 +44,13 @@ _PAGES = re.compile(rf"\b(?:pages?|pp?\.)\s*{_NUM}(?:\s*(?:-|–|—|to|through|
 _SECTION = re.compile(r"(?:\b(?:section|sect\.|sec\.|chapter|clause|part)\s*|§\s*)(\d+(?:\.\d+)*|[IVXLC]+\b)", re.I)
 _ARTICLE = re.compile(r"\barticle\s+(\d+(?:\.\d+)*|[IVXLC]+\b)", re.I)
 _LABEL = re.compile(r"\b(table|figure|fig\.?)\s*(\d+(?:\.\d+)?[a-z]?)\b", re.I)
-_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
-_PAGE_WORD = re.compile(rf"\bpage\s+({'|'.join(_NUMBER_WORDS)})\b", re.I)
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1, "final": -1}
+_NUMBER_WORDS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+                 "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen")
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_PAGE_WORD = re.compile(rf"\bpage\s+((?:{'|'.join(_TENS)})(?:[\s-](?:{'|'.join(_NUMBER_WORDS[:9])}))?|"
+                        rf"{'|'.join(sorted(_NUMBER_WORDS, key=len, reverse=True))})\b", re.I)
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+             "ninth": 9, "tenth": 10, "last": -1, "final": -1}
 # "the cover" only after a preposition or as "front/back cover", "cover page": "what does the policy cover" is not
 # a page. -1 stands for the last page of each document.
 _ORDINAL_PAGE = re.compile(
@@ -105,6 +109,15 @@ class StructureRefs:
         return ", ".join(parts)
 
 
+def number_word(text: str) -> int:
+    """The number a page's name spells ("fourteen" 14, "twenty-one" 21); :data:`_PAGE_WORD` matched it."""
+    words = re.split(r"[\s-]+", text.lower())
+    n = 0
+    for w in words:
+        n += (_TENS.index(w) + 2) * 10 if w in _TENS else _NUMBER_WORDS.index(w) + 1
+    return n
+
+
 def parse_refs(question: str) -> StructureRefs:
     """The page range, section numbers and table/figure labels named in ``question``."""
     pages: tuple[int, int] | None = None
@@ -118,7 +131,7 @@ def parse_refs(question: str) -> StructureRefs:
             pages = (a, min(b, a + _MAX_PAGE_SPAN - 1))
             spans.append(m.span())
     elif wm := _PAGE_WORD.search(question):
-        n = _NUMBER_WORDS.index(wm.group(1).lower()) + 1
+        n = number_word(wm.group(1))
         pages = (n, n)
         spans.append(wm.span())
     nth_page: int | None = None

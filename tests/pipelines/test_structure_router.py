@@ -256,6 +256,8 @@ class _NoStore:
         ("clause 7.1 governing law", None, ("7.1",), (), "governing law"),
         ("How many pages does it have?", None, (), (), "How many pages does it have?"),
         ("What is on page two?", (2, 2), (), (), "What is on ?"),
+        ("What is the fax number on page fourteen?", (14, 14), (), (), "What is the fax number on ?"),
+        ("Who signed on page twenty-one?", (21, 21), (), (), "Who signed on ?"),
     ],
 )
 def test_parse_refs(question, pages, sections, labels, stripped):
