@@ -32,7 +32,7 @@ from bot.journal import Kind, Lane, RetryLater, WorkJournal
 from bot.teams import render
 from bot.teams.activity import TeamsFile, TeamsTurn, also_known_as, message_ref, synced_owner
 from bot.teams.graph import DriveFile, GraphClient, GraphError
-from bot.teams.stream import TeamsStream
+from bot.teams.stream import TeamsStream, ending
 from bot.texts import (
     APOLOGY,
     INGEST_FAILED_TEXT,
@@ -230,22 +230,27 @@ class TeamsWork:
         if self._keep_posted(item, ctx, turn):  # answered before a kill: keep its record, post nothing
             return
         self._sending_lost(item, "answer_id")
+        if item.notes.get("stream_sending") and not item.notes.get("stream_id"):
+            # killed while the stream's first update was on its way: a stream may be open whose id no one knows
+            log.warning("teams_stream_outcome_unknown")
         stream: TeamsStream | None = None
         if item.notes.get("answer"):  # decided before the kill: post that one, do not ask again
             answer = Answer.model_validate_json(item.notes["answer"])
         else:
             if turn.kind == "personal" and not item.notes.get("stream_id"):  # Teams streams in 1:1 chats only
-                stream = TeamsStream(lambda a: self._on_loop(self._send(ref, a)),
-                                     started=lambda stream_id: self._note(item, stream_id=stream_id))
+                stream = TeamsStream(partial(self._stream_update, item, ref),
+                                     started=partial(self._stream_started, item))
             if choice:
                 answer = self.core.answer_choice(ctx, turn.text, show=stream)
             else:
                 answer = self.core.ask(ctx, turn.text, self.core.history("teams", turn.thread_ref), show=stream)
             self._note(item, answer=answer.model_dump_json())  # the answer is noted before it leaves
         message = render.answer_activity(answer, quote_card=turn.kind == "channel")
-        if stream is not None and stream.stream_id:
-            try:  # the answer ends the stream it was shown in
-                message_id = self._post(item, "answer_id", ref, stream.final(message))
+        # the answer ends the stream it was shown in: this attempt's, or the one a killed attempt left open
+        stream_id = stream.stream_id if stream is not None else item.notes.get("stream_id", "")
+        if stream_id:
+            try:
+                message_id = self._post(item, "answer_id", ref, ending(message, stream_id))
             except aiohttp.ClientResponseError as e:  # the stream was stopped (by the user, or timed out): post it
                 log.info("teams_stream_final_refused", status=e.status)
                 message_id = self._post(item, "answer_id", ref, message)
@@ -256,6 +261,18 @@ class TeamsWork:
             return
         self._record(item, ctx, turn, message_id, answer)
         log.info("teams_answer_posted")
+
+    def _stream_update(self, item: WorkItem, ref: ConversationReference, update: Activity) -> str | None:
+        """Send one update of the answer's stream; before the first, the intent is noted (a take-over then knows a
+        stream may be open even if its id never came back)."""
+        if not item.notes.get("stream_id") and not item.notes.get("stream_sending"):
+            self._note(item, stream_sending="1")
+        return self._on_loop(self._send(ref, update))
+
+    def _stream_started(self, item: WorkItem, stream_id: str) -> None:
+        """The stream's id, noted as soon as Teams gives it: a take-over ends this stream with the answer."""
+        self._note(item, stream_id=stream_id)
+        log.info("teams_stream_started")
 
     def _keep_posted(self, item: WorkItem, ctx: ChatContext, turn: TeamsTurn) -> bool:
         """True when the answer was posted before (a kill, or the last attempt given up): its record is made if it
