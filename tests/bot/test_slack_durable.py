@@ -679,3 +679,57 @@ def test_a_data_dir_that_fills_up_or_turns_read_only_while_running_loses_and_dou
     indexed = [c for c in fake.calls_to("chat.update", channel=CHANNEL)
                if str(c.params.get("text", "")).startswith("Indexed report.pdf")]
     assert len(indexed) == 1
+
+
+_NO_DISK = mounts.disk_unavailable()
+
+
+@pytest.mark.skipif(bool(_NO_DISK), reason=f"a data dir on an ext4 image that can fail: {_NO_DISK}")
+def test_a_data_dir_a_disk_error_turns_read_only_while_running_refuses_work_and_the_next_start_does_it_once(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """The data dir's file system fails while the bot runs and the kernel remounts it read-only (only an unmount and
+    e2fsck undo that): four mentions, an upload and a click are refused (503), not acknowledged, /readyz is 503 and
+    the bot keeps running; started again on the repaired disk, each re-sent one is done once."""
+    image = DataDisk.make_image(tmp_path / "data.img")
+    models = os.environ.get("CITEBOT_MODELS_DIR", str(tmp_path / "models"))
+    disk = DataDisk(tmp_path / "data", image=image)
+    bot = _bot(fake, disk.path, tmp_path / "first.log", launcher=disk.launcher(), CITEBOT_MODELS_DIR=models)
+    disk.attach(bot.proc.pid)
+    mentions = [event_callback(mention(CHANNEL, ASKER, QUESTION, f"{7200 + i}.000100"), event_id=f"Ev0ERROFS{i}")
+                for i in range(4)]
+    fake.add_file("F0REPORT", "report.pdf", make_pdf([["Annual Report", "Revenue grew by nine percent."]]))
+    upload = event_callback({"type": "file_shared", "file_id": "F0REPORT", "user_id": UPLOADER,
+                             "file": {"id": "F0REPORT"}, "channel_id": CHANNEL}, event_id="Ev0EROFSFILE")
+    clicked_in = "7300.000100"
+    click = button_click(user=ASKER, channel=CHANNEL, message_ts="7300.000200", thread_ts=clicked_in,
+                         action_id="citebot_choice_1", value=QUESTION)
+    try:
+        bot.wait_ready()
+        _index_handbook(fake, bot)
+        disk.fail()
+        refused = [post_signed(bot.url, m)[0] for m in mentions]
+        refused += [post_signed(bot.url, upload)[0], post_interaction(bot.url, click)[0]]
+        ready_meanwhile = _readyz(bot)
+        alive = bot.proc.poll() is None
+    finally:
+        bot.kill()
+    assert refused == [503] * 6 and ready_meanwhile == 503 and alive
+    assert bot.logged("work_not_recorded") >= 1  # SQLite's "disk I/O error": the journal's writes met EROFS
+    disk.repair()
+
+    again = _bot(fake, disk.path, tmp_path / "second.log", launcher=disk.launcher(), CITEBOT_MODELS_DIR=models)
+    disk.attach(again.proc.pid)
+    try:
+        again.wait_ready()
+        resent = [post_signed(again.url, m, retry_num=1)[0] for m in mentions]
+        resent += [post_signed(again.url, upload, retry_num=1)[0], post_interaction(again.url, click)[0]]
+        fake.wait_until(lambda: any(str(c.params.get("text", "")).startswith("Indexed report.pdf")
+                                    for c in fake.calls_to("chat.update", channel=CHANNEL)), timeout=180)
+        threads = {*(m["event"]["ts"] for m in mentions), clicked_in}
+        fake.wait_until(lambda: set(_answers(fake)) >= threads, timeout=180)
+        time.sleep(LEASE_S + 1)  # room for a wrong second answer to show
+    finally:
+        again.kill()
+    assert resent == [200] * 6
+    assert _answers(fake) == Counter({ts: 1 for ts in threads})  # each answered once, the handbook still indexed

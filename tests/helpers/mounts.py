@@ -1,11 +1,16 @@
-"""A data directory on a file system of its own, for the bot's process alone: a small tmpfs mounted at the data
-directory inside a private mount namespace (``unshare -m``), so a test can fill it (ENOSPC), turn it read-only (EROFS)
-and back while ``citebot serve`` runs, through ``nsenter`` into that namespace. Tests run as root, so ``chmod``
-cannot make a directory read-only; a read-only mount can, for root too. Nothing outside the bot's process sees the
-mount: the test's own view of the directory stays empty.
+"""A data directory on a file system of its own, for the bot's process alone, mounted at the data directory inside a
+private mount namespace (``unshare -m``): a small tmpfs, which a test fills (ENOSPC) while ``citebot serve`` runs,
+through ``nsenter`` into that namespace; or an ext4 image on a loop device, which a test makes fail as a disk does
+(the kernel remounts it read-only on a file-system error: EROFS). Tests run as root, so ``chmod`` cannot make a
+directory read-only; a read-only mount can, for root too. Nothing outside the bot's process sees the mount: the
+test's own view of the directory stays empty.
 
-Where namespaces are not allowed (a container without ``CAP_SYS_ADMIN`` and without unprivileged user namespaces),
-:func:`unavailable` says why, and the tests that need it are skipped with that reason.
+A read-only remount on request (``mount -o remount,ro``) is refused (EBUSY) while the bot holds its SQLite files
+open for writing; only the kernel's own emergency remount after an error turns a busy file system read-only, and only
+an unmount (and ``e2fsck``) undoes it: so the ext4 disk, after it failed, comes back with the next start.
+
+Where namespaces or loop devices are not allowed (a container without ``CAP_SYS_ADMIN``), :func:`unavailable` says
+why, and the tests that need them are skipped with that reason.
 """
 
 from __future__ import annotations
@@ -13,20 +18,25 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 FILL = ".citebot-test-fill"  # the file that takes the disk's last byte
 
 _SCRIPT = f"""set -e
-mount -t tmpfs -o "size=$1" citebot-data "$2"
+if [ -n "$4" ]; then mount -o loop,errors=remount-ro "$4" "$2"; else mount -t tmpfs -o "size=$1" citebot-data "$2"; fi
 if [ "$3" = full ]; then
     dd if=/dev/zero of="$2/{FILL}" bs=1M 2>/dev/null || true
     dd if=/dev/zero of="$2/{FILL}.tail" bs=1k 2>/dev/null || true
 fi
 if [ "$3" = read-only ]; then mount -o remount,ro "$2"; fi
-shift 3
+shift 4
 exec "$@"
 """
+
+
+def _run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(command), capture_output=True, text=True, timeout=60, check=False)
 
 
 @functools.cache
@@ -36,8 +46,7 @@ def _namespace_flags() -> tuple[tuple[str, ...], tuple[str, ...]] | str:
         return "unshare, nsenter or mount is not installed"
     tried = []
     for unshare, nsenter in ((("-m",), ("-m",)), (("-r", "-m"), ("-U", "-m", "--preserve-credentials"))):
-        probe = subprocess.run(["unshare", *unshare, "sh", "-c", "mount -t tmpfs -o size=1m t /mnt"],
-                               capture_output=True, text=True, timeout=30, check=False)
+        probe = _run("unshare", *unshare, "sh", "-c", "mount -t tmpfs -o size=1m t /mnt")
         if probe.returncode == 0:
             return unshare, nsenter
         tried.append(f"unshare {' '.join(unshare)}: {probe.stderr.strip() or probe.returncode}")
@@ -50,45 +59,80 @@ def unavailable() -> str:
     return flags if isinstance(flags, str) else ""
 
 
-class DataDisk:
-    """A tmpfs of ``size`` at ``path`` for one process: pass :meth:`launcher` as the command's prefix, then
-    :meth:`attach` the started process. ``start``: ``writable``, ``full`` (every byte taken before the bot starts) or
-    ``read-only``."""
+@functools.cache
+def disk_unavailable() -> str:
+    """Why an ext4 image cannot be loop-mounted and made to fail here, or "" when it can."""
+    if unavailable():
+        return unavailable()
+    if not (shutil.which("mkfs.ext4") and shutil.which("e2fsck") and shutil.which("findmnt")):
+        return "mkfs.ext4, e2fsck or findmnt is not installed"
+    with tempfile.TemporaryDirectory() as tmp:
+        image = Path(tmp) / "probe.img"
+        made = _run("sh", "-c", f"truncate -s 8M {image} && mkfs.ext4 -q -F {image}")
+        if made.returncode != 0:
+            return f"mkfs.ext4 failed: {made.stderr.strip()}"
+        unshare, _ = _namespace_flags()  # type: ignore[misc]
+        probe = _run("unshare", *unshare, "sh", "-c",
+                     f"mount -o loop {image} /mnt && test -e /sys/fs/ext4/$(basename $(findmnt -no SOURCE /mnt))"
+                     "/trigger_fs_error")
+        if probe.returncode != 0:
+            return f"no loop-mounted ext4 with trigger_fs_error ({probe.stderr.strip() or probe.returncode})"
+    return ""
 
-    def __init__(self, path: Path, *, size: str = "256m", start: str = "writable") -> None:
+
+class DataDisk:
+    """A file system of the bot's own at ``path``: a tmpfs of ``size``, or (``image``) an ext4 image made by
+    :meth:`make_image`. Pass :meth:`launcher` as the command's prefix, then :meth:`attach` the started process.
+    ``start``: ``writable``, ``full`` (every byte taken before the bot starts) or ``read-only``."""
+
+    def __init__(self, path: Path, *, size: str = "256m", start: str = "writable", image: Path | None = None) -> None:
         flags = _namespace_flags()
         assert not isinstance(flags, str), flags
         self._unshare, self._nsenter = flags
         self.path = path
         self.size = size
         self.start = start
+        self.image = image
         self.pid = 0
         path.mkdir(parents=True, exist_ok=True)
 
+    @staticmethod
+    def make_image(image: Path, size: str = "256M") -> Path:
+        made = _run("sh", "-c", f"truncate -s {size} {image} && mkfs.ext4 -q -F {image}")
+        assert made.returncode == 0, made.stderr
+        return image
+
     def launcher(self) -> list[str]:
-        return ["unshare", *self._unshare, "sh", "-c", _SCRIPT, "sh", self.size, str(self.path), self.start]
+        return ["unshare", *self._unshare, "sh", "-c", _SCRIPT, "sh", self.size, str(self.path), self.start,
+                str(self.image or "")]
 
     def attach(self, pid: int) -> None:
         self.pid = pid
 
-    def _run(self, *command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def _in_namespace(self, *command: str) -> subprocess.CompletedProcess[str]:
         assert self.pid, "attach the bot's process first"
-        return subprocess.run(["nsenter", "-t", str(self.pid), *self._nsenter, *command], capture_output=True,
-                              text=True, timeout=60, check=check)
+        done = _run("nsenter", "-t", str(self.pid), *self._nsenter, *command)
+        assert done.returncode == 0, done.stderr
+        return done
 
     def fill(self) -> None:
         """Take every byte left (as a full disk: writes fail with ENOSPC)."""
-        self._run("sh", "-c", f'dd if=/dev/zero of="$0/{FILL}" bs=1M 2>/dev/null; '
-                              f'dd if=/dev/zero of="$0/{FILL}.tail" bs=1k 2>/dev/null; true', str(self.path))
+        self._in_namespace("sh", "-c", f'dd if=/dev/zero of="$0/{FILL}" bs=1M 2>/dev/null; '
+                                       f'dd if=/dev/zero of="$0/{FILL}.tail" bs=1k 2>/dev/null; true', str(self.path))
 
     def free(self) -> None:
-        self._run("rm", "-f", str(self.path / FILL), str(self.path / f"{FILL}.tail"))
+        self._in_namespace("rm", "-f", str(self.path / FILL), str(self.path / f"{FILL}.tail"))
 
-    def read_only(self) -> None:
-        self._run("mount", "-o", "remount,ro", str(self.path))
+    def fail(self) -> None:
+        """An ext4 file-system error, as a failing disk raises one, once what was written so far reached the disk:
+        the kernel remounts it read-only (EROFS) at once, with the bot's files open."""
+        assert self.image is not None, "only an ext4 image fails this way"
+        self._in_namespace("sync", "-f", str(self.path))  # what was written so far reached the disk
+        self._in_namespace("sh", "-c", 'echo 1 > "/sys/fs/ext4/$(basename "$(findmnt -no SOURCE "$0")")/'
+                                       'trigger_fs_error"', str(self.path))
 
-    def writable(self) -> None:
-        self._run("mount", "-o", "remount,rw", str(self.path))
-
-    def used(self) -> str:
-        return self._run("df", "-k", str(self.path)).stdout
+    def repair(self) -> None:
+        """``e2fsck`` on the image, once no process has it mounted (what an operator does before the next start)."""
+        assert self.image is not None
+        checked = _run("e2fsck", "-fy", str(self.image))
+        assert checked.returncode in (0, 1), checked.stdout + checked.stderr  # 1: errors corrected
