@@ -27,7 +27,9 @@ journal, and its lease running out is all it takes.
   records it (no apology), so a follow-up in its thread is answered;
 * a data dir on a file system of its own (a tmpfs in the bot's own mount namespace), read-only or full at
   start-up: the bot does not start, and names the directory and the cause; filled to its last byte while running:
-  mentions, an upload and a click are refused (503), ``/readyz`` is 503, and once space is back each is done once.
+  mentions, an upload and a click are refused (503), ``/readyz`` is 503, and once space is back each is done once;
+  an ext4 data dir the kernel turns read-only after a disk error while running: the same refused, and the next start
+  on the repaired disk does each re-sent one once.
 """
 
 from __future__ import annotations
