@@ -17,7 +17,7 @@ import concurrent.futures
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from functools import partial
 from typing import Any, TypeVar
@@ -186,31 +186,43 @@ class TeamsWork:
             # killed while the post was on its way: it may have reached the thread, and Teams can not be asked
             log.warning("teams_post_outcome_unknown", slot=slot)
 
-    async def _send(self, ref: ConversationReference, activity: Activity) -> str | None:
-        """Post ``activity`` proactively in the referenced thread; returns the new message id."""
+    async def _proactive(self, ref: ConversationReference, work: Callable[[TurnContext], Awaitable[None]]) -> None:
+        """Run ``work`` in a proactive turn in the referenced thread. What it raises (the Bot Connector refusing a
+        post, or unreachable) comes back to the caller instead of going to the adapter's turn-error handler, which
+        would post an apology and leave the worker believing the post went out."""
         assert self._adapter is not None
-        posted: dict[str, str | None] = {}
+        failed: list[BaseException] = []
 
         async def callback(ctx: TurnContext) -> None:
             # Reply to the user's message (same thread), not to the synthetic continuation event.
             ctx.activity.id = ref.activity_id
+            try:
+                await work(ctx)
+            except Exception as e:  # noqa: BLE001 - re-raised below, outside the adapter's turn
+                failed.append(e)
+
+        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
+        if failed:
+            raise failed[0]
+
+    async def _send(self, ref: ConversationReference, activity: Activity) -> str | None:
+        """Post ``activity`` proactively in the referenced thread; returns the new message id."""
+        posted: dict[str, str | None] = {}
+
+        async def send(ctx: TurnContext) -> None:
             resp = await ctx.send_activity(activity)
             posted["id"] = resp.id if resp else None
 
-        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
+        await self._proactive(ref, send)
         return posted.get("id")
 
     async def _update(self, ref: ConversationReference, message_id: str, text: str) -> None:
-        assert self._adapter is not None
-
-        async def callback(ctx: TurnContext) -> None:
-            ctx.activity.id = ref.activity_id
+        async def update(ctx: TurnContext) -> None:
             activity = render.text_activity(text)
             activity.id = message_id
             await ctx.update_activity(activity)
 
-        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
-
+        await self._proactive(ref, update)
 
     def _work_of(self, payload: dict[str, Any]) -> tuple[TeamsTurn, ConversationReference, ChatContext]:
         """A journaled activity: what the turn knew, for a worker here or in another replica."""
@@ -355,10 +367,9 @@ class TeamsWork:
             return turn.team_group_id
         if not turn.team_id:
             raise GraphError("Teams did not say which team this channel belongs to")
-        assert self._adapter is not None
         found: dict[str, str] = {}
 
-        async def callback(ctx: TurnContext) -> None:
+        async def fetch(ctx: TurnContext) -> None:
             client = ctx.services.get(ConnectorClientBase)  # type: ignore[type-abstract]  # the SDK's key
             if not isinstance(client, TeamsConnectorClient):
                 raise GraphError("Teams did not return the team's group id")
@@ -368,7 +379,7 @@ class TeamsWork:
                 raise GraphError("Teams did not return the team's group id") from e
             found["id"] = details.aad_group_id or ""
 
-        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
+        await self._proactive(ref, fetch)
         if not found.get("id"):
             raise GraphError("Teams did not return the team's group id")
         return found["id"]

@@ -306,12 +306,15 @@ def test_sigterm_drains_within_its_budget_and_hands_the_rest_to_the_next_start(
     assert _answers(fake) == Counter({activity_id: 1 for activity_id in asked})
 
 
+@pytest.mark.parametrize("stopped", [False, True], ids=["open", "stopped"])
 def test_a_bot_killed_mid_stream_ends_that_stream_with_the_answer_after_the_restart(
-    tmp_path: Path, fake: FakeMicrosoft
+    tmp_path: Path, fake: FakeMicrosoft, stopped: bool
 ) -> None:
     """Issue 39: killed while a personal-chat answer streams (its first update shown, the stream's id noted, the
     model still writing): the restarted bot ends that stream with the answer (a ``final`` carrying its
-    ``streamId``), and posts no second message of its own."""
+    ``streamId``), and posts no second message of its own. ``stopped``: the asker pressed Stop before the restart
+    (or Teams' time limit ended the stream), so Teams refuses the final: the answer comes as a message of its
+    own, once."""
     first_sentence, second_sentence = "Employees get eighteen weeks [1].", "Notice is four weeks [1]."
 
     def two_sentences(request: dict[str, Any]) -> str:  # streamed a sentence at a time, each citing the policy
@@ -340,6 +343,8 @@ def test_a_bot_killed_mid_stream_ends_that_stream_with_the_answer_after_the_rest
         stream_id = shown.response_id
         assert shown.type == "typing" and _stream_info(shown)["streamType"] == "streaming"
         assert shown.text == first_sentence  # what the asker saw when the bot died
+        if stopped:
+            fake.stop_stream(stream_id)
 
         second = _bot(fake, llm, data, tmp_path / "second.log")
         try:
@@ -350,11 +355,14 @@ def test_a_bot_killed_mid_stream_ends_that_stream_with_the_answer_after_the_rest
         finally:
             second.kill()
     messages = [c for c in fake.connector_calls() if c.reply_to_id == question["id"] and c.type == "message"]
-    assert [_stream_info(c) for c in messages] == [{"type": "streaminfo", "streamType": "final",
-                                                    "streamId": stream_id}]  # one answer: the stream's end
+    refused = [_stream_info(c) for c in fake.calls if c.method == "POST#refused"]
+    final = {"type": "streaminfo", "streamType": "final", "streamId": stream_id}
+    if stopped:  # the final refused once, then the answer on its own
+        assert refused == [final] and [_stream_info(c) for c in messages] == [{}]
+    else:  # one answer: the stream's end
+        assert refused == [] and [_stream_info(c) for c in messages] == [final]
     assert cited_files(messages[0]) == {"handbook.pdf"} and first_sentence in messages[0].text
     assert [sid for sid, s in fake.streams.items() if not s["ended"]] == []  # no stream left open
-    assert not [c for c in fake.calls if c.method == "POST#refused"]
     assert second.logged("work_taken_over") == 1
 
 
