@@ -70,7 +70,11 @@ class TeamsStream:
     def final(self, message: Activity) -> Activity:
         """``message`` (the answer as the non-streaming path posts it) as the end of this stream; unchanged when
         nothing was streamed."""
-        if not self.stream_id:
-            return message
-        entities = [*(message.entities or []), stream_info("final", stream_id=self.stream_id)]
-        return message.model_copy(update={"entities": entities})
+        return ending(message, self.stream_id) if self.stream_id else message
+
+
+def ending(message: Activity, stream_id: str) -> Activity:
+    """``message`` as the ``final`` of the stream ``stream_id``: also of a stream a killed bot started, whose id
+    its work item noted (a take-over ends that stream with the answer instead of leaving it open)."""
+    entities = [*(message.entities or []), stream_info("final", stream_id=stream_id)]
+    return message.model_copy(update={"entities": entities})

@@ -17,7 +17,7 @@ import concurrent.futures
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from functools import partial
 from typing import Any, TypeVar
@@ -32,7 +32,7 @@ from bot.journal import Kind, Lane, RetryLater, WorkJournal
 from bot.teams import render
 from bot.teams.activity import TeamsFile, TeamsTurn, also_known_as, message_ref, synced_owner
 from bot.teams.graph import DriveFile, GraphClient, GraphError
-from bot.teams.stream import TeamsStream
+from bot.teams.stream import TeamsStream, ending
 from bot.texts import (
     APOLOGY,
     INGEST_FAILED_TEXT,
@@ -186,31 +186,43 @@ class TeamsWork:
             # killed while the post was on its way: it may have reached the thread, and Teams can not be asked
             log.warning("teams_post_outcome_unknown", slot=slot)
 
-    async def _send(self, ref: ConversationReference, activity: Activity) -> str | None:
-        """Post ``activity`` proactively in the referenced thread; returns the new message id."""
+    async def _proactive(self, ref: ConversationReference, work: Callable[[TurnContext], Awaitable[None]]) -> None:
+        """Run ``work`` in a proactive turn in the referenced thread. What it raises (the Bot Connector refusing a
+        post, or unreachable) comes back to the caller instead of going to the adapter's turn-error handler, which
+        would post an apology and leave the worker believing the post went out."""
         assert self._adapter is not None
-        posted: dict[str, str | None] = {}
+        failed: list[BaseException] = []
 
         async def callback(ctx: TurnContext) -> None:
             # Reply to the user's message (same thread), not to the synthetic continuation event.
             ctx.activity.id = ref.activity_id
+            try:
+                await work(ctx)
+            except Exception as e:  # noqa: BLE001 - re-raised below, outside the adapter's turn
+                failed.append(e)
+
+        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
+        if failed:
+            raise failed[0]
+
+    async def _send(self, ref: ConversationReference, activity: Activity) -> str | None:
+        """Post ``activity`` proactively in the referenced thread; returns the new message id."""
+        posted: dict[str, str | None] = {}
+
+        async def send(ctx: TurnContext) -> None:
             resp = await ctx.send_activity(activity)
             posted["id"] = resp.id if resp else None
 
-        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
+        await self._proactive(ref, send)
         return posted.get("id")
 
     async def _update(self, ref: ConversationReference, message_id: str, text: str) -> None:
-        assert self._adapter is not None
-
-        async def callback(ctx: TurnContext) -> None:
-            ctx.activity.id = ref.activity_id
+        async def update(ctx: TurnContext) -> None:
             activity = render.text_activity(text)
             activity.id = message_id
             await ctx.update_activity(activity)
 
-        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
-
+        await self._proactive(ref, update)
 
     def _work_of(self, payload: dict[str, Any]) -> tuple[TeamsTurn, ConversationReference, ChatContext]:
         """A journaled activity: what the turn knew, for a worker here or in another replica."""
@@ -230,22 +242,27 @@ class TeamsWork:
         if self._keep_posted(item, ctx, turn):  # answered before a kill: keep its record, post nothing
             return
         self._sending_lost(item, "answer_id")
+        if item.notes.get("stream_sending") and not item.notes.get("stream_id"):
+            # killed while the stream's first update was on its way: a stream may be open whose id no one knows
+            log.warning("teams_stream_outcome_unknown")
         stream: TeamsStream | None = None
         if item.notes.get("answer"):  # decided before the kill: post that one, do not ask again
             answer = Answer.model_validate_json(item.notes["answer"])
         else:
             if turn.kind == "personal" and not item.notes.get("stream_id"):  # Teams streams in 1:1 chats only
-                stream = TeamsStream(lambda a: self._on_loop(self._send(ref, a)),
-                                     started=lambda stream_id: self._note(item, stream_id=stream_id))
+                stream = TeamsStream(partial(self._stream_update, item, ref),
+                                     started=partial(self._stream_started, item))
             if choice:
                 answer = self.core.answer_choice(ctx, turn.text, show=stream)
             else:
                 answer = self.core.ask(ctx, turn.text, self.core.history("teams", turn.thread_ref), show=stream)
             self._note(item, answer=answer.model_dump_json())  # the answer is noted before it leaves
         message = render.answer_activity(answer, quote_card=turn.kind == "channel")
-        if stream is not None and stream.stream_id:
-            try:  # the answer ends the stream it was shown in
-                message_id = self._post(item, "answer_id", ref, stream.final(message))
+        # the answer ends the stream it was shown in: this attempt's, or the one a killed attempt left open
+        stream_id = stream.stream_id if stream is not None else item.notes.get("stream_id", "")
+        if stream_id:
+            try:
+                message_id = self._post(item, "answer_id", ref, ending(message, stream_id))
             except aiohttp.ClientResponseError as e:  # the stream was stopped (by the user, or timed out): post it
                 log.info("teams_stream_final_refused", status=e.status)
                 message_id = self._post(item, "answer_id", ref, message)
@@ -256,6 +273,18 @@ class TeamsWork:
             return
         self._record(item, ctx, turn, message_id, answer)
         log.info("teams_answer_posted")
+
+    def _stream_update(self, item: WorkItem, ref: ConversationReference, update: Activity) -> str | None:
+        """Send one update of the answer's stream; before the first, the intent is noted (a take-over then knows a
+        stream may be open even if its id never came back)."""
+        if not item.notes.get("stream_id") and not item.notes.get("stream_sending"):
+            self._note(item, stream_sending="1")
+        return self._on_loop(self._send(ref, update))
+
+    def _stream_started(self, item: WorkItem, stream_id: str) -> None:
+        """The stream's id, noted as soon as Teams gives it: a take-over ends this stream with the answer."""
+        self._note(item, stream_id=stream_id)
+        log.info("teams_stream_started")
 
     def _keep_posted(self, item: WorkItem, ctx: ChatContext, turn: TeamsTurn) -> bool:
         """True when the answer was posted before (a kill, or the last attempt given up): its record is made if it
@@ -338,10 +367,9 @@ class TeamsWork:
             return turn.team_group_id
         if not turn.team_id:
             raise GraphError("Teams did not say which team this channel belongs to")
-        assert self._adapter is not None
         found: dict[str, str] = {}
 
-        async def callback(ctx: TurnContext) -> None:
+        async def fetch(ctx: TurnContext) -> None:
             client = ctx.services.get(ConnectorClientBase)  # type: ignore[type-abstract]  # the SDK's key
             if not isinstance(client, TeamsConnectorClient):
                 raise GraphError("Teams did not return the team's group id")
@@ -351,7 +379,7 @@ class TeamsWork:
                 raise GraphError("Teams did not return the team's group id") from e
             found["id"] = details.aad_group_id or ""
 
-        await self._adapter.continue_conversation(self.app_id, ref.get_continuation_activity(), callback)
+        await self._proactive(ref, fetch)
         if not found.get("id"):
             raise GraphError("Teams did not return the team's group id")
         return found["id"]

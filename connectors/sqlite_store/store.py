@@ -58,6 +58,9 @@ class SQLiteDocumentStore:
             create_schema(conn, self._conns.write_lock)
             create_filter_indexes(conn, self._conns.write_lock)
         except sqlite3.Error as e:
+            if isinstance(e, sqlite3.OperationalError) and "full" in str(e):  # SQLITE_FULL: no space left
+                raise StoreError(f"the disk holding the store {self.path} is full ({e}): free space there, then "
+                                 "start again") from e
             raise StoreError(f"cannot open the store at {self.path}: {e}; check the path and its permissions") from e
         self._vectors.check_dim(conn)
 

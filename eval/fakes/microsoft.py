@@ -144,6 +144,12 @@ class FakeMicrosoft:
                     raise TimeoutError(f"only {len(found)} of {count} expected calls after {timeout:.0f} s")
                 self._cond.wait(left)
 
+    def stop_stream(self, stream_id: str) -> None:
+        """The asker pressed Stop on a streaming message (or Teams' time limit for a stream ran out): the stream
+        ends where it is, and Teams refuses anything more on it, its final message too."""
+        with self._cond:
+            self.streams[stream_id]["ended"] = True
+
     def _record(self, call: Call) -> None:
         with self._cond:
             self.calls.append(call)

@@ -24,6 +24,7 @@ class FakeSocketMode:
         self.connections = 0  # WebSocket connections opened so far
         self.close_codes: list[int | None] = []  # each link the app closed: its close frame's code (None: no frame)
         self.refuse = False  # True: new connections are turned away
+        self.on_link: Any = None  # called with the link's number as each new link's request arrives (a test's probe)
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.port = 0
@@ -36,6 +37,8 @@ class FakeSocketMode:
         async def ws_handler(request: web.Request) -> web.StreamResponse:
             if self.refuse:  # Slack unreachable: no new links
                 return web.Response(status=503)
+            if self.on_link is not None:
+                self.on_link(self.connections + 1)
             ws = web.WebSocketResponse(autoping=True)
             await ws.prepare(request)
             await ws.send_str(json.dumps({"type": "hello", "num_connections": 1, "debug_info": {}}))
@@ -74,6 +77,16 @@ class FakeSocketMode:
         return self
 
     def stop(self) -> None:
+        """Cut every link still open, let their handlers end, then stop the loop."""
+        import asyncio
+
+        async def cut_all() -> None:
+            for transport in self._transports:
+                transport.abort()
+            await asyncio.sleep(0.1)  # the handlers see their link lost and return
+
+        if self._loop.is_running():
+            asyncio.run_coroutine_threadsafe(cut_all(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
 
     @property
@@ -102,7 +115,9 @@ class FakeSocketMode:
         asyncio.run_coroutine_threadsafe(ws.send_str(json.dumps(envelope)), self._loop).result(10)
 
     def drop(self, how: str) -> None:
-        """Lose the newest link: ``close`` (a close frame) or ``reset`` (the TCP connection cut, no handshake)."""
+        """Lose the newest link: ``close`` (a close frame), ``reset`` (the TCP connection cut, no handshake) or
+        ``silent`` (the TCP connection stays open, but from now on nothing is read from it or sent on it: no frames,
+        no pongs, as behind a stalled proxy or a peer that hangs)."""
         import asyncio
 
         ws, transport = self._sockets[-1], self._transports[-1]
@@ -110,6 +125,8 @@ class FakeSocketMode:
         async def cut() -> None:
             if how == "close":
                 await ws.close()
+            elif how == "silent":
+                transport.pause_reading()  # pings stay unread, so aiohttp's autoping never answers them
             else:
                 transport.abort()
 

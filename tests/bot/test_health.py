@@ -181,3 +181,72 @@ def test_socket_mode_readiness_follows_the_link_and_a_stop_closes_it_with_a_clos
             socket.stop()
     assert sdk_still_connected and links_when_lost == before  # 503 from the moment the link was lost
     assert socket.close_codes[-1] == 1000  # the stop said goodbye
+
+
+def test_socket_mode_readiness_turns_503_on_a_silent_link_before_the_reconnect_and_200_after() -> None:
+    """Issue 39 item 5, the silent link: the TCP connection stays open but no frame and no pong comes back. /readyz
+    turns 503 once the link is known lost (before slack_sdk itself drops it), is still 503 when the new link is
+    requested, and 200 once it is up; an envelope on the new link is acknowledged."""
+    from slack_bolt import App
+    from slack_sdk import WebClient
+
+    from bot.slack.server import socket_mode_handler, watch_socket
+    from eval.fakes.slack_api import APP_TOKEN
+    from eval.fakes.slack_socket_mode import FakeSocketMode
+
+    events: list[str] = []
+    lock = threading.Lock()
+
+    def note(event: str) -> None:
+        with lock:
+            if not events or events[-1] != event:  # a loss reported twice (the watcher, an error listener) is one
+                events.append(event)
+
+    class Recorded(Health):
+        def set_ready(self) -> None:
+            note("ready")
+            super().set_ready()
+
+        def set_not_ready(self) -> None:
+            note(f"not_ready (slack_sdk connected: {handler.client.is_connected()})")
+            super().set_not_ready()
+
+    with FakeSlack() as fake:
+        socket = FakeSocketMode().start()
+        fake.socket_url = socket.url
+        settings = Settings(_env_file=None, slack_bot_token=BOT_TOKEN, slack_app_token=APP_TOKEN,  # type: ignore[call-arg]
+                            slack_api_url=fake.url)
+        app = App(client=WebClient(token=BOT_TOKEN, base_url=fake.url.rstrip("/") + "/"),
+                  request_verification_enabled=False, token_verification_enabled=False)
+        app.event("app_mention")(lambda ack: ack())
+        handler = socket_mode_handler(app, settings)
+        health, stop = Recorded("slack"), threading.Event()
+        probe = serve_health(health, "127.0.0.1", 0)
+        threading.Thread(target=probe.serve_forever, daemon=True).start()
+        readyz = f"http://127.0.0.1:{probe.server_address[1]}/readyz"
+        socket.on_link = lambda n: note(f"link {n} requested (readyz {get(readyz)[0]})")
+        threading.Thread(target=watch_socket, args=(handler, health, stop), daemon=True).start()
+        try:
+            handler.connect()
+            fake.wait_until(lambda: get(readyz)[0] == 200, timeout=30)
+            note("silent")
+            socket.drop("silent")
+            fake.wait_until(lambda: socket.connections == 2 and get(readyz)[0] == 200, timeout=60)
+            socket.deliver(event_callback(mention("C0SILENT", "U0SILENT", "hello", "300.000001")),
+                           envelope_id="env-after")
+            acked = socket.wait_ack("env-after")
+        finally:
+            stop.set()
+            handler.close()
+            socket.stop()
+            probe.shutdown()
+            probe.server_close()
+    assert events == [
+        "link 1 requested (readyz 503)",
+        "ready",
+        "silent",
+        "not_ready (slack_sdk connected: True)",  # known lost before slack_sdk's own stale check dropped it
+        "link 2 requested (readyz 503)",  # still 503 while the new link is being made
+        "ready",
+    ]
+    assert acked["envelope_id"] == "env-after"

@@ -24,11 +24,17 @@ journal, and its lease running out is all it takes.
   not after the burst, and the member's questions past CITEBOT_MAX_QUEUED_PER_USER are refused with a notice to
   them, never dropped silently;
 * an item whose every attempt died, its answer posted by the last one before it could be recorded: the give-up
-  records it (no apology), so a follow-up in its thread is answered.
+  records it (no apology), so a follow-up in its thread is answered;
+* a data dir on a file system of its own (a tmpfs in the bot's own mount namespace), read-only or full at
+  start-up: the bot does not start, and names the directory and the cause; filled to its last byte while running:
+  mentions, an upload and a click are refused (503), ``/readyz`` is 503, and once space is back each is done once;
+  an ext4 data dir the kernel turns read-only after a disk error while running: the same refused, and the next start
+  on the repaired disk does each re-sent one once.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -52,6 +58,8 @@ from eval.fakes.slack_api import (
     post_interaction,
     post_signed,
 )
+from tests.helpers import mounts
+from tests.helpers.mounts import DataDisk
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.slack import SlackProcess
 
@@ -590,3 +598,140 @@ def test_a_bot_killed_while_its_stream_start_reply_is_on_its_way_finishes_that_s
     assert answer["ts"] == streamed["ts"] and not answer["streaming"]
     assert answer["text"].startswith("Employees get eighteen weeks [1]. The leave is paid [1].")
     assert second.logged("stream_started_before_found") == 1
+
+
+# --- a data directory that is full or read-only (issue 39 items 3 and 7) ------------------------------------------
+# Tests run as root, where chmod does not stop a write; a file system of the bot's own does: a small tmpfs at the data
+# directory, in a mount namespace only the bot's process sees (tests.helpers.mounts), filled to its last byte (ENOSPC)
+# or remounted read-only (EROFS) while the bot runs.
+_NO_MOUNTS = mounts.unavailable()
+needs_mounts = pytest.mark.skipif(bool(_NO_MOUNTS), reason=f"a data dir on its own file system: {_NO_MOUNTS}")
+
+
+def _on_disk(fake: FakeSlack, tmp_path: Path, log: str, start: str = "writable") -> tuple[SlackProcess, DataDisk]:
+    disk = DataDisk(tmp_path / "data", start=start)
+    models = os.environ.get("CITEBOT_MODELS_DIR", str(tmp_path / "models"))  # never on the small disk
+    bot = _bot(fake, disk.path, tmp_path / log, launcher=disk.launcher(), CITEBOT_MODELS_DIR=models)
+    disk.attach(bot.proc.pid)
+    return bot, disk
+
+
+@needs_mounts
+@pytest.mark.parametrize("start", ["read-only", "full"])
+def test_a_data_dir_read_only_or_full_at_start_up_stops_the_bot_naming_it_and_the_cause(
+    tmp_path: Path, fake: FakeSlack, start: str
+) -> None:
+    bot, disk = _on_disk(fake, tmp_path, "bot.log", start)
+    try:
+        assert bot.proc.wait(300) == 2
+    finally:
+        bot.kill()
+    said = bot.log.read_text()
+    assert str(disk.path) in said and "SLACK_BOT_TOKEN" not in said
+    if start == "read-only":
+        assert "Read-only file system" in said and "CITEBOT_DATA_DIR" in said
+    else:
+        assert "is full" in said and "free space there" in said
+
+
+@needs_mounts
+@pytest.mark.parametrize("how", ["full"])
+def test_a_data_dir_that_fills_up_or_turns_read_only_while_running_loses_and_doubles_nothing(
+    tmp_path: Path, fake: FakeSlack, how: str
+) -> None:
+    """Four mentions, an upload and a click arrive while the data dir is full (or read-only): what the journal could
+    not take is refused (503: Slack re-sends it), not acknowledged; /readyz is 503 meanwhile; once the disk takes
+    writes again the bot is ready by itself, and each re-sent one, and each acknowledged one, is done once."""
+    bot, disk = _on_disk(fake, tmp_path, "bot.log")
+    mentions = [event_callback(mention(CHANNEL, ASKER, QUESTION, f"{7000 + i}.000100"), event_id=f"Ev0DISK{i}")
+                for i in range(4)]
+    fake.add_file("F0REPORT", "report.pdf", make_pdf([["Annual Report", "Revenue grew by nine percent."]]))
+    upload = event_callback({"type": "file_shared", "file_id": "F0REPORT", "user_id": UPLOADER,
+                             "file": {"id": "F0REPORT"}, "channel_id": CHANNEL}, event_id="Ev0DISKFILE")
+    clicked_in = "7100.000100"
+    click = button_click(user=ASKER, channel=CHANNEL, message_ts="7100.000200", thread_ts=clicked_in,
+                         action_id="citebot_choice_1", value=QUESTION)
+    try:
+        bot.wait_ready()
+        _index_handbook(fake, bot)
+        disk.fill() if how == "full" else disk.read_only()
+        first = [post_signed(bot.url, m)[0] for m in mentions]
+        first += [post_signed(bot.url, upload)[0], post_interaction(bot.url, click)[0]]
+        ready_meanwhile = _readyz(bot)
+        time.sleep(2)  # room for work taken meanwhile to fail
+        disk.free() if how == "full" else disk.writable()
+        fake.wait_until(lambda: _readyz(bot) == 200, timeout=60)  # ready again by itself
+        # Slack re-sends what was not acknowledged (the asker clicks again); never what was
+        again = [m for m, status in zip(mentions, first, strict=False) if status != 200]
+        resent = [post_signed(bot.url, m, retry_num=1)[0] for m in again]
+        if first[4] != 200:
+            resent.append(post_signed(bot.url, upload, retry_num=1)[0])
+        if first[5] != 200:
+            resent.append(post_interaction(bot.url, click)[0])
+        fake.wait_until(lambda: any(str(c.params.get("text", "")).startswith("Indexed report.pdf")
+                                    for c in fake.calls_to("chat.update", channel=CHANNEL)), timeout=180)
+        threads = {*(m["event"]["ts"] for m in mentions), clicked_in}
+        fake.wait_until(lambda: set(_answers(fake)) >= threads, timeout=180)
+        time.sleep(LEASE_S + 1)  # room for a wrong second answer to show
+    finally:
+        bot.kill()
+    assert set(first) <= {200, 503} and 503 in first  # refused, or journaled: never acknowledged and dropped
+    assert ready_meanwhile == 503 and resent == [200] * len(resent)
+    assert _answers(fake) == Counter({ts: 1 for ts in threads})  # each answered once
+    indexed = [c for c in fake.calls_to("chat.update", channel=CHANNEL)
+               if str(c.params.get("text", "")).startswith("Indexed report.pdf")]
+    assert len(indexed) == 1
+
+
+_NO_DISK = mounts.disk_unavailable()
+
+
+@pytest.mark.skipif(bool(_NO_DISK), reason=f"a data dir on an ext4 image that can fail: {_NO_DISK}")
+def test_a_data_dir_a_disk_error_turns_read_only_while_running_refuses_work_and_the_next_start_does_it_once(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    """The data dir's file system fails while the bot runs and the kernel remounts it read-only (only an unmount and
+    e2fsck undo that): four mentions, an upload and a click are refused (503), not acknowledged, /readyz is 503 and
+    the bot keeps running; started again on the repaired disk, each re-sent one is done once."""
+    image = DataDisk.make_image(tmp_path / "data.img")
+    models = os.environ.get("CITEBOT_MODELS_DIR", str(tmp_path / "models"))
+    disk = DataDisk(tmp_path / "data", image=image)
+    bot = _bot(fake, disk.path, tmp_path / "first.log", launcher=disk.launcher(), CITEBOT_MODELS_DIR=models)
+    disk.attach(bot.proc.pid)
+    mentions = [event_callback(mention(CHANNEL, ASKER, QUESTION, f"{7200 + i}.000100"), event_id=f"Ev0ERROFS{i}")
+                for i in range(4)]
+    fake.add_file("F0REPORT", "report.pdf", make_pdf([["Annual Report", "Revenue grew by nine percent."]]))
+    upload = event_callback({"type": "file_shared", "file_id": "F0REPORT", "user_id": UPLOADER,
+                             "file": {"id": "F0REPORT"}, "channel_id": CHANNEL}, event_id="Ev0EROFSFILE")
+    clicked_in = "7300.000100"
+    click = button_click(user=ASKER, channel=CHANNEL, message_ts="7300.000200", thread_ts=clicked_in,
+                         action_id="citebot_choice_1", value=QUESTION)
+    try:
+        bot.wait_ready()
+        _index_handbook(fake, bot)
+        disk.fail()
+        refused = [post_signed(bot.url, m)[0] for m in mentions]
+        refused += [post_signed(bot.url, upload)[0], post_interaction(bot.url, click)[0]]
+        ready_meanwhile = _readyz(bot)
+        alive = bot.proc.poll() is None
+    finally:
+        bot.kill()
+    assert refused == [503] * 6 and ready_meanwhile == 503 and alive
+    assert bot.logged("work_not_recorded") >= 1  # SQLite's "disk I/O error": the journal's writes met EROFS
+    disk.repair()
+
+    again = _bot(fake, disk.path, tmp_path / "second.log", launcher=disk.launcher(), CITEBOT_MODELS_DIR=models)
+    disk.attach(again.proc.pid)
+    try:
+        again.wait_ready()
+        resent = [post_signed(again.url, m, retry_num=1)[0] for m in mentions]
+        resent += [post_signed(again.url, upload, retry_num=1)[0], post_interaction(again.url, click)[0]]
+        fake.wait_until(lambda: any(str(c.params.get("text", "")).startswith("Indexed report.pdf")
+                                    for c in fake.calls_to("chat.update", channel=CHANNEL)), timeout=180)
+        threads = {*(m["event"]["ts"] for m in mentions), clicked_in}
+        fake.wait_until(lambda: set(_answers(fake)) >= threads, timeout=180)
+        time.sleep(LEASE_S + 1)  # room for a wrong second answer to show
+    finally:
+        again.kill()
+    assert resent == [200] * 6
+    assert _answers(fake) == Counter({ts: 1 for ts in threads})  # each answered once, the handbook still indexed

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ pytestmark = pytest.mark.slow
 CHANNEL, MEMBER = "C0STREAM", "U0STREAM"
 TENANT, CHAT, ALICE = "tenant-stream", "a:1personal-stream", "29:alice"
 CHAT_2 = "a:1personal-stream-2"  # a chat of its own per test: a second question in a chat is a follow-up
+CHAT_STOP = "a:1personal-stream-stop"
 GROUP_CHAT = "19:group-stream@thread.v2"
 LEAVE = "The primary carer receives 26 weeks of parental leave on full pay."
 NOTICE = "Employees give four weeks of notice before parental leave starts."
@@ -118,7 +120,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         )
         core = ChatCore.from_settings(settings)
         for scope, user in [(slack_scope(TEAM, CHANNEL), MEMBER), (teams_scope(TENANT, CHAT), ALICE),
-                            (teams_scope(TENANT, CHAT_2), ALICE), (teams_scope(TENANT, GROUP_CHAT), ALICE)]:
+                            (teams_scope(TENANT, CHAT_2), ALICE), (teams_scope(TENANT, GROUP_CHAT), ALICE),
+                            (teams_scope(TENANT, CHAT_STOP), ALICE)]:
             ctx = ChatContext(scope.split(":", 1)[0], scope, user)  # type: ignore[arg-type]
             assert core.upload(ctx, file_name="handbook.pdf", data=pdf).status == "indexed"
         with SlackHarness.serving(settings, core, fake_slack) as slack:
@@ -266,3 +269,24 @@ def test_teams_posts_at_once_outside_personal_chats(world: World) -> None:
     (final,) = world.microsoft.wait_for(lambda c: c.reply_to_id == aid and c.type == "message", timeout=120)
     assert not [c for c in world.teams_calls(aid) if _info(c)]
     assert {k: final.body.get(k) for k in expected} == expected
+
+
+@pytest.mark.usefixtures("_every_update")
+def test_teams_posts_the_answer_on_its_own_when_the_asker_stopped_the_stream(world: World) -> None:
+    """The asker pressed Stop while the model was still writing: Teams refuses the stream's next update and its final
+    (403), so the preview stops and the answer comes as a message of its own, once; no apology."""
+    ms = world.microsoft
+    gate = world.llm.hold_stream("Notice is")
+    try:
+        aid = world.teams_ask(QUESTION, chat=CHAT_STOP)
+        (first,) = ms.wait_for(lambda c: c.reply_to_id == aid and c.type == "typing" and bool(_info(c)), timeout=120)
+        ms.stop_stream(first.response_id)
+    finally:
+        gate.set()
+    (final,) = ms.wait_for(lambda c: c.reply_to_id == aid and c.type == "message", timeout=120)
+    time.sleep(1)  # room for a second message to show
+    refused = [_info(c) for c in ms.calls if c.method == "POST#refused" and c.conversation_id == CHAT_STOP]
+    assert [i["streamType"] for i in refused] == ["streaming", "final"]  # the next update, then the final, refused
+    assert {i["streamId"] for i in refused} == {first.response_id}
+    assert [c.body for c in world.teams_calls(aid) if c.type == "message"] == [final.body]
+    assert not _info(final) and final.text.startswith("Carers get 26 weeks on full pay [1].")

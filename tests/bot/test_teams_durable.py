@@ -16,6 +16,7 @@ restart (logged as ``teams_post_outcome_unknown``).
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import threading
@@ -303,3 +304,67 @@ def test_sigterm_drains_within_its_budget_and_hands_the_rest_to_the_next_start(
     assert took_to_stop < 2 + 10  # the budget, and the process's own exit
     assert took < AFTER_RESTART_S
     assert _answers(fake) == Counter({activity_id: 1 for activity_id in asked})
+
+
+@pytest.mark.parametrize("stopped", [False, True], ids=["open", "stopped"])
+def test_a_bot_killed_mid_stream_ends_that_stream_with_the_answer_after_the_restart(
+    tmp_path: Path, fake: FakeMicrosoft, stopped: bool
+) -> None:
+    """Issue 39: killed while a personal-chat answer streams (its first update shown, the stream's id noted, the
+    model still writing): the restarted bot ends that stream with the answer (a ``final`` carrying its
+    ``streamId``), and posts no second message of its own. ``stopped``: the asker pressed Stop before the restart
+    (or Teams' time limit ended the stream), so Teams refuses the final: the answer comes as a message of its
+    own, once."""
+    first_sentence, second_sentence = "Employees get eighteen weeks [1].", "Notice is four weeks [1]."
+
+    def two_sentences(request: dict[str, Any]) -> str:  # streamed a sentence at a time, each citing the policy
+        reply = json.loads(quoting_responder(request))
+        if reply.get("answerable"):
+            reply["answer"] = f"{first_sentence} {second_sentence}"
+        return json.dumps(reply)
+
+    data = tmp_path / "data"
+    with FakeOpenAI(two_sentences) as llm:
+        first = _bot(fake, llm, data, tmp_path / "first.log")
+        gate = llm.hold_stream("Notice is")  # the model stops writing after the first sentence
+        try:
+            first.wait_ready()
+            _index_handbook(fake, first)
+            question = _message(fake, QUESTION)
+            _send(first, question)
+            deadline = time.monotonic() + 180
+            while not first.logged("teams_stream_started"):  # the first update shown, the stream's id noted
+                assert time.monotonic() < deadline, first.log.read_text()[-3000:]
+                time.sleep(0.1)
+        finally:
+            first.kill()
+            gate.set()
+        [shown] = [c for c in fake.connector_calls() if c.reply_to_id == question["id"] and _stream_info(c)]
+        stream_id = shown.response_id
+        assert shown.type == "typing" and _stream_info(shown)["streamType"] == "streaming"
+        assert shown.text == first_sentence  # what the asker saw when the bot died
+        if stopped:
+            fake.stop_stream(stream_id)
+
+        second = _bot(fake, llm, data, tmp_path / "second.log")
+        try:
+            second.wait_ready()
+            fake.wait_for(lambda c: c.reply_to_id == question["id"] and c.type == "message",
+                          timeout=AFTER_RESTART_S + LEASE_S)
+            time.sleep(LEASE_S + 1)  # room for a wrong second answer to show
+        finally:
+            second.kill()
+    messages = [c for c in fake.connector_calls() if c.reply_to_id == question["id"] and c.type == "message"]
+    refused = [_stream_info(c) for c in fake.calls if c.method == "POST#refused"]
+    final = {"type": "streaminfo", "streamType": "final", "streamId": stream_id}
+    if stopped:  # the final refused once, then the answer on its own
+        assert refused == [final] and [_stream_info(c) for c in messages] == [{}]
+    else:  # one answer: the stream's end
+        assert refused == [] and [_stream_info(c) for c in messages] == [final]
+    assert cited_files(messages[0]) == {"handbook.pdf"} and first_sentence in messages[0].text
+    assert [sid for sid, s in fake.streams.items() if not s["ended"]] == []  # no stream left open
+    assert second.logged("work_taken_over") == 1
+
+
+def _stream_info(call: Call) -> dict[str, Any]:
+    return next((e for e in call.body.get("entities") or [] if e.get("type") == "streaminfo"), {})

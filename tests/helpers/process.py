@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.helpers import REPO
@@ -27,7 +28,9 @@ def free_port() -> int:
 class CitebotProcess:
     """``citebot ARGS --host 127.0.0.1 --port N`` in its own process group, its output in ``log``."""
 
-    def __init__(self, args: list[str], data_dir: Path, log: Path, env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], data_dir: Path, log: Path, env: dict[str, str], *,
+                 launcher: Sequence[str] = ()) -> None:
+        """``launcher``: a command the bot's command line is handed to (``tests.helpers.mounts.DataDisk``)."""
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         full_env = {
@@ -40,7 +43,8 @@ class CitebotProcess:
         self.log = log
         with log.open("a") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bot.cli.main", *args, "--host", "127.0.0.1", "--port", str(self.port)],
+                [*launcher, sys.executable, "-m", "bot.cli.main", *args,
+                 "--host", "127.0.0.1", "--port", str(self.port)],
                 stdout=out, stderr=subprocess.STDOUT, env=full_env, cwd=data_dir.parent, start_new_session=True,
             )
 

@@ -5,7 +5,7 @@ Slack's Web API is the local fake (:class:`eval.fakes.slack_api.FakeSlack`), dri
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,11 +114,11 @@ class SlackProcess(CitebotProcess):
     Slack delivers events."""
 
     def __init__(self, fake: FakeSlack, data_dir: Path, log: Path, *, metrics_port: int | None = None,
-                 **settings: str) -> None:
+                 launcher: Sequence[str] = (), **settings: str) -> None:
         args = ["serve", "slack", "--http"]
         if metrics_port is not None:
             args += ["--metrics-port", str(metrics_port)]
         self.metrics_port = metrics_port
         super().__init__(args, data_dir, log, {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET,
-                                                "CITEBOT_SLACK_API_URL": fake.url, **settings})
+                                                "CITEBOT_SLACK_API_URL": fake.url, **settings}, launcher=launcher)
         self.url = f"{self.base}/slack/events"
