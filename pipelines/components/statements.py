@@ -38,6 +38,11 @@ TITLES: dict[str, tuple[str, ...]] = {
              "statement of shareholders' equity", "statement of stockholders' equity"),
 }
 
+# how a search names each statement: the words of its usual titles, so "Consolidated Statements of Earnings" is
+# found as readily as "…of Operations"
+SEARCH_WORDS: dict[str, str] = {INCOME: "statements of operations income earnings",
+                                BALANCE: "balance sheets financial position", CASH_FLOW: "statements of cash flows",
+                                EQUITY: "statements of shareholders' stockholders' equity"}
 # how a question names a statement
 _NAMED: dict[str, tuple[str, ...]] = {
     INCOME: ("income statement", "statement of income", "statement of operations", "statements of operations",

@@ -183,20 +183,23 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
 
 
 def _rows_by_line(steps: Steps, q: Question, template: str, pages: list[tuple[str, int]]) -> dict[str, list[Found]]:
-    """The rows of each line item ``template`` names, on ``pages``; a line no statement among them prints is also
-    looked for on the statement pages where the others were found (cost of sales on the income statement that
-    printed net sales, when retrieval put forward the balance sheet)."""
+    """The rows of each line item ``template`` names, on ``pages``, and on the statement pages where the other lines
+    were found (cost of sales on the income statement that printed net sales, when retrieval put forward the
+    balance sheet, or another year's filing)."""
     lines = list(dict.fromkeys(re.findall(r"\{([^{}]+)\}", template)))
     found = {line: item_rows(steps, line_item(line), pages, q.scopes, q.mode) for line in lines}
-    statement_pages = list(dict.fromkeys(
-        (str((f.row.span.doc.meta or {}).get("doc_id", "")), int((f.row.span.doc.meta or {}).get("page_start", 0)))
-        for rows in found.values() for f in rows if f.statement))
+    statement_pages = list(dict.fromkeys(_page_of(f) for rows in found.values() for f in rows if f.statement))
+    more = [p for p in statement_pages if p not in pages]
     for line, rows in found.items():
-        more = [p for p in statement_pages if p not in pages]
-        if more and not any(f.statement for f in rows):
-            extra = find_rows(steps, line_item(line), more, q.scopes)
-            found[line] = rows + [replace(f, rank=f.rank + len(pages)) for f in extra]
+        seen = {_page_of(f) for f in rows}
+        extra = find_rows(steps, line_item(line), [p for p in more if p not in seen], q.scopes) if more else []
+        found[line] = rows + [replace(f, rank=f.rank + len(pages)) for f in extra]
     return found
+
+
+def _page_of(f: Found) -> tuple[str, int]:
+    meta = f.row.span.doc.meta or {}
+    return str(meta.get("doc_id", "")), int(meta.get("page_start", 0) or 0)
 
 
 def _first_line(template: str) -> str:

@@ -19,7 +19,7 @@ from haystack import Document
 
 from pipelines.components.instructions import Instructions
 from pipelines.components.statements import (
-    TITLES,
+    SEARCH_WORDS,
     LineItem,
     asked_item,
     formula_for,
@@ -148,7 +148,7 @@ def item_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
     if not pages:
         return found
     kinds = wanted_statements(item.name)
-    query = f"consolidated {TITLES[kinds[0]][0] if kinds else 'statements'} {item.name}"
+    query = f"consolidated {SEARCH_WORDS[kinds[0]] if kinds else 'statements'} {item.name}"
     hits, _ = steps.engine.search(query, scopes, mode=mode, filters=doc_filter(pages[0][0]))
     more = [p for p in candidate_pages(hits) if p not in pages]
     return found + [replace(f, rank=f.rank + len(pages)) for f in find_rows(steps, item, more, scopes)]
