@@ -143,12 +143,13 @@ LINE_ITEMS: tuple[LineItem, ...] = (
     LineItem("cash from operations", r"cash (?:flows? )?(?:provided by |from |generated (?:by|from) )?operati|"
              r"operating cash ?flows?",  # NetCashProvidedByUsedInOperatingActivities
              r"net cash.{0,40}operating activities|cash (?:provided by|generated from|from) operations|"
-             r"^cash flows? from operating activities$"),
+             r"^cash flows? from operating activities$|^cash (?:provided|generated|used).{0,20} (?:by|from|in) "
+             r"operati"),
     # NetCashProvidedByUsedInInvestingActivities, NetCashProvidedByUsedInFinancingActivities
     LineItem("cash from investing", r"\bcash\b.{0,25}\binvesting activities|investing cash ?flows?",
-             r"net cash.{0,40}investing activities|^cash flows? (?:used in|from) investing activities$"),
+             r"^(?:net )?cash.{0,40}investing activities"),
     LineItem("cash from financing", r"\bcash\b.{0,25}\bfinancing activities|financing cash ?flows?",
-             r"net cash.{0,40}financing activities|^cash flows? (?:used in|from) financing activities$"),
+             r"^(?:net )?cash.{0,40}financing activities"),
     LineItem("capital expenditure", r"cap(?:ital)? ?ex(?:penditures?)?\b|\bcapex\b|purchases? of property|"
              r"(?:payments|spending) (?:for|on) (?:property|pp&e)",  # PaymentsToAcquirePropertyPlantAndEquipment
              r"purchases? of property|capital expenditures?|additions to property|"
@@ -181,7 +182,7 @@ LINE_ITEMS: tuple[LineItem, ...] = (
              r"^research and development"),
     LineItem("selling, general and administrative",  # SellingGeneralAndAdministrativeExpense
              r"\bsg&a\b|selling,? general,? (?:and|&) administrative",
-             r"^(?:total )?selling,? general,? (?:and|&) administrative"),
+             r"^(?:total )?selling,? (?:general,? )?(?:and|&) administrative"),
     LineItem("operating income", r"operating (?:income|profit)|income from operations",  # OperatingIncomeLoss
              r"^(?:total )?operating (?:income|profit)|^income from operations", "per share|margin"),
     LineItem("income before taxes", r"(?:income|earnings) before (?:income )?tax|pre-?tax income",
@@ -213,9 +214,18 @@ def asked_item(question: str) -> LineItem | None:
     return next((item for item in LINE_ITEMS if re.search(item.asked, q)), None)
 
 
-def row_is(item: LineItem, label: str) -> bool:
-    """Whether a row's label cell is ``item`` ("Purchases of property and equipment" is capital expenditure)."""
+MAX_LABEL_WORDS = 16  # "Net cash provided by (used in) operating activities of continuing operations" is 11
+
+
+def row_is(item: LineItem, label: str, group: str = "") -> bool:
+    """Whether a row's label cell is ``item`` ("Purchases of property and equipment" is capital expenditure). A bare
+    "Basic" or "Diluted" is earnings per share only under a line that says so ("Earnings per common share:"), not
+    under "Weighted average common shares outstanding:"."""
     low = _norm(label)
+    if len(low.split()) > MAX_LABEL_WORDS:  # a sentence of prose that names the line, not its row
+        return False
+    if low in ("basic", "diluted") and group and not re.search(r"per (?:common )?share|\beps\b", _norm(group)):
+        return False
     return re.search(item.row, low) is not None and not (item.unless and re.search(item.unless, low))
 
 

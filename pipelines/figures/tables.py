@@ -66,7 +66,8 @@ class Row:
     def scale(self) -> str:
         """"thousands", "millions", "billions" when the table's unit line says so (and the row is no per-share or
         percentage figure), else ""."""
-        if self.unit is None or re.search(r"per (?:share|unit)|%|percent|ratio|margin", self.label, re.I):
+        if self.unit is None or re.search(r"per (?:common )?(?:share|unit)|%|\bpercent|\bratios?\b|\bmargins?\b",
+                                          f"{self.label} {self.group}", re.I):
             return ""
         m = _UNIT.search(self.unit.text)
         return m.group(1).lower() if m else ""
@@ -225,6 +226,6 @@ def read_page(chunks: list[Document]) -> Page:
                 heading, section = None, []
             elif _LETTER.search(text) and not m and len(text.strip(" |")) <= 60:
                 heading, section = Span(doc, start, start + len(text.rstrip(" |"))), []
-            if text.rstrip().endswith(":") and len(text) <= 80:
+            if text.strip(" |").endswith(":") and len(text.strip(" |")) <= 80:  # "Earnings per share: |  |  |"
                 group = text.strip(" |:")
     return page

@@ -83,7 +83,7 @@ def figure_text(row: Row, cell: str, *, outflow: bool = False) -> str:
     text = f"{sign}{'$' if dollars and not cell.endswith('%') else ''}{digits}{'%' if cell.endswith('%') else ''}"
     if row.scale:
         text += f" {UNIT_WORD[row.scale]}"
-    elif re.search(r"per (?:common )?share", row.label, re.I):
+    elif re.search(r"per (?:common )?share", f"{row.label} {row.group}", re.I):
         text += " per share"
     if outflow and value is not None and value < 0:
         text += f" (an outflow, printed {cell})"
@@ -128,10 +128,11 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
     found: list[Found] = []
     for rank, (doc_id, page) in enumerate(pages):
         chunks = steps.page_chunks(scopes, doc_id, page)
-        rows = [r for r in read_page(chunks).rows if row_is(item, r.label)]
+        rows = [r for r in read_page(chunks).rows if row_is(item, r.label, r.group)]
         if rows and all(r.header is None for r in rows) and page > 1:  # a statement continued from the page before
             before = steps.page_chunks(scopes, doc_id, page - 1)
-            rows = [r for r in read_page(before + chunks).rows if row_is(item, r.label) and r.span.doc in chunks]
+            rows = [r for r in read_page(before + chunks).rows
+                    if row_is(item, r.label, r.group) and r.span.doc in chunks]
         lead = list({id(d): d for r in rows if r.header and (d := r.header.span.doc) not in chunks}.values())
         statement = _statement(lead + chunks)  # a title at the foot of the page before counts
         head = "\n".join(c.content or "" for c in lead + chunks)[:400].replace("|", " ").lower()
@@ -237,7 +238,9 @@ def line_item_figure(steps: Steps, q: Question) -> Answer | None:
     cell = row.cells[col]
     fiscal = f" (fiscal {header.years[col]})" if names[col] != str(header.years[col]) else ""
     outflow = item.name in OUTFLOWS
-    line = (f"{row.label} {period_phrase(header, names[col], chosen.statement)}{fiscal}: "
+    label = f"{row.group}, {row.label.lower()}" if row.group and row.label.lower() in ("basic", "diluted") else \
+        row.label  # "Earnings per common share, basic", not "Basic"
+    line = (f"{label} {period_phrase(header, names[col], chosen.statement)}{fiscal}: "
             f"{figure_text(row, cell, outflow=outflow)} {row_n}")
     other = converted(row, cell, asked_unit(r.instructions), r.instructions.decimals, outflow=outflow)
     if other:

@@ -159,6 +159,22 @@ def test_a_page_reads_as_rows_under_their_header_and_unit():
     assert page.rows[0].span.text == "Total assets | $ 27,165 $ | 27,241" and page.rows[0].unit.text == "(In millions)"
 
 
+def test_a_row_under_a_line_that_groups_it_is_read_with_that_line():
+    from pipelines.components.statements import line_item
+
+    doc = Document(id="a", content="(In millions, except per share data)\n2023 2022\n"
+                                   "Income from operations | 900 | 800\nEarnings per common share: |  | \n"
+                                   "Basic | $ 3.27 $ | 3.83\nWeighted average common shares outstanding: |  | \n"
+                                   "Basic | 1,551.6 | 1,578.8")
+    rows = read_page([doc]).rows
+    assert [(r.label, r.group, r.scale) for r in rows] == [
+        ("Income from operations", "", "millions"),  # "operations" holds no "ratio"
+        ("Basic", "Earnings per common share", ""),  # a figure per share is in dollars
+        ("Basic", "Weighted average common shares outstanding", "millions")]
+    eps = line_item("basic EPS")
+    assert [row_is(eps, r.label, r.group) for r in rows] == [False, True, False]
+
+
 def test_a_section_total_printed_without_a_label_is_read_as_the_sections_total():
     head = Document(id="a", content="STATEMENTS OF OPERATIONS\n(In thousands)\nYear Ended December 31, 2020 2019")
     body = Document(id="b", content="Revenues\nCasino | $ 2,871 | $ 6,517\nRooms | 830 | 2,322\n | 3,701 | 8,839\n"
@@ -220,7 +236,12 @@ def test_the_line_item_a_question_asks_for(question, item):
      ("selling, general and administrative", "Selling, general and administrative expenses", True),
      ("revenue", "Selling, general and administrative expenses", False),
      ("cash from investing", "Net cash used in investing activities", True),
-     ("income before taxes", "Pretax income", True)],
+     ("income before taxes", "Pretax income", True),
+     ("cash from operations", "Cash provided (used) by operations", True),
+     ("selling, general and administrative", "Total selling and administrative expense", True),
+     # a sentence of prose that names the line is not its row
+     ("cash from operations", "Cash collateral received or posted related to the Company's credit-related contingent "
+                              "features is presented in the Cash provided by operations component", False)],
 )
 def test_a_row_is_the_item_by_meaning(item, label, is_it):
     from pipelines.components.statements import line_item
