@@ -166,7 +166,7 @@ LINE_ITEMS: tuple[LineItem, ...] = (
     LineItem("short-term investments", r"short[- ]term investments|marketable securities",
              r"short-term investments|marketable securities"),
     LineItem("receivables", r"(?:accounts |trade )?receivables?",  # AccountsReceivableNetCurrent
-             r"^(?:accounts|trade) receivables?|^receivables"),
+             r"^(?:trade )?(?:accounts|notes|trade) receivables?|^receivables"),
     LineItem("inventory", r"inventor(?:y|ies)", r"^(?:merchandise )?inventor(?:y|ies)"),  # InventoryNet
     LineItem("accounts payable", r"accounts payable|trade payables?",  # AccountsPayableCurrent
              r"^(?:accounts|trade) payables?"),
@@ -218,13 +218,20 @@ MAX_LABEL_WORDS = 16  # "Net cash provided by (used in) operating activities of 
 
 
 def row_is(item: LineItem, label: str, group: str = "") -> bool:
-    """Whether a row's label cell is ``item`` ("Purchases of property and equipment" is capital expenditure). A bare
-    "Basic" or "Diluted" is earnings per share only under a line that says so ("Earnings per common share:"), not
-    under "Weighted average common shares outstanding:"."""
+    """Whether a row's label cell is ``item`` ("Purchases of property and equipment" is capital expenditure), read
+    with the line that groups it: under "Earnings per common share––diluted:" (or "…per common share:" then
+    "Diluted") a row is diluted EPS, whatever its label says ("Net income attributable to Pfizer Inc. common
+    shareholders" there is a figure per share, not net income); a bare "Basic" under "Weighted average common shares
+    outstanding:" is a share count."""
     low = _norm(label)
     if len(low.split()) > MAX_LABEL_WORDS:  # a sentence of prose that names the line, not its row
         return False
-    if low in ("basic", "diluted") and group and not re.search(r"per (?:common )?share|\beps\b", _norm(group)):
+    grouped_by = _norm(group)
+    if re.search(r"per (?:common )?share|\beps\b", grouped_by):
+        which = item.name.split()[0] if item.name in ("basic EPS", "diluted EPS") else ""
+        return bool(which) and (which in grouped_by or which in low) and \
+            re.search(r"^(?:basic|diluted)$|net (?:income|earnings)", low) is not None
+    if low in ("basic", "diluted") and grouped_by:
         return False
     return re.search(item.row, low) is not None and not (item.unless and re.search(item.unless, low))
 

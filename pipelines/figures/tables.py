@@ -18,7 +18,9 @@ from haystack import Document
 from pipelines.figures.numbers import is_figure, parse_figure
 from pipelines.figures.periods import years_in
 
-_UNIT = re.compile(r"\(?[^()\n]{0,40}?\bin (thousands|millions|billions)\b[^()\n]{0,60}\)?", re.I)
+# "(In millions, except per share data)", "(Dollars in millions)", "(MILLIONS, EXCEPT PER COMMON SHARE DATA)"
+_UNIT = re.compile(r"\(?[^()\n]{0,40}?\bin (thousands|millions|billions)\b[^()\n]{0,60}\)?|"
+                   r"\((thousands|millions|billions)\b[^()\n]{0,60}\)", re.I)
 _MONTH_DAY = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?", re.I)
 _LETTER = re.compile(r"[A-Za-z]")
 SCALE = {"thousands": Decimal(1_000), "millions": Decimal(1_000_000), "billions": Decimal(1_000_000_000)}
@@ -70,7 +72,7 @@ class Row:
                                           f"{self.label} {self.group}", re.I):
             return ""
         m = _UNIT.search(self.unit.text)
-        return m.group(1).lower() if m else ""
+        return (m.group(1) or m.group(2)).lower() if m else ""
 
 
 @dataclass

@@ -238,8 +238,8 @@ def line_item_figure(steps: Steps, q: Question) -> Answer | None:
     cell = row.cells[col]
     fiscal = f" (fiscal {header.years[col]})" if names[col] != str(header.years[col]) else ""
     outflow = item.name in OUTFLOWS
-    label = f"{row.group}, {row.label.lower()}" if row.group and row.label.lower() in ("basic", "diluted") else \
-        row.label  # "Earnings per common share, basic", not "Basic"
+    per_share = re.search(r"per (?:common )?share", row.group, re.I)  # "Earnings per common share, basic", not
+    label = f"{row.group}, {row.label[:1].lower()}{row.label[1:]}" if per_share else row.label  # "Basic"
     line = (f"{label} {period_phrase(header, names[col], chosen.statement)}{fiscal}: "
             f"{figure_text(row, cell, outflow=outflow)} {row_n}")
     other = converted(row, cell, asked_unit(r.instructions), r.instructions.decimals, outflow=outflow)

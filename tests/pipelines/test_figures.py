@@ -173,6 +173,11 @@ def test_a_row_under_a_line_that_groups_it_is_read_with_that_line():
         ("Basic", "Weighted average common shares outstanding", "millions")]
     eps = line_item("basic EPS")
     assert [row_is(eps, r.label, r.group) for r in rows] == [False, True, False]
+    # under "Earnings per common share––diluted", a net income line is diluted EPS, and no longer net income
+    diluted = "Earnings per common share––diluted"
+    label = "Net income attributable to Pfizer Inc. common shareholders"
+    assert row_is(line_item("diluted EPS"), label, diluted) and not row_is(line_item("net income"), label, diluted)
+    assert row_is(line_item("net income"), label)
 
 
 def test_a_section_total_printed_without_a_label_is_read_as_the_sections_total():
@@ -237,6 +242,7 @@ def test_the_line_item_a_question_asks_for(question, item):
      ("revenue", "Selling, general and administrative expenses", False),
      ("cash from investing", "Net cash used in investing activities", True),
      ("income before taxes", "Pretax income", True),
+     ("receivables", "Trade accounts receivable, less allowance for doubtful accounts", True),
      ("cash from operations", "Cash provided (used) by operations", True),
      ("selling, general and administrative", "Total selling and administrative expense", True),
      # a sentence of prose that names the line is not its row
@@ -336,3 +342,14 @@ def test_a_question_about_what_drove_a_metric_is_not_answered_with_its_arithmeti
     answer = service.answer("Does Acme have positive working capital based on FY2022 data? If working capital is "
                             "not a useful metric for this company, explain why.", [SCOPE])
     assert answer.kind == "computed" and "= 500 million" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("unit", "scale"),
+    [("(In millions, except per share data)", "millions"), ("(Dollars in millions)", "millions"),
+     ("(MILLIONS, EXCEPT PER COMMON SHARE DATA) | 2021 | 2020", "millions"), ("($ in thousands)", "thousands"),
+     ("Amounts are stated in US dollars.", "")],
+)
+def test_the_units_statements_print(unit, scale):
+    doc = Document(id="u", content=f"{unit}\n2021 2020\nRevenues | 81,288 | 41,651")
+    assert read_page([doc]).rows[0].scale == scale
