@@ -208,7 +208,8 @@ def _scope_of(file_name: str) -> str:
 
 
 def _prune(root: Path, keep: int) -> None:
-    """Delete all but the ``keep`` most recently built eval indexes (each code change makes a new one)."""
+    """Delete all but the ``keep`` most recently used eval indexes (each code change makes a new one; a reuse
+    touches its READY.json, so an index asked a minute ago is not deleted for being built long ago)."""
     built = sorted((p for p in root.iterdir() if (p / "READY.json").exists()),
                    key=lambda p: (p / "READY.json").stat().st_mtime, reverse=True)
     for old in built[keep:]:
@@ -262,6 +263,7 @@ def build_index(
     if ready.exists():
         info = json.loads(ready.read_text(encoding="utf-8"))
         if info.get("key") == key:
+            ready.touch()  # last used now: pruning keeps the indexes in use, not the ones built last
             service = service_factory(eval_settings)
             return EvalIndex(eval_settings, path, key, info["checksum"], scopes, True, info.get("ingest", []),
                              info.get("seconds", 0.0)), service

@@ -454,6 +454,27 @@ def test_old_eval_indexes_are_pruned(setup: Any, tmp_path: Path) -> None:
     assert len(list((settings.data_dir / "eval" / "index").iterdir())) == KEEP_INDEXES
 
 
+def test_the_index_in_use_is_kept_however_long_ago_it_was_built(setup: Any, tmp_path: Path) -> None:
+    """A development set indexed first and asked again and again is not pruned by newer indexes of other sets."""
+    from eval.index import KEEP_INDEXES
+
+    settings, opts, calls = setup
+    root = settings.data_dir / "eval" / "index"
+
+    def run(i: int) -> None:
+        (opts.docs_dir / "one.pdf").write_bytes(f"%PDF-1 version {i}".encode())
+        opts.out_dir = tmp_path / f"run{i}-{len(list(tmp_path.iterdir()))}"
+        run_eval(settings, opts, service_factory=lambda s: FakeService(s, calls), log=_quiet)
+
+    run(0)
+    first = next(root.iterdir())
+    (first / "kept").touch()  # gone if the folder is ever deleted and built again
+    for i in range(1, KEEP_INDEXES + 2):
+        run(0)  # the first set, asked again between the others
+        run(i)
+    assert (first / "kept").exists() and len(list(root.iterdir())) == KEEP_INDEXES
+
+
 class TestIndexCode:
     """The index key follows the indexing code only, so tuning answers never forces a re-index."""
 
