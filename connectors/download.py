@@ -149,13 +149,18 @@ def check_size(size: int, max_bytes: int) -> None:
         raise TooLargeError(_too_big(max_bytes))
 
 
-def may_receive_credentials(url: str, credential_hosts: Collection[str], trusted_hosts: Collection[str]) -> bool:
-    """The one rule of where a credential may go: a host of ``credential_hosts``, over HTTPS (plain HTTP only to
-    a host of ``trusted_hosts``, endpoints the admin configured, such as a local test server)."""
+def may_receive_credentials(url: str, credential_hosts: Collection[str], trusted_hosts: Collection[str],
+                            credential_domains: Collection[str] = ()) -> bool:
+    """The one rule of where a credential may go: a host of ``credential_hosts``, or of a domain of
+    ``credential_domains`` ("smba.trafficmanager.net" and its subdomains: the Bot Connector's regional hosts), over
+    HTTPS; plain HTTP only to a host of ``trusted_hosts``, endpoints the admin configured, such as a local test
+    server. Slack's file downloads and the Teams bot's Bot Connector token both go through it."""
     host = host_of(url)
-    if host not in credential_hosts:
-        return False
-    return urlsplit(url).scheme == "https" or host in trusted_hosts
+    scheme = urlsplit(url).scheme
+    if host in credential_hosts:
+        return scheme == "https" or (scheme == "http" and host in trusted_hosts)
+    in_domain = bool(host) and any(host == d or host.endswith("." + d) for d in credential_domains)
+    return in_domain and scheme == "https"
 
 
 def _guarded_session(trusted_hosts: Collection[str], watchdog: _Watchdog) -> requests.Session:

@@ -29,7 +29,7 @@ import jwt
 from microsoft_agents.activity import Activity
 from microsoft_agents.hosting.core import ClaimsIdentity
 
-from connectors.download import DownloadError, fetch, host_of
+from connectors.download import DownloadError, fetch, host_of, may_receive_credentials
 from connectors.settings import Settings
 
 CONNECTOR_SCOPE = "https://api.botframework.com/.default"
@@ -177,11 +177,7 @@ class TeamsAuth:
     def may_receive_token(self, service_url: str) -> bool:
         """The bot's token may go to ``service_url``: a Bot Connector host or a configured Teams endpoint, over
         HTTPS (plain HTTP only where that endpoint was configured so: a local fake)."""
-        host = host_of(service_url)
-        scheme = urlsplit(service_url).scheme
-        if host in self.token_hosts:
-            return scheme == "https" or (scheme == "http" and host in self.plain_hosts)
-        return bool(host) and scheme == "https" and any(host == h or host.endswith("." + h) for h in CONNECTOR_HOSTS)
+        return may_receive_credentials(service_url, self.token_hosts, self.plain_hosts, CONNECTOR_HOSTS)
 
     async def connector_token(self, service_url: str) -> str:
         """The token for a Bot Connector call to ``service_url`` ("" when anonymous); PermissionError when the

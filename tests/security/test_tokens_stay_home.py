@@ -167,3 +167,20 @@ def test_files_stored_outside_slack_are_never_fetched_with_the_token(
     assert bot.wait_idle(30)
     assert posted.params["text"].startswith("I can only read files uploaded to Slack")
     assert away_seen.seen == []  # not even a request without the token
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [("https://files.slack.com/f", True), ("http://files.slack.com/f", False),  # a token never goes in clear
+     ("http://127.0.0.1:8080/f", True),  # a configured local endpoint
+     ("https://smba.trafficmanager.net/emea/", True), ("https://eu.smba.trafficmanager.net/x", True),
+     ("http://smba.trafficmanager.net/x", False), ("https://smba.trafficmanager.net.evil.example/x", False),
+     ("https://evilsmba.trafficmanager.net/x", False), ("https://attacker.example/f", False)],
+)
+def test_one_rule_says_where_a_credential_may_go(url: str, allowed: bool) -> None:
+    """Slack's file token and the Teams bot's Bot Connector token follow the same rule: exact hosts, a domain's
+    subdomains, HTTPS except to a configured local endpoint."""
+    from connectors.download import may_receive_credentials
+
+    hosts = {"files.slack.com", "127.0.0.1"}
+    assert may_receive_credentials(url, hosts, {"127.0.0.1"}, ["smba.trafficmanager.net"]) is allowed
