@@ -162,6 +162,16 @@ def _header_years(text: str) -> tuple[int, ...]:
     return tuple(years) if not others else ()
 
 
+def amounts(cells: list[str], columns: int) -> list[str]:
+    """A row's figures under a header of ``columns`` periods: an earnings release prints each period's amount with
+    its share of net sales beside it ("$ 3,226,773 | 100.0% $ 2,729,388 | 100.0%" under "2023 2022"), so when
+    dropping the percentages leaves one figure a period, those are the row's cells."""
+    if len(cells) <= columns:
+        return cells
+    kept = [c for c in cells if not c.endswith("%")]
+    return kept if len(kept) == columns else cells
+
+
 def unlabelled_figures(text: str) -> list[str]:
     """The figures of a line that prints only figures (" | 5,162,082 | 12,899,672 | 11,763,096"), else []."""
     tokens = [t for t in text.replace("|", " ").split() if t not in ("$", "%")]
@@ -214,6 +224,7 @@ def read_page(chunks: list[Document]) -> Page:
                 continue
             rows = split_rows(text, len(header.years) if header else 1)
             for a, b, label, cells in rows:
+                cells = amounts(cells, len(header.years)) if header else cells
                 row = Row(Span(doc, start + a, start + b), label, tuple(cells), header, unit, group)
                 page.rows.append(row)
                 section.append(row)

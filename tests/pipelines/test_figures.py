@@ -353,3 +353,12 @@ def test_a_question_about_what_drove_a_metric_is_not_answered_with_its_arithmeti
 def test_the_units_statements_print(unit, scale):
     doc = Document(id="u", content=f"{unit}\n2021 2020\nRevenues | 81,288 | 41,651")
     assert read_page([doc]).rows[0].scale == scale
+
+
+def test_a_release_that_prints_each_periods_share_of_sales_beside_it_reads_the_amounts():
+    doc = Document(id="r", content="(In thousands, except per share data)\n| 2023 |  | 2022 |\n"
+                                   "Net sales | $ 3,226,773 | 100.0% $ 2,729,388 |  | 100.0%\n"
+                                   "Gross margin % | 37.6% | 37.6%")
+    rows = read_page([doc]).rows
+    assert rows[0].cells == ("3,226,773", "2,729,388")  # not 100.0% for 2022
+    assert rows[1].cells == ("37.6%", "37.6%")  # a row of percentages keeps them
