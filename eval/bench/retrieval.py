@@ -65,6 +65,11 @@ def register(sub: Any) -> None:
         "--store", type=Path, default=None,
         help="keep the built store at this path and reuse it when it was built with the same corpus arguments",
     )
+    p.add_argument(
+        "--vectors", default="float32",
+        help="comma-separated formats of the dense matrices to measure, each in a child of its own: float32 (exact, "
+        "the store's), int8 (rescored; dense top 20 compared with float32's) (default float32)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -209,9 +214,11 @@ def _hybrid_pipeline(bm25: Any, dense: Any) -> Any:
     return pipe
 
 
-def _time_queries(pipe: Any, queries: list[tuple[str, list[float]]], make_inputs: Any) -> dict[str, float]:
+def _time_queries(
+    pipe: Any, queries: list[tuple[str, list[float]]], make_inputs: Any, keep: list[list[str]] | None = None
+) -> dict[str, float]:
     """Wall-clock latency, and the CPU time of the querying thread (what the query costs when the machine's
-    other tenants are busy and wall time mostly measures waiting for a core)."""
+    other tenants are busy and wall time mostly measures waiting for a core); each query's hit ids into ``keep``."""
     times, cpu = [], []
     for text, vec in queries:
         t0, c0 = time.perf_counter(), time.thread_time()
@@ -220,6 +227,8 @@ def _time_queries(pipe: Any, queries: list[tuple[str, list[float]]], make_inputs
         times.append((time.perf_counter() - t0) * 1000)
         if not out["joiner"]["documents"]:
             raise RuntimeError("a benchmark query returned nothing; the corpus or the store is broken")
+        if keep is not None:
+            keep.append([d.id for d in out["joiner"]["documents"]])
     return percentiles(times, cpu, digits=2)
 
 
@@ -283,11 +292,17 @@ def build_sqlite(corpus: Corpus, path: Path) -> dict[str, Any]:
 
 
 def measure_store(path: Path, dim: int, scopes: list[str], queries: list[tuple[str, list[float]]],
-                  first_scope_only: bool) -> dict[str, Any]:
+                  first_scope_only: bool, vector_format: str = "float32") -> dict[str, Any]:
     """In a fresh process (:func:`_in_child`): reopen the store, answer a first hybrid query (every scope, or only
-    the 5% scope), then, unless ``first_scope_only``, time each kind unscoped and scoped; resident memory after."""
+    the 5% scope), then, unless ``first_scope_only``, time each kind unscoped and scoped; resident memory after.
+    ``dense_ids``: the dense hits of each query, to compare vector formats by."""
     from connectors.log import configure_logging
-    from connectors.sqlite_store import SQLiteBM25Retriever, SQLiteDocumentStore, SQLiteEmbeddingRetriever
+    from connectors.sqlite_store import (
+        SQLiteBM25Retriever,
+        SQLiteDocumentStore,
+        SQLiteEmbeddingRetriever,
+        set_vector_format,
+    )
 
     configure_logging("warning")  # a spawned child starts with structlog's defaults, which print debug lines
     _Hybrid(None, None)  # imports the joiner before the baseline
@@ -295,15 +310,18 @@ def measure_store(path: Path, dim: int, scopes: list[str], queries: list[tuple[s
     first_scopes = [scopes[0]] if first_scope_only else scopes
     t0 = time.perf_counter()
     store = SQLiteDocumentStore(path, embedding_dim=dim)
+    set_vector_format(store, vector_format)
     bm25, dense = SQLiteBM25Retriever(store, top_k=20), SQLiteEmbeddingRetriever(store, top_k=20)
     hybrid = _Hybrid(bm25, dense)
     hybrid.run(_sqlite_inputs(first_scopes)(*queries[0]))
-    out: dict[str, Any] = {"reopen_first_answer_s": round(time.perf_counter() - t0, 3)}
+    out: dict[str, Any] = {"vector_format": vector_format,
+                           "reopen_first_answer_s": round(time.perf_counter() - t0, 3), "dense_ids": {}}
     if not first_scope_only:
         pipes = {"bm25": _One(bm25, "bm25"), "dense": _One(dense, "dense"), "hybrid": hybrid}
         for setting, sc in (("unscoped", scopes), ("scoped", [scopes[0]])):
             for kind in KINDS:
-                out[f"{kind}_{setting}"] = _time_queries(pipes[kind], queries, _sqlite_inputs(sc))
+                keep = out["dense_ids"].setdefault(setting, []) if kind == "dense" else None
+                out[f"{kind}_{setting}"] = _time_queries(pipes[kind], queries, _sqlite_inputs(sc), keep)
         # the same queries through a Haystack Pipeline, to show what Pipeline.run adds
         out["pipeline_unscoped"] = _time_queries(
             _hybrid_pipeline(bm25, dense), queries[:50], _sqlite_inputs(scopes)
@@ -322,7 +340,9 @@ def _in_child(fn: Any, *args: Any) -> Any:
         return pool.apply(fn, args)
 
 
-def bench_sqlite(corpus: Corpus, queries: list[tuple[str, list[float]]], path: Path) -> dict[str, Any]:
+def bench_sqlite(
+    corpus: Corpus, queries: list[tuple[str, list[float]]], path: Path, formats: tuple[str, ...] = ("float32",)
+) -> dict[str, Any]:
     meta_file = path.with_name(path.name + ".bench.json")
     key = {"chunks": corpus.n, "scopes": corpus.n_scopes, "dim": corpus.dim, "seed": corpus.seed,
            "chunks_per_doc": CHUNKS_PER_DOC, "batch_docs": BATCH_DOCS}
@@ -335,10 +355,22 @@ def bench_sqlite(corpus: Corpus, queries: list[tuple[str, list[float]]], path: P
         build = build_sqlite(corpus, path)
         meta_file.write_text(json.dumps({"key": key, "build": build}))
     result: dict[str, Any] = {**build, "reused_store": reused, "disk_mb": round(_disk_size(path) / 1e6, 1)}
-    result["warm"] = _in_child(measure_store, path, corpus.dim, corpus.scopes, queries, False)
-    result["scoped_only"] = _in_child(measure_store, path, corpus.dim, corpus.scopes, queries, True)
+    result["warm"] = _in_child(measure_store, path, corpus.dim, corpus.scopes, queries, False, formats[0])
+    result["scoped_only"] = _in_child(measure_store, path, corpus.dim, corpus.scopes, queries, True, formats[0])
+    exact = result["warm"].pop("dense_ids")
+    result["scoped_only"].pop("dense_ids")
+    for fmt in formats[1:]:
+        other = result[f"warm_{fmt}"] = _in_child(measure_store, path, corpus.dim, corpus.scopes, queries, False, fmt)
+        ids = other.pop("dense_ids")
+        other["dense_top20_overlap"] = {setting: _overlap(exact[setting], ids[setting]) for setting in SETTINGS}
     result["scoped_chunks"] = corpus.chunks_in(corpus.scopes[0])
     return result
+
+
+def _overlap(exact: list[list[str]], other: list[list[str]]) -> float:
+    """The share of each query's exact hits the other format also returned, averaged over the queries."""
+    shares = [len(set(a) & set(b)) / max(1, len(a)) for a, b in zip(exact, other, strict=True)]
+    return round(sum(shares) / max(1, len(shares)), 4)
 
 
 def bench_memory(corpus: Corpus, queries: list[tuple[str, list[float]]]) -> dict[str, Any]:
@@ -362,8 +394,14 @@ def bench_memory(corpus: Corpus, queries: list[tuple[str, list[float]]]) -> dict
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from connectors.sqlite_store import VECTOR_FORMATS
+
+    formats = tuple(dict.fromkeys(f.strip() for f in args.vectors.split(",") if f.strip()))
     if args.chunks < 100 or args.queries < 1 or args.scopes < 1:
         print("citebot bench retrieval: --chunks must be >= 100, --queries and --scopes >= 1")
+        return 2
+    if not formats or any(f not in VECTOR_FORMATS for f in formats):
+        print(f"citebot bench retrieval: --vectors takes {', '.join(VECTOR_FORMATS)}")
         return 2
     t0 = time.perf_counter()
     corpus = Corpus(args.chunks, args.scopes, settings.embedding_dim, args.seed)
@@ -379,10 +417,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     }
     if args.store is not None:
         args.store.parent.mkdir(parents=True, exist_ok=True)
-        result["sqlite"] = bench_sqlite(corpus, queries, args.store)
+        result["sqlite"] = bench_sqlite(corpus, queries, args.store, formats)
     else:
         with tempfile.TemporaryDirectory(prefix="citebot-bench-") as tmp:
-            result["sqlite"] = bench_sqlite(corpus, queries, Path(tmp) / "bench.sqlite3")
+            result["sqlite"] = bench_sqlite(corpus, queries, Path(tmp) / "bench.sqlite3", formats)
     result["builder_memory"] = _memory_mb()  # before the in-memory store, which holds every chunk
     if not args.skip_memory and args.chunks <= MEMORY_STORE_MAX:
         mq = queries[: max(1, min(args.memory_queries, len(queries)))]
@@ -421,14 +459,18 @@ def _print(r: dict[str, Any]) -> None:
     print(f"Retrieval benchmark: {r['chunks']} chunks in {r['scopes']} scopes, dim {r['dim']}, top 20 per retriever")
     print(f"  the 5% scope holds {s['scoped_chunks']} chunks; load average before/after: "
           f"{r['load_average_before']} / {r['load_average_after']} on {r['cpus']} CPUs")
-    print(f"  {'store':<9} {'kind':<7} {'setting':<9} {'queries':>7} {'p50 ms':>9} {'p95 ms':>9} {'cpu p50':>9}"
+    print(f"  {'store':<14} {'kind':<7} {'setting':<9} {'queries':>7} {'p50 ms':>9} {'p95 ms':>9} {'cpu p50':>9}"
           f" {'cpu p95':>9}")
-    rows = [("SQLite", kind, setting, w[f"{kind}_{setting}"]) for setting in SETTINGS for kind in KINDS]
+    rows = [(f"SQLite {w['vector_format']}", kind, setting, w[f"{kind}_{setting}"])
+            for setting in SETTINGS for kind in KINDS]
+    others = [v for k, v in s.items() if k.startswith("warm_")]
+    rows += [(f"SQLite {o['vector_format']}", kind, setting, o[f"{kind}_{setting}"])
+             for o in others for setting in SETTINGS for kind in KINDS]
     if "memory" in r:
         rows += [("InMemory", "hybrid", setting, r["memory"][f"hybrid_{setting}"]) for setting in SETTINGS]
     for store, kind, setting, p in rows:
         print(
-            f"  {store:<9} {kind:<7} {setting:<9} {p['n']:>7} {p['p50_ms']:>9.2f} {p['p95_ms']:>9.2f}"
+            f"  {store:<14} {kind:<7} {setting:<9} {p['n']:>7} {p['p50_ms']:>9.2f} {p['p95_ms']:>9.2f}"
             f" {p['cpu_p50_ms']:>9.2f} {p['cpu_p95_ms']:>9.2f}"
         )
     if "speedup_p50" in r:
@@ -452,6 +494,12 @@ def _print(r: dict[str, Any]) -> None:
         f" ({sm.get('rss_mb', sm['peak_mb']):.0f} MB in all, peak {sm['peak_mb']:.0f}); answering the 5% scope"
         f" only: {om['store_mb']:.0f} MB ({om.get('rss_mb', om['peak_mb']):.0f} MB)"
     )
+    for o in others:
+        om2, ov = o["memory"], o["dense_top20_overlap"]
+        print(f"  {o['vector_format']} matrices: {om2['store_mb']:.0f} MB over the imports"
+              f" ({om2.get('rss_mb', om2['peak_mb']):.0f} MB in all); reopen to first answer"
+              f" {o['reopen_first_answer_s']:.2f} s; dense top 20 shared with float32:"
+              f" unscoped {ov['unscoped']:.1%}, scoped {ov['scoped']:.1%}")
     print(f"  peak memory of the process that built the store (streamed): {r['builder_memory']['peak_mb']:.0f} MB")
     pl = w["pipeline_unscoped"]
     print(

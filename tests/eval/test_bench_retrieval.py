@@ -39,7 +39,7 @@ def test_queries_point_near_chunks_of_the_corpus():
         assert float((vecs @ np.asarray(q, dtype=np.float32)).max()) > 0.95  # the chunk it was made from
 
 
-def test_the_report_has_every_kind_scoped_and_not_and_a_kept_store_is_reused(tmp_path, capsys):
+def test_the_report_has_every_kind_scoped_and_not_per_vector_format_and_a_kept_store_is_reused(tmp_path, capsys):
     from connectors.log import configure_logging
     from eval.bench import retrieval
 
@@ -48,7 +48,7 @@ def test_the_report_has_every_kind_scoped_and_not_and_a_kept_store_is_reused(tmp
     retrieval.register(parser.add_subparsers())
     store = tmp_path / "bench.sqlite3"
     argv = ["retrieval", "--chunks", "600", "--queries", "5", "--scopes", "4", "--skip-memory", "--json",
-            "--store", str(store)]
+            "--store", str(store), "--vectors", "float32,int8"]
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     assert retrieval.run(parser.parse_args(argv), settings) == 0
     first = json.loads(capsys.readouterr().out)
@@ -58,6 +58,9 @@ def test_the_report_has_every_kind_scoped_and_not_and_a_kept_store_is_reused(tmp
         for setting in ("unscoped", "scoped"):
             assert sqlite["warm"][f"{kind}_{setting}"]["n"] == 5
     assert sqlite["warm"]["memory"]["store_mb"] >= 0 and sqlite["scoped_only"]["reopen_first_answer_s"] > 0
+    int8 = sqlite["warm_int8"]
+    assert int8["vector_format"] == "int8" and int8["hybrid_unscoped"]["n"] == 5
+    assert int8["dense_top20_overlap"] == {"unscoped": 1.0, "scoped": 1.0}  # rescored: the exact top 20
     assert sqlite["scoped_chunks"] == 100  # every 20th document is in the first scope: of six, the first
 
     assert retrieval.run(parser.parse_args(argv), settings) == 0
