@@ -40,6 +40,7 @@ from eval.bench.common import FUNCTION_WORDS, QUESTION_STARTS, chunk, percentile
 TARGETS = {"p95_unfiltered_ms": 30.0, "speedup": 40.0, "writes_per_s": 5000.0, "reopen_s": 2.0}
 CHUNKS_PER_DOC = 100
 BATCH_DOCS = 50  # documents made and written at a time: 5,000 chunks, ~10 MB of text and vectors
+CORPUS_VERSION = 2  # bumped when the same arguments make another corpus: a kept store (--store) is built again
 MEMORY_STORE_MAX = 100_000  # above this the in-memory store would take minutes a query and GBs: it is left out
 KINDS = ("bm25", "dense", "hybrid")
 SETTINGS = ("unscoped", "scoped")
@@ -116,20 +117,31 @@ class Corpus:
     def content_words(self) -> list[str]:
         return [str(w) for w in self.vocab[len(FUNCTION_WORDS) : len(FUNCTION_WORDS) + 5000]]
 
-    def batches(self) -> Iterator[tuple[int, list[tuple[str, str, list[str], Any]]]]:
-        """(first chunk number, [(scope, doc_id, texts, vectors as a float32 matrix)]) per :data:`BATCH_DOCS`
-        documents; each batch from its own seed, so nothing of an earlier batch is kept."""
+    def batch_vectors(self, b: int, m: int) -> Any:
+        """Batch ``b``'s ``m`` unit vectors, from a seed of their own (the queries need them, not the texts)."""
         import numpy as np
 
+        vecs = np.random.default_rng([self.seed, b, 1]).standard_normal((m, self.dim), dtype=np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs
+
+    def batch_sizes(self) -> Iterator[tuple[int, range, list[int]]]:
+        """(batch number, its documents, their chunk counts) per :data:`BATCH_DOCS` documents."""
         for b, first_doc in enumerate(range(0, self.n_docs, BATCH_DOCS)):
-            rng = np.random.default_rng([self.seed, b])
             docs = range(first_doc, min(first_doc + BATCH_DOCS, self.n_docs))
-            sizes = [self.doc_chunks(d) for d in docs]
+            yield b, docs, [self.doc_chunks(d) for d in docs]
+
+    def batches(self) -> Iterator[tuple[int, list[tuple[str, str, list[str], Any]]]]:
+        """(first chunk number, [(scope, doc_id, texts, vectors as a float32 matrix)]) per :data:`BATCH_DOCS`
+        documents; each batch from its own seeds, so nothing of an earlier batch is kept."""
+        import numpy as np
+
+        for b, docs, sizes in self.batch_sizes():
+            rng = np.random.default_rng([self.seed, b])
             m = sum(sizes)
             lengths = rng.integers(90, 171, size=m)
             words = self.vocab[np.searchsorted(self.cdf, rng.random(int(lengths.sum())))]
-            vecs = rng.standard_normal((m, self.dim), dtype=np.float32)
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            vecs = self.batch_vectors(b, m)
             ends = np.cumsum(lengths)
             texts = [" ".join(words[e - k : e]) for e, k in zip(ends, lengths, strict=True)]
             out, pos = [], 0
@@ -138,15 +150,15 @@ class Corpus:
                 out.append((scope, f"{scope.replace(':', '-')}-d{d:06d}", texts[pos : pos + size],
                             vecs[pos : pos + size]))
                 pos += size
-            yield first_doc * CHUNKS_PER_DOC, out
+            yield docs.start * CHUNKS_PER_DOC, out
 
     def documents(self, scope: str, doc_id: str, texts: list[str], vecs: Any) -> list[Any]:
         return [chunk(doc_id, ci, scope, t, v.tolist()) for ci, (t, v) in enumerate(zip(texts, vecs, strict=True))]
 
 
 def pick_queries(corpus: Corpus, q: int) -> list[tuple[str, list[float]]]:
-    """Questions: a question start, 3-6 content words, and a vector near one chunk's vector (the corpus is streamed
-    once more to find those vectors; a batch at a time)."""
+    """Questions: a question start, 3-6 content words, and a vector near one chunk's vector (made again from the
+    seeds of the batches that hold those chunks; no text is made)."""
     import numpy as np
 
     rng = np.random.default_rng(corpus.seed + 1)
@@ -158,12 +170,11 @@ def pick_queries(corpus: Corpus, q: int) -> list[tuple[str, list[float]]]:
     targets = rng.integers(corpus.n, size=q)
     noise = rng.standard_normal((q, corpus.dim), dtype=np.float32) * 0.05
     base = np.zeros((q, corpus.dim), dtype=np.float32)
-    for first, docs in corpus.batches():
-        m = sum(len(t) for _, _, t, _ in docs)
+    for b, docs, sizes in corpus.batch_sizes():
+        first, m = docs.start * CHUNKS_PER_DOC, sum(sizes)
         inside = (targets >= first) & (targets < first + m)
         if inside.any():
-            vecs = np.concatenate([v for _, _, _, v in docs])
-            base[inside] = vecs[targets[inside] - first]
+            base[inside] = corpus.batch_vectors(b, m)[targets[inside] - first]
     vecs = base + noise
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     return [(t, v.tolist()) for t, v in zip(texts, vecs, strict=True)]
@@ -275,7 +286,13 @@ def build_sqlite(corpus: Corpus, path: Path) -> dict[str, Any]:
     store = SQLiteDocumentStore(path, embedding_dim=corpus.dim)
     write_s = write_cpu_s = 0.0
     t_all = time.perf_counter()
-    for _first, docs in corpus.batches():
+    batch = CHUNKS_PER_DOC * BATCH_DOCS
+    every = max(batch, corpus.n // 20 // batch * batch)  # about every 5%
+    for first, docs in corpus.batches():
+        if first and first % every == 0:  # a long build says how far it is, on stderr (stdout is the report)
+            print(f"bench retrieval: {first} of {corpus.n} chunks written, {first / write_s:.0f} chunks/s,"
+                  f" {_disk_size(path) / 1e6:.0f} MB, {_memory_mb()['peak_mb']:.0f} MB peak", file=sys.stderr,
+                  flush=True)
         for scope, doc_id, texts, vecs in docs:
             chunks = corpus.documents(scope, doc_id, texts, vecs)
             t0, c0 = time.perf_counter(), time.process_time()
@@ -345,7 +362,7 @@ def bench_sqlite(
 ) -> dict[str, Any]:
     meta_file = path.with_name(path.name + ".bench.json")
     key = {"chunks": corpus.n, "scopes": corpus.n_scopes, "dim": corpus.dim, "seed": corpus.seed,
-           "chunks_per_doc": CHUNKS_PER_DOC, "batch_docs": BATCH_DOCS}
+           "chunks_per_doc": CHUNKS_PER_DOC, "batch_docs": BATCH_DOCS, "corpus": CORPUS_VERSION}
     reused = meta_file.exists() and path.exists() and json.loads(meta_file.read_text()).get("key") == key
     if reused:
         build = json.loads(meta_file.read_text())["build"]
