@@ -517,7 +517,8 @@ def _print(r: dict[str, Any]) -> None:
               f" ({om2.get('rss_mb', om2['peak_mb']):.0f} MB in all); reopen to first answer"
               f" {o['reopen_first_answer_s']:.2f} s; dense top 20 shared with float32:"
               f" unscoped {ov['unscoped']:.1%}, scoped {ov['scoped']:.1%}")
-    print(f"  peak memory of the process that built the store (streamed): {r['builder_memory']['peak_mb']:.0f} MB")
+    if not s["reused_store"]:
+        print(f"  peak memory of the process that built the store (streamed): {r['builder_memory']['peak_mb']:.0f} MB")
     pl = w["pipeline_unscoped"]
     print(
         f"  the same hybrid query through a Haystack Pipeline (unscoped, {pl['n']} queries):"
