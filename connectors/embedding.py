@@ -3,7 +3,7 @@
 Backends (``CITEBOT_EMBEDDING_BACKEND``):
 
 * ``onnx`` (default): the model exported once to ONNX from the local weights (at set-up with
-  ``citebot models prepare``, or on first start) into ``DATA_DIR/models/<model fingerprint>/``, run by
+  ``citebot models prepare``, or on first start) into ``MODELS_DIR/<model fingerprint>/``, run by
   ONNX Runtime with the model's own fast tokenizer; mean pooling and normalisation in numpy. The export is
   checked against torch on probe texts before it is kept (cosine >= 0.9999), so its vectors are the torch
   vectors and share the torch fingerprint: a store indexed with one is searched with the other.

@@ -1,13 +1,21 @@
-"""The ONNX export of the embedding model: made once (at set-up with ``citebot models prepare``, or on first start)
-under ``DATA_DIR/models/<model fingerprint>/``, one process at a time (a file lock), and kept only when it reproduces
-the torch vectors on probe texts (cosine >= :data:`EXPORT_MIN_COSINE`). Needs torch and transformers; the int8
-variant is quantised from a verified fp32 export.
+"""The ONNX export of the embedding model: made once per machine (at set-up with ``citebot models prepare``, or on
+first start) into a shared cache, ``MODELS_DIR/<model fingerprint>/`` (``CITEBOT_MODELS_DIR``, by default the user's
+cache directory: :attr:`connectors.settings.Settings.resolved_models_dir`), so a new data dir finds it made. Kept
+only when it reproduces the torch vectors on probe texts (cosine >= :data:`EXPORT_MIN_COSINE`). Needs torch and
+transformers; the int8 variant is quantised from a verified fp32 export, made in a private folder and dropped
+unless the fp32 one is there already (``onnx`` configured, or an earlier version's cache).
+
+Safe under concurrent starts: one process exports at a time (a file lock), into a private temporary folder, and
+the file is renamed into place, so a reader never sees half a file; a process that finds the file takes no lock
+(a read-only image's cache).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,20 +78,17 @@ def export_onnx(path: Path, target: Path, *, int8: bool = False, dim: int = 384)
     target.parent.mkdir(parents=True, exist_ok=True)
     if int8:
         fp32 = target.with_name("model.onnx")
-        stats = {} if fp32.exists() else export_onnx(path, fp32, dim=dim)
-        import logging
-
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
-        root = logging.getLogger()
-        level = root.level
-        root.setLevel(logging.ERROR)  # the quantiser's advice to pre-process (for image models) is noise here
+        # the fp32 export it is quantised from: one already beside it, else made in a private folder and dropped
+        scratch = None if fp32.exists() else Path(tempfile.mkdtemp(prefix=".fp32-", dir=target.parent))
         try:
-            quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+            stats: dict[str, float] = {}
+            if scratch is not None:
+                fp32 = scratch / "model.onnx"
+                stats = export_onnx(path, fp32, dim=dim)
+            _quantise(fp32, target)
         finally:
-            root.setLevel(level)
-        tmp.replace(target)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
         return {**stats, "export_s": round(time.perf_counter() - t0, 2)}
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -134,6 +139,24 @@ def export_onnx(path: Path, target: Path, *, int8: bool = False, dim: int = 384)
     finally:
         tmp.unlink(missing_ok=True)
     return {"min_cosine": round(min_cos, 6), "export_s": round(time.perf_counter() - t0, 2)}
+
+
+def _quantise(fp32: Path, target: Path) -> None:
+    """Dynamically quantised int8 weights (per channel) of ``fp32``, written atomically to ``target``."""
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # the quantiser's advice to pre-process (for image models) is noise here
+    try:
+        quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+        tmp.replace(target)
+    finally:
+        root.setLevel(level)
+        tmp.unlink(missing_ok=True)
 
 
 def _torch_reference(model: Any, path: Path, max_len: int) -> np.ndarray:

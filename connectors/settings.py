@@ -7,7 +7,9 @@ Build it once at start-up with :func:`load_settings` and pass it down; nothing e
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +27,24 @@ OCR_LANGUAGE = re.compile(r"[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*")  # what OcrOptions
 def _alias(name: str, *more: str) -> AliasChoices:
     """Accept the vendor's own variable name, the ``CITEBOT_`` one, and any other names the vendor uses."""
     return AliasChoices(name, f"CITEBOT_{name}", *more)
+
+
+def user_cache_dir() -> Path | None:
+    """The user's cache directory by the platform's convention (XDG on Linux), or None without a home directory.
+    Read when asked, not at import."""
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME and no passwd entry (some containers)
+        home = None
+    if sys.platform == "darwin" and home is not None:
+        return home / "Library" / "Caches"
+    if sys.platform == "win32":
+        local = os.environ.get("LOCALAPPDATA")
+        return Path(local) if local else None
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and Path(xdg).is_absolute():  # the spec: a relative path is invalid and ignored
+        return Path(xdg)
+    return home / ".cache" if home is not None else None
 
 
 class Settings(BaseSettings):
@@ -59,7 +79,8 @@ class Settings(BaseSettings):
         None, description="A sentence-transformers model folder; default: the packaged all-MiniLM-L6-v2."
     )
     models_dir: Path | None = Field(
-        None, description="Where the model's ONNX exports are kept (one folder per model); default DATA_DIR/models."
+        None, description="Where the model's ONNX exports are kept, one folder per model fingerprint, shared by every "
+        "data dir on the machine; default: the user's cache directory (XDG_CACHE_HOME or ~/.cache)/citebot/models."
     )
     embedding_dim: int = Field(384, ge=8, le=4096)
     embedding_batch_size: int = Field(32, ge=1, le=1024)
@@ -68,7 +89,7 @@ class Settings(BaseSettings):
     )
     embedding_backend: Literal["onnx", "onnx-int8", "torch"] = Field(
         DEFAULT_EMBEDDING_BACKEND,
-        description="onnx: the model exported once into DATA_DIR/models and run by ONNX Runtime (same vectors as "
+        description="onnx: the model exported once into MODELS_DIR and run by ONNX Runtime (same vectors as "
         "torch); onnx-int8: quantised, faster, its own vectors (re-index to switch); torch: sentence-transformers. "
         "Unset: a store holding vectors keeps the backend that made them, a new store gets the default.",
     )
@@ -286,8 +307,13 @@ class Settings(BaseSettings):
 
     @property
     def resolved_models_dir(self) -> Path:
-        """Where ONNX exports of the embedding model are kept, one folder per model fingerprint."""
-        return self.models_dir if self.models_dir is not None else self.data_dir / "models"
+        """Where ONNX exports of the embedding model are kept, one folder per model fingerprint (the version key:
+        it changes with the weights, tokenizer, configs and dimension). Shared by every data dir on the machine, so
+        the model is prepared once per machine; DATA_DIR/models only where there is no user cache directory."""
+        if self.models_dir is not None:
+            return self.models_dir
+        cache = user_cache_dir()
+        return cache / "citebot" / "models" if cache is not None else self.data_dir / "models"
 
     def embedding_args(self, *, batched: bool = False) -> dict[str, object]:
         """The keyword arguments every embedding component takes (the query side's are ``batched``)."""

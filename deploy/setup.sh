@@ -65,5 +65,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# the ONNX export of the embedding model, into CITEBOT_DATA_DIR/models (or CITEBOT_MODELS_DIR); a no-op once made
+# the ONNX export of the embedding model, into the machine's cache (~/.cache/citebot/models, or CITEBOT_MODELS_DIR);
+# a no-op once made, for every data dir
 .venv/bin/citebot models prepare || echo "setup: the ONNX export failed; Citebot will use torch (see above)" >&2

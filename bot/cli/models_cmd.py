@@ -12,7 +12,9 @@ from connectors.settings import Settings
 def register(sub: Any) -> None:
     p = sub.add_parser("models", help="the embedding model: prepare its ONNX export")
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    prep = actions.add_parser("prepare", help="export the model to ONNX into DATA_DIR/models (once; set-up runs it)")
+    prep = actions.add_parser(
+        "prepare", help="export the model to ONNX into the machine's model cache (once per machine; set-up runs it)"
+    )
     prep.add_argument("--backend", choices=["onnx", "onnx-int8", "torch"], default=None,
                       help="default: CITEBOT_EMBEDDING_BACKEND")
     prep.set_defaults(func=run_prepare)

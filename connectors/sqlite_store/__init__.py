@@ -26,8 +26,18 @@ from haystack import component
 
 from connectors.scoped_retrievers import ScopedBM25Retriever, ScopedEmbeddingRetriever
 from connectors.sqlite_store.store import SQLiteDocumentStore
+from connectors.sqlite_store.vectors import VECTOR_FORMATS
 
-__all__ = ["SQLiteBM25Retriever", "SQLiteDocumentStore", "SQLiteEmbeddingRetriever"]
+__all__ = ["VECTOR_FORMATS", "SQLiteBM25Retriever", "SQLiteDocumentStore", "SQLiteEmbeddingRetriever",
+           "set_vector_format"]
+
+
+def set_vector_format(store: SQLiteDocumentStore, vector_format: str) -> None:
+    """Keep the store's dense matrices as ``float32`` (exact, the default) or ``int8`` (a quarter of the memory,
+    candidates rescored by their exact vectors; :mod:`.vectors`). A benchmark option for now (``citebot bench
+    retrieval --vectors``): what is stored does not change. Here, not on the store, because the store's file is
+    hashed into the eval index keys (``eval/index.py``) and this reads the index only."""
+    store._vectors.set_format(vector_format)  # noqa: SLF001 - the package's own part
 
 
 # The retrievers are defined here, not in a module of their own: saved pipelines name them by this path

@@ -5,6 +5,11 @@ reads the newest generation and drops the cached matrices of the scopes written 
 one. A matrix is read from the ``embeddings`` table the first time a search needs its scope (:meth:`Vectors._matrix`).
 Scores are cosine similarities in [-1, 1].
 
+The matrices are float32 (exact search, the default). ``int8`` (:data:`VECTOR_FORMATS`, a benchmark option for now:
+``citebot bench retrieval --vectors``) keeps each row as int8 with its own scale, a quarter of the memory, scans
+those for :data:`RESCORE_MIN` (or four times ``top_k``) candidates and ranks them by their exact float32 vectors, read
+from the store; the scores it returns are exact.
+
 :class:`Vectors` also keeps the store's embedding dimension (recorded by the first embedding written) and the
 generation BM25's cached counts are keyed by (:mod:`.fulltext`).
 """
@@ -30,12 +35,35 @@ from connectors.store_api import DocumentVectors, StoreError, require_scopes
 
 log = get_logger(__name__)
 
+VECTOR_FORMATS = ("float32", "int8")
+RESCORE_MIN = 100  # int8: candidates ranked again by their exact vectors
+_BLOCK = 16_384  # int8: rows turned into float32 at a time for the scan
+
 
 @dataclass
 class _ScopeMatrix:
     rids: np.ndarray  # int64, sorted
-    mat: np.ndarray  # float32, rows unit-normalised
+    mat: np.ndarray  # float32, rows unit-normalised; int8 format: int8, each row over its own scale
     gen: int  # the changes generation of the snapshot it was read from
+    scale: np.ndarray | None = None  # int8 format: float32, a row's value is mat[i] * scale[i]
+
+    def scores(self, q: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+        """Cosine similarity of each (masked) row with the unit vector ``q``; approximate in the int8 format."""
+        mat = self.mat if mask is None else self.mat[mask]
+        if self.scale is None:
+            return mat @ q
+        scale = self.scale if mask is None else self.scale[mask]
+        out = np.empty(mat.shape[0], dtype=np.float32)
+        for i in range(0, mat.shape[0], _BLOCK):
+            out[i : i + _BLOCK] = mat[i : i + _BLOCK].astype(np.float32) @ q
+        return out * scale
+
+
+def _quantise(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row as int8 over its own scale (symmetric: the row's largest magnitude maps to 127)."""
+    scale = np.abs(mat).max(axis=1) / 127.0
+    scale[scale == 0] = 1.0
+    return np.round(mat / scale[:, None]).astype(np.int8), scale.astype(np.float32)
 
 
 class Vectors:
@@ -45,13 +73,23 @@ class Vectors:
     emptied by :meth:`refresh`), ``_gen`` (the newest ``changes`` generation seen, -1 before the first look) and
     ``_dim`` (the store's embedding dimension: recorded in ``store_info``, else the configured one)."""
 
-    def __init__(self, conns: Connections, embedding_dim: int | None) -> None:
+    def __init__(self, conns: Connections, embedding_dim: int | None, *, vector_format: str = "float32") -> None:
         self._conns = conns
         self.embedding_dim = embedding_dim
         self._cache_lock = threading.RLock()
         self._matrices: dict[str, _ScopeMatrix] = {}
         self._gen = -1
         self._dim: int | None = None
+        self.vector_format = "float32"
+        self.set_format(vector_format)
+
+    def set_format(self, vector_format: str) -> None:
+        """Keep the matrices as ``float32`` (exact) or ``int8`` (rescored); the cached ones are read again."""
+        if vector_format not in VECTOR_FORMATS:
+            raise ValueError(f"vector_format must be one of {', '.join(VECTOR_FORMATS)}")
+        with self._cache_lock:
+            self.vector_format = vector_format
+            self._matrices.clear()
 
     @property
     def generation(self) -> int:
@@ -123,19 +161,19 @@ class Vectors:
                     sm = self._matrix(conn, scope, gen)
                     if sm is None or sm.rids.size == 0:
                         continue
+                    mask = None
                     if allowed is not None:
                         mask = np.isin(sm.rids, allowed, assume_unique=True)
                         if not mask.any():
                             continue
-                        all_rids.append(sm.rids[mask])
-                        all_scores.append(sm.mat[mask] @ q)
-                    else:
-                        all_rids.append(sm.rids)
-                        all_scores.append(sm.mat @ q)
+                    all_rids.append(sm.rids if mask is None else sm.rids[mask])
+                    all_scores.append(sm.scores(q, mask))
             if not all_rids:
                 return []
             rids = np.concatenate(all_rids) if len(all_rids) > 1 else all_rids[0]
             scores = np.concatenate(all_scores) if len(all_scores) > 1 else all_scores[0]
+            if self.vector_format == "int8":
+                rids, scores = _rescore(conn, rids, scores, q, max(RESCORE_MIN, 4 * int(top_k)))
             k = min(int(top_k), scores.shape[0])
             idx = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
             idx = idx[np.argsort(-scores[idx], kind="stable")]
@@ -187,10 +225,32 @@ class Vectors:
                 norms[norms == 0] = 1.0
                 mat /= norms[:, None]
                 sm = _ScopeMatrix(rids, mat, gen)
+                if self.vector_format == "int8":
+                    mat8, scale = _quantise(mat)
+                    sm = _ScopeMatrix(rids, mat8, gen, scale)
             if gen == self._gen:
                 self._matrices[scope] = sm
             log.debug("store_matrix_loaded", rows=len(rows), ms=round((time.perf_counter() - t0) * 1000, 1))
             return sm
+
+
+def _rescore(
+    conn: sqlite3.Connection, rids: np.ndarray, scores: np.ndarray, q: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n`` best of ``rids`` by their approximate ``scores``, with exact cosine scores from their stored
+    float32 vectors."""
+    if n < scores.shape[0]:
+        keep = np.argpartition(-scores, n - 1)[:n]
+        rids = rids[keep]
+    exact = np.full(rids.shape[0], -2.0, dtype=np.float32)  # a row deleted since the scan ranks last
+    position = {int(r): i for i, r in enumerate(rids)}
+    marks = ",".join("?" * len(position))
+    for rid, blob in conn.execute(f"SELECT rid, embedding FROM embeddings WHERE rid IN ({marks})", list(position)):
+        v = np.frombuffer(blob, dtype=np.float32)
+        norm = float(np.linalg.norm(v))
+        exact[position[int(rid)]] = float(v @ q) / norm if norm > 0 else 0.0
+    present = exact > -2.0
+    return rids[present], exact[present]
 
 
 def _read_document_vectors(

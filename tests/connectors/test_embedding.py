@@ -120,6 +120,46 @@ class TestOnnxExport:
         assert enc.backend == "onnx" and target.stat().st_size > 1_000_000
 
 
+_PREPARE = (
+    "import json, sys; from pathlib import Path; from connectors.embedding import prepare_onnx; "
+    "from connectors.settings import Settings; "
+    "t = prepare_onnx(Settings().resolved_model_path, Path(sys.argv[1]), backend='onnx-int8'); "
+    "print(json.dumps([str(t), t.stat().st_ino]))"
+)
+
+
+@pytest.mark.slow
+def test_two_starts_on_a_new_machine_prepare_int8_once_with_the_vectors_of_the_fp32_export_beside_it(
+    tmp_path, shared_models_dir
+):
+    """The shared cache: two processes starting at once export once (one waits for the other), leave the int8
+    file alone (no 90 MB fp32 copy, no temporary files), and its vectors are byte for byte those of the int8
+    quantised from an fp32 export kept beside it (how every earlier version made it)."""
+    import os
+    import shutil
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CITEBOT_LOG_LEVEL": "warning"}
+    procs = [subprocess.Popen([sys.executable, "-c", _PREPARE, str(cache)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    (path_a, inode_a), (path_b, inode_b) = (json.loads(out.strip().splitlines()[-1]) for out, _ in outs)
+    target = E.onnx_file(cache, MODEL, 384, "onnx-int8")
+    assert path_a == path_b == str(target) and inode_a == inode_b == target.stat().st_ino  # made once
+    assert sorted(p.name for p in target.parent.iterdir()) == ["model-int8.onnx"]
+
+    beside = tmp_path / "beside"
+    fp32 = E.onnx_file(beside, MODEL, 384, "onnx")
+    fp32.parent.mkdir(parents=True)
+    shutil.copyfile(E.prepare_onnx(MODEL, shared_models_dir, backend="onnx"), fp32)
+    old_way = E.prepare_onnx(MODEL, beside, backend="onnx-int8")  # quantised from the fp32 file beside it
+    cached = E.OnnxEncoder(MODEL, target, 1, "onnx-int8", "").encode(TEXTS)
+    before = E.OnnxEncoder(MODEL, old_way, 1, "onnx-int8", "").encode(TEXTS)
+    assert cached.tobytes() == before.tobytes()
+    assert target.read_bytes() == old_way.read_bytes()
+
+
 class _Fake:
     backend = "fake"
     fingerprint = "fake"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.settings import SettingsError, load_settings
+from connectors.settings import Settings, SettingsError, load_settings
 
 
 def test_defaults_need_no_server_and_no_key(tmp_path: Path) -> None:
@@ -95,3 +95,20 @@ def test_an_ocr_language_that_is_no_tesseract_code_names_the_variable(
 def test_tesseract_language_codes_are_accepted(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CITEBOT_OCR_LANGUAGE", value)
     assert load_settings().ocr_language == value
+
+
+def test_the_model_is_prepared_once_per_machine_in_the_users_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CITEBOT_MODELS_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    one, two = (Settings(_env_file=None, data_dir=tmp_path / d) for d in ("one", "two"))  # type: ignore[call-arg]
+    assert one.resolved_models_dir == two.resolved_models_dir == tmp_path / "xdg" / "citebot" / "models"
+    assert one.embedding_args()["models_dir"] == str(tmp_path / "xdg" / "citebot" / "models")
+
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # the XDG spec: ignored
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert Settings(_env_file=None).resolved_models_dir == tmp_path / "home" / ".cache" / "citebot" / "models"
+
+    monkeypatch.setenv("CITEBOT_MODELS_DIR", str(tmp_path / "models"))  # a configured path wins (CI, the image)
+    assert Settings(_env_file=None).resolved_models_dir == tmp_path / "models"

@@ -645,7 +645,7 @@ def test_a_per_doc_selection_indexes_only_the_pdfs_its_cases_ask_in(setup: Any) 
 
 
 def test_every_eval_index_uses_the_one_onnx_export_of_the_model(setup: Any) -> None:
-    """Row 7: DATA_DIR/models (or CITEBOT_MODELS_DIR), not DATA_DIR/eval/index/<key>/models per index."""
+    """Row 7: the machine's model cache (or CITEBOT_MODELS_DIR), not DATA_DIR/eval/index/<key>/models per index."""
     settings, opts, calls = setup
     settings = settings.model_copy(update={"models_dir": None})  # the default: CITEBOT_MODELS_DIR unset
     seen: list[Path] = []
@@ -658,7 +658,8 @@ def test_every_eval_index_uses_the_one_onnx_export_of_the_model(setup: Any) -> N
     (opts.docs_dir / "three.pdf").write_bytes(b"%PDF-1 three")  # another folder of PDFs: another eval index
     opts.out_dir = opts.out_dir.with_name("other")
     run_eval(settings, opts, service_factory=factory, log=_quiet)
-    assert seen and set(seen) == {settings.data_dir / "models"}
+    assert seen and set(seen) == {settings.resolved_models_dir}
+    assert settings.data_dir not in settings.resolved_models_dir.parents
 
 
 def _citebot(*args: str, cwd: Path) -> Any:
