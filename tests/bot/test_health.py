@@ -9,6 +9,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from slack_bolt import App
+from slack_sdk import WebClient
+
 from bot.core import ChatCore
 from bot.health import Health, serve_health
 from bot.slack.app import build_bot
@@ -139,23 +142,28 @@ def test_readiness_turns_503_while_a_requirement_fails_and_back_by_itself() -> N
     assert Health("slack").readiness()[1]["status"] == "starting"
 
 
-def test_socket_mode_readiness_follows_the_link_and_a_stop_closes_it_with_a_close_frame() -> None:
-    """Issue 39 item 5: after a FIN, /readyz is 503 before slack_sdk itself notices (its pings go stale ~5 s later)
-    and until a new link is up; the stop sends a close frame (1000) rather than dropping the socket."""
-    from slack_bolt import App
-    from slack_sdk import WebClient
-
-    from bot.slack.server import close_socket, socket_mode_handler, watch_socket
+def _socket_mode_app(fake: FakeSlack) -> tuple[Any, Settings, App]:
+    """A local Socket Mode server the fake Slack points at, the settings that reach both, and a Bolt app on them."""
     from eval.fakes.slack_api import APP_TOKEN
     from eval.fakes.slack_socket_mode import FakeSocketMode
 
+    socket = FakeSocketMode().start()
+    fake.socket_url = socket.url
+    settings = Settings(_env_file=None, slack_bot_token=BOT_TOKEN, slack_app_token=APP_TOKEN,  # type: ignore[call-arg]
+                        slack_api_url=fake.url)
+    app = App(client=WebClient(token=BOT_TOKEN, base_url=fake.url.rstrip("/") + "/"),
+              request_verification_enabled=False, token_verification_enabled=False)
+    return socket, settings, app
+
+
+def test_socket_mode_readiness_follows_the_link_and_a_stop_closes_it_with_a_close_frame() -> None:
+    """Issue 39 item 5: after a FIN, /readyz is 503 before slack_sdk itself notices (its pings go stale ~5 s later)
+    and until a new link is up; the stop sends a close frame (1000) rather than dropping the socket."""
+
+    from bot.slack.server import close_socket, socket_mode_handler, watch_socket
+
     with FakeSlack() as fake:
-        socket = FakeSocketMode().start()
-        fake.socket_url = socket.url
-        settings = Settings(_env_file=None, slack_bot_token=BOT_TOKEN, slack_app_token=APP_TOKEN,  # type: ignore[call-arg]
-                            slack_api_url=fake.url)
-        app = App(client=WebClient(token=BOT_TOKEN, base_url=fake.url.rstrip("/") + "/"),
-                  request_verification_enabled=False, token_verification_enabled=False)
+        socket, settings, app = _socket_mode_app(fake)
         handler = socket_mode_handler(app, settings)
         health, stop = Health("slack"), threading.Event()
         threading.Thread(target=watch_socket, args=(handler, health, stop), daemon=True).start()
@@ -187,12 +195,8 @@ def test_socket_mode_readiness_turns_503_on_a_silent_link_before_the_reconnect_a
     """Issue 39 item 5, the silent link: the TCP connection stays open but no frame and no pong comes back. /readyz
     turns 503 once the link is known lost (before slack_sdk itself drops it), is still 503 when the new link is
     requested, and 200 once it is up; an envelope on the new link is acknowledged."""
-    from slack_bolt import App
-    from slack_sdk import WebClient
 
     from bot.slack.server import socket_mode_handler, watch_socket
-    from eval.fakes.slack_api import APP_TOKEN
-    from eval.fakes.slack_socket_mode import FakeSocketMode
 
     events: list[str] = []
     lock = threading.Lock()
@@ -212,12 +216,7 @@ def test_socket_mode_readiness_turns_503_on_a_silent_link_before_the_reconnect_a
             super().set_not_ready()
 
     with FakeSlack() as fake:
-        socket = FakeSocketMode().start()
-        fake.socket_url = socket.url
-        settings = Settings(_env_file=None, slack_bot_token=BOT_TOKEN, slack_app_token=APP_TOKEN,  # type: ignore[call-arg]
-                            slack_api_url=fake.url)
-        app = App(client=WebClient(token=BOT_TOKEN, base_url=fake.url.rstrip("/") + "/"),
-                  request_verification_enabled=False, token_verification_enabled=False)
+        socket, settings, app = _socket_mode_app(fake)
         app.event("app_mention")(lambda ack: ack())
         handler = socket_mode_handler(app, settings)
         health, stop = Recorded("slack"), threading.Event()

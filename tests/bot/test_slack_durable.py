@@ -634,6 +634,32 @@ def test_a_data_dir_read_only_or_full_at_start_up_stops_the_bot_naming_it_and_th
         assert "is full" in said and "free space there" in said
 
 
+def _burst(fake: FakeSlack, ts: int, tag: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any],
+                                                     set[str]]:
+    """Four mentions, an upload of report.pdf and a click on a reading, and the threads each is answered in."""
+    mentions = [event_callback(mention(CHANNEL, ASKER, QUESTION, f"{ts + i}.000100"), event_id=f"Ev0{tag}{i}")
+                for i in range(4)]
+    fake.add_file("F0REPORT", "report.pdf", make_pdf([["Annual Report", "Revenue grew by nine percent."]]))
+    upload = event_callback({"type": "file_shared", "file_id": "F0REPORT", "user_id": UPLOADER,
+                             "file": {"id": "F0REPORT"}, "channel_id": CHANNEL}, event_id=f"Ev0{tag}FILE")
+    clicked_in = f"{ts + 100}.000100"
+    click = button_click(user=ASKER, channel=CHANNEL, message_ts=f"{ts + 100}.000200", thread_ts=clicked_in,
+                         action_id="citebot_choice_1", value=QUESTION)
+    return mentions, upload, click, {*(m["event"]["ts"] for m in mentions), clicked_in}
+
+
+def _indexed_updates(fake: FakeSlack) -> list[Any]:
+    return [c for c in fake.calls_to("chat.update", channel=CHANNEL)
+            if str(c.params.get("text", "")).startswith("Indexed report.pdf")]
+
+
+def _wait_done(fake: FakeSlack, threads: set[str]) -> None:
+    """Until report.pdf is indexed and every thread answered, then a lease more: room for a wrong second answer."""
+    fake.wait_until(lambda: bool(_indexed_updates(fake)), timeout=180)
+    fake.wait_until(lambda: set(_answers(fake)) >= threads, timeout=180)
+    time.sleep(LEASE_S + 1)
+
+
 @needs_mounts
 @pytest.mark.parametrize("how", ["full"])
 def test_a_data_dir_that_fills_up_or_turns_read_only_while_running_loses_and_doubles_nothing(
@@ -643,14 +669,7 @@ def test_a_data_dir_that_fills_up_or_turns_read_only_while_running_loses_and_dou
     not take is refused (503: Slack re-sends it), not acknowledged; /readyz is 503 meanwhile; once the disk takes
     writes again the bot is ready by itself, and each re-sent one, and each acknowledged one, is done once."""
     bot, disk = _on_disk(fake, tmp_path, "bot.log")
-    mentions = [event_callback(mention(CHANNEL, ASKER, QUESTION, f"{7000 + i}.000100"), event_id=f"Ev0DISK{i}")
-                for i in range(4)]
-    fake.add_file("F0REPORT", "report.pdf", make_pdf([["Annual Report", "Revenue grew by nine percent."]]))
-    upload = event_callback({"type": "file_shared", "file_id": "F0REPORT", "user_id": UPLOADER,
-                             "file": {"id": "F0REPORT"}, "channel_id": CHANNEL}, event_id="Ev0DISKFILE")
-    clicked_in = "7100.000100"
-    click = button_click(user=ASKER, channel=CHANNEL, message_ts="7100.000200", thread_ts=clicked_in,
-                         action_id="citebot_choice_1", value=QUESTION)
+    mentions, upload, click, threads = _burst(fake, 7000, "DISK")
     try:
         bot.wait_ready()
         _index_handbook(fake, bot)
@@ -668,19 +687,13 @@ def test_a_data_dir_that_fills_up_or_turns_read_only_while_running_loses_and_dou
             resent.append(post_signed(bot.url, upload, retry_num=1)[0])
         if first[5] != 200:
             resent.append(post_interaction(bot.url, click)[0])
-        fake.wait_until(lambda: any(str(c.params.get("text", "")).startswith("Indexed report.pdf")
-                                    for c in fake.calls_to("chat.update", channel=CHANNEL)), timeout=180)
-        threads = {*(m["event"]["ts"] for m in mentions), clicked_in}
-        fake.wait_until(lambda: set(_answers(fake)) >= threads, timeout=180)
-        time.sleep(LEASE_S + 1)  # room for a wrong second answer to show
+        _wait_done(fake, threads)
     finally:
         bot.kill()
     assert set(first) <= {200, 503} and 503 in first  # refused, or journaled: never acknowledged and dropped
     assert ready_meanwhile == 503 and resent == [200] * len(resent)
     assert _answers(fake) == Counter({ts: 1 for ts in threads})  # each answered once
-    indexed = [c for c in fake.calls_to("chat.update", channel=CHANNEL)
-               if str(c.params.get("text", "")).startswith("Indexed report.pdf")]
-    assert len(indexed) == 1
+    assert len(_indexed_updates(fake)) == 1
 
 
 _NO_DISK = mounts.disk_unavailable()
@@ -698,14 +711,7 @@ def test_a_data_dir_a_disk_error_turns_read_only_while_running_refuses_work_and_
     disk = DataDisk(tmp_path / "data", image=image)
     bot = _bot(fake, disk.path, tmp_path / "first.log", launcher=disk.launcher(), CITEBOT_MODELS_DIR=models)
     disk.attach(bot.proc.pid)
-    mentions = [event_callback(mention(CHANNEL, ASKER, QUESTION, f"{7200 + i}.000100"), event_id=f"Ev0ERROFS{i}")
-                for i in range(4)]
-    fake.add_file("F0REPORT", "report.pdf", make_pdf([["Annual Report", "Revenue grew by nine percent."]]))
-    upload = event_callback({"type": "file_shared", "file_id": "F0REPORT", "user_id": UPLOADER,
-                             "file": {"id": "F0REPORT"}, "channel_id": CHANNEL}, event_id="Ev0EROFSFILE")
-    clicked_in = "7300.000100"
-    click = button_click(user=ASKER, channel=CHANNEL, message_ts="7300.000200", thread_ts=clicked_in,
-                         action_id="citebot_choice_1", value=QUESTION)
+    mentions, upload, click, threads = _burst(fake, 7200, "EROFS")
     try:
         bot.wait_ready()
         _index_handbook(fake, bot)
@@ -726,11 +732,7 @@ def test_a_data_dir_a_disk_error_turns_read_only_while_running_refuses_work_and_
         again.wait_ready()
         resent = [post_signed(again.url, m, retry_num=1)[0] for m in mentions]
         resent += [post_signed(again.url, upload, retry_num=1)[0], post_interaction(again.url, click)[0]]
-        fake.wait_until(lambda: any(str(c.params.get("text", "")).startswith("Indexed report.pdf")
-                                    for c in fake.calls_to("chat.update", channel=CHANNEL)), timeout=180)
-        threads = {*(m["event"]["ts"] for m in mentions), clicked_in}
-        fake.wait_until(lambda: set(_answers(fake)) >= threads, timeout=180)
-        time.sleep(LEASE_S + 1)  # room for a wrong second answer to show
+        _wait_done(fake, threads)
     finally:
         again.kill()
     assert resent == [200] * 6
