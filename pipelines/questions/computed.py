@@ -31,6 +31,8 @@ from pipelines.questions.figures import (
     candidate_pages,
     find_rows,
     item_rows,
+    page_of,
+    page_reader,
     statement_order,
 )
 from pipelines.questions.kinds import AVERAGE, GROWTH, SHARE_OF_REVENUE, Question
@@ -187,19 +189,15 @@ def _rows_by_line(steps: Steps, q: Question, template: str, pages: list[tuple[st
     were found (cost of sales on the income statement that printed net sales, when retrieval put forward the
     balance sheet, or another year's filing)."""
     lines = list(dict.fromkeys(re.findall(r"\{([^{}]+)\}", template)))
-    found = {line: item_rows(steps, line_item(line), pages, q.scopes, q.mode) for line in lines}
-    statement_pages = list(dict.fromkeys(_page_of(f) for rows in found.values() for f in rows if f.statement))
+    read = page_reader(steps, q.scopes)
+    found = {line: item_rows(steps, line_item(line), pages, q.scopes, q.mode, read) for line in lines}
+    statement_pages = list(dict.fromkeys(page_of(f) for rows in found.values() for f in rows if f.statement))
     more = [p for p in statement_pages if p not in pages]
     for line, rows in found.items():
-        seen = {_page_of(f) for f in rows}
-        extra = find_rows(steps, line_item(line), [p for p in more if p not in seen], q.scopes) if more else []
+        seen = {page_of(f) for f in rows}
+        extra = find_rows(steps, line_item(line), [p for p in more if p not in seen], q.scopes, read) if more else []
         found[line] = rows + [replace(f, rank=f.rank + len(pages)) for f in extra]
     return found
-
-
-def _page_of(f: Found) -> tuple[str, int]:
-    meta = f.row.span.doc.meta or {}
-    return str(meta.get("doc_id", "")), int(meta.get("page_start", 0) or 0)
 
 
 def _first_line(template: str) -> str:

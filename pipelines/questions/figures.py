@@ -123,14 +123,33 @@ def _statement(chunks: list[Document]) -> str:
     return statement_kind(text[:400], text)
 
 
-def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes: list[str]) -> list[Found]:
-    """The rows that are ``item`` on ``pages`` (document id and page, in retrieval order), each with its header."""
+PageReader = Callable[[str, int], list[Document]]
+
+
+def page_reader(steps: Steps, scopes: list[str]) -> PageReader:
+    """Reads a page's chunks (:meth:`Steps.page_chunks`) once for one question, however many line items look at
+    it: a cash conversion cycle reads five items off the same statements."""
+    read: dict[tuple[str, int], list[Document]] = {}
+
+    def chunks(doc_id: str, page: int) -> list[Document]:
+        if (doc_id, page) not in read:
+            read[(doc_id, page)] = steps.page_chunks(scopes, doc_id, page)
+        return read[(doc_id, page)]
+
+    return chunks
+
+
+def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes: list[str],
+              read: PageReader | None = None) -> list[Found]:
+    """The rows that are ``item`` on ``pages`` (document id and page, in retrieval order), each with its header;
+    ``read`` a question's :func:`page_reader` (by default each page is read from the store)."""
+    read = read or page_reader(steps, scopes)
     found: list[Found] = []
     for rank, (doc_id, page) in enumerate(pages):
-        chunks = steps.page_chunks(scopes, doc_id, page)
+        chunks = read(doc_id, page)
         rows = [r for r in read_page(chunks).rows if row_is(item, r.label, r.group)]
         if rows and all(r.header is None for r in rows) and page > 1:  # a statement continued from the page before
-            before = steps.page_chunks(scopes, doc_id, page - 1)
+            before = read(doc_id, page - 1)
             rows = [r for r in read_page(before + chunks).rows
                     if row_is(item, r.label, r.group) and r.span.doc in chunks]
         lead = list({id(d): d for r in rows if r.header and (d := r.header.span.doc) not in chunks}.values())
@@ -141,18 +160,19 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
 
 
 def item_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes: list[str],
-              mode: RetrievalMode) -> list[Found]:
+              mode: RetrievalMode, read: PageReader | None = None) -> list[Found]:
     """The rows that are ``item`` on ``pages``, and on the pages a search for the item's consolidated statement finds
     in the document retrieval ranked first (a busy filing's schedules and segment tables can crowd its primary
     statement out of the first pages)."""
-    found = find_rows(steps, item, pages, scopes)
+    read = read or page_reader(steps, scopes)
+    found = find_rows(steps, item, pages, scopes, read)
     if not pages:
         return found
     kinds = wanted_statements(item.name)
     query = f"consolidated {SEARCH_WORDS[kinds[0]] if kinds else 'statements'} {item.name}"
     hits, _ = steps.engine.search(query, scopes, mode=mode, filters=doc_filter(pages[0][0]))
     more = [p for p in candidate_pages(hits) if p not in pages]
-    return found + [replace(f, rank=f.rank + len(pages)) for f in find_rows(steps, item, more, scopes)]
+    return found + [replace(f, rank=f.rank + len(pages)) for f in find_rows(steps, item, more, scopes, read)]
 
 
 def candidate_pages(docs: list[Document]) -> list[tuple[str, int]]:
@@ -203,8 +223,14 @@ def statement_order(found: list[Found]) -> Callable[[Found], int]:
     return order
 
 
+def page_of(f: Found) -> tuple[str, int]:
+    """The document id and page a found row is on."""
+    meta = f.row.span.doc.meta or {}
+    return str(meta.get("doc_id", "")), int(meta.get("page_start", 0) or 0)
+
+
 def _doc_of(f: Found) -> str:
-    return str((f.row.span.doc.meta or {}).get("doc_id", ""))
+    return page_of(f)[0]
 
 
 def line_item_figure(steps: Steps, q: Question) -> Answer | None:
