@@ -2,8 +2,9 @@
 
 Candidates are the sentences of text chunks and the lines of table and list chunks. Each is scored
 by cosine similarity of its embedding to the question's plus a term-overlap bonus (IDF-weighted
-over the candidates), with a small bonus for the passage's rank. The answer is a fixed lead line and
-the chosen spans as quotes: nothing but the lead line is written that is not in the source. When the best
+over the candidates), with small bonuses for the passage's rank and for holding an answer in the form the
+question asks for (a count, a share, a date: :mod:`pipelines.components.answer_forms`). The answer is a fixed lead
+line and the chosen spans as quotes: nothing but the lead line is written that is not in the source. When the best
 quote is a table row and the question names one or two of its columns, the lead line reads the row's cells
 under those columns ("2021: Headcount at year end 1,050 [2]"), its label and values copied from the quoted
 header and row.
@@ -38,6 +39,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from pipelines.components._text import coverage, sentence_spans, terms
+from pipelines.components.answer_forms import asked_form
 from pipelines.components.citation_validator import chunk_id_of
 from pipelines.components.query_embedder import check_embedding_args, shared_encoder
 from pipelines.components.statements import Formula, formula_for, is_line
@@ -49,6 +51,7 @@ _EMBED_CHARS = 300  # scoring needs the gist; long sentences cost embedding time
 _CACHE_SIZE = 4096
 # A quote from a page no other quote shows is kept down to ``keep_ratio - _OTHER_PAGE_SLACK`` of the best score.
 _OTHER_PAGE_SLACK = 0.15
+_FORM_BONUS = 0.1  # a sentence in the answer's form (:mod:`pipelines.components.answer_forms`)
 
 
 @dataclass
@@ -62,6 +65,7 @@ class Candidate:
     cosine: float = 0.0
     score: float = 0.0
     header: tuple[int, int] | None = None  # a table row's header line, scored with it and quoted before it
+    in_form: bool = False  # holds an answer in the form the question asks for
 
     @property
     def text(self) -> str:
@@ -373,16 +377,20 @@ class ExtractiveAnswerer:
         total = sum(idf.values()) or 1.0
         for c in cands:
             c.overlap = sum(idf[t] for t in qterms & c.terms) / total if qterms else 0.0
-        # pre-select by overlap and passage rank, then embed
+        # a sentence in the form the question asks for (a count, a share, a date) answers; one that restates it does not
+        form = asked_form(cq)
+        for c in cands:
+            c.in_form = form is not None and form.holds(c.text)
+        # pre-select by overlap, form and passage rank, then embed
         every = list(cands)
-        cands.sort(key=lambda c: c.overlap + 0.15 / (1 + c.doc_rank), reverse=True)
+        cands.sort(key=lambda c: c.overlap + 0.15 / (1 + c.doc_rank) + _FORM_BONUS * c.in_form, reverse=True)
         cands = cands[: self.max_candidates]
         q_vec = np.asarray(query_embedding, "float32") if query_embedding is not None else self._embed([question])[0]
         vecs = self._embed([c.scoring_text for c in cands])
         cos = vecs @ q_vec
         for c, s in zip(cands, cos, strict=True):
             c.cosine = float(s)
-            c.score = c.cosine + self.overlap_weight * c.overlap + 0.05 / (1 + c.doc_rank)
+            c.score = c.cosine + self.overlap_weight * c.overlap + 0.05 / (1 + c.doc_rank) + _FORM_BONUS * c.in_form
             if c.doc.id in routed_ids:
                 c.score += 0.1
         cov = coverage(qterms, [d.content or "" for d in context])

@@ -196,7 +196,8 @@ def test_a_weaker_passage_is_quoted_too_when_it_shows_another_page(other_page, s
     answerer = ExtractiveAnswerer(model_path=str(Settings().resolved_model_path), keep_ratio=0.8)
     best = _chunk(10, "Leave policy\nThe primary carer receives 26 weeks of parental leave on full pay.", page=5)
     other = _chunk(11, "Parental leave for carers who adopt is the same as for birth parents.", page=other_page)
-    out = answerer.run(question="How much parental leave does the primary carer get?", documents=[best, other])
+    # asked without "how much": a sentence holding a figure would otherwise be preferred for its form
+    out = answerer.run(question="What parental leave does the primary carer get?", documents=[best, other])
     cited = [c["chunk_id"] for c in out["citations"]]
     assert cited[0] == "hb:00010"
     assert ("hb:00011" in cited) is shown
@@ -216,3 +217,36 @@ def test_the_sentence_after_one_that_restates_the_question_is_quoted_when_it_ans
     quotes = [c["quote"] for c in out["citations"]]
     assert quotes[0].startswith('If "--" is displayed')
     assert (second in quotes) is quoted
+
+
+def test_a_sentence_in_the_form_the_question_asks_for_is_quoted_over_one_that_restates_it(answerer):
+    """Asked for a percentage, the sentence that gives one answers; the one that repeats the question's words does
+    not, and is left out."""
+    survey = _chunk(30, "Democrats who voted in the last election were asked which issues mattered most to them. "
+                        "The survey asked Democrats and Democratic leaners whether they voted in the last election. "
+                        "Democrats who did not vote in the last election gave other reasons. "
+                        "Turnout in the population as a whole: 18% of all adults are Democrats who voted.", page=3)
+    out = answerer.run(question="What percentage of the population are Democrats who voted in the last election?",
+                       documents=[survey, HOURS])
+    quotes = [c["quote"] for c in out["citations"]]
+    assert any("18%" in q for q in quotes)
+    assert not any(q.startswith("The survey asked") for q in quotes)
+
+
+@pytest.mark.parametrize(
+    ("question", "form", "answers", "does_not"),
+    [("What percentage of adults voted in 2018?", "share", "Turnout was 49% in 2018.", "Turnout was high in 2018."),
+     ("How many Board meetings were held in 2023?", "number", "The Board met 14 times.", "The Board met in 2023."),
+     ("How many appendices are there?", "number", "There are five appendices.", "Appendices follow."),
+     ("When was the company founded?", "date", "It was founded in March 1998.", "It was founded by two students."),
+     ("What is the email address on the cover?", "email", "Write to combshj@unk.edu.", "Write to the editor."),
+     ("Which number shall I call for AppleCare in Mexico?", "phone", "Call 1-800-275-2273.", "Call AppleCare."),
+     ("Who chairs the Board?", None, "", "")],
+)
+def test_the_form_an_answer_takes(question, form, answers, does_not):
+    from pipelines.components.answer_forms import asked_form
+
+    found = asked_form(question)
+    assert (found.name if found else None) == form
+    if found:
+        assert found.holds(answers) and not found.holds(does_not)
