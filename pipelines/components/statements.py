@@ -173,6 +173,7 @@ LINE_ITEMS: tuple[LineItem, ...] = (
     LineItem("net PP&E", r"\bpp&?e\b|property,? plant|property and equipment|fixed assets",
              r"property(?:,)? (?:plant )?and equipment(?:,)? net|^net property|^property(?:,)? (?:plant )?and "
              r"equipment(?:,)? (?:at cost, )?less accumulated"),  # PropertyPlantAndEquipmentNet
+    LineItem("goodwill", r"\bgoodwill\b", r"^goodwill\b", "impairment|accumulated|acquired|amortization"),  # Goodwill
     LineItem("long-term debt", r"long[- ]term debt",  # LongTermDebtNoncurrent
              r"^long-term debt"),
     LineItem("cost of goods sold", r"cost of (?:goods sold|sales|revenues?|products sold)|\bcogs\b",
@@ -191,13 +192,14 @@ LINE_ITEMS: tuple[LineItem, ...] = (
              r"^(?:provision for|\(?benefit from\)?|provision \(benefit\) for) income tax|"
              r"^income tax (?:expense|provision)"),  # IncomeTaxExpenseBenefit
     LineItem("interest expense", r"interest expense", r"^interest expense"),  # InterestExpense
-    LineItem("basic EPS", r"basic (?:eps|earnings per share|net income per share)",  # EarningsPerShareBasic
-             r"^basic(?: net)? (?:income|earnings) per (?:common )?share|^basic$|"
-             r"^(?:net )?(?:income|earnings) per (?:common )?share.{0,20}basic"),
-    LineItem("diluted EPS", r"diluted (?:eps|earnings per share|net income per share)|"
-             r"earnings per (?:diluted )?share|\beps\b",  # EarningsPerShareDiluted
-             r"^diluted(?: net)? (?:income|earnings) per (?:common )?share|^diluted$|"
-             r"^(?:net )?(?:income|earnings) per (?:common )?share.{0,20}diluted"),
+    LineItem("basic EPS",  # EarningsPerShareBasic
+             r"basic (?:eps|(?:earnings|net income) per (?:common |ordinary )?share)",
+             r"^basic(?: net)? (?:income|earnings) per (?:common |ordinary )?share|^basic$|"
+             r"^(?:net )?(?:income|earnings) per (?:common |ordinary )?share.{0,20}basic"),
+    LineItem("diluted EPS", r"diluted (?:eps|(?:earnings|net income) per (?:common |ordinary )?share)|"
+             r"earnings per (?:diluted |common |ordinary )?share|\beps\b",  # EarningsPerShareDiluted
+             r"^diluted(?: net)? (?:income|earnings) per (?:common |ordinary )?share|^diluted$|"
+             r"^(?:net )?(?:income|earnings) per (?:common |ordinary )?share.{0,20}diluted"),
     LineItem("net income", r"net (?:income|earnings|profit)(?! margin)|\bprofits?\b(?! margin)",  # NetIncomeLoss
              r"^(?:consolidated )?net (?:income|earnings)(?: \(loss\))?(?: attributable to [\w .,&'-]+)?$",
              "noncontrolling|non-controlling|per share|comprehensive"),
@@ -227,7 +229,7 @@ def row_is(item: LineItem, label: str, group: str = "") -> bool:
     if len(low.split()) > MAX_LABEL_WORDS:  # a sentence of prose that names the line, not its row
         return False
     grouped_by = _norm(group)
-    if re.search(r"per (?:common )?share|\beps\b", grouped_by):
+    if re.search(r"per (?:common |ordinary )?share|\beps\b", grouped_by):
         which = item.name.split()[0] if item.name in ("basic EPS", "diluted EPS") else ""
         return bool(which) and (which in grouped_by or which in low) and \
             re.search(r"^(?:basic|diluted)$|net (?:income|earnings)", low) is not None

@@ -44,6 +44,22 @@ EXTREME = re.compile(r"\b(highest|lowest|largest|smallest|biggest|greatest|most|
                      r"max|min|top|bottom|peak|best|worst|longest|shortest|cheapest|costliest|dearest|"
                      r"earliest|latest|fastest|slowest|heaviest|lightest|widest|narrowest|"
                      r"tallest|deepest|strongest|weakest)\b", re.I)
+
+
+def superlative(question: str) -> re.Match[str] | None:
+    """The superlative a question asks by (:data:`EXTREME`), or None. A capitalised one inside the question is a
+    name ("for Best Buy", "Top Glove's"), unless "the" or a possessive comes before it ("had the Highest EBITDAR")."""
+    for m in EXTREME.finditer(question):
+        before = question[:m.start()].split()
+        if m.group(1)[0].isupper() and before and before[-1].lower() not in _DETERMINERS:
+            continue
+        return m
+    return None
+
+
+_DETERMINERS = {"the", "its", "their", "our", "his", "her", "whose", "my", "your"}
+
+
 LOW_WORDS = {"lowest", "smallest", "least", "fewest", "minimum", "min", "bottom", "worst", "shortest", "cheapest",
              "earliest", "slowest", "lightest", "narrowest", "weakest"}
 SHORT_DEFINITE = re.compile(
@@ -114,7 +130,7 @@ def classify(question: str) -> list[QuestionKind]:
         kinds.append(QuestionKind.SUMMARY)
     if COMPARE.search(question):
         kinds.append(QuestionKind.COMPARE)
-    if EXTREME.search(question) and re.search(r"\b(?:which|what|who|when)\b", question, re.I):
+    if superlative(question) and re.search(r"\b(?:which|what|who|when)\b", question, re.I):
         kinds.append(QuestionKind.TABLE)
     figure = not NOT_A_FIGURE.search(question)
     item = asked_item(question) if figure else None

@@ -12,7 +12,7 @@ from haystack import Document
 from pipelines.components._text import terms
 from pipelines.components.structure_router import parse_refs
 from pipelines.models import Answer, RetrievalMode
-from pipelines.questions.kinds import EXTREME, LOW_WORDS
+from pipelines.questions.kinds import LOW_WORDS, superlative
 from pipelines.questions.steps import AnswerDraft, Steps, content_words, doc_filter, page_text
 
 # a cell holding one measure: an optional sign or currency, a number, an optional scale or unit of a word or two
@@ -55,7 +55,7 @@ class ExtremeRow:
 def table_extreme(steps: Steps, question: str, scopes: list[str], mode: RetrievalMode) -> Answer | None:
     """"Which year in table 2 had the highest revenue?": the row with the max / min of the column the
     question names, its label cell stated, the header and the row quoted."""
-    m = EXTREME.search(question)
+    m = superlative(question)
     if not m:
         return None
     said = m.group(1).lower()

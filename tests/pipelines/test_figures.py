@@ -223,6 +223,8 @@ def test_a_total_printed_without_a_label_answers_for_the_line_item(service):
      ("What was SG&A as a % of revenue in FY2022?", "selling, general and administrative"),
      ("What was basic EPS in 2022?", "basic EPS"),
      ("How much net cash was used in investing activities in 2021?", "cash from investing"),
+     ("what is basic earnings per ordinary share in FY2023 for Bestbuy?", "basic EPS"),
+     ("What goodwill does Best Buy have at the end of fiscal 2023?", "goodwill"),
      ("Who is the auditor?", None)],
 )
 def test_the_line_item_a_question_asks_for(question, item):
@@ -245,6 +247,9 @@ def test_the_line_item_a_question_asks_for(question, item):
      ("receivables", "Trade accounts receivable, less allowance for doubtful accounts", True),
      ("cash from operations", "Cash provided (used) by operations", True),
      ("selling, general and administrative", "Total selling and administrative expense", True),
+     ("goodwill", "Goodwill", True),
+     ("goodwill", "Goodwill impairment", False),
+     ("basic EPS", "Basic earnings per ordinary share", True),
      # a sentence of prose that names the line is not its row
      ("cash from operations", "Cash collateral received or posted related to the Company's credit-related contingent "
                               "features is presented in the Cash provided by operations component", False)],
@@ -333,6 +338,19 @@ def test_only_a_question_that_asks_for_a_figure_is_answered_with_one(question, f
     from pipelines.questions.kinds import QuestionKind, classify
 
     assert (QuestionKind.FIGURE in classify(question)) is figure
+
+
+@pytest.mark.parametrize(
+    ("question", "superlative"),
+    [("Which region had the Highest EBITDAR Contribution for MGM during FY2022?", True),
+     ("What is Best Buy's total revenue in fiscal 2023?", False),
+     ("Best plan for a team of five: which is it?", True),
+     ("Which plan is the cheapest?", True)],
+)
+def test_a_capitalised_superlative_inside_a_question_is_a_name_unless_the_comes_before_it(question, superlative):
+    from pipelines.questions.kinds import QuestionKind, classify
+
+    assert (QuestionKind.TABLE in classify(question)) is superlative
 
 
 def test_a_question_about_what_drove_a_metric_is_not_answered_with_its_arithmetic(service):
