@@ -170,9 +170,11 @@ LINE_ITEMS: tuple[LineItem, ...] = (
     LineItem("inventory", r"inventor(?:y|ies)", r"^(?:merchandise )?inventor(?:y|ies)"),  # InventoryNet
     LineItem("accounts payable", r"accounts payable|trade payables?",  # AccountsPayableCurrent
              r"^(?:accounts|trade) payables?"),
-    LineItem("net PP&E", r"\bpp&?e\b|property,? plant|property and equipment|fixed assets",
+    LineItem("net PP&E", r"\bpp(?:&|n)?e\b|property,? plant|property and equipment|fixed assets",
              r"property(?:,)? (?:plant )?and equipment(?:,)? net|^net property|^property(?:,)? (?:plant )?and "
-             r"equipment(?:,)? (?:at cost, )?less accumulated"),  # PropertyPlantAndEquipmentNet
+             r"equipment(?:,)? (?:at cost, )?less accumulated|"
+             # a balance sheet that prints only the net amount labels it bare ("Property, plant and equipment")
+             r"^property(?:,)? (?:plant,? )?and equipment$"),  # PropertyPlantAndEquipmentNet
     LineItem("goodwill", r"\bgoodwill\b", r"^goodwill\b", "impairment|accumulated|acquired|amortization"),  # Goodwill
     LineItem("long-term debt", r"long[- ]term debt",  # LongTermDebtNoncurrent
              r"^long-term debt"),

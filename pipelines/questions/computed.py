@@ -105,7 +105,8 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
         template, percent = "{" + item.name + "} / {revenue}", True
         name, text_formula = f"{item.name} as a share of revenue", f"{item.name} ÷ revenue"
     elif item is not None and (GROWTH.search(q.text) or AVERAGE.search(q.text)):
-        template, name, percent, text_formula = "{" + item.name + "}", item.name, False, item.name
+        name = f"{item.name} growth" if GROWTH.search(q.text) else item.name
+        template, percent, text_formula = "{" + item.name + "}", False, item.name
     else:
         return None
     if "* 100" in template:

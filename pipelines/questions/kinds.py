@@ -69,15 +69,17 @@ SHORT_DEFINITE = re.compile(
 )
 # a metric over time: "year-over-year change in operating income from FY2015 to FY2016", "3 year average of capex"
 GROWTH = re.compile(r"year[- ]over[- ]year|\byoy\b|\bgrowth\b|\bgrew\b|\b(?:change|increase|decrease|decline)"
-                    r"\b.{0,30}\bfrom\b", re.I)
+                    r"\b.{0,30}\bfrom\b|\bgrow\b.{0,30}\b(?:from|between)\b", re.I)
 AVERAGE = re.compile(r"\b(\d|two|three|four|five)[- ]year average\b|\baverage\b.{0,60}\b(?:from|between|over)\b"
                      r"\s*(?:fy\s*)?(?:19|20)\d\d", re.I)
 # a line item as a share of revenue: "D&A % margin", "SG&A as a % of revenue"
 SHARE_OF_REVENUE = re.compile(r"%\s*margin|\bmargin\b|(?:as an? )?(?:%|percent(?:age)?|share) of (?:total |net )?"
                               r"(?:revenues?|sales)", re.I)
-# a question that asks for a name, a list or a reason, not a figure ("which region had the biggest drop")
+# a question that asks for a name, a list or a reason, not a figure ("which region had the biggest drop"); "how did
+# revenue change from 2020 to 2021" asks for a figure
 NOT_A_FIGURE = re.compile(r"^\s*(?:(?:for|at|in) [^,?]{1,40},\s*)?(?:which|who|whom|where|why|list|name|"
-                          r"how (?!much\b|many\b)\w+)\b|\bwhat (?:are|were) the\b", re.I)
+                          r"how (?!much\b|many\b)(?!(?:did|has|have|does|do)\b.{0,60}\b(?:change|grow|increase|"
+                          r"decrease|decline)[sd]?\b)\w+)\b|\bwhat (?:are|were) the\b", re.I)
 # a year the question asks about ("in 2024", "FY2022"), not an amount ("$2023 million", "2,023")
 YEAR = re.compile(r"(?<![\d.,$])((?:19|20)\d\d)(?![\d,.]\d|\d)")
 # an example of the answer's format, whose figures are not asked about ("write it like ['2006', '2007']")

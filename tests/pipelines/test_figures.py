@@ -96,6 +96,9 @@ def test_a_unit_the_question_asks_for_is_shown_beside_the_quoted_figure(service)
         ("What is Acme's FY2022 operating margin?", "= 25.0%"),
         ("What is the FY2022 current ratio for Acme? Round to two decimal places.", "= 2.25"),
         ("What is Acme's year-over-year revenue growth from FY2021 to FY2022?", "= 11.1%"),
+        # asked as analysts ask it: "did it grow", "how did it change", in two-digit years
+        ("Did Acme grow its PPNE between FY21 and FY22?", "PP&E growth from fiscal 2021 to fiscal 2022"),
+        ("How did Acme's net income change from FY2021 to FY2022?", "= 20.0%"),
         ("What is Acme's FY2022 free cash flow?", "= 250 million"),
         ("What is the FY2022 return on assets for Acme? ROA is net income / average total assets.", "= 0.08"),
         ("What is the FY2020 - FY2022 3 year average of capex as a % of revenue for Acme?", "= 5.0%"),
@@ -248,6 +251,8 @@ def test_the_line_item_a_question_asks_for(question, item):
      ("cash from operations", "Cash provided (used) by operations", True),
      ("selling, general and administrative", "Total selling and administrative expense", True),
      ("goodwill", "Goodwill", True),
+     ("net PP&E", "Property, plant and equipment", True),  # a balance sheet that prints only the net amount
+     ("net PP&E", "Property, plant and equipment, gross", False),
      ("goodwill", "Goodwill impairment", False),
      ("basic EPS", "Basic earnings per ordinary share", True),
      # a sentence of prose that names the line is not its row
