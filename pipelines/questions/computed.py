@@ -22,13 +22,14 @@ from pipelines.components.statements import asked_item, formula_for, line_item
 from pipelines.figures.arithmetic import FormulaError, Operand, evaluate, instantiate, readable
 from pipelines.figures.numbers import grouped, parse_figure, rounded
 from pipelines.figures.periods import AskedPeriod, asked_period
-from pipelines.figures.tables import SCALE, UNIT_WORD, Row
+from pipelines.figures.tables import SCALE, UNIT_WORD, Row, Span
 from pipelines.models import Answer, Computation, ComputedOperand
 from pipelines.questions.figures import (
     OUTFLOWS,
     Found,
     asked_unit,
     candidate_pages,
+    column_span,
     find_rows,
     item_rows,
     page_of,
@@ -79,15 +80,15 @@ def _years(question: str, period: AskedPeriod, latest: int, *, metric: bool,
     return [period.year or latest], "single"
 
 
-def _cell(found: list[Found], year: int) -> tuple[Row, int] | None:
-    """The row and column of ``year`` among ``found``, in :func:`statement_order`."""
+def _cell(found: list[Found], year: int) -> tuple[Found, int] | None:
+    """The row (as found) and column of ``year`` among ``found``, in :func:`statement_order`."""
     ranked = sorted(found, key=statement_order(found))
     for f in ranked:
         years = f.row.header.years if f.row.header else ()
         if year in years:
             col = years.index(year)
             if col < len(f.row.cells) and parse_figure(f.row.cells[col]) is not None:
-                return f.row, col
+                return f, col
     return None
 
 
@@ -134,12 +135,19 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     bound: list[ComputedOperand] = []
     shown: dict[str, str] = {}
     cells: list[tuple[Operand, Row, int]] = []
+    spans: dict[int, tuple[str, Span | None]] = {}  # the span each year's column covers, from the first operand's
     for o in operands:
         at = _cell(rows_of(o.item), o.year)
         if at is None:
             log.info("computed_operand_missing", item=o.item, year=o.year)
             return None
-        cells.append((o, *at))
+        cells.append((o, at[0].row, at[1]))
+        spans.setdefault(o.year, column_span(*at))
+    if all(line is not None for _, line in spans.values()):  # a quarter's figures: say which span, and quote it
+        for _, line in spans.values():
+            if line is not None and (line.doc.id, line.start) not in cited:
+                cited[(line.doc.id, line.start)] = 0
+                draft.cite(line.doc, line.text)
     scales = [row.scale for _, row, _ in cells if row.scale]
     scale = max(set(scales), key=scales.count) if scales else ""  # a table that states no unit: its neighbours'
     mixed = len(set(scales)) > 1
@@ -169,7 +177,7 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     names = {o.name: f"{o.item} {o.year}" for o in operands}
     where = _where(draft)
     ns = "".join(f"[{b.n}]" for b in {b.n: b for b in bound}.values())
-    period_text = _period_text(years, how)
+    period_text = _period_text(years, how, [spans[y][0] if spans[y][1] is not None else "" for y in years])
     figure = f"{grouped(result, decimals)}{unit_text}"
     shown_expression = readable(expression, shown)
     if how == "change":  # a reader wants both rates beside their difference
@@ -243,12 +251,16 @@ def _described(how: str, formula: str) -> str:
     return formula
 
 
-def _period_text(years: list[int], how: str) -> str:
+def _period_text(years: list[int], how: str, spans: list[str]) -> str:
+    """How the answer names its years: "for fiscal 2022", or, where the columns are a quarter's or a half-year's
+    (``spans``, one per year, "" where the page names none), "for the three months ended March 31, 2021"."""
+    named = [f"the {s}, {y}" if s[-1:].isdigit() else f"the {s} in {y}" for s, y in zip(spans, years, strict=True)] \
+        if spans and all(spans) else [f"fiscal {y}" for y in years]
     if how == "average":
         return f"over fiscal {years[0]}–{years[-1]} ({len(years)}-year average)"
     if how in ("growth", "change"):
-        return f"from fiscal {years[0]} to fiscal {years[-1]}"
-    return f"for fiscal {years[0]}"
+        return f"from {named[0]} to {named[-1]}"
+    return f"for {named[0]}"
 
 
 def _where(draft: AnswerDraft) -> str:

@@ -29,7 +29,7 @@ from pipelines.components.statements import (
 )
 from pipelines.figures.numbers import grouped, parse_figure
 from pipelines.figures.periods import AskedPeriod, asked_period
-from pipelines.figures.tables import SCALE, UNIT_WORD, Header, Row, read_page
+from pipelines.figures.tables import SCALE, UNIT_WORD, Header, Row, Span, read_page
 from pipelines.models import Answer, RetrievalMode
 from pipelines.questions.kinds import Question
 from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
@@ -37,6 +37,8 @@ from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
 # a question about the item's story, not its figure
 _NARRATIVE = re.compile(r"\b(?:why|explain|describe|discuss|drivers?|reasons?|what (?:drove|caused)|how did)\b", re.I)
 _DATE = re.compile(r"\b[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d\b")
+# the span a quarterly statement's columns cover, said above its header ("Three months ended March 31,")
+_MONTHS = re.compile(r"\b(three|six|nine|twelve) months ended,?(?:\s+([A-Z][a-z]{2,8}\.? \d{1,2}))?", re.I)
 MAX_PAGES = 8
 # line items a cash flow statement prints as outflows, in parentheses, that a reader asks for as amounts
 OUTFLOWS = frozenset({"capital expenditure", "dividends paid"})
@@ -50,6 +52,7 @@ class Found:
     rank: int
     statement: str  # the statement the page is ("balance", "income", ...), "" for another page
     consolidated: bool = False  # the page titles itself consolidated (a primary statement, not a schedule)
+    spans: tuple[Span, ...] = ()  # what the page says its column groups cover, in order (:func:`_spans`)
 
 
 def asked_unit(said: Instructions) -> str:
@@ -90,19 +93,47 @@ def figure_text(row: Row, cell: str, *, outflow: bool = False) -> str:
     return text
 
 
-def period_phrase(header: Header, name: str, statement: str) -> str:
+def period_phrase(header: Header, name: str, statement: str, span: str = "") -> str:
     """How the answer names a column: "at December 2, 2022" on a balance sheet, "for the year ended December 2,
-    2022" (or "the three months ended") where the header says so, "for 2017" for a bare year."""
+    2022" (or "the three months ended") where the header says so, "for the three months ended March 31, 2021" for
+    a bare year under a quarter's ``span`` (:func:`column_span`), "for 2017" for a bare year."""
     if statement == "balance":
         return f"at {name}"
     if not _DATE.match(name):
+        if span:
+            return f"for the {span}, {name}" if span[-1].isdigit() else f"for the {span} in {name}"
         return f"for {name}"
     doc, start = header.span.doc, header.span.start
-    before = (doc.content or "")[max(0, start - 160) : start].lower()
+    before = (doc.content or "")[max(0, start - 160) : header.span.end].lower()  # the header's own words too
     for span in ("three months", "six months", "nine months", "twelve months", "quarter"):
         if span in before:
             return f"for the {span} ended {name}"
     return f"for the year ended {name}" if re.search(r"years? ended|fiscal year", before) else f"for {name}"
+
+
+def _spans(chunks: list[Document]) -> tuple[Span, ...]:
+    """What the head of a page (its first 400 characters) says the spans its columns cover are ("Three months ended
+    March 31", then "Six months ended June 30"), as quotable spans."""
+    spans: list[Span] = []
+    seen = 0
+    for doc in chunks:
+        content = doc.content or ""
+        spans += [Span(doc, m.start(), m.end()) for m in _MONTHS.finditer(content[: max(0, 400 - seen)])]
+        seen += len(content) + 1
+    return tuple(spans)
+
+
+def column_span(found: Found, column: int) -> tuple[str, Span | None]:
+    """The span the ``column`` of the row's header falls under ("three months ended March 31") and where the page
+    says it: the columns split evenly into as many groups as the page names spans (:func:`_spans`)."""
+    years = found.row.header.years if found.row.header else ()
+    if not found.spans or len(years) % len(found.spans):
+        return "", None
+    line = found.spans[column // (len(years) // len(found.spans))]
+    m = _MONTHS.search(line.text)
+    if m is None:
+        return "", None
+    return " ".join([m.group(1).lower(), "months ended"] + ([m.group(2)] if m.group(2) else [])), line
 
 
 def converted(row: Row, cell: str, unit: str, decimals: int | None, *, outflow: bool = False) -> str:
@@ -155,7 +186,8 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
         lead = list({id(d): d for r in rows if r.header and (d := r.header.span.doc) not in chunks}.values())
         statement = _statement(lead + chunks)  # a title at the foot of the page before counts
         head = "\n".join(c.content or "" for c in lead + chunks)[:400].replace("|", " ").lower()
-        found += [Found(r, rank, statement, "consolidated" in head) for r in rows if r.header is not None and r.cells]
+        found += [Found(r, rank, statement, "consolidated" in head, _spans(lead + chunks))
+                  for r in rows if r.header is not None and r.cells]
     return found
 
 
@@ -250,10 +282,18 @@ def line_item_figure(steps: Steps, q: Question) -> Answer | None:
     doc = row.span.doc
     meta = doc.meta or {}
     where = f"{meta.get('file_name', 'the PDF')}, p. {meta.get('page_start', '?')}"
+    col = column_for(header.years, period)
+    asked_span = _MONTHS.search(q.text)  # "for the six months ended June 30, 2021": that group's column of the year
+    if col is not None and asked_span is not None:
+        col = next((i for i, y in enumerate(header.years) if y == header.years[col]
+                    and column_span(chosen, i)[0].startswith(asked_span.group(1).lower())), col)
+    span, span_line = column_span(chosen, col) if col is not None else ("", None)
+    if span_line is None or chosen.statement == "balance" or _DATE.match(names[col or 0]):
+        span = ""  # a balance sheet's date, or a header that dates its own columns, says the period already
+    span_n = draft.cite(span_line.doc, span_line.text) if span and span_line is not None else ""
     unit_n = draft.cite(row.unit.doc, row.unit.text) if row.unit is not None else ""
     header_n = draft.cite(header.span.doc, header.span.text)
     row_n = draft.cite(doc, row.span.text)
-    col = column_for(header.years, period)
     if col is None:  # the filing does not report the period asked
         have = ", ".join(str(y) for y in header.years)
         draft.lines.append(f"{where} has no {period.year} figure for {item.name}: its table reports {have} "
@@ -264,16 +304,17 @@ def line_item_figure(steps: Steps, q: Question) -> Answer | None:
     cell = row.cells[col]
     fiscal = f" (fiscal {header.years[col]})" if names[col] != str(header.years[col]) else ""
     outflow = item.name in OUTFLOWS
-    per_share = re.search(r"per (?:common )?share", row.group, re.I)  # "Earnings per common share, basic", not
-    label = f"{row.group}, {row.label[:1].lower()}{row.label[1:]}" if per_share else row.label  # "Basic"
-    line = (f"{label} {period_phrase(header, names[col], chosen.statement)}{fiscal}: "
+    per_share = re.search(r"per (?:common |ordinary )?share", row.group, re.I)  # "Earnings per common share,
+    label = f"{row.group}, {row.label[:1].lower()}{row.label[1:]}" if per_share else row.label  # basic", not "Basic"
+    line = (f"{label} {period_phrase(header, names[col], chosen.statement, span)}{fiscal}: "
             f"{figure_text(row, cell, outflow=outflow)} {row_n}")
     other = converted(row, cell, asked_unit(r.instructions), r.instructions.decimals, outflow=outflow)
     if other:
         line += f", that is {other} (converted from the quoted figure)"
     draft.lines.append(line + ".")
     unit_note = f" {unit_n}" if unit_n else ""
-    draft.lines.append(f"From {where}: the row {row_n}, its column header {header_n}{unit_note and ' and unit'}"
-                       f"{unit_note}.")
+    span_note = f", the span its columns cover {span_n}" if span_n else ""
+    draft.lines.append(f"From {where}: the row {row_n}, its column header {header_n}{span_note}"
+                       f"{unit_note and ' and unit'}{unit_note}.")
     return steps.finish(draft, "figure")
 

@@ -140,6 +140,10 @@ def classify(question: str) -> list[QuestionKind]:
                                       SHARE_OF_REVENUE.search(question))
     if figure and (formula_for(question) is not None or over_item):
         kinds.append(QuestionKind.COMPUTED)
+        # "net income growth in Q1 2021 versus Q1 2020" compares two periods: that is the computation, not a
+        # comparison of documents
+        if len(set(YEAR.findall(EXAMPLE.sub(" ", question)))) >= 2 and not ALL_DOCS.search(question):
+            kinds = [k for k in kinds if k is not QuestionKind.COMPARE]
     if item is not None:
         kinds.append(QuestionKind.FIGURE)
     if YEAR.search(EXAMPLE.sub(" ", question)):

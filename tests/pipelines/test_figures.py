@@ -385,3 +385,48 @@ def test_a_release_that_prints_each_periods_share_of_sales_beside_it_reads_the_a
     rows = read_page([doc]).rows
     assert rows[0].cells == ("3,226,773", "2,729,388")  # not 100.0% for 2022
     assert rows[1].cells == ("37.6%", "37.6%")  # a row of percentages keeps them
+
+
+QUARTERLY = [
+    ["Acme Widgets Inc. Quarterly Report on Form 10-Q", "Results for the second quarter of 2022 follow."],
+    ["CONDENSED CONSOLIDATED STATEMENTS OF INCOME",
+     "Three months ended June 30, Six months ended June 30,",
+     "(In millions) 2022 2021 2022 2021", "Total revenue 260 240 500 470", "Net income 45 40 85 70"],
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "shown"),
+    [("What was Acme's net income in Q2 2022?", "Net income for the three months ended June 30, 2022: $45 million"),
+     ("What was Acme's total revenue for the six months ended June 30, 2021?",
+      "Total revenue for the six months ended June 30, 2021: $470 million")],
+)
+def test_a_quarterly_figure_says_the_span_its_column_covers(service, question, shown):
+    """A 10-Q's columns are quarters and half-years under bare years: "for 2022" would read as the fiscal year."""
+    scope = "slack:T1:CQUARTER"
+    if not service.store.fetch(scopes=[scope], limit=1):
+        assert service.ingest(make_pdf(QUARTERLY, bold=None), file_name="ACME_2022Q2_10Q.pdf",
+                              scope=scope).status == "indexed"
+    answer = service.answer(question, [scope])
+    assert answer.kind == "figure" and not answer.refused
+    assert answer.text.splitlines()[0].startswith(shown)
+    span = shown.split(" for the ")[1].split(",")[0].lower()  # "three months ended june 30"
+    assert any(c.quote.lower() == span for c in answer.citations)  # the span is quoted, not only said
+
+
+@pytest.mark.parametrize(
+    ("question", "shown"),
+    [("What was Acme's net margin in Q2 2022?", "for the three months ended June 30, 2022 ="),
+     # two periods "versus" each other are a growth, not a comparison of two documents
+     ("What was Acme's net income growth in Q2 2022 versus Q2 2021?",
+      "from the three months ended June 30, 2021 to the three months ended June 30, 2022 =")],
+)
+def test_a_metric_computed_from_a_quarter_says_the_span_its_columns_cover(service, question, shown):
+    scope = "slack:T1:CQUARTER"
+    if not service.store.fetch(scopes=[scope], limit=1):
+        assert service.ingest(make_pdf(QUARTERLY, bold=None), file_name="ACME_2022Q2_10Q.pdf",
+                              scope=scope).status == "indexed"
+    answer = service.answer(question, [scope])
+    assert answer.kind == "computed" and shown in answer.text.splitlines()[0]
+    assert any(c.quote.lower() == "three months ended june 30" for c in answer.citations)
+    assert recompute(answer.computation, answer.citations)
