@@ -34,6 +34,7 @@ from pipelines.questions.figures import (
     item_rows,
     page_of,
     page_reader,
+    spans_period,
     statement_order,
 )
 from pipelines.questions.kinds import AVERAGE, GROWTH, SHARE_OF_REVENUE, Question
@@ -80,9 +81,16 @@ def _years(question: str, period: AskedPeriod, latest: int, *, metric: bool,
     return [period.year or latest], "single"
 
 
-def _cell(found: list[Found], year: int) -> tuple[Found, int] | None:
-    """The row (as found) and column of ``year`` among ``found``, in :func:`statement_order`."""
-    ranked = sorted(found, key=statement_order(found))
+def _cell(found: list[Found], year: int, period: AskedPeriod) -> tuple[Found, int] | None:
+    """The row (as found) and column of ``year`` among ``found``: a column over the span ``period`` asks first
+    (:func:`spans_period`), then in :func:`statement_order`."""
+    order = statement_order(found)
+
+    def fits(f: Found) -> bool:
+        years = f.row.header.years if f.row.header else ()
+        return year in years and spans_period(f, years.index(year), period)
+
+    ranked = sorted(found, key=lambda f: (not fits(f), order(f)))
     for f in ranked:
         years = f.row.header.years if f.row.header else ()
         if year in years:
@@ -137,7 +145,7 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     cells: list[tuple[Operand, Row, int]] = []
     spans: dict[int, tuple[str, Span | None]] = {}  # the span each year's column covers, from the first operand's
     for o in operands:
-        at = _cell(rows_of(o.item), o.year)
+        at = _cell(rows_of(o.item), o.year, period)
         if at is None:
             log.info("computed_operand_missing", item=o.item, year=o.year)
             return None

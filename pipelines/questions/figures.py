@@ -37,8 +37,11 @@ from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
 # a question about the item's story, not its figure
 _NARRATIVE = re.compile(r"\b(?:why|explain|describe|discuss|drivers?|reasons?|what (?:drove|caused)|how did)\b", re.I)
 _DATE = re.compile(r"\b[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d\b")
-# the span a quarterly statement's columns cover, said above its header ("Three months ended March 31,")
-_MONTHS = re.compile(r"\b(three|six|nine|twelve) months ended,?(?:\s+([A-Z][a-z]{2,8}\.? \d{1,2}))?", re.I)
+# the span a statement's columns cover, said above its header ("Three months ended March 31,", "13 Weeks Ended")
+_MONTHS = re.compile(r"\b(three|six|nine|twelve|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three|\d{1,2})[- ]"
+                     r"(months?|weeks?) ended,?(?:\s+([A-Z][a-z]{2,8}\.? \d{1,2}))?", re.I)
+_ANNUAL = {"twelve", "12", "fifty-two", "52", "fifty-three", "53"}
+_ABOVE = 240  # how far above a column header its spans are looked for
 MAX_PAGES = 8
 # line items a cash flow statement prints as outflows, in parentheses, that a reader asks for as amounts
 OUTFLOWS = frozenset({"capital expenditure", "dividends paid"})
@@ -52,7 +55,7 @@ class Found:
     rank: int
     statement: str  # the statement the page is ("balance", "income", ...), "" for another page
     consolidated: bool = False  # the page titles itself consolidated (a primary statement, not a schedule)
-    spans: tuple[Span, ...] = ()  # what the page says its column groups cover, in order (:func:`_spans`)
+    spans: tuple[Span, ...] = ()  # what its table says its column groups cover, in order (:func:`_spans_above`)
 
 
 def asked_unit(said: Instructions) -> str:
@@ -111,21 +114,28 @@ def period_phrase(header: Header, name: str, statement: str, span: str = "") -> 
     return f"for the year ended {name}" if re.search(r"years? ended|fiscal year", before) else f"for {name}"
 
 
-def _spans(chunks: list[Document]) -> tuple[Span, ...]:
-    """What the head of a page (its first 400 characters) says the spans its columns cover are ("Three months ended
-    March 31", then "Six months ended June 30"), as quotable spans."""
-    spans: list[Span] = []
-    seen = 0
-    for doc in chunks:
-        content = doc.content or ""
-        spans += [Span(doc, m.start(), m.end()) for m in _MONTHS.finditer(content[: max(0, 400 - seen)])]
-        seen += len(content) + 1
-    return tuple(spans)
+def _spans_above(chunks: list[Document], header: Span) -> tuple[Span, ...]:
+    """What the line nearest above a table's column header (or the header itself) says its column groups cover
+    ("Three months ended March 31", "13 Weeks Ended  52 Weeks Ended"), as quotable spans; the chunk before on the
+    page is read too when the header opens its chunk."""
+    where = [(header.doc, max(0, header.start - _ABOVE), header.end)]
+    i = next((k for k, d in enumerate(chunks) if d is header.doc), 0)
+    if header.start < _ABOVE and i > 0:
+        before = chunks[i - 1].content or ""
+        where.insert(0, (chunks[i - 1], max(0, len(before) - (_ABOVE - header.start)), len(before)))
+    last: list[Span] = []
+    for doc, lo, hi in where:
+        text = doc.content or ""
+        for line_start in sorted({text.rfind("\n", 0, m.start()) + 1 for m in _MONTHS.finditer(text, lo, hi)}):
+            line_end = text.find("\n", line_start)
+            line_end = hi if line_end < 0 or line_end > hi else line_end
+            last = [Span(doc, m.start(), m.end()) for m in _MONTHS.finditer(text, line_start, line_end)]
+    return tuple(last)
 
 
 def column_span(found: Found, column: int) -> tuple[str, Span | None]:
     """The span the ``column`` of the row's header falls under ("three months ended March 31") and where the page
-    says it: the columns split evenly into as many groups as the page names spans (:func:`_spans`)."""
+    says it: the columns split evenly into as many groups as the table names spans (:func:`_spans_above`)."""
     years = found.row.header.years if found.row.header else ()
     if not found.spans or len(years) % len(found.spans):
         return "", None
@@ -133,7 +143,14 @@ def column_span(found: Found, column: int) -> tuple[str, Span | None]:
     m = _MONTHS.search(line.text)
     if m is None:
         return "", None
-    return " ".join([m.group(1).lower(), "months ended"] + ([m.group(2)] if m.group(2) else [])), line
+    return " ".join([m.group(1).lower(), m.group(2).lower(), "ended"] + ([m.group(3)] if m.group(3) else [])), line
+
+
+def spans_period(found: Found, column: int, period: AskedPeriod) -> bool:
+    """Whether the ``column`` covers the span ``period`` asks: a quarter's when it names a quarter, a whole year's
+    ("twelve months ended", "52 weeks ended", or no span printed) when it does not."""
+    span = column_span(found, column)[0]
+    return not span or (span.split(" ", 1)[0] in _ANNUAL) == (period.quarter is None)
 
 
 def converted(row: Row, cell: str, unit: str, decimals: int | None, *, outflow: bool = False) -> str:
@@ -186,7 +203,7 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
         lead = list({id(d): d for r in rows if r.header and (d := r.header.span.doc) not in chunks}.values())
         statement = _statement(lead + chunks)  # a title at the foot of the page before counts
         head = "\n".join(c.content or "" for c in lead + chunks)[:400].replace("|", " ").lower()
-        found += [Found(r, rank, statement, "consolidated" in head, _spans(lead + chunks))
+        found += [Found(r, rank, statement, "consolidated" in head, _spans_above(lead + chunks, r.header.span))
                   for r in rows if r.header is not None and r.cells]
     return found
 
@@ -222,19 +239,22 @@ def candidate_pages(docs: list[Document]) -> list[tuple[str, int]]:
 
 
 def best(found: list[Found], period: AskedPeriod) -> Found | None:
-    """The row to answer from: one whose header has the asked year (or any, when none is asked), on a statement page
-    before any other page (:func:`statement_order`), the latest period's when none is asked, a row with a cell per
-    column before one without, then in retrieval order."""
+    """The row to answer from: one whose header has the asked year (or any, when none is asked), the latest period's
+    when none is asked, a column over the span asked (a year's, unless a quarter is asked: an earnings release
+    prints the quarter's table first) before another, on a statement page before any other page
+    (:func:`statement_order`), a row with a cell per column before one without, then in retrieval order."""
     if not found:
         return None
 
     order = statement_order(found)
 
-    def key(f: Found) -> tuple[bool, int, int, bool, int]:
+    def key(f: Found) -> tuple[bool, int, bool, int, bool, int]:
         years = f.row.header.years if f.row.header else ()
         has_year = period.year is None or period.year in years
         latest = -max(years, default=0) if period.year is None else 0  # no year asked: the latest filing's
-        return (not has_year, latest, order(f), len(f.row.cells) != len(years), f.rank)
+        col = column_for(years, period) if years and has_year else None
+        return (not has_year, latest, col is not None and not spans_period(f, col, period), order(f),
+                len(f.row.cells) != len(years), f.rank)
 
     return min(found, key=key)
 

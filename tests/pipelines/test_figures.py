@@ -430,3 +430,27 @@ def test_a_metric_computed_from_a_quarter_says_the_span_its_columns_cover(servic
     assert answer.kind == "computed" and shown in answer.text.splitlines()[0]
     assert any(c.quote.lower() == "three months ended june 30" for c in answer.citations)
     assert recompute(answer.computation, answer.citations)
+
+
+RELEASE = [
+    ["Acme Widgets Announces Fourth Quarter Fiscal 2023 Results",
+     "CONSOLIDATED STATEMENTS OF INCOME", "(In millions)", "13 Weeks Ended", "2023 2022",
+     "Net sales 3,227 2,729", "Cost of sales 2,014 1,702", "Net income 341 289",
+     "52 Weeks Ended", "2023 2022", "Net sales 10,209 8,631", "Cost of sales 6,164 5,262", "Net income 1,242 986"],
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "shown"),
+    [("What were Acme's net sales in fiscal 2023?", "Net sales for the 52 weeks ended in 2023: $10,209 million"),
+     ("What were Acme's net sales in Q4 2023?", "Net sales for the 13 weeks ended in 2023: $3,227 million"),
+     ("What was Acme's gross margin in FY2023?", "= 39.6%")],
+)
+def test_a_year_asked_of_an_earnings_release_is_read_from_its_full_year_table(service, question, shown):
+    """An earnings release prints the quarter's table first: a year's figure comes from the year's table."""
+    scope = "slack:T1:CRELEASE"
+    if not service.store.fetch(scopes=[scope], limit=1):
+        assert service.ingest(make_pdf(RELEASE, bold=None), file_name="ACME_2023Q4_EARNINGS.pdf",
+                              scope=scope).status == "indexed"
+    answer = service.answer(question, [scope])
+    assert not answer.refused and shown in answer.text.splitlines()[0]
