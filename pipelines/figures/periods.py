@@ -11,14 +11,18 @@ _FY_SHORT = re.compile(r"\bfy\s*'?(\d\d)\b", re.I)
 _YEARS = re.compile(rf"(?<![\d.,$])({_YEAR})(?![\d,]|\.\d)")
 _QUARTER = re.compile(r"\bq([1-4])\b|\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter\b", re.I)
 _ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+# a question about a quarter's span, whichever one ("for the quarter ended January 28, 2023", "13 weeks ended")
+_QUARTERLY = re.compile(r"\bquarter(?:ly)?\b|\b(?:three|3|thirteen|13)[- ](?:months|weeks)\b", re.I)
 
 
 @dataclass(frozen=True)
 class AskedPeriod:
-    """The fiscal ``years`` a question names, in the order it names them (none: the latest), and a ``quarter``."""
+    """The fiscal ``years`` a question names, in the order it names them (none: the latest), a ``quarter``, and
+    whether it asks about a quarter's span at all (``quarterly``: "the quarter ended January 28, 2023")."""
 
     years: tuple[int, ...] = ()
     quarter: int | None = None
+    quarterly: bool = False
 
     @property
     def year(self) -> int | None:
@@ -38,7 +42,8 @@ def asked_period(question: str) -> AskedPeriod:
     quarter = None
     if q:
         quarter = int(q.group(1)) if q.group(1) else _ORDINAL[q.group(2).lower()]
-    return AskedPeriod(years=tuple(years), quarter=quarter)
+    return AskedPeriod(years=tuple(years), quarter=quarter,
+                       quarterly=quarter is not None or _QUARTERLY.search(question) is not None)
 
 
 def years_in(text: str) -> list[int]:

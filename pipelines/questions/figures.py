@@ -147,10 +147,10 @@ def column_span(found: Found, column: int) -> tuple[str, Span | None]:
 
 
 def spans_period(found: Found, column: int, period: AskedPeriod) -> bool:
-    """Whether the ``column`` covers the span ``period`` asks: a quarter's when it names a quarter, a whole year's
+    """Whether the ``column`` covers the span ``period`` asks: a quarter's when it asks one, a whole year's
     ("twelve months ended", "52 weeks ended", or no span printed) when it does not."""
     span = column_span(found, column)[0]
-    return not span or (span.split(" ", 1)[0] in _ANNUAL) == (period.quarter is None)
+    return not span or (span.split(" ", 1)[0] in _ANNUAL) != period.quarterly
 
 
 def converted(row: Row, cell: str, unit: str, decimals: int | None, *, outflow: bool = False) -> str:

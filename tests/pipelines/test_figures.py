@@ -444,6 +444,8 @@ RELEASE = [
     ("question", "shown"),
     [("What were Acme's net sales in fiscal 2023?", "Net sales for the 52 weeks ended in 2023: $10,209 million"),
      ("What were Acme's net sales in Q4 2023?", "Net sales for the 13 weeks ended in 2023: $3,227 million"),
+     ("What was Acme's cost of sales for the quarter ended in 2023?",
+      "Cost of sales for the 13 weeks ended in 2023: $2,014 million"),
      ("What was Acme's gross margin in FY2023?", "= 39.6%")],
 )
 def test_a_year_asked_of_an_earnings_release_is_read_from_its_full_year_table(service, question, shown):
