@@ -38,7 +38,7 @@ from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
 _NARRATIVE = re.compile(r"\b(?:why|explain|describe|discuss|drivers?|reasons?|what (?:drove|caused)|how did)\b", re.I)
 _DATE = re.compile(r"\b[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d\b")
 # the span a statement's columns cover, said above its header ("Three months ended March 31,", "13 Weeks Ended")
-_MONTHS = re.compile(r"\b(three|six|nine|twelve|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three|\d{1,2})[- ]"
+_COVERS = re.compile(r"\b(three|six|nine|twelve|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three|\d{1,2})[- ]"
                      r"(months?|weeks?) ended,?(?:\s+([A-Z][a-z]{2,8}\.? \d{1,2}))?", re.I)
 _ANNUAL = {"twelve", "12", "fifty-two", "52", "fifty-three", "53"}
 _ABOVE = 240  # how far above a column header its spans are looked for
@@ -126,10 +126,10 @@ def _spans_above(chunks: list[Document], header: Span) -> tuple[Span, ...]:
     last: list[Span] = []
     for doc, lo, hi in where:
         text = doc.content or ""
-        for line_start in sorted({text.rfind("\n", 0, m.start()) + 1 for m in _MONTHS.finditer(text, lo, hi)}):
+        for line_start in sorted({text.rfind("\n", 0, m.start()) + 1 for m in _COVERS.finditer(text, lo, hi)}):
             line_end = text.find("\n", line_start)
             line_end = hi if line_end < 0 or line_end > hi else line_end
-            last = [Span(doc, m.start(), m.end()) for m in _MONTHS.finditer(text, line_start, line_end)]
+            last = [Span(doc, m.start(), m.end()) for m in _COVERS.finditer(text, line_start, line_end)]
     return tuple(last)
 
 
@@ -140,7 +140,7 @@ def column_span(found: Found, column: int) -> tuple[str, Span | None]:
     if not found.spans or len(years) % len(found.spans):
         return "", None
     line = found.spans[column // (len(years) // len(found.spans))]
-    m = _MONTHS.search(line.text)
+    m = _COVERS.search(line.text)
     if m is None:
         return "", None
     return " ".join([m.group(1).lower(), m.group(2).lower(), "ended"] + ([m.group(3)] if m.group(3) else [])), line
@@ -303,7 +303,7 @@ def line_item_figure(steps: Steps, q: Question) -> Answer | None:
     meta = doc.meta or {}
     where = f"{meta.get('file_name', 'the PDF')}, p. {meta.get('page_start', '?')}"
     col = column_for(header.years, period)
-    asked_span = _MONTHS.search(q.text)  # "for the six months ended June 30, 2021": that group's column of the year
+    asked_span = _COVERS.search(q.text)  # "for the six months ended June 30, 2021": that group's column of the year
     if col is not None and asked_span is not None:
         col = next((i for i, y in enumerate(header.years) if y == header.years[col]
                     and column_span(chosen, i)[0].startswith(asked_span.group(1).lower())), col)
