@@ -11,11 +11,14 @@ file's own problems (refused, unreadable, no text) come out of the reader and th
 ``failed=[IngestFailure]``, and stop the steps after them; exceptions are left for what is not the file's
 fault (the store, the embedding model, a bug).
 Nothing is written unless every step succeeded; the writer replaces older versions of the same file
-name in the same scope atomically.
+name in the same scope atomically. :meth:`Indexer.prepare` runs every step but the writer (several files may be
+prepared at once, in threads), :meth:`Indexer.commit` writes one prepared file: ``citebot ingest --workers N``
+prepares N files at a time and commits each, in one thread, as it is ready.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 import time
@@ -25,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from haystack import Pipeline
+from haystack import Document, Pipeline
 from haystack import tracing as haystack_tracing
 
 from connectors.embedding import EmbeddingModelError, embedding_fingerprint, previous_embedding_fingerprint
@@ -191,6 +194,21 @@ def _run_step(pipeline: Pipeline, name: str, **inputs: Any) -> dict[str, Any]:
         return dict(instance.run(**inputs))
 
 
+@dataclasses.dataclass(frozen=True)
+class PreparedFile:
+    """One file read, chunked and embedded by :meth:`Indexer.prepare`, not yet written: its ``documents`` (chunks
+    with their vectors) and ``parsed`` pages, or its final ``outcome`` already (failed, or ``unchanged``)."""
+
+    file_name: str
+    scope: str
+    doc_id: str
+    started: float
+    report: _Progress
+    parsed: ParsedPdf | None = None
+    documents: list[Document] = dataclasses.field(default_factory=list)
+    outcome: IngestResult | None = None
+
+
 class Indexer:
     """What :class:`pipelines.service.CitebotService` calls to ingest one file into one scope."""
 
@@ -220,17 +238,17 @@ class Indexer:
             raise EmbeddingMismatchError(stored, current)
 
     def _run_steps(self, **inputs: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """The indexing pipeline's components in its graph order (reader, identity, structure, chunker, embedder,
-        writer),
-        each with its own ``inputs`` and what the step before it returned, without ``Pipeline.run``.
+        """The indexing pipeline's components up to the writer, in its graph order (reader, identity, structure,
+        chunker, embedder), each with its own ``inputs`` and what the step before it returned, without
+        ``Pipeline.run``; the writer runs in :meth:`commit`.
 
         ``Pipeline.run`` deep-copies every input of every component: the parsed pages, the structure's elements and
         the 384 floats of each chunk's embedding, one Python call per float; for a 99-page 10-K that measured ~0.6
         CPU-s of an ingest (~3%, and a second copy of the document in memory). The components never mutate their
         inputs (house style), so the copies buy nothing here; ``build_indexing_pipeline`` still describes and
         saves exactly this graph. Each step is traced as ``Pipeline.run`` traces it (a ``haystack.component.run``
-        span under one ``haystack.pipeline.run``, names and types only). A reader or writer that returns
-        ``failed`` ends the run there, as the pipeline did (the steps after it get no input)."""
+        span under a ``haystack.pipeline.run``, names and types only). A reader that returns ``failed`` ends the
+        run there, as the pipeline did (the steps after it get no input)."""
         p = self.pipeline
         out: dict[str, dict[str, Any]] = {}
         with haystack_tracing.tracer.trace("haystack.pipeline.run"):
@@ -241,8 +259,7 @@ class Indexer:
             structure = _run_step(p, "structure", parsed=out["reader"]["parsed"])
             chunks = _run_step(p, "chunker", elements=structure["elements"], page_labels=structure["page_labels"],
                                identity=identity["identity"], **inputs["chunker"])
-            embedded = _run_step(p, "embedder", documents=chunks["documents"], **inputs["embedder"])
-            out["writer"] = _run_step(p, "writer", documents=embedded["documents"], **inputs["writer"])
+            out["embedder"] = _run_step(p, "embedder", documents=chunks["documents"], **inputs["embedder"])
         return out
 
     def ingest(
@@ -258,30 +275,36 @@ class Indexer:
     ) -> IngestResult:
         """``source_url``: where people open the file (Slack permalink, Teams file URL, local ``file://``),
         kept in every chunk's metadata so citations can link to it. ``replaces``: the earlier versions this one
-        replaces, removed in the same write (the service decides which: :meth:`CitebotService.ingest`)."""
+        replaces, removed in the same write (the service decides which: :meth:`CitebotService.ingest`).
+        :meth:`prepare` then :meth:`commit`."""
+        prepared = self.prepare(data, file_name=file_name, scope=scope, uploaded_by=uploaded_by,
+                                source_url=source_url, progress=progress)
+        return self.commit(prepared, replaces=replaces)
+
+    def prepare(
+        self,
+        data: bytes,
+        *,
+        file_name: str,
+        scope: str,
+        uploaded_by: str = "",
+        source_url: str = "",
+        progress: ProgressCallback | None = None,
+    ) -> PreparedFile:
+        """Everything of an ingest but the write: read, OCR, chunk and embed ``data``; nothing touches the store but
+        the look-up of whether these bytes are indexed already. Safe to call from several threads at once (the
+        reading runs in a child process each, the model releases the interpreter while it computes), which is how
+        ``citebot ingest --workers N`` indexes N files at a time; :meth:`commit` writes the outcome."""
         (scope,) = require_scopes([scope])
         started = time.monotonic()
         report = _Progress(file_name, progress)
         sha = content_sha256(data)
         doc_id = make_doc_id(scope, sha)
-
-        def result(**kw: Any) -> IngestResult:
-            code = kw.pop("error_code", None)
-            res = IngestResult(file=file_name, scope=scope, seconds=round(time.monotonic() - started, 3),
-                               error_code=code, **kw)
-            log.info(
-                "ingest", scope=scope, doc_id=res.doc_id, status=res.status, pages=res.pages, chunks=res.chunks,
-                ocr_pages=res.ocr_pages, seconds=res.seconds, reason=code,
-            )
-            return res
+        prepared = PreparedFile(file_name=file_name, scope=scope, doc_id=doc_id, started=started, report=report)
 
         report("checking", force=True)
         if data and self.store.has_document(doc_id, scope=scope):
-            info = next((d for d in self.store.list_documents(scopes=[scope]) if d.doc_id == doc_id), None)
-            report("done", force=True)
-            return result(
-                doc_id=doc_id, status="unchanged", pages=info.pages if info else 0, chunks=info.chunks if info else 0
-            )
+            return dataclasses.replace(prepared, outcome=self._unchanged(prepared))
 
         self.warm_up()
         try:
@@ -289,7 +312,8 @@ class Indexer:
         except EmbeddingMismatchError as e:
             log.error("embedding_mismatch", stored=e.stored, current=e.current, action="run citebot reindex")
             report("done", force=True)
-            return result(doc_id=doc_id, status="failed", error=FAILED_REINDEX, error_code="reindex")
+            return dataclasses.replace(prepared, outcome=self._result(
+                prepared, doc_id=doc_id, status="failed", error=FAILED_REINDEX, error_code="reindex"))
         deadline = started + self.settings.ingest_timeout_s
         pages_total = 0
 
@@ -325,53 +349,105 @@ class Indexer:
                     "source_url": source_url,
                 },
                 embedder={"on_progress": on_embed},
-                writer={"scope": scope, "replaces": list(replaces)},
             )
         except Exception as e:  # noqa: BLE001 - every failure becomes a result with a fixed reason
-            cause = e
-            if isinstance(cause, IngestError):  # the file's own problem after reading: a cap or the deadline
-                reason, code = cause.reason, cause.code
-            elif isinstance(cause, StoreError):
-                reason, code = FAILED_STORE, "store"
-            elif isinstance(cause, EmbeddingModelError):
-                reason, code = FAILED_MODEL, "model"
-            elif isinstance(cause, ChildCrashedError):
-                # our bug in the reader's child process (an exception in our code, a crash signal): not the file
-                reason, code = FAILED_INTERNAL, "internal"
-                log.error(
-                    "ingest_internal_error", scope=scope, doc_id=doc_id, error=cause.error, process="reader",
-                    **frames_place(cause.frame_summaries()),
-                )
-            elif isinstance(cause, MemoryLimitTooLowError):
-                reason, code = FAILED_INTERNAL, "memory_limit"
-                log.error(
-                    "ingest_memory_limit_too_low", scope=scope, doc_id=doc_id, limit_mb=cause.limit_mb,
-                    mapped_at_start_mb=cause.mapped_mb, setting="CITEBOT_INGEST_MAX_MEMORY_MB",
-                )
-            else:
-                # our bug, not the user's PDF: say so, and log where it happened (never the message or text)
-                reason, code = FAILED_INTERNAL, "internal"
-                log.error(  # noqa: TRY400 - a traceback would print the message, which can hold document text
-                    "ingest_internal_error", scope=scope, doc_id=doc_id, error=type(cause).__name__,
-                    **error_place(cause),
-                )
-            report("done", force=True)
-            return result(doc_id=doc_id, status="failed", error=reason, error_code=code)
+            return dataclasses.replace(prepared, outcome=self._failure(prepared, e))
 
-        failed: list[IngestFailure] = [*out["reader"]["failed"], *out.get("writer", {}).get("failed", [])]
-        if failed:  # the file's own problem (refused, unreadable, no text): nothing was written
+        failed: list[IngestFailure] = out["reader"]["failed"]
+        if failed:  # the file's own problem (refused, unreadable, no text): nothing will be written
             report("done", force=True)
-            return result(doc_id=doc_id, status="failed", error=failed[0].reason, error_code=failed[0].code)
-        parsed: ParsedPdf = out["reader"]["parsed"]
-        written = int(out["writer"]["written"])
-        replaced = [r for r in out["writer"]["replaced"] if r != doc_id]
+            return dataclasses.replace(prepared, outcome=self._result(
+                prepared, doc_id=doc_id, status="failed", error=failed[0].reason, error_code=failed[0].code))
+        return dataclasses.replace(prepared, parsed=out["reader"]["parsed"], documents=out["embedder"]["documents"])
+
+    def commit(self, prepared: PreparedFile, *, file_name: str | None = None,
+               replaces: Sequence[str] = ()) -> IngestResult:
+        """Write what :meth:`prepare` made, all or nothing, as ``file_name`` (default: the name it was prepared
+        under; a name is only chunk metadata, so the vectors stay the same), removing ``replaces`` in the same
+        transaction. A file whose bytes were indexed meanwhile (the same PDF twice in one ``ingest`` of several
+        workers) is ``unchanged``, as it is when the two are indexed one after the other."""
+        if prepared.outcome is not None:
+            return prepared.outcome
+        name = file_name or prepared.file_name
+        documents = prepared.documents
+        if name != prepared.file_name:
+            documents = [dataclasses.replace(d, meta={**d.meta, "file_name": name}) for d in documents]
+            prepared = dataclasses.replace(prepared, file_name=name, report=_Progress(name, prepared.report.callback))
+        if self.store.has_document(prepared.doc_id, scope=prepared.scope):
+            return self._unchanged(prepared)
+        try:
+            with haystack_tracing.tracer.trace("haystack.pipeline.run"):
+                written = _run_step(self.pipeline, "writer", documents=documents, scope=prepared.scope,
+                                    replaces=list(replaces))
+        except Exception as e:  # noqa: BLE001 - every failure becomes a result with a fixed reason
+            return self._failure(prepared, e)
+        report = prepared.report
+        if written["failed"]:  # no chunks (no text): nothing was written
+            report("done", force=True)
+            return self._result(prepared, doc_id=prepared.doc_id, status="failed", error=written["failed"][0].reason,
+                                error_code=written["failed"][0].code)
+        parsed = prepared.parsed
+        assert parsed is not None
+        replaced = [r for r in written["replaced"] if r != prepared.doc_id]
         report("done", parsed.page_count, parsed.page_count, force=True)
-        return result(
-            doc_id=doc_id,
+        return self._result(
+            prepared,
+            doc_id=prepared.doc_id,
             status="indexed",
             pages=parsed.page_count,
-            chunks=written,
+            chunks=int(written["written"]),
             ocr_pages=len(parsed.ocr_pages),
             skipped_pages=parsed.skipped_pages,
             replaced_doc_id=replaced[0] if replaced else None,
         )
+
+    def _unchanged(self, prepared: PreparedFile) -> IngestResult:
+        """These bytes are in the scope already: nothing is read or written."""
+        info = next((d for d in self.store.list_documents(scopes=[prepared.scope]) if d.doc_id == prepared.doc_id),
+                    None)
+        prepared.report("done", force=True)
+        return self._result(prepared, doc_id=prepared.doc_id, status="unchanged", pages=info.pages if info else 0,
+                            chunks=info.chunks if info else 0)
+
+    @staticmethod
+    def _result(prepared: PreparedFile, **kw: Any) -> IngestResult:
+        code = kw.pop("error_code", None)
+        res = IngestResult(file=prepared.file_name, scope=prepared.scope,
+                           seconds=round(time.monotonic() - prepared.started, 3), error_code=code, **kw)
+        log.info(
+            "ingest", scope=res.scope, doc_id=res.doc_id, status=res.status, pages=res.pages, chunks=res.chunks,
+            ocr_pages=res.ocr_pages, seconds=res.seconds, reason=code,
+        )
+        return res
+
+    def _failure(self, prepared: PreparedFile, cause: Exception) -> IngestResult:
+        """The result of an exception in a step: a fixed reason for the user, our own bugs logged by place."""
+        scope, doc_id = prepared.scope, prepared.doc_id
+        if isinstance(cause, IngestError):  # the file's own problem after reading: a cap or the deadline
+            reason, code = cause.reason, cause.code
+        elif isinstance(cause, StoreError):
+            reason, code = FAILED_STORE, "store"
+        elif isinstance(cause, EmbeddingModelError):
+            reason, code = FAILED_MODEL, "model"
+        elif isinstance(cause, ChildCrashedError):
+            # our bug in the reader's child process (an exception in our code, a crash signal): not the file
+            reason, code = FAILED_INTERNAL, "internal"
+            log.error(
+                "ingest_internal_error", scope=scope, doc_id=doc_id, error=cause.error, process="reader",
+                **frames_place(cause.frame_summaries()),
+            )
+        elif isinstance(cause, MemoryLimitTooLowError):
+            reason, code = FAILED_INTERNAL, "memory_limit"
+            log.error(
+                "ingest_memory_limit_too_low", scope=scope, doc_id=doc_id, limit_mb=cause.limit_mb,
+                mapped_at_start_mb=cause.mapped_mb, setting="CITEBOT_INGEST_MAX_MEMORY_MB",
+            )
+        else:
+            # our bug, not the user's PDF: say so, and log where it happened (never the message or text)
+            reason, code = FAILED_INTERNAL, "internal"
+            log.error(  # noqa: TRY400 - a traceback would print the message, which can hold document text
+                "ingest_internal_error", scope=scope, doc_id=doc_id, error=type(cause).__name__,
+                **error_place(cause),
+            )
+        prepared.report("done", force=True)
+        return self._result(prepared, doc_id=doc_id, status="failed", error=reason, error_code=code)

@@ -20,7 +20,7 @@ from pipelines.models import Answer, IngestResult, ProgressCallback, RetrievalMo
 
 if TYPE_CHECKING:
     from pipelines.answerer import Answerer
-    from pipelines.indexing import Indexer
+    from pipelines.indexing import Indexer, PreparedFile
     from pipelines.query import QueryEngine
     from pipelines.streaming import ShowText
 
@@ -137,26 +137,46 @@ class CitebotService:
         beside ``b/report.pdf``) is kept and this one gets a free name."""
         (scope,) = require_scopes(scope)
         with span("ingest", **{"ingest.bytes": len(data)}) as s:
-            result = self._ingest(data, file_name=file_name, scope=scope, uploaded_by=uploaded_by, is_admin=is_admin,
-                                  source_url=source_url, progress=progress, same_source_only=same_source_only)
+            prepared = self.prepare(data, file_name=file_name, scope=scope, uploaded_by=uploaded_by,
+                                    source_url=source_url, progress=progress)
+            result = self.commit(prepared, uploaded_by=uploaded_by, is_admin=is_admin, source_url=source_url,
+                                 same_source_only=same_source_only)
             tag(s, **{"ingest.status": result.status, "ingest.reason": result.error_code or "",
                       "ingest.pages": result.pages, "ingest.ocr_pages": result.ocr_pages,
                       "ingest.chunks": result.chunks})
         return result
 
-    def _ingest(
+    def prepare(
         self,
         data: bytes,
         *,
         file_name: str,
         scope: str,
-        uploaded_by: str,
-        is_admin: bool | Callable[[], bool],
-        source_url: str,
-        progress: ProgressCallback | None,
+        uploaded_by: str = "",
+        source_url: str = "",
+        progress: ProgressCallback | None = None,
+    ) -> PreparedFile:
+        """Read, OCR, chunk and embed ``data`` (:meth:`Indexer.prepare`), writing nothing: safe from several threads
+        at once. :meth:`commit` decides the name it is indexed under and writes it."""
+        (scope,) = require_scopes(scope)
+        return self.indexer.prepare(data, file_name=clean_name(file_name), scope=scope, uploaded_by=uploaded_by,
+                                    source_url=source_url, progress=progress)
+
+    def commit(
+        self,
+        prepared: PreparedFile,
+        *,
+        uploaded_by: str = "",
+        is_admin: bool | Callable[[], bool] = False,
+        source_url: str = "",
         same_source_only: bool = False,
     ) -> IngestResult:
-        file_name = clean_name(file_name)
+        """Write a :meth:`prepare`d file under the name :meth:`ingest`'s rules give it, with the store as it is now
+        (call it from one thread at a time when files are prepared in parallel: the name a file gets depends on
+        what was written before it)."""
+        file_name, scope = prepared.file_name, prepared.scope
+        if prepared.outcome is not None:  # failed, or these bytes are here already: nothing is named or replaced
+            return prepared.outcome
         key = name_key(file_name)
         docs = self.store.list_documents(scopes=[scope])
 
@@ -176,8 +196,7 @@ class CitebotService:
         # transaction that writes the new version (replaced_doc_id: the first of them, the uploader's own first).
         replaces = [d.doc_id for d in docs if d.file == name and d.uploaded_by == uploaded_by]
         replaces += [d.doc_id for d in exact if d.doc_id not in replaces] if admin else []
-        result = self.indexer.ingest(data, file_name=name, scope=scope, uploaded_by=uploaded_by,
-                                     source_url=source_url, progress=progress, replaces=replaces)
+        result = self.indexer.commit(prepared, file_name=name, replaces=replaces)
         if result.status != "indexed":  # failed, or these bytes are here already: nothing was named or replaced
             return result.model_copy(update={"file": file_name})
         if name != file_name:

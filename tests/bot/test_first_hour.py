@@ -221,6 +221,30 @@ def test_ctrl_c_during_ingest_says_one_line_and_keeps_what_was_indexed(tmp_path:
     assert [d["file"] for d in listed] == ["small.pdf"]
 
 
+@pytest.mark.slow
+def test_ctrl_c_with_two_files_in_progress_keeps_neither(tmp_path: Path) -> None:
+    """Two workers, each in the middle of a file, when Ctrl-C comes: one line naming both, and neither is kept."""
+    write_report(tmp_path / "north.pdf", "North", pages=60)
+    write_report(tmp_path / "south.pdf", "South", pages=60)
+    data = tmp_path / "data"
+    command = [sys.executable, "-m", "bot.cli.main", "ingest", "north.pdf", "south.pdf", "--workers", "2"]
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while len(_reading_children(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(_reading_children(proc.pid)) == 2, "the two files were never read at once"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip() == "citebot ingest: interrupted; nothing was indexed (nothing of north.pdf, south.pdf, in " \
+                          "progress, is kept)"
+    assert out == ""
+    assert json.loads(citebot("docs", "--json", cwd=tmp_path, data_dir=data).stdout) == []
+
+
 def _fork_server_of(pgid: int) -> int | None:
     """The pid of multiprocessing's fork server in process group ``pgid`` (the reader's), if it has started."""
     for p in Path("/proc").iterdir():
@@ -234,6 +258,22 @@ def _fork_server_of(pgid: int) -> int | None:
         if b"multiprocessing.forkserver import main" in cmdline and int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
             return int(p.name)
     return None
+
+
+def _reading_children(pgid: int) -> list[int]:
+    """The reading children of the fork server in process group ``pgid``: one per file being read."""
+    server = _fork_server_of(pgid)
+    children = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        if server is not None and int(stat.rsplit(")", 1)[1].split()[1]) == server:
+            children.append(int(p.name))
+    return children
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ from connectors.settings import Settings
 from connectors.stores import open_store
 from eval import sample_pdfs
 from pipelines.chunk_stats import chunk_stats
+from tests.helpers.pdfs import make_pdf
 
 
 def test_collect_files_walks_folders_and_reports_missing(tmp_path: Path) -> None:
@@ -55,6 +56,54 @@ def test_ingest_json_lines_exit_status_and_rerun(tmp_path: Path, capsys: pytest.
     out = json.loads(capsys.readouterr().out)
     assert out["stats"]["tables_found"] == 3 and out["stats"]["ocr_pages"] == 1
     assert out["stats"]["tokens"]["max"] <= Settings().chunk_max_tokens
+
+
+def _index(data_dir: Path) -> dict[str, tuple[str | None, dict[str, object], list[float] | None]]:
+    """Every chunk in a data dir's store: id -> (content, metadata but the upload time, vector)."""
+    store = open_store(Settings(data_dir=data_dir))
+    return {d.id: (d.content, {k: v for k, v in d.meta.items() if k != "uploaded_at"}, d.embedding)
+            for d in store.filter_documents()}
+
+
+@pytest.mark.slow
+def test_two_workers_index_exactly_what_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same folder indexed with one worker and with two: the same chunks, text, metadata and vectors, the same
+    lines (in the order files finish), the broken file failing alone, and of two files named alike the first listed
+    keeping the name, whichever finishes first."""
+    folder = tmp_path / "pdfs"
+    sample_pdfs.write_samples(folder)
+    (folder / "a").mkdir()
+    (folder / "b").mkdir()
+    # b's report is the short one, so with two workers it is ready before a's
+    (folder / "a" / "report.pdf").write_bytes(make_pdf(
+        [[f"Report A, page {p}, line {i}: the notice period is {p + i} days." for i in range(30)] for p in range(8)],
+        bold=None))
+    (folder / "b" / "report.pdf").write_bytes(make_pdf([["Report B: the notice period is 90 days."]], bold=None))
+    (folder / "broken.pdf").write_text("this is not a PDF")
+
+    rows = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("CITEBOT_DATA_DIR", str(tmp_path / f"data{workers}"))
+        assert main(["ingest", str(folder), "--json", "--workers", workers]) == 1  # the broken file
+        lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        rows[workers] = {r["file"]: {k: v for k, v in r.items() if k != "seconds"} for r in lines}
+
+    assert rows["2"] == rows["1"]
+    assert {r["status"] for r in rows["1"].values()} == {"indexed", "failed"}
+    assert rows["1"][str(folder / "broken.pdf")]["status"] == "failed"
+    assert rows["2"][str(folder / "b" / "report.pdf")]["indexed_as"] == "report (2).pdf"
+    one, two = _index(tmp_path / "data1"), _index(tmp_path / "data2")
+    assert len(one) > 40
+    assert two == one
+
+
+def test_workers_must_be_at_least_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["ingest", ".", "--workers", "0"])
+    assert e.value.code == 2
+    assert "--workers: must be a whole number of at least 1, not '0'" in capsys.readouterr().err
 
 
 def test_chunk_stats_counts_only_the_given_scopes(tmp_path: Path) -> None:
