@@ -37,8 +37,8 @@ __all__ = ["VECTOR_FORMATS", "SQLiteBM25Retriever", "SQLiteDocumentStore", "SQLi
 def set_vector_format(store: SQLiteDocumentStore, vector_format: str) -> None:
     """Keep the store's dense matrices as ``binary`` (sign bits, a 32nd of the memory, candidates rescored by their
     exact vectors: the default), ``float32`` (exact) or ``int8`` (a quarter, rescored; :mod:`.vectors`). A benchmark
-    option (``citebot bench retrieval --vectors``): what is stored does not change. Here, not on the store, because the store's file is
-    hashed into the eval index keys (``eval/index.py``) and this reads the index only."""
+    option (``citebot bench retrieval --vectors``): what is stored does not change. Here, not on the store, because
+    the store's file is hashed into the eval index keys (``eval/index.py``) and this reads the index only."""
     store._vectors.set_format(vector_format)  # noqa: SLF001 - the package's own part
 
 

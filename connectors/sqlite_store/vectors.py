@@ -61,17 +61,16 @@ class _ScopeMatrix:
         """Hamming distance of each (masked) row's code to the query's (binary format), as uint16."""
         assert self.words is not None  # noqa: S101 - only called in the binary format
         words = self.words if mask is None else self.words[:, mask]
-        n = words.shape[1]
-        out = np.zeros(n, dtype=np.uint16)
+        w, n = words.shape
+        out = np.empty(n, dtype=np.uint16)
         size = min(n, _HAMMING_BLOCK)
-        xor, bits = np.empty(size, dtype=np.uint64), np.empty(size, dtype=np.uint8)
+        xor, bits = np.empty((w, size), dtype=np.uint64), np.empty((w, size), dtype=np.uint8)
+        q = qwords[:, None]
         for i in range(0, n, _HAMMING_BLOCK):
             m = min(n - i, _HAMMING_BLOCK)
-            acc = out[i : i + m]
-            for w in range(words.shape[0]):
-                np.bitwise_xor(words[w, i : i + m], qwords[w], out=xor[:m])
-                np.bitwise_count(xor[:m], out=bits[:m])
-                np.add(acc, bits[:m], out=acc)
+            np.bitwise_xor(words[:, i : i + m], q, out=xor[:, :m])
+            np.bitwise_count(xor[:, :m], out=bits[:, :m])
+            np.sum(bits[:, :m], axis=0, dtype=np.uint16, out=out[i : i + m])
         return out
 
     def scores(self, q: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -100,8 +99,10 @@ def _nearest(dist: np.ndarray, n: int) -> np.ndarray:
         return np.arange(dist.shape[0])
     cum = np.cumsum(np.bincount(dist))
     t = int(np.searchsorted(cum, n))  # the distance at which n rows are reached
-    below = np.flatnonzero(dist < t)
-    return np.concatenate([below, np.flatnonzero(dist == t)[: n - below.shape[0]]])
+    near = np.flatnonzero(dist <= t)
+    d = dist[near]
+    below = near[d < t]
+    return np.concatenate([below, near[d == t][: n - below.shape[0]]])
 
 
 def _quantise(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -321,15 +322,18 @@ def _rescore(
 def _exact(conn: sqlite3.Connection, rids: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``rids`` with their exact cosine scores from their stored float32 vectors (a row deleted since is left
     out)."""
-    exact = np.full(rids.shape[0], -2.0, dtype=np.float32)  # a row deleted since the scan ranks last
-    position = {int(r): i for i, r in enumerate(rids)}
-    marks = ",".join("?" * len(position))
-    for rid, blob in conn.execute(f"SELECT rid, embedding FROM embeddings WHERE rid IN ({marks})", list(position)):
-        v = np.frombuffer(blob, dtype=np.float32)
-        norm = float(np.linalg.norm(v))
-        exact[position[int(rid)]] = float(v @ q) / norm if norm > 0 else 0.0
-    present = exact > -2.0
-    return rids[present], exact[present]
+    if rids.shape[0] == 0:
+        return rids, np.empty(0, dtype=np.float32)
+    wanted = np.sort(rids)  # the table's order: SQLite walks its b-tree once
+    marks = ",".join("?" * wanted.shape[0])
+    rows = conn.execute(f"SELECT rid, embedding FROM embeddings WHERE rid IN ({marks})", wanted.tolist()).fetchall()
+    if not rows:
+        return rids[:0], np.empty(0, dtype=np.float32)
+    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    norms = np.linalg.norm(mat, axis=1)
+    norms[norms == 0] = 1.0
+    found = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return found, (mat @ q) / norms
 
 
 def _read_document_vectors(
