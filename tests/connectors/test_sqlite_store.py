@@ -510,6 +510,15 @@ class TestCompactVectors:
             set_vector_format(s, "int4")
         s.close()
 
+    @pytest.mark.parametrize("fmt", ["binary", "int8", "float32"])
+    def test_the_vectors_setting_picks_the_format(self, tmp_path: Path, fmt: str) -> None:
+        from connectors.settings import Settings
+        from connectors.stores import open_store
+
+        store = open_store(Settings(_env_file=None, data_dir=tmp_path, vectors=fmt))  # type: ignore[call-arg]
+        assert store._vectors.vector_format == fmt  # type: ignore[attr-defined]  # noqa: SLF001
+        store.close()  # type: ignore[attr-defined]
+
     def test_binary_never_ranks_another_scopes_identical_vectors(self, tmp_path: Path) -> None:
         """Another channel holds exact copies of the query's nearest vectors (Hamming distance 0): none surfaces,
         however few of the asked scope's rows are near."""
