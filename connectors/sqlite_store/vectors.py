@@ -207,6 +207,7 @@ class Vectors:
             all_scores: list[np.ndarray] = []
             binary = self.vector_format == "binary"
             qwords = _words(sign_codes(q)[None, :])[:, 0] if binary else q
+            pool = max(RESCORE_BINARY, RESCORE_PER_HIT * int(top_k))
             with _single_threaded_blas():
                 for scope in dict.fromkeys(scopes):
                     sm = self._matrix(conn, scope, gen)
@@ -217,14 +218,21 @@ class Vectors:
                         mask = np.isin(sm.rids, allowed, assume_unique=True)
                         if not mask.any():
                             continue
-                    all_rids.append(sm.rids if mask is None else sm.rids[mask])
-                    all_scores.append(sm.distances(qwords, mask) if binary else sm.scores(q, mask))
+                    rids = sm.rids if mask is None else sm.rids[mask]
+                    if binary:  # each scope's nearest only: the pool is among them, and nothing big is copied
+                        dist = sm.distances(qwords, mask)
+                        near = _nearest(dist, pool)
+                        all_rids.append(rids[near])
+                        all_scores.append(dist[near])
+                    else:
+                        all_rids.append(rids)
+                        all_scores.append(sm.scores(q, mask))
             if not all_rids:
                 return []
             rids = np.concatenate(all_rids) if len(all_rids) > 1 else all_rids[0]
             scores = np.concatenate(all_scores) if len(all_scores) > 1 else all_scores[0]
             if binary:
-                rids = rids[_nearest(scores, max(RESCORE_BINARY, RESCORE_PER_HIT * int(top_k)))]
+                rids = rids[_nearest(scores, pool)]
                 rids, scores = _exact(conn, rids, q)
             elif self.vector_format == "int8":
                 rids, scores = _rescore(conn, rids, scores, q, max(RESCORE_MIN, 4 * int(top_k)))
