@@ -62,11 +62,22 @@ _KEYWORD_FIELDS = (
 _INTEGER_FIELDS = ("page_start", "page_end", "chunk_index", "doc_year", "doc_quarter")
 
 
-def chunk_mapping(embedding_dim: int) -> dict[str, Any]:
-    """The index mapping: the chunk-metadata contract of ``pipelines.models``, other strings as keywords."""
+# ``Settings.vectors`` as Elasticsearch quantises an HNSW index's vectors: bbq (better binary quantisation: a bit a
+# dimension, rescored), int8, or none. Elasticsearch keeps the float32 vectors beside them, as the embedded store does.
+INDEX_OPTIONS = {"binary": "bbq_hnsw", "int8": "int8_hnsw", "float32": "hnsw"}
+_BBQ_MIN_DIMS = 64  # Elasticsearch refuses bbq below this; int8 stands in for it there (small test models)
+
+
+def chunk_mapping(embedding_dim: int, vectors: str = "binary") -> dict[str, Any]:
+    """The index mapping: the chunk-metadata contract of ``pipelines.models``, other strings as keywords, and the
+    vectors quantised as ``vectors`` says (:data:`INDEX_OPTIONS`)."""
+    if vectors not in INDEX_OPTIONS:
+        raise ValueError(f"vectors must be one of {', '.join(INDEX_OPTIONS)}")
     props: dict[str, Any] = {
         "content": {"type": "text"},
-        "embedding": {"type": "dense_vector", "dims": embedding_dim, "index": True, "similarity": "cosine"},
+        "embedding": {"type": "dense_vector", "dims": embedding_dim, "index": True, "similarity": "cosine",
+                      "index_options": {"type": INDEX_OPTIONS[
+                          "int8" if vectors == "binary" and embedding_dim < _BBQ_MIN_DIMS else vectors]}},
         "ocr_confidence": {"type": "float"},
     }
     props.update({f: {"type": "keyword"} for f in _KEYWORD_FIELDS})
@@ -103,6 +114,7 @@ class CitebotElasticsearchStore:
         password: Secret | None = None,
         request_timeout: float = 30.0,
         ca_certs: str | None = None,
+        vectors: str = "binary",
     ) -> None:
         from haystack_integrations.components.retrievers.elasticsearch import (
             ElasticsearchBM25Retriever,
@@ -116,6 +128,8 @@ class CitebotElasticsearchStore:
             raise ValueError("embedding_dim must be positive")
         if request_timeout <= 0:
             raise ValueError("request_timeout must be positive")
+        if vectors not in INDEX_OPTIONS:
+            raise ValueError(f"vectors must be one of {', '.join(INDEX_OPTIONS)} (CITEBOT_VECTORS)")
         if (username is None) != (password is None):
             raise ValueError("set both CITEBOT_ELASTICSEARCH_USERNAME and CITEBOT_ELASTICSEARCH_PASSWORD, or neither")
         self.hosts = hosts
@@ -126,13 +140,14 @@ class CitebotElasticsearchStore:
         self.password = password
         self.request_timeout = request_timeout
         self.ca_certs = ca_certs
+        self.vectors = vectors
         client_kwargs: dict[str, Any] = {"request_timeout": request_timeout, **tls_options(hosts, ca_certs)}
         if username is not None and password is not None:
             client_kwargs["basic_auth"] = (username, password.resolve_value())
         self.document_store = ElasticsearchDocumentStore(
             hosts=hosts,
             index=index,
-            custom_mapping=chunk_mapping(embedding_dim),
+            custom_mapping=chunk_mapping(embedding_dim, vectors),
             api_key=api_key,
             api_key_id=None,
             embedding_similarity_function="cosine",
@@ -154,6 +169,7 @@ class CitebotElasticsearchStore:
             username=settings.elasticsearch_username,
             password=_secret_from_settings(settings.elasticsearch_password, "CITEBOT_ELASTICSEARCH_PASSWORD"),
             ca_certs=str(settings.elasticsearch_ca_certs) if settings.elasticsearch_ca_certs else None,
+            vectors=settings.vectors,
         )
 
     # --- serialisation -------------------------------------------------------------------------------
@@ -168,6 +184,7 @@ class CitebotElasticsearchStore:
             password=self.password.to_dict() if self.password is not None else None,
             request_timeout=self.request_timeout,
             ca_certs=self.ca_certs,
+            vectors=self.vectors,
         )
 
     @classmethod
@@ -203,7 +220,7 @@ class CitebotElasticsearchStore:
             if not raw.indices.exists(index=self.index):
                 raw.indices.create(
                     index=self.index,
-                    mappings=chunk_mapping(self.embedding_dim),
+                    mappings=chunk_mapping(self.embedding_dim, self.vectors),
                     settings={"refresh_interval": "-1"},
                 )
         except Exception as e:

@@ -93,6 +93,13 @@ class Settings(BaseSettings):
         "torch); onnx-int8: quantised, faster, its own vectors (re-index to switch); torch: sentence-transformers. "
         "Unset: a store holding vectors keeps the backend that made them, a new store gets the default.",
     )
+    vectors: Literal["binary", "int8", "float32"] = Field(
+        "binary",
+        description="How dense search keeps the vectors it scans. binary: one bit a dimension (48 bytes a 384-d chunk;"
+        " the nearest rescored by their stored float32 vectors); int8: a byte a dimension, rescored; float32: exact. "
+        "The embedded store stores float32 whatever this says; Elasticsearch indexes a new index as bbq_hnsw, "
+        "int8_hnsw or hnsw (an existing index keeps its mapping: `citebot reindex` into a new one to change it).",
+    )
     embedding_batch_window_ms: float = Field(
         4.0, ge=0.0, le=100.0, description="Concurrent questions arriving this close together are embedded as one "
         "batch; 0 turns batching off. onnx-int8 embeds one text a run and is never batched."

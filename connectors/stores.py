@@ -21,7 +21,12 @@ from connectors.elasticsearch_store import (
 )
 from connectors.private_files import private_dir
 from connectors.settings import Settings
-from connectors.sqlite_store import SQLiteBM25Retriever, SQLiteDocumentStore, SQLiteEmbeddingRetriever
+from connectors.sqlite_store import (
+    SQLiteBM25Retriever,
+    SQLiteDocumentStore,
+    SQLiteEmbeddingRetriever,
+    set_vector_format,
+)
 from connectors.state_api import ChatState
 from connectors.state_log import StateLog
 from connectors.store_api import ChunkStore, StoreError
@@ -32,9 +37,11 @@ def open_store(settings: Settings) -> ChunkStore:
         return CitebotElasticsearchStore.from_settings(settings)
     try:
         private_dir(settings.data_dir)
-        return SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
+        store = SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
     except (OSError, sqlite3.Error) as e:
         raise StoreError(unusable_data_dir(settings, e)) from e
+    set_vector_format(store, settings.vectors)
+    return store
 
 
 def unusable_data_dir(settings: Settings, error: BaseException) -> str:

@@ -6,6 +6,10 @@ text with the current model, document by document; a *chunker* change needs the 
 store does not have: re-upload them (or ``citebot ingest`` them again) and the new chunks replace the old
 version of the same file.
 
+``citebot reindex --from FILE`` copies an embedded store's documents into the configured store (Elasticsearch, when
+one machine no longer holds the archive): each document whole, in its scope, with its stored vectors when they
+were made with the configured model and backend, else re-embedded.
+
 Each document is rewritten in one store write (the SQLite store commits a write as one transaction), and
 finished documents are recorded in ``CITEBOT_DATA_DIR/reindex.json`` keyed by the model fingerprint, so an
 interrupted reindex resumes where it stopped and a second run with the same model does nothing.
@@ -23,6 +27,7 @@ from typing import Any
 from connectors.settings import Settings
 
 STATE_FILE = "reindex.json"
+COPY_STATE_FILE = "reindex-copy.json"
 
 Embedder = Callable[[list[str]], list[list[float]]]
 
@@ -69,6 +74,11 @@ class ReindexResult:
     per_scope: dict[str, int] = field(default_factory=dict)
 
 
+def _target(store: Any) -> str:
+    """What a copy writes into, for its progress file: the store's file or its server and index."""
+    return str(getattr(store, "path", "") or f"{getattr(store, 'hosts', '')}/{getattr(store, 'index', '')}")
+
+
 def _load_state(path: Path, fingerprint: str) -> dict[str, list[str]]:
     if not path.exists():
         return {}
@@ -94,9 +104,11 @@ def reindex(
     batch_size: int | None = None,
     log: Callable[[str], None] = print,
     progress: Callable[[str, int, int], None] | None = None,
+    source: Any | None = None,
 ) -> ReindexResult:
     """Re-embed every document of ``scopes`` (default: every scope in the store). ``progress(what, done, total)``
-    hears of every document re-embedded (a terminal display)."""
+    hears of every document re-embedded (a terminal display). With ``source`` (another store), copy its documents
+    into ``store`` instead, re-embedding only when ``source``'s vectors are not this configuration's."""
     from haystack.document_stores.types import DuplicatePolicy
 
     def default_embedder(texts: list[str]) -> list[list[float]]:
@@ -110,11 +122,17 @@ def reindex(
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = model_fingerprint(settings)
     state_path = settings.data_dir / STATE_FILE
-    done = {} if restart else _load_state(state_path, fingerprint)
+    state_key = fingerprint
+    reader = store if source is None else source
+    keep_vectors = source is not None and embedder is None and source.embedding_fingerprint() == fingerprint
+    if source is not None:  # a copy's progress is its own: the source file and the target, beside the model
+        state_path = settings.data_dir / COPY_STATE_FILE
+        state_key = f"{fingerprint} {getattr(source, 'path', '')} -> {_target(store)}"
+    done = {} if restart else _load_state(state_path, state_key)
     result = ReindexResult()
-    all_scopes = store.all_scopes()
+    all_scopes = reader.all_scopes()
     wanted = list(scopes) if scopes else all_scopes
-    listed = [(scope, store.list_documents(scopes=[scope])) for scope in wanted]
+    listed = [(scope, reader.list_documents(scopes=[scope])) for scope in wanted]
     total = sum(1 for scope, infos in listed for i in infos if i.doc_id not in set(done.get(scope, [])))
     if progress is not None:
         progress("re-embedding documents", 0, total)
@@ -125,9 +143,12 @@ def reindex(
             if info.doc_id in finished:
                 result.skipped += 1
                 continue
-            chunks = store.fetch(scopes=[scope], filters={"field": "meta.doc_id", "operator": "==",
-                                                          "value": info.doc_id}, limit=10_000_000)
-            if chunks:
+            chunks = reader.fetch(scopes=[scope], filters={"field": "meta.doc_id", "operator": "==",
+                                                           "value": info.doc_id}, limit=10_000_000,
+                                  return_embedding=keep_vectors)
+            if chunks and keep_vectors:
+                store.replace_document(chunks, scope=scope)
+            elif chunks:
                 vectors = embed_fn([embedding_text(d) for d in chunks])
                 if vectors and len(vectors[0]) != settings.embedding_dim:
                     raise ReindexError(
@@ -136,14 +157,17 @@ def reindex(
                         "and upload the PDFs again (a store holds one dimension)"
                     )
                 new = [dataclasses.replace(d, embedding=list(v)) for d, v in zip(chunks, vectors, strict=True)]
-                store.write_documents(new, policy=DuplicatePolicy.OVERWRITE)
+                if source is None:
+                    store.write_documents(new, policy=DuplicatePolicy.OVERWRITE)
+                else:
+                    store.replace_document(new, scope=scope)
             result.documents += 1
             result.chunks += len(chunks)
             result.per_scope[scope] = result.per_scope.get(scope, 0) + 1
             finished.add(info.doc_id)
             done[scope] = sorted(finished)
-            _save_state(state_path, fingerprint, done)
-            log(f"{scope}: re-embedded {info.file} ({len(chunks)} chunks)")
+            _save_state(state_path, state_key, done)
+            log(f"{scope}: {'re-embedded' if not keep_vectors else 'copied'} {info.file} ({len(chunks)} chunks)")
             if progress is not None:
                 progress("re-embedding documents", result.documents, total)
     if set(all_scopes) <= set(done) and embedder is None:  # every vector is now this configuration's

@@ -103,6 +103,10 @@ def register(sub: Any) -> None:
     ri.add_argument("--restart", action="store_true", help="forget progress of an earlier run and redo everything")
     ri.add_argument("--check", action="store_true",
                     help="only say whether the store's vectors match the configured model and backend (exit 1: no)")
+    ri.add_argument("--from", dest="source", type=Path, metavar="FILE",
+                    help="copy an embedded store (a data dir's chunks.sqlite3) into the configured store, e.g. "
+                    "Elasticsearch: every document whole in its scope, its vectors kept when the configured model "
+                    "made them (resumable)")
     ri.set_defaults(func=run_reindex_cmd)
 
 
@@ -284,15 +288,32 @@ def run_reindex_cmd(args: argparse.Namespace, settings: Settings) -> int:
         print(f"Reindex needed: the store's vectors were made with {uses} ({stored}), the configuration "
               f"({backend}) makes {current}. Run `citebot reindex` (or set CITEBOT_EMBEDDING_BACKEND back).")
         return 1
+    source = None
+    if args.source is not None:
+        from connectors.sqlite_store import SQLiteDocumentStore
+
+        if not args.source.is_file():
+            print(f"citebot reindex: no embedded store at {args.source} (give a data dir's chunks.sqlite3)",
+                  file=sys.stderr)
+            return 2
+        if args.source.resolve() == Path(str(getattr(store, "path", ""))).resolve():
+            print("citebot reindex: --from names the configured store itself; set CITEBOT_ELASTICSEARCH_URL (or "
+                  "another CITEBOT_DATA_DIR) for the store to copy into", file=sys.stderr)
+            return 2
+        source = SQLiteDocumentStore(args.source)
     progress = TerminalProgress(sys.stderr)
     try:
         res = reindex(settings, store, scopes=args.scope, restart=args.restart, log=progress.log,
-                      progress=progress)
+                      progress=progress, source=source)
     except ReindexError as e:
         print(f"citebot reindex: {e}", file=sys.stderr)
         return 1
     finally:
         progress.clear()
+    if source is not None:
+        print(f"Copied {res.documents} document(s), {res.chunks} chunks in {res.scopes} scope(s) from {args.source};"
+              f" {res.skipped} already copied.")
+        return 0
     print(f"Re-embedded {res.documents} document(s), {res.chunks} chunks in {res.scopes} scope(s) with {backend}; "
           f"{res.skipped} already done with this model.")
     return 0

@@ -35,6 +35,7 @@ BENCH_MODULES = [
     "eval.bench.ingest",
     "eval.bench.query",
     "eval.bench.retrieval",
+    "eval.bench.vectors",
     "eval.bench.slack",
     "bot.cli.bench_teams",
 ]

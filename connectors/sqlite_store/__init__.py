@@ -1,7 +1,9 @@
-"""The embedded document store: SQLite (WAL, FTS5 BM25) plus an in-memory numpy matrix for dense search.
+"""The embedded document store: SQLite (WAL, FTS5 BM25) plus in-memory sign-bit codes for dense search.
 
 One SQLite file holds everything: ``chunks`` (id, scope, doc_id, file_name, chunk_index, content, meta JSON),
-``embeddings`` (float32 blobs, kept apart so BM25 and listings never read them), the FTS5 index
+``embeddings`` (float32 blobs, kept apart so BM25 and listings never read them), ``vector_codes`` (each
+embedding's signs, 48 bytes at 384 dimensions: what dense search scans in memory before it rescores the nearest
+by their float32 vectors; :mod:`.vectors`), the FTS5 index
 ``chunks_fts`` (contentless, written by the store itself in the same transaction as the chunks; no
 triggers) and ``changes`` (one row per scope touched by each write transaction).
 
@@ -33,10 +35,10 @@ __all__ = ["VECTOR_FORMATS", "SQLiteBM25Retriever", "SQLiteDocumentStore", "SQLi
 
 
 def set_vector_format(store: SQLiteDocumentStore, vector_format: str) -> None:
-    """Keep the store's dense matrices as ``float32`` (exact, the default) or ``int8`` (a quarter of the memory,
-    candidates rescored by their exact vectors; :mod:`.vectors`). A benchmark option for now (``citebot bench
-    retrieval --vectors``): what is stored does not change. Here, not on the store, because the store's file is
-    hashed into the eval index keys (``eval/index.py``) and this reads the index only."""
+    """Keep the store's dense matrices as ``binary`` (sign bits, a 32nd of the memory, candidates rescored by their
+    exact vectors: the default), ``float32`` (exact) or ``int8`` (a quarter, rescored; :mod:`.vectors`). A benchmark
+    option (``citebot bench retrieval --vectors``): what is stored does not change. Here, not on the store, because
+    the store's file is hashed into the eval index keys (``eval/index.py``) and this reads the index only."""
     store._vectors.set_format(vector_format)  # noqa: SLF001 - the package's own part
 
 

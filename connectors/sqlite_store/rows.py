@@ -14,7 +14,7 @@ from haystack.dataclasses import ByteStream, SparseEmbedding
 from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 
-from connectors.sqlite_store.schema import _ROUTING_COLUMNS, _ROUTING_SQL, _SCOPE_TAG_SQL, _scope_tag
+from connectors.sqlite_store.schema import _ROUTING_COLUMNS, _ROUTING_SQL, _SCOPE_TAG_SQL, _scope_tag, sign_codes
 
 # How many change rows to keep; a reader further behind than this reloads every matrix.
 _KEEP_CHANGES = 5000
@@ -42,7 +42,7 @@ class Rows:
         scope = doc.meta.get("scope")
         return scope if isinstance(scope, str) else ""
 
-    def _embedding_blob(self, doc: Document, dim: int) -> bytes | None:
+    def _embedding_vec(self, doc: Document, dim: int) -> np.ndarray | None:
         if doc.embedding is None:
             return None
         try:
@@ -55,7 +55,7 @@ class Rows:
             raise ValueError(f"document {doc.id} has an embedding with NaN or infinity")
         if vec.shape[0] != dim:
             raise ValueError(f"document {doc.id} has a {vec.shape[0]}-dimensional embedding; the store holds {dim}")
-        return vec.tobytes()
+        return vec
 
     def _tx_dim(self, conn: sqlite3.Connection, docs: Iterable[Document]) -> int:
         """The store's embedding dimension inside a write transaction, recorded by the first embedding."""
@@ -98,7 +98,7 @@ class Rows:
                     marks = ",".join("?" * len(part))
                     self.delete_chunks(conn, f"id IN ({marks})", part)
         chunk_rows = []
-        emb_rows: list[tuple[int, str, bytes]] = []  # (position in chunk_rows, scope, float32 bytes)
+        emb_rows: list[tuple[int, str, np.ndarray]] = []  # (position in chunk_rows, scope, float32 vector)
         dim = self._tx_dim(conn, (batch[i] for i in ids))
         for i in ids:
             d = batch[i]
@@ -128,9 +128,9 @@ class Rows:
                     extra,
                 )
             )
-            blob = self._embedding_blob(d, dim)
-            if blob is not None:
-                emb_rows.append((len(chunk_rows) - 1, self.scope_of(d), blob))
+            vec = self._embedding_vec(d, dim)
+            if vec is not None:
+                emb_rows.append((len(chunk_rows) - 1, self.scope_of(d), vec))
         # explicit row ids, so the FTS index and the embeddings are written without looking them up
         base = conn.execute(
             "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name='chunks'), 0), "
@@ -151,7 +151,12 @@ class Rows:
         if emb_rows:
             conn.executemany(
                 "INSERT INTO embeddings(rid, scope, embedding) VALUES (?,?,?)",
-                [(base + 1 + n, scope, blob) for n, scope, blob in emb_rows],
+                [(base + 1 + n, scope, vec.tobytes()) for n, scope, vec in emb_rows],
+            )
+            codes = sign_codes(np.stack([vec for _, _, vec in emb_rows]))
+            conn.executemany(
+                "INSERT INTO vector_codes(scope, rid, code) VALUES (?,?,?)",
+                [(scope, base + 1 + n, codes[i].tobytes()) for i, (n, scope, _) in enumerate(emb_rows)],
             )
         return len(chunk_rows)
 
@@ -164,6 +169,8 @@ class Rows:
             params,
         )
         conn.execute(f"DELETE FROM embeddings WHERE rid IN (SELECT rid FROM chunks WHERE {where})", params)
+        conn.execute(f"DELETE FROM vector_codes WHERE (scope, rid) IN (SELECT scope, rid FROM chunks WHERE {where})",
+                     params)
         return int(conn.execute(f"DELETE FROM chunks WHERE {where}", params).rowcount)
 
     def log_changes(self, conn: sqlite3.Connection, scopes: Iterable[str]) -> None:

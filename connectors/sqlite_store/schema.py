@@ -1,7 +1,9 @@
 """The store's file: tables, the full-text index, the columns mirrored from metadata, and migrations.
 
 ``chunks`` (id, scope, doc_id, file_name, chunk_index, content, meta JSON and the routing columns),
-``embeddings`` (float32 blobs, kept apart so BM25 and listings never read them), the FTS5 index ``chunks_fts``
+``embeddings`` (float32 blobs, kept apart so BM25 and listings never read them), ``vector_codes`` (each
+embedding's signs, one bit a dimension, by scope: what dense search scans before rescoring the best by their
+float32 vectors), the FTS5 index ``chunks_fts``
 (contentless; the store writes it in the same transaction as the chunks, see :mod:`.rows`), ``changes`` (one
 row per scope touched by each write transaction, see :mod:`.vectors`) and ``store_info`` (schema version,
 embedding dimension and fingerprint).
@@ -11,8 +13,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 
-_SCHEMA_VERSION = "4"
+import numpy as np
+
+from connectors.log import get_logger
+
+log = get_logger(__name__)
+
+_SCHEMA_VERSION = "5"
 _TABLES = """
 CREATE TABLE IF NOT EXISTS chunks (
     rid INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -34,6 +43,12 @@ CREATE TABLE IF NOT EXISTS embeddings (
     embedding BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS embeddings_scope ON embeddings(scope);
+CREATE TABLE IF NOT EXISTS vector_codes (
+    scope TEXT NOT NULL,
+    rid INTEGER NOT NULL,
+    code BLOB NOT NULL,
+    PRIMARY KEY (scope, rid)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes (
     gen INTEGER PRIMARY KEY AUTOINCREMENT,
     scope TEXT NOT NULL
@@ -72,6 +87,12 @@ _ROUTING_SQL = ", ".join(f"json_extract(?8, '$.{c}')" for c in _ROUTING_COLUMNS)
 _ALL_META_COLUMNS = _META_COLUMNS | frozenset(_ROUTING_COLUMNS)
 
 
+def sign_codes(mat: np.ndarray) -> np.ndarray:
+    """Each row's signs, one bit a dimension (set where the value is > 0), packed 8 to a byte: a row's
+    ``vector_codes.code``. A vector and its unit-normalised self have the same code."""
+    return np.packbits(np.asarray(mat) > 0, axis=-1)
+
+
 def _scope_tag(scope: str) -> str:
     """The FTS5 token standing for a scope (same as ``_SCOPE_TAG_SQL``)."""
     return "s" + scope.encode("utf-8").hex()
@@ -92,8 +113,12 @@ def create_schema(conn: sqlite3.Connection, write_lock: threading.Lock) -> None:
             for stmt in _split_sql(_TABLES):
                 conn.execute(stmt)
             row = conn.execute("SELECT value FROM store_info WHERE key='schema_version'").fetchone()
-            if row is None or row[0] != _SCHEMA_VERSION:
+            if row is not None and row[0] != _SCHEMA_VERSION and row[0].isdigit() and int(row[0]) >= 4:
+                _fill_vector_codes(conn)  # schema 4: only the codes are new
+                conn.execute("UPDATE store_info SET value=? WHERE key='schema_version'", (_SCHEMA_VERSION,))
+            elif row is None or row[0] != _SCHEMA_VERSION:
                 _add_routing_columns(conn)
+                _fill_vector_codes(conn)
                 # new file, or an older FTS layout: (re)build the full-text index from the chunks
                 for stmt in _split_sql(_DROP_FTS):
                     conn.execute(stmt)
@@ -111,6 +136,28 @@ def create_schema(conn: sqlite3.Connection, write_lock: threading.Lock) -> None:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+def _fill_vector_codes(conn: sqlite3.Connection, batch: int = 20_000) -> None:
+    """Files from before schema 5 have no ``vector_codes``: make them from the stored embeddings, a batch at a
+    time (bounded memory), inside the caller's transaction, so a failed migration leaves the file as it was."""
+    n = int(conn.execute("SELECT count(*) FROM embeddings").fetchone()[0])
+    if n == 0:
+        return
+    t0 = time.perf_counter()
+    log.info("store_migrating", step="vector codes from the stored embeddings", chunks=n)
+    rows = conn.execute(
+        "SELECT rid, scope, embedding FROM embeddings WHERE rid NOT IN (SELECT rid FROM vector_codes)"
+    )
+    while part := rows.fetchmany(batch):
+        width = len(part[0][2]) // 4
+        mat = np.frombuffer(b"".join(r[2] for r in part), dtype=np.float32).reshape(len(part), width)
+        codes = sign_codes(mat)
+        conn.executemany(
+            "INSERT INTO vector_codes(scope, rid, code) VALUES (?,?,?)",
+            [(r[1], r[0], codes[i].tobytes()) for i, r in enumerate(part)],
+        )
+    log.info("store_migrated", step="vector codes", chunks=n, s=round(time.perf_counter() - t0, 1))
+
 
 def _add_routing_columns(conn: sqlite3.Connection) -> None:
     """Files from before schema 4 lack the routing columns: add them and fill them from meta."""

@@ -5,10 +5,14 @@ reads the newest generation and drops the cached matrices of the scopes written 
 one. A matrix is read from the ``embeddings`` table the first time a search needs its scope (:meth:`Vectors._matrix`).
 Scores are cosine similarities in [-1, 1].
 
-The matrices are float32 (exact search, the default). ``int8`` (:data:`VECTOR_FORMATS`, a benchmark option for now:
-``citebot bench retrieval --vectors``) keeps each row as int8 with its own scale, a quarter of the memory, scans
-those for :data:`RESCORE_MIN` (or four times ``top_k``) candidates and ranks them by their exact float32 vectors, read
-from the store; the scores it returns are exact.
+The matrices are ``binary`` by default (:data:`VECTOR_FORMATS`): each row's signs, one bit a dimension, read from
+``vector_codes`` (written with the embedding, in the same transaction; :mod:`.schema`), 48 bytes a row at 384
+dimensions instead of 1,536. A search ranks the scopes' rows by their Hamming distance to the query's signs, takes
+the :data:`RESCORE_BINARY` (or :data:`RESCORE_PER_HIT` times ``top_k``) nearest and ranks those by their exact
+float32 vectors, read from the store: the scores it returns are exact, and a scope of fewer rows than that is
+searched exactly. ``float32`` keeps the unit vectors themselves (exact search over everything, 32 times the memory);
+``int8`` (a benchmark option: ``citebot bench retrieval --vectors``) keeps each row as int8 with its own scale and
+rescores :data:`RESCORE_MIN` (or four times ``top_k``) candidates.
 
 :class:`Vectors` also keeps the store's embedding dimension (recorded by the first embedding written) and the
 generation BM25's cached counts are keyed by (:mod:`.fulltext`).
@@ -31,13 +35,18 @@ from connectors.log import get_logger
 from connectors.sqlite_store.connection import Connections
 from connectors.sqlite_store.filters import filters_to_sql, index_terms
 from connectors.sqlite_store.rows import Rows
+from connectors.sqlite_store.schema import sign_codes
 from connectors.store_api import DocumentVectors, StoreError, require_scopes
 
 log = get_logger(__name__)
 
-VECTOR_FORMATS = ("float32", "int8")
+VECTOR_FORMATS = ("binary", "float32", "int8")
+DEFAULT_VECTOR_FORMAT = "binary"
 RESCORE_MIN = 100  # int8: candidates ranked again by their exact vectors
+RESCORE_BINARY = 400  # binary: candidates (at least) ranked again by their exact vectors
+RESCORE_PER_HIT = 20  # binary: candidates per hit asked for, when that is more
 _BLOCK = 16_384  # int8: rows turned into float32 at a time for the scan
+_HAMMING_BLOCK = 32_768  # binary: rows compared at a time (their words stay in the CPU's cache)
 
 
 @dataclass
@@ -46,6 +55,23 @@ class _ScopeMatrix:
     mat: np.ndarray  # float32, rows unit-normalised; int8 format: int8, each row over its own scale
     gen: int  # the changes generation of the snapshot it was read from
     scale: np.ndarray | None = None  # int8 format: float32, a row's value is mat[i] * scale[i]
+    words: np.ndarray | None = None  # binary format: uint64 (words a row, rows), the codes column by column
+
+    def distances(self, qwords: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+        """Hamming distance of each (masked) row's code to the query's (binary format), as uint16."""
+        assert self.words is not None  # noqa: S101 - only called in the binary format
+        words = self.words if mask is None else self.words[:, mask]
+        w, n = words.shape
+        out = np.empty(n, dtype=np.uint16)
+        size = min(n, _HAMMING_BLOCK)
+        xor, bits = np.empty((w, size), dtype=np.uint64), np.empty((w, size), dtype=np.uint8)
+        q = qwords[:, None]
+        for i in range(0, n, _HAMMING_BLOCK):
+            m = min(n - i, _HAMMING_BLOCK)
+            np.bitwise_xor(words[:, i : i + m], q, out=xor[:, :m])
+            np.bitwise_count(xor[:, :m], out=bits[:, :m])
+            np.sum(bits[:, :m], axis=0, dtype=np.uint16, out=out[i : i + m])
+        return out
 
     def scores(self, q: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
         """Cosine similarity of each (masked) row with the unit vector ``q``; approximate in the int8 format."""
@@ -57,6 +83,26 @@ class _ScopeMatrix:
         for i in range(0, mat.shape[0], _BLOCK):
             out[i : i + _BLOCK] = mat[i : i + _BLOCK].astype(np.float32) @ q
         return out * scale
+
+
+def _words(codes: np.ndarray) -> np.ndarray:
+    """Packed codes (rows, bytes) as uint64 words, one row of the result per word position: (words, rows)."""
+    pad = -codes.shape[1] % 8
+    if pad:
+        codes = np.pad(codes, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(np.ascontiguousarray(codes).view(np.uint64).T)
+
+
+def _nearest(dist: np.ndarray, n: int) -> np.ndarray:
+    """Positions of the ``n`` smallest of ``dist`` (small integers), ties by position: a histogram, not a sort."""
+    if n >= dist.shape[0]:
+        return np.arange(dist.shape[0])
+    cum = np.cumsum(np.bincount(dist))
+    t = int(np.searchsorted(cum, n))  # the distance at which n rows are reached
+    near = np.flatnonzero(dist <= t)
+    d = dist[near]
+    below = near[d < t]
+    return np.concatenate([below, near[d == t][: n - below.shape[0]]])
 
 
 def _quantise(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -73,18 +119,21 @@ class Vectors:
     emptied by :meth:`refresh`), ``_gen`` (the newest ``changes`` generation seen, -1 before the first look) and
     ``_dim`` (the store's embedding dimension: recorded in ``store_info``, else the configured one)."""
 
-    def __init__(self, conns: Connections, embedding_dim: int | None, *, vector_format: str = "float32") -> None:
+    def __init__(
+        self, conns: Connections, embedding_dim: int | None, *, vector_format: str = DEFAULT_VECTOR_FORMAT
+    ) -> None:
         self._conns = conns
         self.embedding_dim = embedding_dim
         self._cache_lock = threading.RLock()
         self._matrices: dict[str, _ScopeMatrix] = {}
         self._gen = -1
         self._dim: int | None = None
-        self.vector_format = "float32"
+        self.vector_format = DEFAULT_VECTOR_FORMAT
         self.set_format(vector_format)
 
     def set_format(self, vector_format: str) -> None:
-        """Keep the matrices as ``float32`` (exact) or ``int8`` (rescored); the cached ones are read again."""
+        """Keep the matrices as ``binary`` (rescored, the default), ``float32`` (exact) or ``int8`` (rescored); the
+        cached ones are read again."""
         if vector_format not in VECTOR_FORMATS:
             raise ValueError(f"vector_format must be one of {', '.join(VECTOR_FORMATS)}")
         with self._cache_lock:
@@ -156,6 +205,9 @@ class Vectors:
                     return []
             all_rids: list[np.ndarray] = []
             all_scores: list[np.ndarray] = []
+            binary = self.vector_format == "binary"
+            qwords = _words(sign_codes(q)[None, :])[:, 0] if binary else q
+            pool = max(RESCORE_BINARY, RESCORE_PER_HIT * int(top_k))
             with _single_threaded_blas():
                 for scope in dict.fromkeys(scopes):
                     sm = self._matrix(conn, scope, gen)
@@ -166,13 +218,23 @@ class Vectors:
                         mask = np.isin(sm.rids, allowed, assume_unique=True)
                         if not mask.any():
                             continue
-                    all_rids.append(sm.rids if mask is None else sm.rids[mask])
-                    all_scores.append(sm.scores(q, mask))
+                    rids = sm.rids if mask is None else sm.rids[mask]
+                    if binary:  # each scope's nearest only: the pool is among them, and nothing big is copied
+                        dist = sm.distances(qwords, mask)
+                        near = _nearest(dist, pool)
+                        all_rids.append(rids[near])
+                        all_scores.append(dist[near])
+                    else:
+                        all_rids.append(rids)
+                        all_scores.append(sm.scores(q, mask))
             if not all_rids:
                 return []
             rids = np.concatenate(all_rids) if len(all_rids) > 1 else all_rids[0]
             scores = np.concatenate(all_scores) if len(all_scores) > 1 else all_scores[0]
-            if self.vector_format == "int8":
+            if binary:
+                rids = rids[_nearest(scores, pool)]
+                rids, scores = _exact(conn, rids, q)
+            elif self.vector_format == "int8":
                 rids, scores = _rescore(conn, rids, scores, q, max(RESCORE_MIN, 4 * int(top_k)))
             k = min(int(top_k), scores.shape[0])
             idx = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
@@ -214,8 +276,14 @@ class Vectors:
             if sm is not None:
                 return sm
             t0 = time.perf_counter()
-            rows = conn.execute("SELECT rid, embedding FROM embeddings WHERE scope=? ORDER BY rid", (scope,)).fetchall()
             dim = self._dim or 0
+            if self.vector_format == "binary":
+                sm = _read_codes(conn, scope, dim, gen)
+                if gen == self._gen:
+                    self._matrices[scope] = sm
+                log.debug("store_codes_loaded", rows=sm.rids.shape[0], ms=round((time.perf_counter() - t0) * 1000, 1))
+                return sm
+            rows = conn.execute("SELECT rid, embedding FROM embeddings WHERE scope=? ORDER BY rid", (scope,)).fetchall()
             if not rows or not dim:
                 sm = _ScopeMatrix(np.empty(0, dtype=np.int64), np.empty((0, dim), dtype=np.float32), gen)
             else:
@@ -234,6 +302,20 @@ class Vectors:
             return sm
 
 
+def _read_codes(conn: sqlite3.Connection, scope: str, dim: int, gen: int) -> _ScopeMatrix:
+    """The scope's codes (binary format), read a batch at a time: memory stays near the codes' own size."""
+    words = (dim + 63) // 64  # uint64 words a row: the code's bytes padded to whole words
+    rid_parts: list[np.ndarray] = [np.empty(0, dtype=np.int64)]
+    word_parts: list[np.ndarray] = [np.empty((words, 0), dtype=np.uint64)]
+    rows = conn.execute("SELECT rid, code FROM vector_codes WHERE scope=? ORDER BY rid", (scope,))
+    while part := rows.fetchmany(65_536):
+        rid_parts.append(np.fromiter((r[0] for r in part), dtype=np.int64, count=len(part)))
+        codes = np.frombuffer(b"".join(r[1] for r in part), dtype=np.uint8).reshape(len(part), -1)
+        word_parts.append(_words(codes))
+    return _ScopeMatrix(np.concatenate(rid_parts), np.empty((0, dim), dtype=np.float32), gen,
+                        words=np.concatenate(word_parts, axis=1))
+
+
 def _rescore(
     conn: sqlite3.Connection, rids: np.ndarray, scores: np.ndarray, q: np.ndarray, n: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -242,15 +324,24 @@ def _rescore(
     if n < scores.shape[0]:
         keep = np.argpartition(-scores, n - 1)[:n]
         rids = rids[keep]
-    exact = np.full(rids.shape[0], -2.0, dtype=np.float32)  # a row deleted since the scan ranks last
-    position = {int(r): i for i, r in enumerate(rids)}
-    marks = ",".join("?" * len(position))
-    for rid, blob in conn.execute(f"SELECT rid, embedding FROM embeddings WHERE rid IN ({marks})", list(position)):
-        v = np.frombuffer(blob, dtype=np.float32)
-        norm = float(np.linalg.norm(v))
-        exact[position[int(rid)]] = float(v @ q) / norm if norm > 0 else 0.0
-    present = exact > -2.0
-    return rids[present], exact[present]
+    return _exact(conn, rids, q)
+
+
+def _exact(conn: sqlite3.Connection, rids: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rids`` with their exact cosine scores from their stored float32 vectors (a row deleted since is left
+    out)."""
+    if rids.shape[0] == 0:
+        return rids, np.empty(0, dtype=np.float32)
+    wanted = np.sort(rids)  # the table's order: SQLite walks its b-tree once
+    marks = ",".join("?" * wanted.shape[0])
+    rows = conn.execute(f"SELECT rid, embedding FROM embeddings WHERE rid IN ({marks})", wanted.tolist()).fetchall()
+    if not rows:
+        return rids[:0], np.empty(0, dtype=np.float32)
+    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    norms = np.linalg.norm(mat, axis=1)
+    norms[norms == 0] = 1.0
+    found = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return found, (mat @ q) / norms
 
 
 def _read_document_vectors(

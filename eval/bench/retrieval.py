@@ -15,8 +15,13 @@ the 5% scope. A second child reopens it and answers in the 5% scope only (what a
 Also: the write rate of ``replace_document`` (vectors given, no embedding model), the disk size, and the peak
 memory of the process that built the store.
 
+Each vector format (``--vectors``) is measured in a child of its own: by default ``float32`` (exact; the store's
+design before the binary codes) and ``binary`` (the store's default: sign bits scanned, the best rescored exactly),
+the latter's dense top 20 compared with float32's. The targets are read on the store's default format.
+
 Targets at 50,000 chunks: SQLite hybrid p95 <= 30 ms unfiltered and >= 40x faster than the in-memory store;
-writes >= 5,000 chunks/s; reopen to first answer <= 2 s. The table is also read at 500k and 2M chunks.
+writes >= 5,000 chunks/s; reopen to first answer <= 2 s. At any size up to 2M chunks: hybrid p95 <= 50 ms and the
+reopened store's process <= 1.5 GB resident.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from typing import Any
 from connectors.settings import Settings
 from eval.bench.common import FUNCTION_WORDS, QUESTION_STARTS, chunk, percentiles, vocabulary, zipf_cdf
 
-TARGETS = {"p95_unfiltered_ms": 30.0, "speedup": 40.0, "writes_per_s": 5000.0, "reopen_s": 2.0}
+TARGETS = {"p95_unfiltered_ms": 30.0, "speedup": 40.0, "writes_per_s": 5000.0, "reopen_s": 2.0,
+           "p95_2m_ms": 50.0, "rss_mb": 1500.0}
 CHUNKS_PER_DOC = 100
 BATCH_DOCS = 50  # documents made and written at a time: 5,000 chunks, ~10 MB of text and vectors
 CORPUS_VERSION = 2  # bumped when the same arguments make another corpus: a kept store (--store) is built again
@@ -67,9 +73,10 @@ def register(sub: Any) -> None:
         help="keep the built store at this path and reuse it when it was built with the same corpus arguments",
     )
     p.add_argument(
-        "--vectors", default="float32",
-        help="comma-separated formats of the dense matrices to measure, each in a child of its own: float32 (exact, "
-        "the store's), int8 (rescored; dense top 20 compared with float32's) (default float32)",
+        "--vectors", default="float32,binary",
+        help="comma-separated formats of the dense matrices to measure, each in a child of its own: float32 (exact), "
+        "binary (sign bits, rescored: the store's default), int8 (rescored); the first is the reference whose dense "
+        "top 20 the others are compared with (default float32,binary)",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -372,8 +379,11 @@ def bench_sqlite(
         build = build_sqlite(corpus, path)
         meta_file.write_text(json.dumps({"key": key, "build": build}))
     result: dict[str, Any] = {**build, "reused_store": reused, "disk_mb": round(_disk_size(path) / 1e6, 1)}
+    from connectors.sqlite_store.vectors import DEFAULT_VECTOR_FORMAT
+
     result["warm"] = _in_child(measure_store, path, corpus.dim, corpus.scopes, queries, False, formats[0])
-    result["scoped_only"] = _in_child(measure_store, path, corpus.dim, corpus.scopes, queries, True, formats[0])
+    served = DEFAULT_VECTOR_FORMAT if DEFAULT_VECTOR_FORMAT in formats else formats[0]
+    result["scoped_only"] = _in_child(measure_store, path, corpus.dim, corpus.scopes, queries, True, served)
     exact = result["warm"].pop("dense_ids")
     result["scoped_only"].pop("dense_ids")
     for fmt in formats[1:]:
@@ -445,7 +455,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         result["memory"] = bench_memory(corpus, mq)
         for setting in SETTINGS:
             mem = result["memory"][f"hybrid_{setting}"]["p50_ms"]
-            sql = result["sqlite"]["warm"][f"hybrid_{setting}"]["p50_ms"]
+            sql = served(result["sqlite"])[f"hybrid_{setting}"]["p50_ms"]
             result.setdefault("speedup_p50", {})[setting] = round(mem / sql, 1) if sql else None
     result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     result["targets"] = _check_targets(result)
@@ -456,17 +466,30 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def served(s: dict[str, Any]) -> dict[str, Any]:
+    """The measurement of the store's default vector format (the first format's when that was not measured)."""
+    from connectors.sqlite_store.vectors import DEFAULT_VECTOR_FORMAT
+
+    return dict(s.get(f"warm_{DEFAULT_VECTOR_FORMAT}", s["warm"]))
+
+
 def _check_targets(r: dict[str, Any]) -> dict[str, Any]:
-    s, w = r["sqlite"], r["sqlite"]["warm"]
-    out: dict[str, Any] = {
-        "p95_unfiltered_ms<=30": w["hybrid_unscoped"]["p95_ms"] <= TARGETS["p95_unfiltered_ms"],
+    s, w = r["sqlite"], served(r["sqlite"])
+    if r["chunks"] <= 50_000:
+        out: dict[str, Any] = {
+            "p95_unfiltered_ms<=30": w["hybrid_unscoped"]["p95_ms"] <= TARGETS["p95_unfiltered_ms"]}
+    else:
+        out = {"p95_unfiltered_ms<=50": w["hybrid_unscoped"]["p95_ms"] <= TARGETS["p95_2m_ms"]}
+    out |= {
         "writes_per_s>=5000": s["writes_per_s"] >= TARGETS["writes_per_s"],
         "reopen_s<=2": w["reopen_first_answer_s"] <= TARGETS["reopen_s"],
+        "rss_mb<=1500": w["memory"].get("rss_mb", w["memory"]["peak_mb"]) <= TARGETS["rss_mb"],
     }
     if "speedup_p50" in r:
         out["speedup>=40x"] = (r["speedup_p50"]["unscoped"] or 0) >= TARGETS["speedup"]
     # the same targets on CPU time, which other tenants of the machine don't inflate
-    out["cpu_p95_unfiltered_ms<=30"] = w["hybrid_unscoped"]["cpu_p95_ms"] <= TARGETS["p95_unfiltered_ms"]
+    limit = TARGETS["p95_unfiltered_ms"] if r["chunks"] <= 50_000 else TARGETS["p95_2m_ms"]
+    out[f"cpu_p95_unfiltered_ms<={limit:.0f}"] = w["hybrid_unscoped"]["cpu_p95_ms"] <= limit
     out["writes_per_cpu_s>=5000"] = s["writes_per_cpu_s"] >= TARGETS["writes_per_s"]
     return out
 
@@ -515,7 +538,7 @@ def _print(r: dict[str, Any]) -> None:
         om2, ov = o["memory"], o["dense_top20_overlap"]
         print(f"  {o['vector_format']} matrices: {om2['store_mb']:.0f} MB over the imports"
               f" ({om2.get('rss_mb', om2['peak_mb']):.0f} MB in all); reopen to first answer"
-              f" {o['reopen_first_answer_s']:.2f} s; dense top 20 shared with float32:"
+              f" {o['reopen_first_answer_s']:.2f} s; dense top 20 shared with {w['vector_format']}:"
               f" unscoped {ov['unscoped']:.1%}, scoped {ov['scoped']:.1%}")
     if not s["reused_store"]:
         print(f"  peak memory of the process that built the store (streamed): {r['builder_memory']['peak_mb']:.0f} MB")

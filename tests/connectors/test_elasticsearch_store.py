@@ -45,10 +45,26 @@ def test_open_store_picks_elasticsearch_only_when_its_url_is_set(tmp_path) -> No
 
 def test_mapping_is_explicit() -> None:
     props = chunk_mapping(384)["properties"]
-    assert props["embedding"] == {"type": "dense_vector", "dims": 384, "index": True, "similarity": "cosine"}
+    assert props["embedding"] == {"type": "dense_vector", "dims": 384, "index": True, "similarity": "cosine",
+                                  "index_options": {"type": "bbq_hnsw"}}
     assert props["content"] == {"type": "text"}
     assert {props[f]["type"] for f in ("scope", "doc_id", "file_name", "element_type", "sha256")} == {"keyword"}
     assert {props[f]["type"] for f in ("page_start", "page_end", "chunk_index")} == {"integer"}
+
+
+@pytest.mark.parametrize(("vectors", "dims", "index_type"), [
+    ("binary", 384, "bbq_hnsw"), ("binary", 32, "int8_hnsw"), ("int8", 384, "int8_hnsw"), ("float32", 384, "hnsw")])
+def test_the_vectors_setting_quantises_a_new_index_as_the_embedded_store_does(
+    vectors: str, dims: int, index_type: str
+) -> None:
+    """CITEBOT_VECTORS picks Elasticsearch's quantisation of a new index (bbq needs 64 dimensions or more), and a
+    saved store keeps it."""
+    assert chunk_mapping(dims, vectors)["properties"]["embedding"]["index_options"] == {"type": index_type}
+    settings = Settings(elasticsearch_url="https://es.internal:9243", vectors=vectors, embedding_dim=dims)
+    store = CitebotElasticsearchStore.from_settings(settings)  # creates its index with chunk_mapping(dims, vectors)
+    assert store.vectors == vectors and CitebotElasticsearchStore.from_dict(store.to_dict()).vectors == vectors
+    with pytest.raises(ValueError, match="vectors must be one of"):
+        CitebotElasticsearchStore(hosts="https://es.internal:9243", vectors="int4")
 
 
 def test_secrets_are_saved_by_env_var_name_never_by_value(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -277,6 +277,71 @@ class TestSharing:
         assert [d.id for d in s.bm25_search("rebuild", scopes=["local"], top_k=5)] == ["d0:00000"]
         s.close()
 
+    @staticmethod
+    def _schema_4_file(path: Path, n: int) -> list[list[float]]:
+        """A store as schema 4 left it: embeddings, no ``vector_codes``. Returns the vectors, chunk ``c{i}``'s."""
+        rng = np.random.default_rng(3)
+        vecs = rng.standard_normal((n, 16)).astype(np.float32).tolist()
+        s = SQLiteDocumentStore(path, embedding_dim=16)
+        s.write_documents([Document(id=f"c{i}", content=f"chunk {i}", embedding=v,
+                                    meta={"scope": "a" if i % 2 else "b"}) for i, v in enumerate(vecs)])
+        s.close()
+        conn = sqlite3.connect(path)
+        conn.execute("DROP TABLE vector_codes")
+        conn.execute("UPDATE store_info SET value='4' WHERE key='schema_version'")
+        conn.commit()
+        conn.close()
+        return vecs
+
+    def test_a_schema_4_file_gains_its_vector_codes_on_open_and_says_so(self, tmp_path: Path) -> None:
+        from structlog.testing import capture_logs
+
+        from connectors.sqlite_store import set_vector_format
+
+        vecs = self._schema_4_file(tmp_path / "s.sqlite3", 600)
+        with capture_logs() as logs:
+            s = SQLiteDocumentStore(tmp_path / "s.sqlite3")
+        assert [(e["event"], e["chunks"]) for e in logs if e["event"].startswith("store_migrat")] == [
+            ("store_migrating", 600), ("store_migrated", 600)]
+        found = [d.id for d in s.embedding_search(vecs[7], scopes=["a"], top_k=3)]
+        set_vector_format(s, "float32")
+        assert found == [d.id for d in s.embedding_search(vecs[7], scopes=["a"], top_k=3)] and found[0] == "c7"
+        s.close()
+        with capture_logs() as logs:
+            SQLiteDocumentStore(tmp_path / "s.sqlite3").close()  # once only
+        assert not [e for e in logs if e["event"].startswith("store_migrat")]
+
+    def test_a_failed_migration_leaves_the_file_as_it_was(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import connectors.sqlite_store.schema as schema
+
+        vecs = self._schema_4_file(tmp_path / "s.sqlite3", 50)
+
+        def broken(mat: Any) -> Any:
+            raise OSError("disk went away")
+
+        monkeypatch.setattr(schema, "sign_codes", broken)
+        with pytest.raises(OSError, match="went away"):
+            SQLiteDocumentStore(tmp_path / "s.sqlite3")
+        conn = sqlite3.connect(tmp_path / "s.sqlite3")
+        assert conn.execute("SELECT value FROM store_info WHERE key='schema_version'").fetchone() == ("4",)
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name='vector_codes'").fetchone() == (0,)
+        conn.close()
+        monkeypatch.undo()
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3")
+        assert s.embedding_search(vecs[4], scopes=["b"], top_k=1)[0].id == "c4"
+        s.close()
+
+    def test_deleted_and_replaced_chunks_take_their_codes_along(self, store: SQLiteDocumentStore) -> None:
+        store.write_documents([doc(i, f"chunk {i}") for i in range(6)])
+        store.replace_document([doc(1, "new one")], scope="local")
+        store.delete_documents(["d2:00002"])
+        store.delete_document("d3", scopes=["local"])
+        conn = store._conn()  # noqa: SLF001 - the file's own tables
+        pairs = conn.execute("SELECT e.rid, v.rid FROM embeddings e FULL JOIN vector_codes v ON v.rid = e.rid")
+        assert all(e == v for e, v in pairs) and conn.execute("SELECT count(*) FROM vector_codes").fetchone() == (4,)
+
     def test_a_file_from_before_the_routing_columns_still_answers_page_and_table_lookups(
         self, tmp_path: Path
     ) -> None:
@@ -401,34 +466,74 @@ class TestRetrieverComponents:
             cls(store).run(scopes=[], **inputs)
 
 
-class TestInt8Vectors:
-    """The int8 matrices (a benchmark option): a quarter of the memory, the same hits with exact scores."""
+class TestCompactVectors:
+    """The compact matrices: binary (sign bits, the default) and int8 (a benchmark option) find the hits exact
+    float32 search finds (int8 all of them; binary the nearest and nine in ten of random vectors' top 10, where real
+    embeddings' neighbours stand out far more), with exact scores, within the scopes and filters asked."""
 
-    def test_int8_finds_what_float32_finds_with_exact_scores_within_the_scopes_and_filters(
-        self, tmp_path: Path
+    @pytest.mark.parametrize(("fmt", "shared"), [("binary", 0.9), ("int8", 1.0)])
+    def test_finds_what_float32_finds_with_exact_scores_within_the_scopes_and_filters(
+        self, tmp_path: Path, fmt: str, shared: float
     ) -> None:
         from connectors.sqlite_store import set_vector_format
+        from connectors.sqlite_store.vectors import RESCORE_BINARY
 
+        n = 3 * RESCORE_BINARY  # per scope: the binary scan keeps a third of a scope's rows for rescoring
         rng = np.random.default_rng(5)
-        vecs = rng.standard_normal((400, 32)).astype(np.float32)
-        s = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=32)
-        for scope, rows in (("a", range(0, 200)), ("b", range(200, 400))):
+        vecs = rng.standard_normal((2 * n, 96)).astype(np.float32)
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=96)
+        for scope, rows in (("a", range(0, n)), ("b", range(n, 2 * n))):
             s.write_documents([Document(id=f"c{i}", content=f"chunk {i}", embedding=vecs[i].tolist(),
                                         meta={"scope": scope, "doc_id": f"d{i % 7}", "page_start": i % 5})
                                for i in rows])
-        queries = [vecs[i] + rng.standard_normal(32).astype(np.float32) * 0.1 for i in (3, 250, 399)]
+        queries = [vecs[i] + rng.standard_normal(96).astype(np.float32) * 0.3 for i in (3, n + 50, 2 * n - 1)]
         cases: list[dict[str, Any]] = [{"scopes": ["a"]}, {"scopes": ["a", "b"]},
                                        {"scopes": ["b"], "filters": {"field": "meta.doc_id", "operator": "==",
                                                                      "value": "d2"}}]
+        set_vector_format(s, "float32")
         exact = [[(d.id, d.score) for d in s.embedding_search(q.tolist(), top_k=10, **c)]
                  for q in queries for c in cases]
-        set_vector_format(s, "int8")
-        int8 = [[(d.id, d.score) for d in s.embedding_search(q.tolist(), top_k=10, **c)]
-                for q in queries for c in cases]
-        for e, i in zip(exact, int8, strict=True):
-            assert [d for d, _ in i] == [d for d, _ in e]
-            assert [sc for _, sc in i] == pytest.approx([sc for _, sc in e], abs=1e-5)
-        assert all(int(d[1:]) >= 200 for d, _ in int8[2])  # scope b only
+        set_vector_format(s, fmt)
+        got = [[(d.id, d.score) for d in s.embedding_search(q.tolist(), top_k=10, **c)]
+               for q in queries for c in cases]
+        overlap = []
+        for e, i in zip(exact, got, strict=True):
+            overlap.append(len({d for d, _ in i} & {d for d, _ in e}) / len(e))
+            assert [sc for _, sc in i] == sorted((sc for _, sc in i), reverse=True)
+            cos = {d: float(vecs[int(d[1:])] @ q / np.linalg.norm(vecs[int(d[1:])]) / np.linalg.norm(q))
+                   for d, _ in i for q in [queries[len(overlap[:-1]) // len(cases)]]}
+            assert [sc for _, sc in i] == pytest.approx([cos[d] for d, _ in i], abs=1e-5)  # exact scores
+        assert min(overlap) >= 0.8 and sum(overlap) / len(overlap) >= shared
+        assert got[0][0][0] == "c3" and got[4][0][0] == f"c{n + 50}"  # the chunk each query was made near
+        assert all(int(d[1:]) >= n for d, _ in got[2])  # scope b only
         with pytest.raises(ValueError, match="vector_format"):
             set_vector_format(s, "int4")
+        s.close()
+
+    @pytest.mark.parametrize("fmt", ["binary", "int8", "float32"])
+    def test_the_vectors_setting_picks_the_format(self, tmp_path: Path, fmt: str) -> None:
+        from connectors.settings import Settings
+        from connectors.stores import open_store
+
+        store = open_store(Settings(_env_file=None, data_dir=tmp_path, vectors=fmt))  # type: ignore[call-arg]
+        assert store._vectors.vector_format == fmt  # type: ignore[attr-defined]  # noqa: SLF001
+        store.close()  # type: ignore[attr-defined]
+
+    def test_binary_never_ranks_another_scopes_identical_vectors(self, tmp_path: Path) -> None:
+        """Another channel holds exact copies of the query's nearest vectors (Hamming distance 0): none surfaces,
+        however few of the asked scope's rows are near."""
+        from connectors.sqlite_store.vectors import RESCORE_BINARY
+
+        rng = np.random.default_rng(9)
+        mine = rng.standard_normal((2 * RESCORE_BINARY, 64)).astype(np.float32)
+        q = rng.standard_normal(64).astype(np.float32)
+        s = SQLiteDocumentStore(tmp_path / "s.sqlite3", embedding_dim=64)
+        s.write_documents([Document(id=f"mine{i}", content="x", embedding=v.tolist(), meta={"scope": "C1"})
+                           for i, v in enumerate(mine)])
+        s.write_documents([Document(id=f"theirs{i}", content="x", embedding=(q * (1 + i)).tolist(),
+                                    meta={"scope": "C2"}) for i in range(3 * RESCORE_BINARY)])
+        hits = s.embedding_search(q.tolist(), scopes=["C1"], top_k=50)
+        assert len(hits) == 50 and all(d.id.startswith("mine") for d in hits)
+        assert {d.id for d in s.embedding_search(q.tolist(), scopes=["C2"], top_k=5)} <= {
+            f"theirs{i}" for i in range(3 * RESCORE_BINARY)}
         s.close()

@@ -48,7 +48,7 @@ def test_the_report_has_every_kind_scoped_and_not_per_vector_format_and_a_kept_s
     retrieval.register(parser.add_subparsers())
     store = tmp_path / "bench.sqlite3"
     argv = ["retrieval", "--chunks", "600", "--queries", "5", "--scopes", "4", "--skip-memory", "--json",
-            "--store", str(store), "--vectors", "float32,int8"]
+            "--store", str(store), "--vectors", "float32,binary,int8"]
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     assert retrieval.run(parser.parse_args(argv), settings) == 0
     first = json.loads(capsys.readouterr().out)
@@ -61,6 +61,9 @@ def test_the_report_has_every_kind_scoped_and_not_per_vector_format_and_a_kept_s
     int8 = sqlite["warm_int8"]
     assert int8["vector_format"] == "int8" and int8["hybrid_unscoped"]["n"] == 5
     assert int8["dense_top20_overlap"] == {"unscoped": 1.0, "scoped": 1.0}  # rescored: the exact top 20
+    binary = sqlite["warm_binary"]  # the store's default, which the targets and the one-scope child are read on
+    assert binary["dense_top20_overlap"]["scoped"] == 1.0  # 100 chunks, fewer than it rescores: exact
+    assert sqlite["scoped_only"]["vector_format"] == "binary" and "rss_mb<=1500" in first["targets"]
     assert sqlite["scoped_chunks"] == 100  # every 20th document is in the first scope: of six, the first
 
     assert retrieval.run(parser.parse_args(argv), settings) == 0

@@ -154,3 +154,36 @@ def test_cli_reindex_shows_progress_on_a_terminal(
     monkeypatch.setattr(sys, "stderr", __import__("io").StringIO())
     assert run_cli(["reindex", "--restart"], settings) == 0
     assert "re-embedding documents" not in sys.stderr.getvalue()  # type: ignore[attr-defined]
+
+
+def test_from_another_store_copies_each_document_whole_in_its_scope_with_its_vectors(
+    store_and_settings: Any, tmp_path: Path
+) -> None:
+    """``citebot reindex --from``: moving an embedded store into the configured one (Elasticsearch in production;
+    a second SQLite file here). Vectors made with the configured model are kept, not recomputed."""
+    source, settings = store_and_settings
+    source.set_embedding_fingerprint(settings.embedding_fingerprint)
+    target_settings = Settings(data_dir=tmp_path / "target", embedding_dim=DIM)
+    target = SQLiteDocumentStore(target_settings.sqlite_path, embedding_dim=DIM)
+    res = reindex(target_settings, target, source=source, log=_quiet)
+    assert (res.scopes, res.documents, res.chunks) == (2, 3, 9)
+    for scope in ("slack:T:A", "slack:T:B"):
+        got = {d.id: (d.content, d.meta, d.embedding) for d in target.fetch(scopes=[scope], return_embedding=True)}
+        assert got == {d.id: (d.content, d.meta, d.embedding)
+                       for d in source.fetch(scopes=[scope], return_embedding=True)}
+    assert target.embedding_fingerprint() == settings.embedding_fingerprint
+    assert all(d.meta["scope"] == "slack:T:A" for d in target.embedding_search(
+        _vec("d30", 0), scopes=["slack:T:A"], top_k=10))
+    again = reindex(target_settings, target, source=source, log=_quiet)
+    assert (again.documents, again.skipped) == (0, 3)
+
+
+def test_from_a_store_of_another_model_reembeds_what_it_copies(store_and_settings: Any, tmp_path: Path) -> None:
+    source, _settings = store_and_settings
+    source.set_embedding_fingerprint("another-model")
+    target_settings = Settings(data_dir=tmp_path / "target", embedding_dim=DIM)
+    target = SQLiteDocumentStore(target_settings.sqlite_path, embedding_dim=DIM)
+    model = Model(salt=2)
+    assert reindex(target_settings, target, source=source, embedder=model, log=_quiet).chunks == 9
+    emb = _embeddings(target, "slack:T:B")
+    assert np.allclose(emb["d3:00001"], _vec("d3 chunk 1 text", 2)) and len(emb) == 4
