@@ -13,7 +13,7 @@ from pipelines.components._text import terms
 from pipelines.components.structure_router import parse_refs
 from pipelines.models import Answer, RetrievalMode
 from pipelines.questions.kinds import LOW_WORDS, superlative
-from pipelines.questions.steps import AnswerDraft, Steps, content_words, doc_filter, page_text
+from pipelines.questions.steps import AnswerDraft, Steps, content_words, page_text
 
 # a cell holding one measure: an optional sign or currency, a number, an optional scale or unit of a word or two
 # ("30 days", "$1,200", "12%", "(4.8%)", "€3.2 million", "2 years")
@@ -67,7 +67,8 @@ def table_extreme(steps: Steps, question: str, scopes: list[str], mode: Retrieva
         tables = steps.store.fetch(scopes=scopes, filters={"field": "meta.label", "operator": "in",
                                                            "value": named_tables}, limit=10)
     else:
-        hits, _ = steps.engine.search(question, scopes, mode=mode)
+        r = steps.engine.retrieve(question, scopes, mode, 12)  # routed as a look-up is: "for MGM" reads MGM's
+        hits = r.routed + [h for h in r.hits if all(h.id != d.id for d in r.routed)]
         tables = [h for h in hits[:12]
                   if (h.meta or {}).get("element_type") == "table"]
         tables += [t for t in _tables_beside(steps, scopes, hits[:3]) if all(t.id != x.id for x in tables)]
@@ -96,10 +97,8 @@ def _tables_beside(steps: Steps, scopes: list[str], hits: list[Document]) -> lis
         m = h.meta or {}
         if m.get("element_type") == "table" or not m.get("doc_id"):
             continue
-        for c in steps.store.fetch(scopes=scopes, filters=doc_filter(str(m["doc_id"])), limit=2000):
-            cm = c.meta or {}
-            if cm.get("element_type") == "table" and cm.get("page_start") == m.get("page_start"):
-                out.append(c)
+        out += [c for c in steps.page_chunks(scopes, str(m["doc_id"]), int(m.get("page_start", 0) or 0))
+                if (c.meta or {}).get("element_type") == "table"]
     return out
 
 
