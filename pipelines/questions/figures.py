@@ -97,20 +97,19 @@ def figure_text(row: Row, cell: str, *, outflow: bool = False) -> str:
 
 
 def period_phrase(header: Header, name: str, statement: str, span: str = "") -> str:
-    """How the answer names a column: "at December 2, 2022" on a balance sheet, "for the year ended December 2,
-    2022" (or "the three months ended") where the header says so, "for the three months ended March 31, 2021" for
-    a bare year under a quarter's ``span`` (:func:`column_span`), "for 2017" for a bare year."""
+    """How the answer names a column: "at December 2, 2022" on a balance sheet; under a ``span``
+    (:func:`column_span`) "for the three months ended March 31, 2021" (a dated column, or a bare year whose span
+    names the day) or "for the 52 weeks ended in 2023"; "for the year ended December 2, 2022" where the header says
+    years ended; else "for 2017"."""
     if statement == "balance":
         return f"at {name}"
+    if span:
+        if _DATE.match(name):
+            return f"for the {' '.join(span.split()[:3])} {name}"
+        return f"for the {span}, {name}" if span[-1].isdigit() else f"for the {span} in {name}"
     if not _DATE.match(name):
-        if span:
-            return f"for the {span}, {name}" if span[-1].isdigit() else f"for the {span} in {name}"
         return f"for {name}"
-    doc, start = header.span.doc, header.span.start
-    before = (doc.content or "")[max(0, start - 160) : header.span.end].lower()  # the header's own words too
-    for span in ("three months", "six months", "nine months", "twelve months", "quarter"):
-        if span in before:
-            return f"for the {span} ended {name}"
+    before = (header.span.doc.content or "")[max(0, header.span.start - 160) : header.span.end].lower()
     return f"for the year ended {name}" if re.search(r"years? ended|fiscal year", before) else f"for {name}"
 
 
@@ -308,8 +307,8 @@ def line_item_figure(steps: Steps, q: Question) -> Answer | None:
         col = next((i for i, y in enumerate(header.years) if y == header.years[col]
                     and column_span(chosen, i)[0].startswith(asked_span.group(1).lower())), col)
     span, span_line = column_span(chosen, col) if col is not None else ("", None)
-    if span_line is None or chosen.statement == "balance" or _DATE.match(names[col or 0]):
-        span = ""  # a balance sheet's date, or a header that dates its own columns, says the period already
+    if span_line is None or chosen.statement == "balance":
+        span = ""  # a balance sheet's date says the period already
     span_n = draft.cite(span_line.doc, span_line.text) if span and span_line is not None else ""
     unit_n = draft.cite(row.unit.doc, row.unit.text) if row.unit is not None else ""
     header_n = draft.cite(header.span.doc, header.span.text)

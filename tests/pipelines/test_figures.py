@@ -456,3 +456,29 @@ def test_a_year_asked_of_an_earnings_release_is_read_from_its_full_year_table(se
                               scope=scope).status == "indexed"
     answer = service.answer(question, [scope])
     assert not answer.refused and shown in answer.text.splitlines()[0]
+
+
+DATED_QUARTERS = [
+    ["Acme Widgets Inc. Quarterly Report on Form 10-Q", "CONDENSED CONSOLIDATED STATEMENTS OF INCOME",
+     "(In millions)", "Three Months Ended Six Months Ended",
+     "July 1, 2022 July 2, 2021 July 1, 2022 July 2, 2021",
+     "Total revenue 260 240 500 470", "Net income 45 40 85 70"],
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "shown"),
+    [("What was Acme's net income in Q2 2022?", ("Net income for the three months ended July 1, 2022", "$45 million")),
+     ("What was Acme's total revenue for the six months ended July 1, 2022?",
+      ("Total revenue for the six months ended July 1, 2022", "$500 million"))],
+)
+def test_a_dated_column_under_a_span_says_that_span(service, question, shown):
+    """Columns dated by the header are still read under their own group's span: the half-year's columns are not
+    "the three months ended"."""
+    scope = "slack:T1:CDATED"
+    if not service.store.fetch(scopes=[scope], limit=1):
+        assert service.ingest(make_pdf(DATED_QUARTERS, bold=None), file_name="ACME_2022Q2_10Q.pdf",
+                              scope=scope).status == "indexed"
+    answer = service.answer(question, [scope])
+    first = answer.text.splitlines()[0]
+    assert answer.kind == "figure" and first.startswith(shown[0]) and shown[1] in first
