@@ -387,6 +387,13 @@ def test_a_release_that_prints_each_periods_share_of_sales_beside_it_reads_the_a
     assert rows[1].cells == ("37.6%", "37.6%")  # a row of percentages keeps them
 
 
+def _indexed(service: CitebotService, scope: str, pages: list[list[str]], file_name: str) -> str:
+    """``scope``, holding ``pages`` as ``file_name`` (indexed by the first test that asks for it)."""
+    if not service.store.fetch(scopes=[scope], limit=1):
+        assert service.ingest(make_pdf(pages, bold=None), file_name=file_name, scope=scope).status == "indexed"
+    return scope
+
+
 QUARTERLY = [
     ["Acme Widgets Inc. Quarterly Report on Form 10-Q", "Results for the second quarter of 2022 follow."],
     ["CONDENSED CONSOLIDATED STATEMENTS OF INCOME",
@@ -403,10 +410,7 @@ QUARTERLY = [
 )
 def test_a_quarterly_figure_says_the_span_its_column_covers(service, question, shown):
     """A 10-Q's columns are quarters and half-years under bare years: "for 2022" would read as the fiscal year."""
-    scope = "slack:T1:CQUARTER"
-    if not service.store.fetch(scopes=[scope], limit=1):
-        assert service.ingest(make_pdf(QUARTERLY, bold=None), file_name="ACME_2022Q2_10Q.pdf",
-                              scope=scope).status == "indexed"
+    scope = _indexed(service, "slack:T1:CQUARTER", QUARTERLY, "ACME_2022Q2_10Q.pdf")
     answer = service.answer(question, [scope])
     assert answer.kind == "figure" and not answer.refused
     assert answer.text.splitlines()[0].startswith(shown)
@@ -422,10 +426,7 @@ def test_a_quarterly_figure_says_the_span_its_column_covers(service, question, s
       "from the three months ended June 30, 2021 to the three months ended June 30, 2022 =")],
 )
 def test_a_metric_computed_from_a_quarter_says_the_span_its_columns_cover(service, question, shown):
-    scope = "slack:T1:CQUARTER"
-    if not service.store.fetch(scopes=[scope], limit=1):
-        assert service.ingest(make_pdf(QUARTERLY, bold=None), file_name="ACME_2022Q2_10Q.pdf",
-                              scope=scope).status == "indexed"
+    scope = _indexed(service, "slack:T1:CQUARTER", QUARTERLY, "ACME_2022Q2_10Q.pdf")
     answer = service.answer(question, [scope])
     assert answer.kind == "computed" and shown in answer.text.splitlines()[0]
     assert any(c.quote.lower() == "three months ended june 30" for c in answer.citations)
@@ -450,10 +451,7 @@ RELEASE = [
 )
 def test_a_year_asked_of_an_earnings_release_is_read_from_its_full_year_table(service, question, shown):
     """An earnings release prints the quarter's table first: a year's figure comes from the year's table."""
-    scope = "slack:T1:CRELEASE"
-    if not service.store.fetch(scopes=[scope], limit=1):
-        assert service.ingest(make_pdf(RELEASE, bold=None), file_name="ACME_2023Q4_EARNINGS.pdf",
-                              scope=scope).status == "indexed"
+    scope = _indexed(service, "slack:T1:CRELEASE", RELEASE, "ACME_2023Q4_EARNINGS.pdf")
     answer = service.answer(question, [scope])
     assert not answer.refused and shown in answer.text.splitlines()[0]
 
@@ -475,10 +473,7 @@ DATED_QUARTERS = [
 def test_a_dated_column_under_a_span_says_that_span(service, question, shown):
     """Columns dated by the header are still read under their own group's span: the half-year's columns are not
     "the three months ended"."""
-    scope = "slack:T1:CDATED"
-    if not service.store.fetch(scopes=[scope], limit=1):
-        assert service.ingest(make_pdf(DATED_QUARTERS, bold=None), file_name="ACME_2022Q2_10Q.pdf",
-                              scope=scope).status == "indexed"
+    scope = _indexed(service, "slack:T1:CDATED", DATED_QUARTERS, "ACME_2022Q2_10Q.pdf")
     answer = service.answer(question, [scope])
     first = answer.text.splitlines()[0]
     assert answer.kind == "figure" and first.startswith(shown[0]) and shown[1] in first
