@@ -32,6 +32,7 @@ from connectors.settings import Settings
 from connectors.store_api import ChunkStore, require_scopes
 from connectors.tracing import span, tag
 from pipelines.answer_policy import AnswerPolicy, Decide, Decision, Draft, Signals
+from pipelines.catalogue import DocumentCatalogue
 from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.extractive_answerer import ExtractiveAnswerer
 from pipelines.components.instructions import Instructions
@@ -139,11 +140,15 @@ class Retrieval:
 class QueryEngine:
     """Answers questions over a store; thread-safe after :meth:`warm_up`."""
 
-    def __init__(self, settings: Settings, store: ChunkStore, *, llm_client: Any = None) -> None:
+    def __init__(self, settings: Settings, store: ChunkStore, *, llm_client: Any = None,
+                 catalogue: DocumentCatalogue | None = None) -> None:
+        """``catalogue``: the document listing shared with the service's status line (by default one of its own):
+        the router's file names and the answer kinds read it."""
         self.settings = settings
         self.store = store
         self.embedder = QueryEmbedder(**settings.embedding_args(batched=True))  # type: ignore[arg-type]
-        self.router = StructureRouter(document_store=store, fetch_limit=40)
+        self.router = StructureRouter(document_store=store, fetch_limit=40, catalogue=catalogue)
+        self.catalogue = self.router.catalogue
         self.pages = PageRanker(document_store=store, page_weight=settings.page_weight,
                                 statement_boost=settings.statement_boost, top_pages=settings.answer_top_k)
         self.analyzer = QuestionAnalyzer()

@@ -97,3 +97,23 @@ def damage_table(path: Path, table: str) -> None:
     with path.open("r+b") as f:
         f.seek((int(root) - 1) * page_size)
         f.write(b"\xa5" * page_size)
+
+
+def count_calls(store: Any) -> list[str]:
+    """Record the name of every ``ChunkStore`` call made on ``store`` from now on (one round trip each), in order:
+    the list returned grows as the store is called. Patches this instance only."""
+    from connectors.store_api import ChunkStore
+
+    calls: list[str] = []
+
+    def counting(name: str, call: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return call(*args, **kwargs)
+
+        return counted
+
+    for name in dir(ChunkStore):
+        if not name.startswith("_") and name != "to_dict" and callable(getattr(store, name, None)):
+            setattr(store, name, counting(name, getattr(store, name)))
+    return calls
