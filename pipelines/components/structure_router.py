@@ -23,6 +23,7 @@ The fetched chunks go first in the answerer's context. Every fetch carries the c
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Sequence
@@ -118,8 +119,11 @@ def number_word(text: str) -> int:
     return n
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_refs(question: str) -> StructureRefs:
-    """The page range, section numbers and table/figure labels named in ``question``."""
+    """The page range, section numbers and table/figure labels named in ``question``. Kept for the last 1024
+    questions (a frozen result): the answerer's :func:`~pipelines.questions.kinds.classify`, the router and the
+    reference and table answer kinds each read the same question's references, parsed once."""
     pages: tuple[int, int] | None = None
     spans: list[tuple[int, int]] = []
     m = _PAGES.search(question)

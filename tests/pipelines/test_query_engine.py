@@ -448,3 +448,14 @@ class TestStoreTrips:
         assert calls.count("bm25_matches_each") == 1 and "bm25_matches" not in calls
         assert service.query.term_support(["osprey", "agreement"], [A], None) == 0.0
         assert service.query.term_support(["osprey", "agreement"], [B], None) == 1.0
+
+    def test_a_question_is_parsed_for_references_once(self, settings, store):
+        """classify (which answer kinds apply), the router and the reference kind all read the question's page,
+        section and table references: one parse serves them all."""
+        from pipelines.components.structure_router import parse_refs
+
+        service = CitebotService(settings, store=store)
+        for question in ["How many weeks of parental leave does the primary carer get?", "What does page 12 say?"]:
+            parse_refs.cache_clear()
+            service.answer(question, [A])
+            assert parse_refs.cache_info().misses == 1, question
