@@ -68,6 +68,10 @@ INDEX_OPTIONS = {"binary": "bbq_hnsw", "int8": "int8_hnsw", "float32": "hnsw"}
 _BBQ_MIN_DIMS = 64  # Elasticsearch refuses bbq below this; int8 stands in for it there (small test models)
 
 
+# BM25 matches words as written: its search and the term look-ups of bm25_matches_each send the same query
+_BM25_FUZZINESS = "0"
+
+
 def chunk_mapping(embedding_dim: int, vectors: str = "binary") -> dict[str, Any]:
     """The index mapping: the chunk-metadata contract of ``pipelines.models``, other strings as keywords, and the
     vectors quantised as ``vectors`` says (:data:`INDEX_OPTIONS`)."""
@@ -153,7 +157,8 @@ class CitebotElasticsearchStore:
             embedding_similarity_function="cosine",
             **client_kwargs,
         )
-        self._bm25 = ElasticsearchBM25Retriever(document_store=self.document_store, fuzziness="0", top_k=20)
+        self._bm25 = ElasticsearchBM25Retriever(document_store=self.document_store, fuzziness=_BM25_FUZZINESS,
+                                                 top_k=20)
         self._knn = ElasticsearchEmbeddingRetriever(document_store=self.document_store, top_k=20)
         self._index_ready = False
 
@@ -517,6 +522,35 @@ class CitebotElasticsearchStore:
     def bm25_matches(self, query: str, *, scopes: Sequence[str], filters: dict[str, Any] | None = None) -> bool:
         """Whether :meth:`bm25_search` finds anything (Elasticsearch ranks one hit as cheaply as it counts)."""
         return bool(self.bm25_search(query, scopes=scopes, top_k=1, filters=filters))
+
+    def bm25_matches_each(
+        self, queries: Sequence[str], *, scopes: Sequence[str], filters: dict[str, Any] | None = None
+    ) -> dict[str, bool]:
+        """:meth:`bm25_matches` of each of ``queries``, in one ``_msearch``: per query the body the BM25
+        retriever sends (``multi_match``, fuzziness "0", the scope filter AND ``filters``), one hit, its scope
+        checked as :meth:`bm25_search` checks it."""
+        from haystack_integrations.document_stores.elasticsearch.filters import _normalize_filters
+
+        scopes = require_scopes(scopes)
+        found = dict.fromkeys(queries, False)
+        asked = [q for q in found if (q or "").strip()]
+        if not asked:
+            return found
+        flt = _normalize_filters(scope_filter(scopes, filters))
+        searches: list[dict[str, Any]] = []
+        for q in asked:
+            match = {"multi_match": {"query": q, "fuzziness": _BM25_FUZZINESS, "type": "most_fields",
+                                     "operator": "OR"}}
+            searches += [{"index": self.index}, {"size": 1, "_source": ["scope"], "track_total_hits": False,
+                                                 "query": {"bool": {"must": [match], "filter": flt}}}]
+        _ = self.client
+        res = self._guard(self.client.msearch, searches=searches)
+        for q, r in zip(asked, res["responses"], strict=True):
+            if "error" in r:  # one failed search fails the call, as the per-query search raises
+                raise StoreError(f"Elasticsearch at {redact_url(self.hosts)} failed a term look-up; check that it "
+                                 "is running and that the index is healthy")
+            found[q] = any(h.get("_source", {}).get("scope") in scopes for h in r["hits"]["hits"])
+        return found
 
     def embedding_search(
         self,

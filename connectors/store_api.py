@@ -158,6 +158,13 @@ class ChunkStore(Protocol):
         nothing is ranked or fetched)."""
         ...
 
+    def bm25_matches_each(
+        self, queries: Sequence[str], *, scopes: Sequence[str], filters: dict[str, Any] | None = None
+    ) -> dict[str, bool]:
+        """:meth:`bm25_matches` of each of ``queries``, keyed by query, in one round trip (a question's term
+        support asks up to twenty): the same scopes and filters bound every query."""
+        ...
+
     def embedding_search(
         self,
         embedding: Sequence[float],

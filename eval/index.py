@@ -70,6 +70,7 @@ INDEX_CODE = (
 QUERY_ONLY_DEFINITIONS = {
     "connectors/sqlite_store/store.py": ("SQLiteDocumentStore.fetch", "SQLiteDocumentStore.embedding_search",
                                          "SQLiteDocumentStore.bm25_search", "SQLiteDocumentStore.bm25_matches",
+                                         "SQLiteDocumentStore.bm25_matches_each",
                                          "SQLiteDocumentStore.document_vectors"),
     # how answers label a file and routing spells an identity read the stored doc_* fields; what is stored is the rest
     "pipelines/reading/identity.py": ("_GENERIC_NAME_WORDS", "name_says_nothing", "file_label",

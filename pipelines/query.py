@@ -32,6 +32,7 @@ from connectors.settings import Settings
 from connectors.store_api import ChunkStore, require_scopes
 from connectors.tracing import span, tag
 from pipelines.answer_policy import AnswerPolicy, Decide, Decision, Draft, Signals
+from pipelines.catalogue import DocumentCatalogue
 from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.extractive_answerer import ExtractiveAnswerer
 from pipelines.components.instructions import Instructions
@@ -139,11 +140,15 @@ class Retrieval:
 class QueryEngine:
     """Answers questions over a store; thread-safe after :meth:`warm_up`."""
 
-    def __init__(self, settings: Settings, store: ChunkStore, *, llm_client: Any = None) -> None:
+    def __init__(self, settings: Settings, store: ChunkStore, *, llm_client: Any = None,
+                 catalogue: DocumentCatalogue | None = None) -> None:
+        """``catalogue``: the document listing shared with the service's status line (by default one of its own):
+        the router's file names and the answer kinds read it."""
         self.settings = settings
         self.store = store
         self.embedder = QueryEmbedder(**settings.embedding_args(batched=True))  # type: ignore[arg-type]
-        self.router = StructureRouter(document_store=store, fetch_limit=40)
+        self.router = StructureRouter(document_store=store, fetch_limit=40, catalogue=catalogue)
+        self.catalogue = self.router.catalogue
         self.pages = PageRanker(document_store=store, page_weight=settings.page_weight,
                                 statement_boost=settings.statement_boost, top_pages=settings.answer_top_k)
         self.analyzer = QuestionAnalyzer()
@@ -289,24 +294,34 @@ class QueryEngine:
 
     def signals(self, r: Retrieval, ext: Draft, scopes: list[str]) -> Signals:
         """Step 3: the draft's ``max_cosine`` and ``coverage``, the term support in the scope, and ``confidence``,
-        the number the refusal threshold applies to (1.0 for an explicit reference): see :class:`Signals`."""
-        support = 1.0 if r.explicit else self.term_support(r.anchors, scopes, r.filters)
-        words = 1.0 if r.explicit else self.term_support(r.words, scopes, r.filters, at_least=WORDS_AT_LEAST)
+        the number the refusal threshold applies to (1.0 for an explicit reference): see :class:`Signals`.
+        Both supports are one store call (:meth:`term_supports`)."""
+        if r.explicit:
+            return Signals(max_cosine=ext.max_cosine, coverage=ext.coverage, anchor_support=1.0, word_support=1.0,
+                           confidence=1.0)
+        support, words = self.term_supports([(r.anchors, 1), (r.words, WORDS_AT_LEAST)], scopes, r.filters)
         return Signals(max_cosine=ext.max_cosine, coverage=ext.coverage, anchor_support=support, word_support=words,
-                       confidence=confidence(ext.max_cosine, support, words) if not r.explicit else 1.0)
+                       confidence=confidence(ext.max_cosine, support, words))
 
     def term_support(self, terms: Sequence[str], scopes: list[str], filters: dict[str, Any] | None, *,
                      at_least: int = 1) -> float:
         """Share of ``terms`` that occur anywhere in ``scopes`` (1.0 when there are none; any form of a word counts:
         "ending" is found by "ended", "sampled" by "sample", see :func:`word_forms`), counted out of ``at_least``
         terms when there are fewer. A specific term no passage holds is strong evidence the PDFs don't answer."""
-        if not terms:
-            return 1.0
-        missing = 0
-        for t in terms[:MAX_TERMS]:
-            if not self.store.bm25_matches(" ".join(word_forms(t)), scopes=scopes, filters=filters):
-                missing += 1
-        return 1.0 - missing / max(min(len(terms), MAX_TERMS), at_least)
+        return self.term_supports([(terms, at_least)], scopes, filters)[0]
+
+    def term_supports(self, asked: Sequence[tuple[Sequence[str], int]], scopes: list[str],
+                      filters: dict[str, Any] | None) -> list[float]:
+        """:meth:`term_support` of each ``(terms, at_least)`` of ``asked``, all looked up in one store call
+        (:meth:`ChunkStore.bm25_matches_each`, with ``scopes`` and ``filters``): the first ``MAX_TERMS`` of each."""
+        lookups = [[" ".join(word_forms(t)) for t in terms[:MAX_TERMS]] for terms, _ in asked]
+        wanted = [q for qs in lookups for q in qs]
+        found = self.store.bm25_matches_each(wanted, scopes=scopes, filters=filters) if wanted else {}
+        out = []
+        for (terms, at_least), qs in zip(asked, lookups, strict=True):
+            missing = sum(1 for q in qs if not found[q])
+            out.append(1.0 - missing / max(min(len(terms), MAX_TERMS), at_least) if terms else 1.0)
+        return out
 
     def _run_retrieval(
         self, mode: RetrievalMode, query: str, scopes: list[str], filters: dict[str, Any] | None,

@@ -15,6 +15,7 @@ from connectors.log import get_logger
 from connectors.settings import Settings
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.tracing import span, tag
+from pipelines.catalogue import DocumentCatalogue
 from pipelines.file_names import clean_name, name_key
 from pipelines.models import Answer, IngestResult, ProgressCallback, RetrievalMode, Turn
 
@@ -61,7 +62,8 @@ class CitebotService:
         self._query: QueryEngine | None = None
         self._answerer: Answerer | None = None
         self._store_settings: Settings | None = None
-        self._doc_counts: dict[tuple[str, ...], tuple[float, int | None, int]] = {}
+        # one listing of each scope's documents, shared by the status line and the answer (router, answer kinds)
+        self.catalogue = DocumentCatalogue(self.store)
 
     # --- lazily built, shared pipelines ----------------------------------------------------------
     def _pipeline_settings(self) -> Settings:
@@ -94,7 +96,7 @@ class CitebotService:
             if self._query is None:
                 from pipelines.query import QueryEngine
 
-                self._query = QueryEngine(self._pipeline_settings(), self.store)
+                self._query = QueryEngine(self._pipeline_settings(), self.store, catalogue=self.catalogue)
             return self._query
 
     @property
@@ -273,23 +275,10 @@ class CitebotService:
     def document_count(self, scopes: str | Sequence[str]) -> int:
         """How many documents ``scopes`` hold, for a status line ("Searching 3 PDFs…"), asked once a question.
 
-        Listing documents reads every chunk's metadata (most of a second at 50,000 chunks), so the count is kept
-        until the scopes' chunk count changes (an upload or a removal; an index look-up) or
-        :data:`DOC_COUNT_TTL_S` passes."""
-        scopes = require_scopes(scopes)
-        key = tuple(sorted(set(scopes)))
-        chunks = self.store.count_in_scopes(scopes)
-        now = time.monotonic()
-        with self._lock:
-            hit = self._doc_counts.get(key)
-        if hit is not None and hit[1] == chunks and now - hit[0] < DOC_COUNT_TTL_S:
-            return hit[2]
-        n = len(self.store.list_documents(scopes=scopes))
-        with self._lock:
-            if len(self._doc_counts) > 10_000:
-                self._doc_counts.clear()
-            self._doc_counts[key] = (now, chunks, n)
-        return n
+        Listing documents reads every chunk's metadata (most of a second at 50,000 chunks), so the listing is kept
+        (in :attr:`catalogue`, where the answer that follows finds it) until the scopes' chunk count changes (an
+        upload or a removal; an index look-up, made every time) or :data:`DOC_COUNT_TTL_S` passes."""
+        return len(self.catalogue.documents(scopes, max_age_s=DOC_COUNT_TTL_S))
 
     def find_documents(self, file_name_or_id: str, scopes: str | Sequence[str]) -> list[DocInfo]:
         """Documents in ``scopes`` whose doc_id or file name (case-insensitive) is ``file_name_or_id``."""

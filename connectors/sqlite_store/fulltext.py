@@ -121,14 +121,50 @@ class FullText:
                 raise StoreError(f"BM25 search failed: {e}") from e
             return row is not None
 
-    def _match(self, conn: sqlite3.Connection, query: str, scopes: Sequence[str]) -> str | None:
-        """The FTS5 MATCH expression of a BM25 search for ``query`` in ``scopes`` (None: nothing can match)."""
+    def bm25_matches_each(
+        self, queries: Sequence[str], *, scopes: Sequence[str], filters: dict[str, Any] | None = None
+    ) -> dict[str, bool]:
+        """:meth:`bm25_matches` of each of ``queries`` (the same pruned terms, scopes and filters), in one SQL
+        statement: one ``EXISTS`` over FTS5 per query, read in one snapshot."""
+        scopes = require_scopes(scopes)
+        queries = list(dict.fromkeys(queries))
+        found = dict.fromkeys(queries, False)
+        with self._conns.read() as conn:
+            sizes = self._sizes(conn, scopes)
+            matches = {q: m for q in queries if (m := self._match(conn, q, scopes, sizes)) is not None}
+            if not matches:
+                return found
+            if filters:
+                where, wparams = filters_to_sql(filters)
+                one = ("EXISTS(SELECT 1 FROM chunks_fts f JOIN chunks c ON c.rid = f.rowid "
+                       f"WHERE chunks_fts MATCH ? AND coalesce({where}, 0))")
+            else:
+                one, wparams = "EXISTS(SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ?)", []
+            params: list[Any] = []
+            for m in matches.values():
+                params += [m, *wparams]
+            try:
+                row = conn.execute("SELECT " + ", ".join([one] * len(matches)), params).fetchone()
+            except sqlite3.OperationalError as e:
+                raise StoreError(f"BM25 search failed: {e}") from e
+        found.update({q: bool(hit) for q, hit in zip(matches, row, strict=True)})
+        return found
+
+    def _sizes(self, conn: sqlite3.Connection, scopes: Sequence[str]) -> tuple[int, int]:
+        """(all chunks, chunks of ``scopes``) in this read's snapshot."""
+        gen = self._vectors.refresh(conn)
+        total, per_scope = self._counts(conn, gen)
+        return total, sum(per_scope.get(s, 0) for s in set(scopes))
+
+    def _match(
+        self, conn: sqlite3.Connection, query: str, scopes: Sequence[str], sizes: tuple[int, int] | None = None
+    ) -> str | None:
+        """The FTS5 MATCH expression of a BM25 search for ``query`` in ``scopes`` (None: nothing can match);
+        ``sizes``: :meth:`_sizes` of this read, when already asked."""
         terms = fts5_terms(query)
         if not terms:
             return None
-        gen = self._vectors.refresh(conn)
-        total, per_scope = self._counts(conn, gen)
-        in_scope = sum(per_scope.get(s, 0) for s in set(scopes))
+        total, in_scope = sizes or self._sizes(conn, scopes)
         if in_scope == 0:
             return None
         terms = self._prune_terms(conn, terms, total, in_scope)

@@ -292,6 +292,12 @@ class SQLiteDocumentStore:
         """Whether :meth:`bm25_search` would find anything, without ranking (:mod:`.fulltext`)."""
         return self._fulltext.bm25_matches(query, scopes=scopes, filters=filters)
 
+    def bm25_matches_each(
+        self, queries: Sequence[str], *, scopes: Sequence[str], filters: dict[str, Any] | None = None
+    ) -> dict[str, bool]:
+        """:meth:`bm25_matches` of each query, in one SQL statement (:mod:`.fulltext`)."""
+        return self._fulltext.bm25_matches_each(queries, scopes=scopes, filters=filters)
+
     def all_scopes(self) -> list[str]:
         rows = self._conn().execute("SELECT DISTINCT scope FROM chunks WHERE scope != '' ORDER BY scope").fetchall()
         return [r[0] for r in rows]

@@ -23,9 +23,9 @@ The fetched chunks go first in the answerer's context. Every fetch carries the c
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -34,6 +34,7 @@ from haystack import Document, component, default_from_dict, default_to_dict
 
 from connectors.store_api import ChunkStore, DocInfo, require_scopes
 from connectors.stores import store_from_dict
+from pipelines.catalogue import DocumentCatalogue
 from pipelines.components._text import stem, terms
 from pipelines.components.document_names import named_files, naming_words, preferred_files
 from pipelines.components.question_analyzer import PERIOD_WORDS
@@ -118,8 +119,11 @@ def number_word(text: str) -> int:
     return n
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_refs(question: str) -> StructureRefs:
-    """The page range, section numbers and table/figure labels named in ``question``."""
+    """The page range, section numbers and table/figure labels named in ``question``. Kept for the last 1024
+    questions (a frozen result): the answerer's :func:`~pipelines.questions.kinds.classify`, the router and the
+    reference and table answer kinds each read the same question's references, parsed once."""
     pages: tuple[int, int] | None = None
     spans: list[tuple[int, int]] = []
     m = _PAGES.search(question)
@@ -191,16 +195,22 @@ class StructureRouter:
     question without its references and file mentions), ``explicit`` (referenced chunks were found) and
     ``names`` (the question's words that name the company of the files it was routed to: "Netflix")."""
 
-    def __init__(self, *, document_store: ChunkStore, fetch_limit: int = 40) -> None:
+    def __init__(self, *, document_store: ChunkStore, fetch_limit: int = 40,
+                 catalogue: DocumentCatalogue | None = None) -> None:
+        """``catalogue``: the document listing shared with the rest of the process (the status line's count, the
+        answer kinds), over ``document_store``; by default one of its own. A cache, not a setting: not
+        serialised."""
         if document_store is None:
             raise ValueError("StructureRouter needs a document_store")
         if not 1 <= fetch_limit <= 500:
             raise ValueError("fetch_limit must be between 1 and 500")
+        if catalogue is not None and catalogue.store is not document_store:
+            raise ValueError("the catalogue must list the router's document_store")
         self.document_store = document_store
         self.fetch_limit = fetch_limit
-        self._files_lock = threading.Lock()
-        self._files: dict[tuple[str, ...], tuple[float, int | None, list[DocInfo], list[tuple[str, list[str]]]]] = {}
-        self._files_checked: dict[tuple[str, ...], float] = {}
+        self.catalogue = catalogue or DocumentCatalogue(document_store)
+        self._names_lock = threading.Lock()
+        self._names: tuple[list[DocInfo], list[tuple[str, list[str]]]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, document_store=self.document_store.to_dict(), fetch_limit=self.fetch_limit)
@@ -217,27 +227,18 @@ class StructureRouter:
     def _documents(
         self, scopes: list[str], *, recount: bool = False
     ) -> tuple[list[DocInfo], list[tuple[str, list[str]]]]:
-        """The documents in ``scopes`` and ``(file name, its words)`` of each file. Listing documents scans every
-        chunk of the scopes (0.7 s at 50,000 chunks), so the list is cached and re-read when the scopes' chunk
-        count changes (an upload or a removal) or after ``_FILE_CACHE_TTL_S``. The count (~5 ms) is skipped for
-        ``_FILE_VERSION_CHECK_S`` after the last one unless ``recount``."""
-        key = tuple(sorted(scopes))
-        now = time.monotonic()
-        with self._files_lock:
-            hit = self._files.get(key)
-            checked = self._files_checked.get(key, 0.0)
-        if hit and now - hit[0] < _FILE_CACHE_TTL_S and now - checked < _FILE_VERSION_CHECK_S and not recount:
-            return hit[2], hit[3]  # counted moments ago: skip even the count
-        version = self.document_store.count_in_scopes(scopes)
-        with self._files_lock:
-            self._files_checked[key] = now
-            if hit and hit[1] == version and now - hit[0] < _FILE_CACHE_TTL_S:
-                return hit[2], hit[3]
-        docs = self.document_store.list_documents(scopes=scopes)
+        """The documents in ``scopes`` and ``(file name, its words)`` of each file, from the shared
+        :class:`~pipelines.catalogue.DocumentCatalogue`: a listing up to ``_FILE_CACHE_TTL_S`` old at the scopes'
+        chunk count, which is checked at most every ``_FILE_VERSION_CHECK_S`` unless ``recount``."""
+        docs = self.catalogue.documents(scopes, max_age_s=_FILE_CACHE_TTL_S,
+                                        count_every_s=0.0 if recount else _FILE_VERSION_CHECK_S)
+        with self._names_lock:
+            if self._names is not None and self._names[0] is docs:  # the same listing: the same names
+                return docs, self._names[1]
         names = sorted({d.file for d in docs})
         entries = [(n, re.sub(r"[_\-.]+", " ", re.sub(r"\.pdf$", "", n.lower())).split()) for n in names]
-        with self._files_lock:
-            self._files[key] = (now, version, docs, entries)
+        with self._names_lock:
+            self._names = (docs, entries)
         return docs, entries
 
     def documents(self, scopes: list[str]) -> list[DocInfo]:

@@ -30,7 +30,10 @@ def absent_years(steps: Steps, question: str, scopes: list[str]) -> list[str]:
     inside an example of the answer's format ("in a list like ['2006', '2007']") is not asked about."""
     asked = EXAMPLE.sub(" ", question)
     years = dict.fromkeys(m.group(1) for m in YEAR.finditer(asked))
-    return [y for y in years if not steps.store.bm25_matches(f"{y} FY{y} FY{y[2:]}", scopes=scopes)]
+    if not years:
+        return []
+    found = steps.store.bm25_matches_each([f"{y} FY{y} FY{y[2:]}" for y in years], scopes=scopes)
+    return [y for y in years if not found[f"{y} FY{y} FY{y[2:]}"]]
 
 
 def absent_period(steps: Steps, question: str, scopes: list[str]) -> Answer | None:

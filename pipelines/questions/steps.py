@@ -120,7 +120,9 @@ class Steps:
         return written.model_copy(update={"text": text, "kind": kind, "retrieved": [retrieved(d) for d in context]})
 
     def documents(self, scopes: list[str]) -> list[DocInfo]:
-        return sorted(self.store.list_documents(scopes=scopes), key=lambda d: d.file)
+        """The documents of ``scopes`` by file name, from the listing the structure router read this question's
+        file names from (:class:`~pipelines.catalogue.DocumentCatalogue`): both see the same documents."""
+        return sorted(self.engine.router.documents(scopes), key=lambda d: d.file)
 
     def named(self, question: str, scopes: list[str], docs: list[DocInfo]) -> tuple[list[DocInfo], list[str]]:
         """Documents ``question`` names, and the phrases that named them: the structure router's file names

@@ -114,3 +114,95 @@ def test_scope_and_input_checks_happen_before_any_request() -> None:
             [Document(id="a:00000", content="x", meta={"scope": "slack:T:C", "doc_id": "a"})],
             scope="local",
         )
+
+
+class _FakeElasticsearch:
+    """A local server answering as Elasticsearch 8 does, for what the term look-up sends: the index exists, and each
+    ``_msearch`` line pair gets the next scripted response. It keeps every request it was sent."""
+
+    def __init__(self, responses: list[dict[str, object]]) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        fake = self
+        self.requests: list[tuple[str, str, str]] = []
+        self.responses = responses
+
+        class Handler(BaseHTTPRequestHandler):
+            def _send(self, code: int, body: object | None) -> None:
+                data = json.dumps(body).encode() if body is not None else b""
+                self.send_response(code)
+                self.send_header("X-Elastic-Product", "Elasticsearch")
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            def do_HEAD(self) -> None:
+                fake.requests.append(("HEAD", self.path, ""))
+                self._send(200, None)
+
+            def do_GET(self) -> None:
+                fake.requests.append(("GET", self.path, ""))
+                self._send(200, {"version": {"number": "8.15.0"}, "tagline": "You Know, for Search"})
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                fake.requests.append(("POST", self.path, body))
+                n = len([line for line in body.splitlines() if line.strip()]) // 2
+                self._send(200, {"took": 1, "responses": fake.responses[:n]})
+
+            def log_message(self, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        import threading
+
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _hits(*scopes: str) -> dict[str, object]:
+    return {"status": 200, "hits": {"hits": [{"_id": f"x{i}", "_source": {"scope": s}} for i, s in enumerate(scopes)]}}
+
+
+class TestTermLookUps:
+    def test_all_queries_go_in_one_msearch_each_bounded_by_the_asked_scopes_and_filters(self) -> None:
+        fake = _FakeElasticsearch([_hits("slack:T1:C1"), _hits(), _hits(), _hits("slack:T1:C9")])
+        try:
+            store = CitebotElasticsearchStore(hosts=fake.url, index="chunks", embedding_dim=4)
+            only_a = {"field": "meta.file_name", "operator": "==", "value": "a.pdf"}
+            found = store.bm25_matches_each(["leave", "osprey", "?!", "march", "  "], scopes=["slack:T1:C1"],
+                                            filters=only_a)
+            msearch = [r for r in fake.requests if r[0] == "POST"]
+            assert len(msearch) == 1 and msearch[0][1].startswith("/_msearch")
+            lines = [json.loads(line) for line in msearch[0][2].splitlines() if line.strip()]
+            headers, bodies = lines[0::2], lines[1::2]
+            assert all(h == {"index": "chunks"} for h in headers)
+            sent = [b["query"]["bool"]["must"][0]["multi_match"] for b in bodies]
+            assert [m["query"] for m in sent] == ["leave", "osprey", "?!", "march"]  # a blank query is not sent
+            assert {m["fuzziness"] for m in sent} == {"0"}  # as the BM25 retriever searches
+            for b in bodies:
+                flt = json.dumps(b["query"]["bool"]["filter"])
+                assert '"scope": ["slack:T1:C1"]' in flt and '"file_name": "a.pdf"' in flt, flt
+                assert b["size"] == 1
+            # a hit of another scope (which a server that ignored the filter might send) is not support
+            assert found == {"leave": True, "osprey": False, "?!": False, "march": False, "  ": False}
+        finally:
+            fake.close()
+
+    def test_a_failed_look_up_fails_the_call_as_a_failed_search_does(self) -> None:
+        failed = {"status": 500, "error": {"type": "search_phase_execution_exception"}}
+        fake = _FakeElasticsearch([_hits("local"), failed])
+        try:
+            store = CitebotElasticsearchStore(hosts=fake.url, index="chunks", embedding_dim=4)
+            with pytest.raises(StoreError, match="term look-up"):
+                store.bm25_matches_each(["leave", "osprey"], scopes=["local"])
+            with pytest.raises(ScopeRequiredError):
+                store.bm25_matches_each(["leave"], scopes=[])
+        finally:
+            fake.close()

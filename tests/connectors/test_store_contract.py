@@ -397,6 +397,29 @@ class TestRanking:
             True, False, True, True, False, True, False, False,
         ]
 
+    def test_bm25_matches_each_answers_as_one_look_up_per_query_within_the_asked_scopes(self, store: Any) -> None:
+        """Term support asks for all of a question's terms at once: each answer is what ``bm25_matches`` says for
+        that query alone, bounded by the same scopes and filters (a word only another scope holds is not found)."""
+        store.write_documents([chunk("h", i, t) for i, t in enumerate(TEXTS)])
+        store.write_documents([chunk("o", 0, "The xylophone lessons start in March.", scope="other")])
+        only_page_3 = {"field": "meta.page_start", "operator": "==", "value": 3}
+        queries = ["parental leave", "xylophone", "holiday", "?!", "march lessons", "notice", "xylophone"]
+        for scopes, filters in [(["local"], None), (["other"], None), (["local", "other"], None),
+                                (["local"], only_page_3), (["other"], only_page_3), (["nobody"], None)]:
+            each = store.bm25_matches_each(queries, scopes=scopes, filters=filters)
+            alone = {q: store.bm25_matches(q, scopes=scopes, filters=filters) for q in queries}
+            assert each == alone, (scopes, filters)
+        assert store.bm25_matches_each(queries, scopes=["local"]) == {
+            "parental leave": True, "xylophone": False, "holiday": True, "?!": False, "march lessons": False,
+            "notice": True,
+        }
+        assert store.bm25_matches_each(["xylophone", "holiday"], scopes=["other"]) == {
+            "xylophone": True, "holiday": False,
+        }
+        assert store.bm25_matches_each([], scopes=["local"]) == {}
+        with pytest.raises(ScopeRequiredError):
+            store.bm25_matches_each(["notice"], scopes=[])
+
     def test_dense_ranks_nearest_first(self, store: Any) -> None:
         store.write_documents([chunk("h", i, t, embedding=unit((i, 1.0), (10, 0.3))) for i, t in enumerate(TEXTS)])
         res = store.embedding_search(unit((2, 0.9), (1, 0.4)), scopes=["local"], top_k=3)

@@ -97,3 +97,30 @@ def damage_table(path: Path, table: str) -> None:
     with path.open("r+b") as f:
         f.seek((int(root) - 1) * page_size)
         f.write(b"\xa5" * page_size)
+
+
+def count_calls(store: Any, protocol: type | None = None, *, polls: tuple[str, ...] = ()) -> list[str]:
+    """Record the name of every call of ``protocol`` (default ``ChunkStore``; ``ChatState`` for the chat state) made
+    on ``store`` from now on, one round trip each, in order: the list returned grows as the store is called. A call
+    named in ``polls`` is recorded only when it returns something (a worker's poll that took no work is not part of
+    any question's trips). Patches this instance only."""
+    from connectors.store_api import ChunkStore
+
+    calls: list[str] = []
+
+    def counting(name: str, call: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            if name not in polls:
+                calls.append(name)
+                return call(*args, **kwargs)
+            out = call(*args, **kwargs)
+            if out:
+                calls.append(name)
+            return out
+
+        return counted
+
+    for name in dir(protocol or ChunkStore):
+        if not name.startswith("_") and name != "to_dict" and callable(getattr(store, name, None)):
+            setattr(store, name, counting(name, getattr(store, name)))
+    return calls

@@ -18,6 +18,8 @@ from eval.fakes.openai_api import FakeOpenAI, passages_in
 from pipelines.answer_policy import NOTE_DROPPED, NOTE_LLM_FAILED, NOTE_LLM_UNSUPPORTED
 from pipelines.models import Turn
 from pipelines.query import QueryEngine, build_query_pipeline, pipeline_inputs
+from pipelines.service import CitebotService
+from tests.helpers.stores import count_calls
 
 pytestmark = pytest.mark.slow
 
@@ -419,3 +421,41 @@ class TestLLMPath:
         history = [Turn(role="user", text="What was the revenue in 2020?"), Turn(role="assistant", text="…")]
         engine.answer("and in 2019?", [A], history)
         assert "standalone question" in fake.requests[0]["messages"][0]["content"]
+
+
+class TestStoreTrips:
+    """The chunk store's round trips for a first question (the status line's count, then the answer), as
+    ARCHITECTURE.md lists them: the scope's documents listed once for both, every term looked up in one call."""
+
+    def test_a_first_question_lists_the_documents_once_and_looks_its_terms_up_in_one_call(self, settings, store):
+        counted = SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
+        service = CitebotService(settings, store=counted)
+        service.query.warm_up()
+        calls = count_calls(counted)
+        assert service.document_count([A]) == 1
+        answer = service.answer("How many weeks of parental leave does the primary carer get?", [A])
+        assert not answer.refused and "26 weeks" in " ".join(c.quote for c in answer.citations)
+        _no_b(answer)
+        assert calls == ["count_in_scopes", "list_documents", "embedding_search", "bm25_search", "document_vectors",
+                         "bm25_matches_each"]
+
+    def test_a_word_only_another_scope_holds_is_not_support(self, settings, store):
+        counted = SQLiteDocumentStore(settings.sqlite_path, embedding_dim=settings.embedding_dim)
+        service = CitebotService(settings, store=counted)
+        calls = count_calls(counted)
+        answer = service.answer("What does the Project Osprey agreement give the primary carer?", [A])
+        _no_b(answer)
+        assert calls.count("bm25_matches_each") == 1 and "bm25_matches" not in calls
+        assert service.query.term_support(["osprey", "agreement"], [A], None) == 0.0
+        assert service.query.term_support(["osprey", "agreement"], [B], None) == 1.0
+
+    def test_a_question_is_parsed_for_references_once(self, settings, store):
+        """classify (which answer kinds apply), the router and the reference kind all read the question's page,
+        section and table references: one parse serves them all."""
+        from pipelines.components.structure_router import parse_refs
+
+        service = CitebotService(settings, store=store)
+        for question in ["How many weeks of parental leave does the primary carer get?", "What does page 12 say?"]:
+            parse_refs.cache_clear()
+            service.answer(question, [A])
+            assert parse_refs.cache_info().misses == 1, question
