@@ -373,10 +373,12 @@ class ExtractiveAnswerer:
             for t in c.terms:
                 df[t] = df.get(t, 0) + 1
         n = len(cands)
-        idf = {t: math.log(1 + n / df.get(t, 0.5)) for t in qterms}
+        # summed in a fixed order: a set's order changes with Python's hash seed, and a float sum with its order,
+        # which once decided a tie between two quotes differently from one process to the next
+        idf = {t: math.log(1 + n / df.get(t, 0.5)) for t in sorted(qterms)}
         total = sum(idf.values()) or 1.0
         for c in cands:
-            c.overlap = sum(idf[t] for t in qterms & c.terms) / total if qterms else 0.0
+            c.overlap = sum(idf[t] for t in sorted(qterms & c.terms)) / total if qterms else 0.0
         # a sentence in the form the question asks for (a count, a share, a date) answers; one that restates it does not
         form = asked_form(cq)
         for c in cands:
