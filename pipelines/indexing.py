@@ -196,14 +196,17 @@ def _run_step(pipeline: Pipeline, name: str, **inputs: Any) -> dict[str, Any]:
 
 @dataclasses.dataclass(frozen=True)
 class PreparedFile:
-    """One file read, chunked and embedded by :meth:`Indexer.prepare`, not yet written: its ``documents`` (chunks
-    with their vectors) and ``parsed`` pages, or its final ``outcome`` already (failed, or ``unchanged``)."""
+    """One file read, chunked and embedded by :meth:`Indexer.prepare`, not yet written: who uploaded it from where,
+    its ``documents`` (chunks with their vectors) and ``parsed`` pages, or its final ``outcome`` already (failed,
+    or ``unchanged``)."""
 
     file_name: str
     scope: str
     doc_id: str
     started: float
     report: _Progress
+    uploaded_by: str = ""
+    source_url: str = ""
     parsed: ParsedPdf | None = None
     documents: list[Document] = dataclasses.field(default_factory=list)
     outcome: IngestResult | None = None
@@ -300,7 +303,8 @@ class Indexer:
         report = _Progress(file_name, progress)
         sha = content_sha256(data)
         doc_id = make_doc_id(scope, sha)
-        prepared = PreparedFile(file_name=file_name, scope=scope, doc_id=doc_id, started=started, report=report)
+        prepared = PreparedFile(file_name=file_name, scope=scope, doc_id=doc_id, started=started, report=report,
+                                uploaded_by=uploaded_by, source_url=source_url)
 
         report("checking", force=True)
         if data and self.store.has_document(doc_id, scope=scope):
@@ -313,7 +317,7 @@ class Indexer:
             log.error("embedding_mismatch", stored=e.stored, current=e.current, action="run citebot reindex")
             report("done", force=True)
             return dataclasses.replace(prepared, outcome=self._result(
-                prepared, doc_id=doc_id, status="failed", error=FAILED_REINDEX, error_code="reindex"))
+                prepared, status="failed", error=FAILED_REINDEX, error_code="reindex"))
         deadline = started + self.settings.ingest_timeout_s
         pages_total = 0
 
@@ -357,7 +361,7 @@ class Indexer:
         if failed:  # the file's own problem (refused, unreadable, no text): nothing will be written
             report("done", force=True)
             return dataclasses.replace(prepared, outcome=self._result(
-                prepared, doc_id=doc_id, status="failed", error=failed[0].reason, error_code=failed[0].code))
+                prepared, status="failed", error=failed[0].reason, error_code=failed[0].code))
         return dataclasses.replace(prepared, parsed=out["reader"]["parsed"], documents=out["embedder"]["documents"])
 
     def commit(self, prepared: PreparedFile, *, file_name: str | None = None,
@@ -384,7 +388,7 @@ class Indexer:
         report = prepared.report
         if written["failed"]:  # no chunks (no text): nothing was written
             report("done", force=True)
-            return self._result(prepared, doc_id=prepared.doc_id, status="failed", error=written["failed"][0].reason,
+            return self._result(prepared, status="failed", error=written["failed"][0].reason,
                                 error_code=written["failed"][0].code)
         parsed = prepared.parsed
         assert parsed is not None
@@ -392,7 +396,6 @@ class Indexer:
         report("done", parsed.page_count, parsed.page_count, force=True)
         return self._result(
             prepared,
-            doc_id=prepared.doc_id,
             status="indexed",
             pages=parsed.page_count,
             chunks=int(written["written"]),
@@ -406,13 +409,14 @@ class Indexer:
         info = next((d for d in self.store.list_documents(scopes=[prepared.scope]) if d.doc_id == prepared.doc_id),
                     None)
         prepared.report("done", force=True)
-        return self._result(prepared, doc_id=prepared.doc_id, status="unchanged", pages=info.pages if info else 0,
+        return self._result(prepared, status="unchanged", pages=info.pages if info else 0,
                             chunks=info.chunks if info else 0)
 
     @staticmethod
     def _result(prepared: PreparedFile, **kw: Any) -> IngestResult:
+        """The file's result (its ``doc_id`` the prepared one's), logged as its one ``ingest`` line."""
         code = kw.pop("error_code", None)
-        res = IngestResult(file=prepared.file_name, scope=prepared.scope,
+        res = IngestResult(file=prepared.file_name, scope=prepared.scope, doc_id=prepared.doc_id,
                            seconds=round(time.monotonic() - prepared.started, 3), error_code=code, **kw)
         log.info(
             "ingest", scope=res.scope, doc_id=res.doc_id, status=res.status, pages=res.pages, chunks=res.chunks,
@@ -450,4 +454,4 @@ class Indexer:
                 **error_place(cause),
             )
         prepared.report("done", force=True)
-        return self._result(prepared, doc_id=doc_id, status="failed", error=reason, error_code=code)
+        return self._result(prepared, status="failed", error=reason, error_code=code)

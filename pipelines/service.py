@@ -141,8 +141,7 @@ class CitebotService:
         with span("ingest", **{"ingest.bytes": len(data)}) as s:
             prepared = self.prepare(data, file_name=file_name, scope=scope, uploaded_by=uploaded_by,
                                     source_url=source_url, progress=progress)
-            result = self.commit(prepared, uploaded_by=uploaded_by, is_admin=is_admin, source_url=source_url,
-                                 same_source_only=same_source_only)
+            result = self.commit(prepared, is_admin=is_admin, same_source_only=same_source_only)
             tag(s, **{"ingest.status": result.status, "ingest.reason": result.error_code or "",
                       "ingest.pages": result.pages, "ingest.ocr_pages": result.ocr_pages,
                       "ingest.chunks": result.chunks})
@@ -168,15 +167,14 @@ class CitebotService:
         self,
         prepared: PreparedFile,
         *,
-        uploaded_by: str = "",
         is_admin: bool | Callable[[], bool] = False,
-        source_url: str = "",
         same_source_only: bool = False,
     ) -> IngestResult:
         """Write a :meth:`prepare`d file under the name :meth:`ingest`'s rules give it, with the store as it is now
         (call it from one thread at a time when files are prepared in parallel: the name a file gets depends on
         what was written before it)."""
         file_name, scope = prepared.file_name, prepared.scope
+        uploaded_by, source_url = prepared.uploaded_by, prepared.source_url  # as it was prepared
         if prepared.outcome is not None:  # failed, or these bytes are here already: nothing is named or replaced
             return prepared.outcome
         key = name_key(file_name)

@@ -375,7 +375,7 @@ def _commit_one(service: CitebotService, path: Path, ready: _Ready, args: argpar
             row = _failed_row(str(path), UNREADABLE)
             bar.print(json.dumps(row) if args.json else f"{path}: failed — {row['error']}")
             return 1
-        res = service.commit(ready.prepared, is_admin=True, source_url=path.resolve().as_uri(), same_source_only=True)
+        res = service.commit(ready.prepared, is_admin=True, same_source_only=True)
     finally:
         bar.finish(ready.task)
     if res.status == "failed":
