@@ -190,6 +190,9 @@ LINE_ITEMS: tuple[LineItem, ...] = (
              r"^(?:total )?operating (?:income|profit)|^income from operations", "per share|margin"),
     LineItem("income before taxes", r"(?:income|earnings) before (?:income )?tax|pre-?tax income",
              r"(?:income|earnings) (?:\(loss\) )?before (?:provision for )?income tax|^pre-?tax (?:income|earnings)"),
+    # a rate the income statement's discussion or the tax note prints as its own row; the metric below computes it
+    # where no page does
+    LineItem("effective tax rate", r"effective (?:income )?tax rate", r"^effective (?:income )?tax rate"),
     LineItem("income tax expense", r"income tax (?:expense|provision)|provision for income tax|tax expense",
              r"^(?:provision for|\(?benefit from\)?|provision \(benefit\) for) income tax|"
              r"^income tax (?:expense|provision)"),  # IncomeTaxExpenseBenefit
@@ -244,12 +247,15 @@ def row_is(item: LineItem, label: str, group: str = "") -> bool:
 class Formula:
     """A metric that no statement prints: its ``name``, its definition as a reader reads it (``formula``), and as
     arithmetic over line items (``expr``, see :mod:`pipelines.figures.arithmetic`: ``{item}`` the year's figure,
-    ``avg({item})`` the mean of that year's and the year before's); ``percent``: the result is shown × 100, "%"."""
+    ``avg({item})`` the mean of that year's and the year before's); ``percent``: the result is shown × 100, "%";
+    ``printed``: the line item a filing prints the metric as, in percent ("Effective tax rate | 21.6 %"), read
+    before computing it: the filer's own figure, on the page that states it."""
 
     name: str
     formula: str
     expr: str
     percent: bool = False
+    printed: str = ""
 
     @property
     def lines(self) -> tuple[str, ...]:
@@ -315,7 +321,8 @@ FORMULAS: tuple[tuple[str, Formula], ...] = (
     (r"net (?:profit |income )?margin|profit margin", Formula("the net margin", "net income ÷ revenue",
                                                               "{net income} / {revenue} * 100", percent=True)),
     (r"effective tax rate", Formula("the effective tax rate", "income tax expense ÷ income before taxes",
-                                    "{income tax expense} / {income before taxes} * 100", percent=True)),
+                                    "{income tax expense} / {income before taxes} * 100", percent=True,
+                                    printed="effective tax rate")),
     (r"interest coverage", Formula("interest coverage", "operating income ÷ interest expense",
                                    "{operating income} / {interest expense}")),
     (r"(?:capex|capital expenditures?).{0,40}(?:%|percent|ratio|share) of (?:total )?(?:revenue|sales)", Formula(

@@ -13,7 +13,7 @@ quote and recomputes the result.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from connectors.log import get_logger
@@ -100,26 +100,58 @@ def _cell(found: list[Found], year: int, period: AskedPeriod) -> tuple[Found, in
     return None
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What to compute: the arithmetic over line items (``template``), the metric's ``name`` and its definition as
+    a reader reads it (``formula``); ``percent``: shown in percent; ``metric``: a defined metric, not a line item's
+    own growth or average; ``printed``: ``template`` is the rate as the filing prints it, already in percent."""
+
+    template: str
+    name: str
+    formula: str
+    percent: bool
+    metric: bool
+    printed: bool = False
+
+
+def _plan(question: str) -> _Plan | None:
+    """The computation ``question`` asks for, or None."""
+    formula = formula_for(question)
+    item = asked_item(question)
+    if formula is not None:
+        return _Plan(formula.expr.replace(" * 100", ""), formula.name, formula.formula, formula.percent, metric=True)
+    if item is not None and item.name != "revenue" and SHARE_OF_REVENUE.search(question):
+        return _Plan("{" + item.name + "} / {revenue}", f"{item.name} as a share of revenue",
+                     f"{item.name} ÷ revenue", percent=True, metric=False)
+    if item is not None and (GROWTH.search(question) or AVERAGE.search(question)):
+        name = f"{item.name} growth" if GROWTH.search(question) else item.name
+        return _Plan("{" + item.name + "}", name, item.name, percent=False, metric=False)
+    return None
+
+
 def computed_metric(steps: Steps, q: Question) -> Answer | None:
     """A metric computed from quoted rows; ``None`` when the question asks none, or a figure it needs is not
-    printed on the pages retrieval puts forward (the look-up answers instead)."""
-    formula = formula_for(q.text)
-    item = asked_item(q.text)
+    printed on the pages retrieval puts forward (the look-up answers instead). A metric the filing prints as a row
+    of its own (:attr:`Formula.printed`, the effective tax rate) is read from that row where every year asked has
+    it, and computed from its definition where not."""
     if DRIVERS.search(re.split(r"[?.]\s", q.text, maxsplit=1)[0]):  # "what drove the change in gross margin":
         return None  # the story, not the figure (an "if it is not useful, explain why" after it still computes)
-    if formula is not None:
-        template, name, percent = formula.expr, formula.name, formula.percent
-        text_formula = formula.formula
-    elif item is not None and item.name != "revenue" and SHARE_OF_REVENUE.search(q.text):
-        template, percent = "{" + item.name + "} / {revenue}", True
-        name, text_formula = f"{item.name} as a share of revenue", f"{item.name} ÷ revenue"
-    elif item is not None and (GROWTH.search(q.text) or AVERAGE.search(q.text)):
-        name = f"{item.name} growth" if GROWTH.search(q.text) else item.name
-        template, percent, text_formula = "{" + item.name + "}", False, item.name
-    else:
+    plan = _plan(q.text)
+    if plan is None:
         return None
-    if "* 100" in template:
-        template = template.replace(" * 100", "")
+    formula = formula_for(q.text)
+    if formula is not None and formula.printed:
+        as_printed = _computed(steps, q, replace(plan, template="{" + formula.printed + "}",
+                                                 formula=f"the {formula.printed} as printed", printed=True))
+        if as_printed is not None:
+            return as_printed
+    return _computed(steps, q, plan)
+
+
+def _computed(steps: Steps, q: Question, plan: _Plan) -> Answer | None:
+    """The answer computing ``plan`` from rows on the pages retrieval puts forward, or None where an operand is
+    not printed there."""
+    template, name, percent, text_formula = plan.template, plan.name, plan.percent, plan.formula
     period = asked_period(q.text)
     r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)
     pages = candidate_pages(r.routed + r.hits)
@@ -135,7 +167,7 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     latest = max((max(y) for y in headers), default=0)
     if not latest:
         return None
-    years, how = _years(q.text, period, latest, metric=formula is not None, percent=percent)
+    years, how = _years(q.text, period, latest, metric=plan.metric, percent=percent)
     operands: list[Operand] = []
     per_year = [instantiate(template, y, operands) for y in years]
     draft = AnswerDraft()
@@ -146,7 +178,7 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     spans: dict[int, tuple[str, Span | None]] = {}  # the span each year's column covers, from the first operand's
     for o in operands:
         at = _cell(rows_of(o.item), o.year, period)
-        if at is None:
+        if at is None or plan.printed and not _a_rate(at[0].row.cells[at[1]]):
             log.info("computed_operand_missing", item=o.item, year=o.year)
             return None
         cells.append((o, at[0].row, at[1]))
@@ -164,7 +196,7 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
         if header is not None and (header.span.doc.id, header.span.start) not in cited:
             cited[(header.span.doc.id, header.span.start)] = 0
             draft.cite(header.span.doc, header.span.text)
-        if row.unit is not None and (row.unit.doc.id, row.unit.start) not in cited:
+        if row.unit is not None and not plan.printed and (row.unit.doc.id, row.unit.start) not in cited:
             cited[(row.unit.doc.id, row.unit.start)] = 0
             draft.cite(row.unit.doc, row.unit.text)
         key = (row.span.doc.id, row.span.start)
@@ -172,10 +204,12 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
             cited[key] = int(draft.cite(row.span.doc, row.span.text).strip("[]"))
         cell = row.cells[col]
         outflow = o.item in OUTFLOWS or (o.item in EXPENSES and not re.search(r"benefit", row.label, re.I))
-        bound.append(ComputedOperand(name=o.name, n=cited[key], cell=cell, outflow=outflow, scale=row.scale or scale))
+        bound.append(ComputedOperand(name=o.name, n=cited[key], cell=cell, outflow=outflow,
+                                     scale="" if plan.printed else row.scale or scale))
         shown[o.name] = (cell.strip("()") if outflow else cell) + (f" {UNIT_WORD[row.scale]}" if mixed and row.scale
                                                                    else "")
-    expression, factor, unit_text, decimals = _combine(per_year, how, percent, q.text, r.instructions, scale)
+    expression, factor, unit_text, decimals = _combine(per_year, how, percent, q.text, r.instructions, scale,
+                                                       rate=plan.printed)
     values = {b.name: (abs(v) if b.outflow else v) * SCALE.get(b.scale, Decimal(1))
               for b in bound if (v := parse_figure(b.cell)) is not None}
     try:
@@ -217,25 +251,32 @@ def _rows_by_line(steps: Steps, q: Question, template: str, pages: list[tuple[st
     return found
 
 
+def _a_rate(cell: str) -> bool:
+    """Whether a cell reads as a rate in percent ("21.6 %", "23%"), not an amount."""
+    value = parse_figure(cell)
+    return value is not None and abs(value) < 100
+
+
 def _first_line(template: str) -> str:
     m = re.search(r"\{([^{}]+)\}", template)
     return m.group(1) if m else ""
 
 
 def _combine(per_year: list[str], how: str, percent: bool, question: str, said: Instructions,
-             scale: str) -> tuple[str, Decimal, str, int]:
+             scale: str, *, rate: bool = False) -> tuple[str, Decimal, str, int]:
     """The expression over every year, the factor it is multiplied by, the unit shown, and the decimals. The
     operands are in dollars (each times its table's unit), so a figure is shown back in the unit asked, else in
-    its tables' ``scale``; a ratio's units cancel."""
+    its tables' ``scale``; a ratio's units cancel. A ``rate`` as printed is in percent already."""
     asked = said.decimals
+    hundred = Decimal(1) if rate else Decimal(100)
     if how == "growth":
         a, b = per_year[0], per_year[-1]
         return f"(({b} - {a}) / {a})", Decimal(100), "%", 1 if asked is None else asked
     if how == "change":
-        return f"({per_year[-1]} - {per_year[0]})", Decimal(100), " percentage points", 1 if asked is None else asked
+        return f"({per_year[-1]} - {per_year[0]})", hundred, " percentage points", 1 if asked is None else asked
     expression = per_year[0] if how == "single" else f"mean({', '.join(per_year)})"
     if percent:
-        return expression, Decimal(100), "%", 1 if asked is None else asked
+        return expression, hundred, "%", 1 if asked is None else asked
     unit = asked_unit(said)
     if scale and not re.search(r"\bratio|turnover|days|\bdpo\b|\bdio\b|\bdso\b|\bccc\b|cycle|return on", question,
                                 re.I):

@@ -477,3 +477,27 @@ def test_a_dated_column_under_a_span_says_that_span(service, question, shown):
     answer = service.answer(question, [scope])
     first = answer.text.splitlines()[0]
     assert answer.kind == "figure" and first.startswith(shown[0]) and shown[1] in first
+
+
+TAX_NOTE = FILING[:3] + [
+    ["NOTE 7. INCOME TAXES", "The reconciliation of the statutory rate to our effective tax rate follows.",
+     "Years Ended December 31,", "2022 2021 2020", "Statutory federal income tax rate 21.0% 21.0% 21.0%",
+     "Effective tax rate 22.9% 20.2% 17.5%"],
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "shown"),
+    [("How much has the effective tax rate of Acme changed between FY2021 and FY2022?",
+      "= 2.7 percentage points (from 20.2% in fiscal 2021 to 22.9% in fiscal 2022)"),
+     ("What was Acme's effective tax rate in FY2022?", "= 22.9%")],
+)
+def test_a_rate_the_filing_prints_is_read_from_its_row_not_recomputed(service, question, shown):
+    """The tax note prints the filer's own rate (22.9%); income tax over pre-tax income on the income statement
+    gives 21.7% (50 / 230): an analyst quotes the filer's figure, from the page that states it."""
+    scope = _indexed(service, "slack:T1:CTAXNOTE", TAX_NOTE, "ACME_2022_10K.pdf")
+    answer = service.answer(question, [scope])
+    first = answer.text.splitlines()[0]
+    assert answer.kind == "computed" and shown in first and "as printed" in first
+    assert any(c.quote.startswith("Effective tax rate") and c.page_start <= 4 <= c.page_end for c in answer.citations)
+    assert recompute(answer.computation, answer.citations)
