@@ -210,7 +210,8 @@ def topics_compared(question: str) -> list[str]:
     """The things "compare X and Y", "how does X differ from Y", "X vs Y" set side by side (two or three), each
     with a content word; ``[]`` when the question sets no two things side by side."""
     rest = COMPARE.sub(" ", re.sub(r"(?i)\s+(?:vs\.?|versus)\s+", " and ", question))
-    rest = re.sub(r"(?i)^\s*(?:please\s+)?(?:how|what|in what way)\s+(?:does|do|is|are)?\s*(?:the\s+)?", " ", rest)
+    rest = re.sub(r"(?i)^\s*(?:please\s+)?(?:how|what|in what way)\s+(?:does|do|did|is|are|was|were)?\s*(?:the\s+)?",
+                  " ", rest)
     rest = re.sub(r"(?i)\b(?:what is|what are|what's|between|the\s+(?=\s*$))\b", " ", rest)
     parts = [p.strip(" ?.,;:") for p in re.split(r"(?i)\s*(?:,\s*and\b|\band\b|,|\bfrom\b|\bwith\b|\bto\b|"
                                                   r"\bagainst\b)\s*", rest)]
