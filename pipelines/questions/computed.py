@@ -48,7 +48,8 @@ EXPENSES = frozenset({"income tax expense", "interest expense"})
 DRIVERS = re.compile(r"\b(?:why|drivers?|reasons?|what (?:drove|caused))\b", re.I)
 _CHANGE = re.compile(r"\b(?:chang(?:e|ed|es)|increase[ds]?|decrease[ds]?|differ(?:ence)?)\b", re.I)
 
-_RANGE = re.compile(r"(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|and)\s*(?:fy\s*)?((?:19|20)\d\d)", re.I)
+_RANGE = re.compile(r"(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|and)\s*(?:the\s+)?(?:fy\s*)?((?:19|20)\d\d)",
+                    re.I)
 _COUNT = {"two": 2, "three": 3, "four": 4, "five": 5}
 
 

@@ -69,7 +69,9 @@ SHORT_DEFINITE = re.compile(
 )
 # a metric over time: "year-over-year change in operating income from FY2015 to FY2016", "3 year average of capex"
 GROWTH = re.compile(r"year[- ]over[- ]year|\byoy\b|\bgrowth\b|\bgrew\b|\b(?:change|increase|decrease|decline)"
-                    r"\b.{0,30}\bfrom\b|\bgrow\b.{0,30}\b(?:from|between)\b", re.I)
+                    r"\b.{0,30}\bfrom\b|\bgrow\b.{0,30}\b(?:from|between)\b|"
+                    # "has it increased its debt on balance sheet between FY2023 and FY2022"
+                    r"\b(?:chang|increas|decreas|reduc|declin)ed\b.{0,40}\bbetween\b", re.I)
 AVERAGE = re.compile(r"\b(\d|two|three|four|five)[- ]year average\b|\baverage\b.{0,60}\b(?:from|between|over)\b"
                      r"\s*(?:fy\s*)?(?:19|20)\d\d", re.I)
 # a line item as a share of revenue: "D&A % margin", "SG&A as a % of revenue"

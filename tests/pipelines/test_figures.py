@@ -26,7 +26,8 @@ FILING = [
     ["CONSOLIDATED BALANCE SHEETS", "(In millions, except par value)", "December 31, 2022 December 31, 2021",
      "Inventories 90 80", "Total current assets 900 800", "Property and equipment, net 700 660",
      "Total assets 2,500 2,300",
-     "Accounts payable 120 100", "Total current liabilities 400 350", "Total liabilities 1,200 1,100",
+     "Accounts payable 120 100", "Total current liabilities 400 350", "Long-term debt 600 640",
+     "Total liabilities 1,200 1,100",
      "Total stockholders' equity 1,300 1,200"],
     ["CONSOLIDATED STATEMENTS OF INCOME", "(In millions, except per share data)", "Years Ended December 31,",
      "2022 2021 2020", "Total revenue 1,000 900 800", "Cost of revenue 400 380 350",
@@ -99,6 +100,10 @@ def test_a_unit_the_question_asks_for_is_shown_beside_the_quoted_figure(service)
         # asked as analysts ask it: "did it grow", "how did it change", in two-digit years
         ("Did Acme grow its PPNE between FY21 and FY22?", "PP&E growth from fiscal 2021 to fiscal 2022"),
         ("How did Acme's net income change from FY2021 to FY2022?", "= 20.0%"),
+        # FinanceBench's "has it increased its debt": the balance sheet's long-term debt, both years quoted
+        ("Has Acme increased its debt on balance sheet between FY2022 and the FY2021 period?",
+         "Long-term debt growth from fiscal 2021 to fiscal 2022 = (later − earlier) ÷ earlier, of long-term debt = "
+         "(600 − 640) ÷ 640 × 100 = -6.3%"),
         ("What is Acme's FY2022 free cash flow?", "= 250 million"),
         ("What is the FY2022 return on assets for Acme? ROA is net income / average total assets.", "= 0.08"),
         ("What is the FY2020 - FY2022 3 year average of capex as a % of revenue for Acme?", "= 5.0%"),
