@@ -176,8 +176,9 @@ LINE_ITEMS: tuple[LineItem, ...] = (
              # a balance sheet that prints only the net amount labels it bare ("Property, plant and equipment")
              r"^property(?:,)? (?:plant,? )?and equipment$"),  # PropertyPlantAndEquipmentNet
     LineItem("goodwill", r"\bgoodwill\b", r"^goodwill\b", "impairment|accumulated|acquired|amortization"),  # Goodwill
-    # "has it increased its debt on balance sheet": the borrowing a balance sheet carries beyond the year
-    LineItem("long-term debt", r"long[- ]term debt|\b(?:its|total) debt\b(?! securities)|\bdebt on (?:its |the )?"
+    # "has it increased its debt on balance sheet": the borrowing a balance sheet carries beyond the year ("total
+    # debt" is left to a ratio's own definition: "interest to average total debt")
+    LineItem("long-term debt", r"long[- ]term debt|\bits debt\b(?! securities)|\bdebt on (?:its |the )?"
              r"balance sheet",  # LongTermDebtNoncurrent
              r"^long-term debt"),
     LineItem("cost of goods sold", r"cost of (?:goods sold|sales|revenues?|products sold)|\bcogs\b",
