@@ -59,6 +59,7 @@ class Row:
     header: Header | None = None
     unit: Span | None = None
     group: str = ""  # the label-only line above it that groups it ("Cost of revenue:"), if any
+    section: str = ""  # the heading that opens its section since the header ("Liabilities"), if any
 
     def value(self, column: int) -> Decimal | None:
         """The figure in ``column`` (0-based), or None."""
@@ -225,7 +226,8 @@ def read_page(chunks: list[Document]) -> Page:
             rows = split_rows(text, len(header.years) if header else 1)
             for a, b, label, cells in rows:
                 cells = amounts(cells, len(header.years)) if header else cells
-                row = Row(Span(doc, start + a, start + b), label, tuple(cells), header, unit, group)
+                row = Row(Span(doc, start + a, start + b), label, tuple(cells), header, unit, group,
+                          heading.text.strip(" |:") if heading is not None else "")
                 page.rows.append(row)
                 section.append(row)
             if rows:

@@ -14,8 +14,8 @@ left to the look-up path, which rewrites it from the thread (only references and
 answered here whatever came before).
 
 The handlers, in the order :class:`~pipelines.answerer.Answerer` tries them (:func:`classify` decides which
-apply), a module a family (``references``, ``documents``, ``tables``, ``choices``, ``parts``; what they share
-is ``steps``, the patterns ``kinds``):
+apply), a module a family (``references``, ``documents``, ``row_extremes``, ``tables``, ``choices``, ``parts``;
+what they share is ``steps``, the patterns ``kinds``):
 
 * ``not_found``: the question names a table, figure, section, page or appendix that no PDF in scope has:
   that fact, and the labels that do exist; never unrelated passages;
@@ -25,9 +25,12 @@ is ``steps``, the patterns ``kinds``):
 * ``compare``: "compare X in A and B", "do both PDFs ...": retrieval within each document separately, one
   cited block per document, and a document that says nothing named as such; "compare X and Y" naming no two
   documents: each topic retrieved on its own, one cited block per topic;
-* ``table``: "which year had the highest revenue", "which product line has the longest refund window": the max /
-  min of the parsed table column whose header matches the measure (cells read with their units), the row named by
-  its label cell and quoted under its header;
+* ``table``: "which region had the highest EBITDAR in FY2022", "the largest liability on the balance sheet",
+  "among operations, investing and financing, which brought in the most cash": the max / min of a statement's
+  rows in the period's column, the table found by the title or section naming the measure, or the options the
+  question lists (``row_extremes``); else "which year had the highest revenue", "which product line has the longest
+  refund window": the max / min of the parsed table column whose header matches the measure (cells read with their
+  units), the row named by its label cell and quoted under its header (``tables``);
 * ``clarify``: a short "what is the <thing>?" whose best passages (those the look-up answer would read) state
   it in different sections: ask back, the readings numbered, each quoted, each a follow-up question in
   ``choices`` (the chat adapters draw them as buttons);

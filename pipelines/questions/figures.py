@@ -55,7 +55,7 @@ class Found:
     rank: int
     statement: str  # the statement the page is ("balance", "income", ...), "" for another page
     consolidated: bool = False  # the page titles itself consolidated (a primary statement, not a schedule)
-    spans: tuple[Span, ...] = ()  # what its table says its column groups cover, in order (:func:`_spans_above`)
+    spans: tuple[Span, ...] = ()  # what its table says its column groups cover, in order (:func:`spans_above`)
 
 
 def asked_unit(said: Instructions) -> str:
@@ -97,12 +97,12 @@ def figure_text(row: Row, cell: str, *, outflow: bool = False) -> str:
 
 
 def period_phrase(header: Header, name: str, statement: str, span: str = "") -> str:
-    """How the answer names a column: "at December 2, 2022" on a balance sheet; under a ``span``
-    (:func:`column_span`) "for the three months ended March 31, 2021" (a dated column, or a bare year whose span
-    names the day) or "for the 52 weeks ended in 2023"; "for the year ended December 2, 2022" where the header says
-    years ended; else "for 2017"."""
+    """How the answer names a column: "at December 2, 2022" ("at the end of 2022" under a bare year) on a balance
+    sheet; under a ``span`` (:func:`column_span`) "for the three months ended March 31, 2021" (a dated column, or a
+    bare year whose span names the day) or "for the 52 weeks ended in 2023"; "for the year ended December 2, 2022"
+    where the header says years ended; else "for 2017"."""
     if statement == "balance":
-        return f"at {name}"
+        return f"at {name}" if _DATE.match(name) else f"at the end of {name}"
     if span:
         if _DATE.match(name):
             return f"for the {' '.join(span.split()[:3])} {name}"
@@ -113,7 +113,7 @@ def period_phrase(header: Header, name: str, statement: str, span: str = "") -> 
     return f"for the year ended {name}" if re.search(r"years? ended|fiscal year", before) else f"for {name}"
 
 
-def _spans_above(chunks: list[Document], header: Span) -> tuple[Span, ...]:
+def spans_above(chunks: list[Document], header: Span) -> tuple[Span, ...]:
     """What the line nearest above a table's column header (or the header itself) says its column groups cover
     ("Three months ended March 31", "13 Weeks Ended  52 Weeks Ended"), as quotable spans; the chunk before on the
     page is read too when the header opens its chunk."""
@@ -134,7 +134,7 @@ def _spans_above(chunks: list[Document], header: Span) -> tuple[Span, ...]:
 
 def column_span(found: Found, column: int) -> tuple[str, Span | None]:
     """The span the ``column`` of the row's header falls under ("three months ended March 31") and where the page
-    says it: the columns split evenly into as many groups as the table names spans (:func:`_spans_above`)."""
+    says it: the columns split evenly into as many groups as the table names spans (:func:`spans_above`)."""
     years = found.row.header.years if found.row.header else ()
     if not found.spans or len(years) % len(found.spans):
         return "", None
@@ -164,7 +164,7 @@ def converted(row: Row, cell: str, unit: str, decimals: int | None, *, outflow: 
     return f"{'-' if amount < 0 else ''}${grouped(abs(amount), places)} {UNIT_WORD[unit]}"
 
 
-def _statement(chunks: list[Document]) -> str:
+def statement_of(chunks: list[Document]) -> str:
     """The statement the page is; a title read as table cells ("CONSOLIDATED | BALANCE | SHEETS") counts too."""
     text = "\n".join(c.content or "" for c in chunks).replace("|", " ")
     return statement_kind(text[:400], text)
@@ -200,9 +200,9 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
             rows = [r for r in read_page(before + chunks).rows
                     if row_is(item, r.label, r.group) and r.span.doc in chunks]
         lead = list({id(d): d for r in rows if r.header and (d := r.header.span.doc) not in chunks}.values())
-        statement = _statement(lead + chunks)  # a title at the foot of the page before counts
+        statement = statement_of(lead + chunks)  # a title at the foot of the page before counts
         head = "\n".join(c.content or "" for c in lead + chunks)[:400].replace("|", " ").lower()
-        found += [Found(r, rank, statement, "consolidated" in head, _spans_above(lead + chunks, r.header.span))
+        found += [Found(r, rank, statement, "consolidated" in head, spans_above(lead + chunks, r.header.span))
                   for r in rows if r.header is not None and r.cells]
     return found
 
