@@ -37,7 +37,7 @@ from pipelines.questions.figures import (
     spans_period,
     statement_order,
 )
-from pipelines.questions.kinds import AVERAGE, GROWTH, SHARE_OF_REVENUE, Question
+from pipelines.questions.kinds import AVERAGE, DRIVERS, GROWTH, SHARE_OF_REVENUE, Question
 from pipelines.questions.steps import AnswerDraft, Steps
 
 log = get_logger(__name__)
@@ -45,7 +45,6 @@ log = get_logger(__name__)
 # expenses an income statement prints as deductions, in parentheses, that a formula reads as amounts; a row that
 # nets a benefit ("Benefit (provision) for income taxes") keeps its sign
 EXPENSES = frozenset({"income tax expense", "interest expense"})
-DRIVERS = re.compile(r"\b(?:why|drivers?|reasons?|what (?:drove|caused))\b", re.I)
 _CHANGE = re.compile(r"\b(?:chang(?:e|ed|es)|increase[ds]?|decrease[ds]?|differ(?:ence)?)\b", re.I)
 
 _RANGE = re.compile(r"(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|and)\s*(?:the\s+)?(?:fy\s*)?((?:19|20)\d\d)",

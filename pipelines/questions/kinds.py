@@ -67,6 +67,8 @@ SHORT_DEFINITE = re.compile(
     r"([a-z][\w\-]*(?:\s[a-z][\w\-]*)?)\s*\??\s*$",
     re.I,
 )
+# asks what moved a figure, not the figure: "what drove gross margin change", "why did revenue fall"
+DRIVERS = re.compile(r"\b(?:why|drivers?|reasons?|what (?:drove|caused))\b", re.I)
 # a metric over time: "year-over-year change in operating income from FY2015 to FY2016", "3 year average of capex"
 GROWTH = re.compile(r"year[- ]over[- ]year|\byoy\b|\bgrowth\b|\bgrew\b|\b(?:change|increase|decrease|decline)"
                     r"\b.{0,30}\bfrom\b|\bgrow\b.{0,30}\b(?:from|between)\b|"
@@ -109,6 +111,7 @@ class QuestionKind(StrEnum):
     TABLE = "table"
     SHORT = "short"
     MULTI_PART = "multi_part"
+    DRIVERS = "drivers"
     COMPUTED = "computed"
     FIGURE = "figure"
     PERIOD = "period"
@@ -136,6 +139,9 @@ def classify(question: str) -> list[QuestionKind]:
         kinds.append(QuestionKind.COMPARE)
     if superlative(question) and re.search(r"\b(?:which|what|who|when)\b", question, re.I):
         kinds.append(QuestionKind.TABLE)
+    head = re.split(r"[?.]\s", question, maxsplit=1)[0]
+    if DRIVERS.search(head) and (formula_for(head) is not None or asked_item(head) is not None):
+        kinds.append(QuestionKind.DRIVERS)
     figure = not NOT_A_FIGURE.search(question)
     item = asked_item(question) if figure else None
     over_item = item is not None and (GROWTH.search(question) or AVERAGE.search(question) or
