@@ -40,6 +40,9 @@ _DATE = re.compile(r"\b[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d\b")
 # the span a statement's columns cover, said above its header ("Three months ended March 31,", "13 Weeks Ended")
 _COVERS = re.compile(r"\b(three|six|nine|twelve|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three|\d{1,2})[- ]"
                      r"(months?|weeks?) ended,?(?:\s+([A-Z][a-z]{2,8}\.? \d{1,2}))?", re.I)
+# a page that discusses a statement ("Analysis of Consolidated Statements of Income", "the following table
+# illustrates the change in … the consolidated balance sheet"), not the statement itself
+_DISCUSSED = re.compile(r"\b(?:analysis|overview|discussion|illustrates)\b", re.I)
 _ANNUAL = {"twelve", "12", "fifty-two", "52", "fifty-three", "53"}
 _ABOVE = 240  # how far above a column header its spans are looked for
 MAX_PAGES = 8
@@ -54,7 +57,8 @@ class Found:
     row: Row
     rank: int
     statement: str  # the statement the page is ("balance", "income", ...), "" for another page
-    consolidated: bool = False  # the page titles itself consolidated (a primary statement, not a schedule)
+    consolidated: bool = False  # the page titles itself consolidated (a primary statement, not a schedule or the
+    # discussion's copy of it)
     spans: tuple[Span, ...] = ()  # what its table says its column groups cover, in order (:func:`spans_above`)
 
 
@@ -202,7 +206,8 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
         lead = list({id(d): d for r in rows if r.header and (d := r.header.span.doc) not in chunks}.values())
         statement = statement_of(lead + chunks)  # a title at the foot of the page before counts
         head = "\n".join(c.content or "" for c in lead + chunks)[:400].replace("|", " ").lower()
-        found += [Found(r, rank, statement, "consolidated" in head, spans_above(lead + chunks, r.header.span))
+        primary = "consolidated" in head and not _DISCUSSED.search(head)
+        found += [Found(r, rank, statement, primary, spans_above(lead + chunks, r.header.span))
                   for r in rows if r.header is not None and r.cells]
     return found
 

@@ -506,3 +506,23 @@ def test_a_rate_the_filing_prints_is_read_from_its_row_not_recomputed(service, q
     assert answer.kind == "computed" and shown in first and "as printed" in first
     assert any(c.quote.startswith("Effective tax rate") and c.page_start <= 4 <= c.page_end for c in answer.citations)
     assert recompute(answer.computation, answer.citations)
+
+
+DISCUSSED = FILING[:1] + [
+    ["Analysis of Consolidated Statements of Income", "Percent Change", "Years Ended December 31,", "2022 2021",
+     "(In millions except percentages)", "Total revenue 1,000 900", "Cost of revenue 400 380",
+     "Selling, general and administrative 150 140", "Operating income 250 200", "Income before income taxes 230 190",
+     "Provision for income taxes (50) (40)", "Net income 180 150", "Diluted net income per share 1.80 1.50"],
+] + FILING[1:]
+
+
+@pytest.mark.parametrize("question", ["What was Acme's net income in FY2022?",
+                                      "What is the FY2022 return on assets for Acme? ROA is net income / average "
+                                      "total assets."])
+def test_a_figure_is_quoted_from_the_statement_not_the_discussions_copy_of_it(service, question):
+    """The discussion prints a copy of the income statement first ("Analysis of Consolidated Statements of
+    Income"); a reader checks a figure against the statement itself."""
+    scope = _indexed(service, "slack:T1:CDISCUSSED", DISCUSSED, "ACME_2022_10K.pdf")
+    answer = service.answer(question, [scope])
+    net_income = [c.quote for c in answer.citations if c.quote.startswith("Net income")]
+    assert net_income == ["Net income 180 150 120"]  # the statement's row (three years), not the copy's (two)
