@@ -34,8 +34,10 @@ from pipelines.models import Answer, RetrievalMode
 from pipelines.questions.kinds import Question
 from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
 
-# a question about the item's story, not its figure
-_NARRATIVE = re.compile(r"\b(?:why|explain|describe|discuss|drivers?|reasons?|what (?:drove|caused)|how did)\b", re.I)
+# a question about the item's story or its outlook ("is growth in EPS expected to accelerate in FY2023?": the
+# guidance says, no column prints a year to come), not its figure
+_NARRATIVE = re.compile(r"\b(?:why|explain|describe|discuss|drivers?|reasons?|what (?:drove|caused)|how did|"
+                        r"expect(?:s|ed)?|guid(?:e|es|ed|ance)|outlook|forecasts?)\b", re.I)
 _DATE = re.compile(r"\b[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d\b")
 # the span a statement's columns cover, said above its header ("Three months ended March 31,", "13 Weeks Ended")
 _COVERS = re.compile(r"\b(three|six|nine|twelve|thirteen|twenty-six|thirty-nine|fifty-two|fifty-three|\d{1,2})[- ]"

@@ -22,7 +22,8 @@ SCOPE = "slack:T1:CFIN"
 OTHER = "slack:T1:COTHER"
 FILING = [
     ["Acme Widgets Inc. Annual Report on Form 10-K", "Fiscal 2022 was a year of steady growth for Acme Widgets.",
-     "Management discusses results for fiscal 2022 in the pages that follow."],
+     "Management discusses results for fiscal 2022 in the pages that follow.",
+     "Acme expects net income to grow 8% to 10% in fiscal 2023, reflecting new plant capacity."],
     ["CONSOLIDATED BALANCE SHEETS", "(In millions, except par value)", "December 31, 2022 December 31, 2021",
      "Inventories 90 80", "Total current assets 900 800", "Property and equipment, net 700 660",
      "Total assets 2,500 2,300",
@@ -84,6 +85,13 @@ def test_a_period_the_filing_lacks_is_said_to_be_missing(service):
     assert answer.refused and answer.kind == "figure"
     assert "no 2030 figure" in answer.text and "2022, 2021, 2020" in answer.text
     _verbatim(service, answer)
+
+
+def test_a_question_about_the_outlook_is_answered_from_the_guidance_not_refused_for_a_missing_column(service):
+    """No statement prints a year to come: "is it expected to grow" is answered by what the filing expects."""
+    answer = service.answer("Is Acme's net income expected to grow in fiscal 2023?", [SCOPE])
+    assert not answer.refused and "no 2023 figure" not in answer.text
+    assert any("expects net income to grow 8% to 10%" in c.quote for c in answer.citations)
 
 
 def test_a_unit_the_question_asks_for_is_shown_beside_the_quoted_figure(service):
