@@ -18,11 +18,11 @@ from decimal import Decimal
 
 from connectors.log import get_logger
 from pipelines.components.instructions import Instructions
-from pipelines.components.statements import asked_item, formula_for, line_item
+from pipelines.components.statements import SEARCH_WORDS, asked_item, formula_for, line_item, row_is, wanted_statements
 from pipelines.figures.arithmetic import FormulaError, Operand, evaluate, instantiate, readable
 from pipelines.figures.numbers import grouped, parse_figure, rounded
 from pipelines.figures.periods import AskedPeriod, asked_period
-from pipelines.figures.tables import SCALE, UNIT_WORD, Row, Span
+from pipelines.figures.tables import SCALE, UNIT_WORD, Row, Span, read_page
 from pipelines.models import Answer, Computation, ComputedOperand
 from pipelines.questions.figures import (
     OUTFLOWS,
@@ -34,17 +34,22 @@ from pipelines.questions.figures import (
     item_rows,
     page_of,
     page_reader,
+    primary_statement,
     spans_period,
     statement_order,
+    statement_title,
 )
 from pipelines.questions.kinds import AVERAGE, DRIVERS, GROWTH, SHARE_OF_REVENUE, Question
-from pipelines.questions.steps import AnswerDraft, Steps
+from pipelines.questions.steps import AnswerDraft, Steps, doc_filter, page_text
 
 log = get_logger(__name__)
 
 # expenses an income statement prints as deductions, in parentheses, that a formula reads as amounts; a row that
 # nets a benefit ("Benefit (provision) for income taxes") keeps its sign
 EXPENSES = frozenset({"income tax expense", "interest expense"})
+# "if gross margin is not a useful metric for a company like this, then state that and explain why"
+NOT_USEFUL = re.compile(r"\bif\b[^.?]{0,80}\bnot (?:a |an )?(?:useful|relevant|meaningful|applicable)\b", re.I)
+MIN_STATEMENT_ROWS = 8  # a page with fewer rows is a fragment of a statement, not one whose lines can be told
 _CHANGE = re.compile(r"\b(?:chang(?:e|ed|es)|increase[ds]?|decrease[ds]?|differ(?:ence)?)\b", re.I)
 
 _RANGE = re.compile(r"(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|and)\s*(?:the\s+)?(?:fy\s*)?((?:19|20)\d\d)",
@@ -134,18 +139,62 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     printed on the pages retrieval puts forward (the look-up answers instead). A metric the filing prints as a row
     of its own (:attr:`Formula.printed`, the effective tax rate) is read from that row where every year asked has
     it, and computed from its definition where not."""
-    if DRIVERS.search(re.split(r"[?.]\s", q.text, maxsplit=1)[0]):  # "what drove the change in gross margin":
-        return None  # the story, not the figure (an "if it is not useful, explain why" after it still computes)
     plan = _plan(q.text)
     if plan is None:
         return None
+    if DRIVERS.search(re.split(r"[?.]\s", q.text, maxsplit=1)[0]):  # "what drove the change in gross margin":
+        # the story, not the figure (an "if it is not useful, explain why" after it still computes); a filing that
+        # prints no line of the metric has no story of it to tell
+        return _not_printed(steps, q, plan) if plan.metric and NOT_USEFUL.search(q.text) else None
     formula = formula_for(q.text)
     if formula is not None and formula.printed:
         as_printed = _computed(steps, q, replace(plan, template="{" + formula.printed + "}",
                                                  formula=f"the {formula.printed} as printed", printed=True))
         if as_printed is not None:
             return as_printed
-    return _computed(steps, q, plan)
+    answer = _computed(steps, q, plan)
+    if answer is None and plan.metric and NOT_USEFUL.search(q.text):
+        return _not_printed(steps, q, plan)
+    return answer
+
+
+def _not_printed(steps: Steps, q: Question, plan: _Plan) -> Answer | None:
+    """"If gross margin is not a useful metric for a company like this, say so": the filing's own statement that
+    would print a line the metric needs (a card issuer's income statement has no cost of goods sold), quoted by its
+    title and column header, and the line it lacks named; ``None`` when the statement prints every line or is not
+    found."""
+    r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)
+    first = r.routed + r.hits
+    doc_id = str((first[0].meta or {}).get("doc_id", "")) if first else ""
+    if not doc_id:
+        return None
+    read = page_reader(steps, q.scopes)
+    for line in dict.fromkeys(re.findall(r"\{([^{}]+)\}", plan.template)):
+        item = line_item(line)
+        kind = next(iter(wanted_statements(line)), "")
+        if not kind:
+            continue
+        hits, _ = steps.engine.search(f"consolidated {SEARCH_WORDS[kind]}", q.scopes, mode=q.mode,
+                                      filters=doc_filter(doc_id))
+        for d, page in candidate_pages(hits):
+            chunks = read(d, page) + read(d, page + 1)  # a statement runs onto the next page
+            title = statement_title(read(d, page), kind)
+            if primary_statement(read(d, page)) != kind or title is None or "comprehensive" in title.text.lower():
+                continue  # comprehensive income is a statement of its own, after the income statement
+            rows = read_page(chunks).rows
+            if len(rows) < MIN_STATEMENT_ROWS or any(row_is(item, row.label, row.group) for row in rows):
+                break  # a statement that prints the line (the metric was not computed for another reason)
+            header = next((row.header for row in rows if row.header is not None), None)
+            if header is None:
+                break
+            draft = AnswerDraft()
+            marks = draft.cite(title.doc, title.text) + draft.cite(header.span.doc, header.span.text)
+            meta = title.doc.meta or {}
+            draft.lines.append(f"{meta.get('file_name', 'The PDF')}'s {title.text.strip()} ({page_text(title.doc)}) "
+                               f"prints no {line} line {marks}: {plan.name} is not computed from its statements, and "
+                               f"is not a measure this filing reports.")
+            return steps.finish(draft, "computed")
+    return None
 
 
 def _computed(steps: Steps, q: Question, plan: _Plan) -> Answer | None:

@@ -20,6 +20,7 @@ from haystack import Document
 from pipelines.components.instructions import Instructions
 from pipelines.components.statements import (
     SEARCH_WORDS,
+    TITLES,
     LineItem,
     asked_item,
     formula_for,
@@ -174,6 +175,23 @@ def statement_of(chunks: list[Document]) -> str:
     """The statement the page is; a title read as table cells ("CONSOLIDATED | BALANCE | SHEETS") counts too."""
     text = "\n".join(c.content or "" for c in chunks).replace("|", " ")
     return statement_kind(text[:400], text)
+
+
+def primary_statement(chunks: list[Document]) -> str:
+    """The statement a page is when it is a primary one (titled consolidated, not a discussion's copy), else ""."""
+    head = "\n".join(c.content or "" for c in chunks)[:400].replace("|", " ")
+    return statement_of(chunks) if "consolidated" in head.lower() and not _DISCUSSED.search(head) else ""
+
+
+def statement_title(chunks: list[Document], kind: str) -> Span | None:
+    """The line of a statement page that titles it ("CONSOLIDATED STATEMENTS OF INCOME"), as a quotable span."""
+    for doc in chunks:
+        text = doc.content or ""
+        for m in re.finditer(r"[^\n]+", text):
+            line = m.group(0).replace("’", "'").lower()
+            if len(line) <= 120 and any(t in line for t in TITLES[kind]):
+                return Span(doc, m.start(), m.end())
+    return None
 
 
 PageReader = Callable[[str, int], list[Document]]

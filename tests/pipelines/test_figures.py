@@ -534,3 +534,40 @@ def test_a_figure_is_quoted_from_the_statement_not_the_discussions_copy_of_it(se
     answer = service.answer(question, [scope])
     net_income = [c.quote for c in answer.citations if c.quote.startswith("Net income")]
     assert net_income == ["Net income 180 150 120"]  # the statement's row (three years), not the copy's (two)
+
+
+CARD_ISSUER = [
+    ["Acme Card Company Annual Report on Form 10-K", "Acme Card issues charge and credit cards."],
+    ["ACME CARD COMPANY", "CONSOLIDATED STATEMENTS OF INCOME", "(Millions, except per share amounts)",
+     "Year Ended December 31,", "2022 2021 2020",
+     "Discount revenue 30,739 24,563 19,435", "Net card fees 6,070 5,195 4,664",
+     "Total non-interest revenues 42,967 34,630 28,102", "Interest on loans 11,967 8,850 9,779",
+     "Total interest expense 2,763 1,283 2,098", "Net interest income 9,895 7,750 7,985",
+     "Total revenues net of interest expense 52,862 42,380 36,087", "Card Member rewards 14,002 11,007 8,041",
+     "Marketing 5,458 5,291 3,696", "Total expenses 41,095 33,110 27,061", "Pretax income 9,585 10,689 4,296",
+     "Income tax provision 2,071 2,629 1,161", "Net income 7,514 8,060 3,135"],
+    ["ACME CARD COMPANY", "CONSOLIDATED STATEMENTS OF COMPREHENSIVE INCOME", "(Millions)", "Year Ended December 31,",
+     "2022 2021 2020", "Net income 7,514 8,060 3,135", "Net unrealized debt securities losses (84) (45) 11",
+     "Foreign currency translation adjustments (193) (57) 95", "Net unrealized pension losses (66) 174 (57)",
+     "Other comprehensive loss (343) 72 49", "Comprehensive income 7,171 8,132 3,184",
+     "Comprehensive income attributable to common shareholders 7,100 8,050 3,100"],
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "line"),
+    [("Does Acme Card have an improving operating margin profile as of 2022? If operating margin is not a useful "
+      "metric for a company like this, then state that and explain why.", "operating income"),
+     ("What drove gross margin change as of the FY2022 for Acme Card? If gross margin is not a useful metric for a "
+      "company like this, then please state that and explain why.", "cost of goods sold")],
+)
+def test_a_metric_whose_line_the_statement_lacks_is_said_not_to_apply_when_the_question_allows_it(service, question,
+                                                                                                 line):
+    """A card issuer's income statement prints no cost of goods sold or operating income: asked to say so when the
+    metric is not useful, the answer names the line the statement lacks and quotes the statement, not the
+    comprehensive income statement after it."""
+    scope = _indexed(service, "slack:T1:CCARD", CARD_ISSUER, "ACME_CARD_2022_10K.pdf")
+    answer = service.answer(question, [scope])
+    assert not answer.refused and f"prints no {line} line" in answer.text
+    assert [c.quote for c in answer.citations][:1] == ["CONSOLIDATED STATEMENTS OF INCOME"]
+    assert "=" not in answer.text  # nothing computed
