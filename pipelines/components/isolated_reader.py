@@ -13,14 +13,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
-from connectors.uploads import (
-    MAX_DECODED_MB,
-    MAX_DOCUMENT_CHARS,
-    MAX_DOCUMENT_LINES,
-    MAX_FILE_MB,
-    MAX_PAGES,
-    MAX_STREAM_MB,
-)
+from connectors import uploads
 from pipelines.reading.isolation import start as start_fork_server
 from pipelines.reading.layout import IngestError, IngestFailure, ParsedPdf
 from pipelines.reading.ocr import OcrOptions
@@ -35,18 +28,18 @@ class IsolatedPdfReader:
     def __init__(
         self,
         *,
-        max_file_mb: float = MAX_FILE_MB,
-        max_pages: int = MAX_PAGES,
-        max_stream_mb: float = MAX_STREAM_MB,
-        max_total_inflated_mb: float = MAX_DECODED_MB,
+        max_file_mb: float = uploads.MAX_FILE_MB,
+        max_pages: int = uploads.MAX_PAGES,
+        max_stream_mb: float = uploads.MAX_STREAM_MB,
+        max_total_inflated_mb: float = uploads.MAX_DECODED_MB,
         ocr_min_chars: int = 40,
         ocr_enabled: bool = True,
         ocr_dpi: int = 200,
         ocr_language: str = "eng",
         ocr_page_timeout_s: float = 60.0,
         max_memory_mb: int = 1500,
-        max_chars: int = MAX_DOCUMENT_CHARS,
-        max_lines: int = MAX_DOCUMENT_LINES,
+        max_chars: int = uploads.MAX_DOCUMENT_CHARS,
+        max_lines: int = uploads.MAX_DOCUMENT_LINES,
     ) -> None:
         if max_memory_mb < MIN_MEMORY_MB:
             raise ValueError(f"max_memory_mb must be at least {MIN_MEMORY_MB}")
