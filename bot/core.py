@@ -39,13 +39,13 @@ MAX_CHOICE_CHARS = 500  # a reading's follow-up question, as a button or card ac
 
 @dataclass(frozen=True)
 class ClaimKey:
-    """A durable claim on a chat delivery or a piece of work, stored as ``{platform}:{kind}:{parts}``.
+    """The work journal's key of a chat delivery or a piece of work, stored as ``{platform}:{kind}:{parts}``.
 
     ``event``: a Slack event id (any listener's work); ``answer``: one answer per Slack message (its
     ``app_mention`` and ``message`` events share it); ``file``: one ingest per file share in a channel;
     ``command``: one slash command (its trigger id); ``vote``: one button click or feedback form; ``choice``: one
-    click on a reading of a "which one?" answer; ``msg``: one Teams activity. They are the keys of the work
-    journal too."""
+    click on a reading of a "which one?" answer; ``msg``: one Teams activity (its answer, upload, ``sync`` or quick
+    reply)."""
 
     platform: Platform
     kind: Literal["event", "answer", "file", "command", "vote", "choice", "msg"]
@@ -119,22 +119,6 @@ class ChatCore:
     @classmethod
     def from_settings(cls, settings: Settings) -> ChatCore:
         return cls(CitebotService(settings), open_state(settings), settings)
-
-    # --- dedup -----------------------------------------------------------------------------------
-    def claim(self, key: ClaimKey, *, budget_s: float | None = None) -> bool:
-        """True the first time an event/activity/file key is seen; False for any re-delivery. With
-        ``budget_s`` the claim stays open until :meth:`finish`, and a re-delivery takes it over once if the
-        work was abandoned (the process died, or the budget ran out)."""
-        return self.state.claim_event(str(key), budget_s=budget_s)
-
-    def finish(self, key: ClaimKey) -> None:
-        self.state.finish_event(str(key))
-
-    def claim_note(self, key: ClaimKey) -> dict[str, str]:
-        return self.state.claim_note(str(key))
-
-    def note_claim(self, key: ClaimKey, **note: str) -> None:
-        self.state.note_claim(str(key), **note)
 
     def note_work(self, key: ClaimKey | str, **note: str) -> None:
         """Keep what a journaled item's work did so far (e.g. the ts of a message it posted)."""

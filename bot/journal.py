@@ -140,26 +140,58 @@ class WorkJournal:
         was journaled before (a re-delivery: nothing to do). ``user`` and ``tenant`` (a Slack team, a Teams tenant):
         whose work it is, so the workers take turns between users (:meth:`ChatState.take_work`) and one user's
         waiting work is bounded (:class:`QueueFull`)."""
-        if kind not in self.kinds or kind not in self._lane_of:
-            raise ValueError(f"no handler or lane for work of kind {kind!r}")
-        who = f"{self.platform}:{tenant}:{user}" if user else ""
+        who = self._who(kind, user, tenant)
         if who and self.max_queued_per_user and self._waiting(who) >= self.max_queued_per_user:
             log.warning("work_queue_full", kind=kind, max_queued_per_user=self.max_queued_per_user)
             raise QueueFull(kind)
-        try:
-            added = self.state.add_work(key, kind=kind, payload=json.dumps(payload), who=who, tenant=tenant)
-        except Exception as e:
-            self._writable.clear()
-            log.error("work_not_recorded", kind=kind, reason=_reason(e), **error_fields(e))
-            raise NotRecorded(kind) from e
-        if not added:
-            log.info("duplicate_skipped", durable=True, kind=kind)
+        if not self._add(key, kind, payload, who=who, tenant=tenant):
             return False
         lane = self._lane_of[kind]
         with self._wake[lane]:
             self._woken[lane] += 1
             self._wake[lane].notify()
         return True
+
+    def hold(
+        self, key: str, kind: str, payload: dict[str, Any], *, user: str = "", tenant: str = ""
+    ) -> WorkItem | None:
+        """Journal a piece of work its listener does at once (a quick reply inside a Teams turn), taken by this
+        process in the same write: no worker takes it while this process renews its lease; if the process dies
+        first, the lease runs out and a worker does it (the kind's ``run``). None when ``key`` was journaled before
+        (a re-delivery). The listener ends it with :meth:`finish`. Never refused for a full queue: it waits for no
+        worker."""
+        who = self._who(kind, user, tenant)
+        if not self._add(key, kind, payload, who=who, tenant=tenant, owner=self.owner):
+            return None
+        item = WorkItem(key, kind, json.dumps(payload), "running", 1, self.owner)
+        with self._running_lock:
+            self._running[key] = item  # renewed with the workers' items until finished
+        return item
+
+    def finish(self, item: WorkItem, *, failed: bool = False) -> None:
+        """End an item :meth:`hold` gave its listener: done (or ``failed``: the user was told in the turn)."""
+        with self._running_lock:
+            self._running.pop(item.key, None)
+            self._running_lock.notify_all()
+        self._end(item, failed=failed, retry_in=0.0)
+
+    def _who(self, kind: str, user: str, tenant: str) -> str:
+        if kind not in self.kinds or kind not in self._lane_of:
+            raise ValueError(f"no handler or lane for work of kind {kind!r}")
+        return f"{self.platform}:{tenant}:{user}" if user else ""
+
+    def _add(self, key: str, kind: str, payload: dict[str, Any], *, who: str, tenant: str, owner: str = "") -> bool:
+        """Write the item (taken by ``owner`` when given); :class:`NotRecorded` when the chat state cannot take it."""
+        try:
+            added = self.state.add_work(key, kind=kind, payload=json.dumps(payload), who=who, tenant=tenant,
+                                        owner=owner, lease_s=self.lease_s if owner else 0.0)
+        except Exception as e:
+            self._writable.clear()
+            log.error("work_not_recorded", kind=kind, reason=_reason(e), **error_fields(e))
+            raise NotRecorded(kind) from e
+        if not added:
+            log.info("duplicate_skipped", durable=True, kind=kind)
+        return added
 
     def _waiting(self, who: str) -> int:
         try:

@@ -6,19 +6,21 @@ Chosen by ``connectors.stores.open_state`` when ``CITEBOT_ELASTICSEARCH_URL`` is
 =========================  ============================================  =====================================
 index                      document id                                   holds
 =========================  ============================================  =====================================
-``{prefix}-claims``        the claim key                                 event/file/answer claims
+``{prefix}-work``          the work item's key                           the work journal
 ``{prefix}-answers``       platform + message ref                        posted answers (thread history)
 ``{prefix}-feedback``      platform + message ref + user                 one vote per person and answer
 ``{prefix}-uploads``       platform + file ref + scope                   which document a platform file became
 ``{prefix}-threads``       platform + thread ref                         assistant-pane thread contexts
 =========================  ============================================  =====================================
 
-How a claim stays exclusive across replicas: the first claimer writes the claim with ``op_type=create`` under
-its deterministic id, which Elasticsearch accepts exactly once (the others get 409). Taking over an abandoned
-claim is a write conditioned on the ``_seq_no``/``_primary_term`` the taker read (optimistic concurrency), so
-of several replicas taking over the same claim exactly one succeeds. Both are decided on the primary shard, so
-they need no refresh. Writes that other replicas must find by search (answers for thread history, votes,
-uploads) use ``refresh=wait_for``; reads by id (``find_answer``, a claim, a thread context) are real-time.
+How a work item stays exclusive across replicas: the first accept writes it with ``op_type=create`` under its
+key's deterministic id, which Elasticsearch accepts exactly once (the others get 409). Taking it (or taking over
+one whose lease ran out) is a write conditioned on the ``_seq_no``/``_primary_term`` the taker read (optimistic
+concurrency), so of several replicas taking the same item exactly one succeeds. Both are decided on the primary
+shard. Writes that other replicas must find by search (the journal, answers for thread history, votes, uploads)
+use ``refresh=wait_for``; reads by id (``find_answer``, a work item, a thread context) are real-time. A
+``{prefix}-claims`` index left by a version before the journal carried Teams' quick replies is no longer read; it
+may be deleted.
 """
 
 from __future__ import annotations
@@ -39,10 +41,8 @@ from connectors.metrics import record_claim_taken_over
 from connectors.settings import Settings
 from connectors.state_api import (
     ACCEPT_WITHIN_S,
-    CLAIM_TTL_S,
-    MAX_CLAIM_ATTEMPTS,
     PRUNE_EVERY_S,
-    RUN,
+    WORK_TTL_S,
     FeedbackEntry,
     Polarity,
     PostedAnswer,
@@ -51,13 +51,11 @@ from connectors.state_api import (
     ThreadTurn,
     WorkItem,
     WorkState,
-    claim_abandoned,
 )
 
 _KW = {"type": "keyword"}
 # Only what is searched or sorted on is mapped; everything else stays in _source (dynamic: false).
 MAPPINGS: dict[str, dict[str, Any]] = {
-    "claims": {"dynamic": False, "properties": {"at": {"type": "double"}, "state": _KW}},
     "answers": {
         "dynamic": False,
         "properties": {"platform": _KW, "thread_ref": _KW, "message_ref": _KW, "at": {"type": "date"},
@@ -113,7 +111,7 @@ class ElasticsearchState:
         host: str | None = None,
         retention_days: float = 0,
     ) -> None:
-        """``clock`` and ``host`` (default: this machine's name) exist for tests of claim takeover;
+        """``clock`` and ``host`` (default: this machine's name) exist for tests of lease take-over;
         ``retention_days`` (0: forever) is how long answers, votes and assistant threads are kept."""
         if retention_days < 0:
             raise ValueError("retention_days must be 0 (keep forever) or more")
@@ -144,7 +142,6 @@ class ElasticsearchState:
         self._ready = False
         self._ready_lock = threading.Lock()
         self._pruned_at = 0.0
-        self._work_pruned_at = 0.0
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> ElasticsearchState:
@@ -163,7 +160,7 @@ class ElasticsearchState:
         )
 
     def index(self, name: str) -> str:
-        """The full name of one of the state indices (``claims``, ``answers``, ``feedback``, ``uploads``...)."""
+        """The full name of one of the state indices (``work``, ``answers``, ``feedback``, ``uploads``...)."""
         return f"{self.prefix}-{name}"
 
     # --- plumbing --------------------------------------------------------------------------------
@@ -255,79 +252,6 @@ class ElasticsearchState:
         with self._guard():
             return [hit["_source"] for hit in scan(self.es, index=self.index(name), query={"query": query}, size=500)]
 
-    # --- claims ----------------------------------------------------------------------------------
-    def claim_event(self, key: str, *, budget_s: float | None = None) -> bool:
-        """True for exactly one caller per ``key`` (see :mod:`connectors.state_api`)."""
-        from elasticsearch import ConflictError
-
-        now = self._clock()
-        self._prune(now)
-        claim = {
-            "key": key, "at": now, "state": "done" if budget_s is None else "started", "started": now,
-            "budget_s": budget_s, "pid": os.getpid(), "host": self._host, "run": RUN, "attempts": 1,
-        }
-        id_ = doc_id(key)
-        for _ in range(_CAS_ATTEMPTS):
-            try:
-                with self._guard(ConflictError):
-                    self.es.create(index=self.index("claims"), id=id_, document=claim)
-            except ConflictError:
-                pass
-            else:
-                return True
-            got = self._get("claims", id_)
-            if got is None:
-                continue  # pruned in between: try to create it again
-            old = got["_source"]
-            if now - float(old.get("at") or 0) > CLAIM_TTL_S:  # expired, not pruned yet: a new claim
-                return self._put_if("claims", id_, claim, got)
-            if (
-                old.get("state") != "started"
-                or int(old.get("attempts") or 1) >= MAX_CLAIM_ATTEMPTS
-                or not claim_abandoned(old, now, self._host)
-            ):
-                return False
-            taken = {**old, "at": now, "started": now, "pid": os.getpid(), "host": self._host, "run": RUN,
-                     "attempts": int(old.get("attempts") or 1) + 1}
-            if self._put_if("claims", id_, taken, got):
-                record_claim_taken_over(key)
-                return True
-            return False
-        return False
-
-    def _update_claim(self, key: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-        id_ = doc_id(key)
-        for _ in range(_CAS_ATTEMPTS):
-            got = self._get("claims", id_)
-            if got is None or self._put_if("claims", id_, change(dict(got["_source"])), got):
-                return
-
-    def finish_event(self, key: str) -> None:
-        self._update_claim(key, lambda c: {**c, "state": "done"})
-
-    def claim_note(self, key: str) -> dict[str, str]:
-        got = self._get("claims", doc_id(key))
-        note = got["_source"].get("note") if got is not None else None
-        return {str(k): str(v) for k, v in note.items()} if isinstance(note, dict) else {}
-
-    def note_claim(self, key: str, **note: str) -> None:
-        self._update_claim(key, lambda c: {**c, "note": {**(c.get("note") or {}), **note}})
-
-    def _prune(self, now: float) -> None:
-        """Forget claims older than :data:`CLAIM_TTL_S` (at most every few minutes per process)."""
-        if now - self._pruned_at < PRUNE_EVERY_S:
-            return
-        self._pruned_at = now
-        with self._guard():
-            index = self.index("claims")
-            self.es.indices.refresh(index=index)
-            self.es.delete_by_query(
-                index=index, query={"range": {"at": {"lt": now - CLAIM_TTL_S}}}, conflicts="proceed", refresh=True
-            )
-        if self.retention_days:
-            self.forget_before(datetime.fromtimestamp(now - self.retention_days * 86400, UTC).isoformat(
-                timespec="seconds"))
-
     def forget_before(self, cutoff: str) -> int:
         """Forget answers, votes and assistant threads recorded before ``cutoff`` (ISO time); how many went. (The
         threads index of an older version has no ``at`` mapped: it is added here, so threads saved since go too.)"""
@@ -343,13 +267,16 @@ class ElasticsearchState:
     # --- the work journal ------------------------------------------------------------------------
     # Each item is one document under its key's id; every change of state is a write conditioned on the
     # _seq_no/_primary_term read (one taker wins), and is refreshed so other replicas' searches find it.
-    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "") -> bool:
+    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
+                 lease_s: float = 0.0) -> bool:
         from elasticsearch import ConflictError
 
         now = self._clock()
         doc = {"key": key, "kind": kind, "payload": payload, "state": "pending", "attempts": 0, "owner": "",
                "lease_until": 0.0, "note": {}, "created": now, "updated": now, "who": who, "tenant": tenant,
                "taken_at": 0.0}
+        if owner:  # taken as it is written: work its listener does at once
+            doc |= {"state": "running", "attempts": 1, "owner": owner, "lease_until": now + lease_s, "taken_at": now}
         try:
             with self._guard(ConflictError):
                 self.es.create(index=self.index("work"), id=doc_id(key), document=doc, refresh="wait_for")
@@ -373,7 +300,7 @@ class ElasticsearchState:
         if not kinds or limit < 1:
             return []
         now = self._clock()
-        self._prune_work(now)
+        self._prune(now)
         if key is not None:
             got = self._get("work", doc_id(key))
             candidates = [got] if got is not None else []
@@ -488,16 +415,21 @@ class ElasticsearchState:
         with self._guard():
             return int(self.es.count(index=self.index("work"), query=query)["count"])
 
-    def _prune_work(self, now: float) -> None:
-        if now - self._work_pruned_at < PRUNE_EVERY_S:
+    def _prune(self, now: float) -> None:
+        """Forget ended items older than :data:`WORK_TTL_S`, and what is older than the retention (at most every few
+        minutes per process, by the workers' takes)."""
+        if now - self._pruned_at < PRUNE_EVERY_S:
             return
-        self._work_pruned_at = now
+        self._pruned_at = now
         with self._guard():
             self.es.delete_by_query(
                 index=self.index("work"), conflicts="proceed",
                 query={"bool": {"filter": [{"terms": {"state": ["done", "failed"]}},
-                                           {"range": {"updated": {"lt": now - CLAIM_TTL_S}}}]}},
+                                           {"range": {"updated": {"lt": now - WORK_TTL_S}}}]}},
             )
+        if self.retention_days:
+            self.forget_before(datetime.fromtimestamp(now - self.retention_days * 86400, UTC).isoformat(
+                timespec="seconds"))
 
     # --- uploads ---------------------------------------------------------------------------------
     def record_upload(self, *, platform: str, file_ref: str, scope: str, doc_id: str, user: str) -> None:

@@ -60,8 +60,8 @@ FEEDBACK = Counter("citebot_feedback", "Votes on answers (buttons, reactions, th
 QUEUE_DEPTH = Gauge("citebot_queue_depth", "Jobs (answers, uploads, commands) submitted and not finished yet",
                     ["platform"])
 CLAIMS_TAKEN_OVER = Counter(
-    "citebot_claims_taken_over", "Work a re-delivery took over because the worker that claimed it died or ran out "
-    "of time", ["platform"],
+    "citebot_claims_taken_over", "Journaled work taken over because the worker holding it died (its lease ran out)",
+    ["platform"],
 )
 
 

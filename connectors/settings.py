@@ -16,6 +16,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from connectors import uploads
+
 # What a new store's vectors are made with when CITEBOT_EMBEDDING_BACKEND is not set; a store that holds vectors
 # keeps the backend they were made with (``connectors.stores.settings_for_store``) until ``citebot reindex``.
 DEFAULT_EMBEDDING_BACKEND: Literal["onnx", "onnx-int8", "torch"] = "onnx-int8"
@@ -108,22 +110,30 @@ class Settings(BaseSettings):
     # --- ingestion -------------------------------------------------------------------------
     chunk_max_tokens: int = Field(200, ge=32, le=256, description="Tokens per chunk incl. heading prefix.")
     chunk_min_tokens: int = Field(40, ge=0, le=200, description="Smaller sibling sections are merged.")
-    max_file_mb: float = Field(50.0, gt=0)
-    max_pages: int = Field(2000, ge=1)
+    max_file_mb: float = Field(uploads.MAX_FILE_MB, gt=0)
+    max_pages: int = Field(uploads.MAX_PAGES, ge=1)
     max_stream_mb: float = Field(
-        256.0, gt=0, description="Most a PDF stream may decode to (a page's content streams together too)."
+        uploads.MAX_STREAM_MB,
+        gt=0,
+        description="Most a PDF stream may decode to (a page's content streams together too).",
     )
     max_decoded_mb: float = Field(
-        1024.0, gt=0, description="All streams of one PDF decoded together (a stream pages list again counts again)."
+        uploads.MAX_DECODED_MB,
+        gt=0,
+        description="All streams of one PDF decoded together (a stream pages list again counts again).",
     )
     ingest_timeout_s: float = Field(
         900.0, gt=0, description="Per-document time budget: reading, OCR, structure, chunking, embedding, writing."
     )
     max_document_chars: int = Field(
-        5_000_000, ge=1000, description="Most text one PDF may hold (checked in the reading child); past it: refused."
+        uploads.MAX_DOCUMENT_CHARS,
+        ge=1000,
+        description="Most text one PDF may hold (checked in the reading child); past it: refused.",
     )
     max_document_elements: int = Field(
-        60_000, ge=100, description="Most text lines one PDF may hold (checked in the reading child): what the bot "
+        uploads.MAX_DOCUMENT_LINES,
+        ge=100,
+        description="Most text lines one PDF may hold (checked in the reading child): what the bot "
         "expands and keeps while indexing grows with them (~1.7 KB each); past it: refused."
     )
     max_document_chunks: int = Field(

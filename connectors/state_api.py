@@ -6,44 +6,35 @@ default; safe for several processes on one host) and :class:`connectors.elastics
 ``connectors.stores.open_state`` picks one from the settings. ``tests/connectors/test_state_contract.py``
 holds both to the same contract.
 
-Claims. ``claim_event(key)`` is true for exactly one caller, however many threads, processes or replicas race
-for it. A claim taken with a time budget stays ``started`` until ``finish_event``; a re-delivery takes it
-over once (:data:`MAX_CLAIM_ATTEMPTS`) when its worker is gone: its budget has run out, or it records a
-process of this host that no longer exists. Claims are forgotten after :data:`CLAIM_TTL_S` (chat platforms
-re-send within minutes).
-
 The work journal. Every piece of work a chat adapter acknowledged is a :class:`WorkItem`, written with
 ``add_work`` before the acknowledgement leaves (the key makes a re-delivery a no-op). Workers take items with
-``take_work``: an item is ``pending`` until taken, then ``running`` under a lease (``lease_until``, an owner id
-per process) that the owner renews with ``renew_work`` while it works, and ``done`` or ``failed`` once ended.
+``take_work``: an item is ``pending`` until taken (or taken as it is written, ``add_work(owner=…)``: work its
+listener does at once, a quick reply inside a Teams turn), then ``running`` under a lease (``lease_until``, an owner
+id per process) that the owner renews with ``renew_work`` while it works, and ``done`` or ``failed`` once ended.
 A ``running`` item whose lease ran out (its process was killed, its host died) is taken again by any replica:
 leases are plain times, so no process ids that mean nothing across hosts. ``attempts`` counts the takes;
 ``note`` keeps what the work did so far (the ts of a message it posted), so a take-over does not do it twice.
-Ended items are forgotten after :data:`CLAIM_TTL_S`. Takes are fair: an item carries whose it is (``who``) and
-their ``tenant`` (a Slack team, a Teams tenant), and ``take_work`` takes from the tenant taken from least recently,
-within it the user taken from least recently, then that user's oldest item (a latest take of never comes first), so
-one user's burst of forty questions waits behind a colleague's one. ``add_work`` raises rather than wait past
-:data:`ACCEPT_WITHIN_S` (the listener then refuses the event, and the platform re-sends it); ``probe`` writes and
-removes a throwaway item, raising when the journal cannot take a write (readiness follows it).
+Ended items are forgotten after :data:`WORK_TTL_S` (chat platforms re-send within minutes); the same pruning, at
+most every :data:`PRUNE_EVERY_S`, forgets answers, votes and assistant threads older than the retention. Takes are
+fair: an item carries whose it is (``who``) and their ``tenant`` (a Slack team, a Teams tenant), and ``take_work``
+takes from the tenant taken from least recently, within it the user taken from least recently, then that user's
+oldest item (a latest take of never comes first), so one user's burst of forty questions waits behind a colleague's
+one. ``add_work`` raises rather than wait past :data:`ACCEPT_WITHIN_S` (the listener then refuses the event, and the
+platform re-sends it); ``probe`` writes and removes a throwaway item, raising when the journal cannot take a write
+(readiness follows it).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 Polarity = Literal["up", "down"]
 
-CLAIM_TTL_S = 24 * 3600.0
-MAX_CLAIM_ATTEMPTS = 2  # the first delivery and one retry after a crash
+WORK_TTL_S = 24 * 3600.0
 PRUNE_EVERY_S = 600.0
-# This process's run: a claim with our pid but another run was taken by an earlier process that had our pid
-# (pid 1 in a container restarted after a crash).
-RUN = uuid.uuid4().hex
 
 
 WorkState = Literal["pending", "running", "done", "failed"]
@@ -77,28 +68,6 @@ class StateError(Exception):
 # writers): well inside Slack's 3 s, so a listener that cannot journal its event answers an error in time and the
 # platform re-sends it, instead of an ack for work that was never written.
 ACCEPT_WITHIN_S = 1.0
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
-def claim_abandoned(claim: Mapping[str, Any], now: float, host: str) -> bool:
-    """A started claim whose worker ran out of its time budget, or whose process on ``host`` (this one) is gone.
-
-    ``claim`` has ``budget_s``, ``started`` (epoch seconds), ``pid``, ``host`` and ``run``."""
-    budget, started = claim.get("budget_s"), claim.get("started")
-    if budget is not None and started is not None and now - float(started) > float(budget):
-        return True
-    if claim.get("host") != host or claim.get("pid") is None or claim.get("run") == RUN:
-        return False  # another host's process can't be checked from here: its budget decides
-    return int(claim["pid"]) == os.getpid() or not pid_alive(int(claim["pid"]))
 
 
 @dataclass(frozen=True)
@@ -186,19 +155,12 @@ class FeedbackEntry:
 
 @runtime_checkable
 class ChatState(Protocol):
-    """Durable chat state: claims, posted answers and thread history, feedback, uploads, assistant threads."""
-
-    # --- claims on events and work items
-    def claim_event(self, key: str, *, budget_s: float | None = None) -> bool: ...
-
-    def finish_event(self, key: str) -> None: ...
-
-    def claim_note(self, key: str) -> dict[str, str]: ...
-
-    def note_claim(self, key: str, **note: str) -> None: ...
+    """Durable chat state: the work journal, posted answers and thread history, feedback, uploads, assistant
+    threads."""
 
     # --- the work journal
-    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "") -> bool: ...
+    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
+                 lease_s: float = 0.0) -> bool: ...
 
     def probe(self) -> None: ...
 

@@ -1,7 +1,7 @@
 """Durable chat state on SQLite (``CITEBOT_DATA_DIR/state.sqlite3``), shared by Slack, Teams and eval.
 
 The embedded implementation of :class:`connectors.state_api.ChatState`; several processes on one host may share
-the file (WAL, ``BEGIN IMMEDIATE`` for every claim). Replicas on several hosts use
+the file (WAL, ``BEGIN IMMEDIATE`` for every write). Replicas on several hosts use
 :mod:`connectors.elasticsearch_state` instead.
 
 * ``answers``: every answer the bot posted, keyed by (platform, message_ref), so a later 👍/👎 on
@@ -9,11 +9,6 @@ the file (WAL, ``BEGIN IMMEDIATE`` for every claim). Replicas on several hosts u
 * ``feedback``: one row per (platform, message_ref, user): a person's latest vote on an answer wins (a
   button, a reaction or the 👎 form replaces their earlier vote, with its ``comment`` and ``choice``); a
   removed reaction sets ``retracted_at``.
-* ``seen_events``: durable claims on chat events and work items, so a re-delivered event does no work
-  twice. A claim taken with a time budget is ``started`` until the worker marks it ``done``; if the
-  worker's process dies first (kill -9, out of memory), a re-delivery takes the claim over once: when
-  the claim is older than its budget, or at once when it records a process of this host that is gone.
-  Claims are forgotten after 24 hours (chat platforms re-send within minutes).
 * ``work_items``: the work journal (see :mod:`connectors.state_api`): every acknowledged piece of work, its
   payload, state, lease and attempts; taken in one ``BEGIN IMMEDIATE`` transaction, so one taker wins.
 * ``uploads``: which document a chat platform's file became (platform file id -> scope, doc_id), so a
@@ -22,7 +17,7 @@ the file (WAL, ``BEGIN IMMEDIATE`` for every claim). Replicas on several hosts u
   context), so a question in that thread searches that channel.
 
 With ``retention_days`` (``CITEBOT_RETENTION_DAYS``), answers (their questions, citations), votes and assistant
-threads older than that are forgotten, checked with the claims' pruning (at most every few minutes).
+threads older than that are forgotten, checked with the journal's pruning (at most every few minutes).
 """
 
 from __future__ import annotations
@@ -43,10 +38,8 @@ from connectors.metrics import record_claim_taken_over
 from connectors.private_files import private_sqlite_file
 from connectors.state_api import (
     ACCEPT_WITHIN_S,
-    CLAIM_TTL_S,
-    MAX_CLAIM_ATTEMPTS,
     PRUNE_EVERY_S,
-    RUN,
+    WORK_TTL_S,
     FeedbackEntry,
     Polarity,
     PostedAnswer,
@@ -55,11 +48,10 @@ from connectors.state_api import (
     ThreadTurn,
     WorkItem,
     WorkState,
-    claim_abandoned,
 )
 from connectors.state_log_schema import TABLES, migrate
 
-__all__ = ["CLAIM_TTL_S", "MAX_CLAIM_ATTEMPTS", "FeedbackEntry", "Polarity", "StateLog", "feedback_as_json"]
+__all__ = ["FeedbackEntry", "Polarity", "StateLog", "feedback_as_json"]
 
 _PRUNE_EVERY_S = PRUNE_EVERY_S
 # In an upsert of a vote: the new vote is bare and repeats the standing, unretracted one.
@@ -78,7 +70,7 @@ def _iso(t: float) -> str:
 
 
 _BUSY_TIMEOUT_MS = 30_000  # how long a write waits for another process's lock (the accept path: ACCEPT_WITHIN_S)
-_MAX_ADDS = 500  # journal items in one shared transaction (7 variables each, SQLite allows 32,766)
+_MAX_ADDS = 500  # journal items in one shared transaction (12 variables each, SQLite allows 32,766)
 
 
 class _Adding:
@@ -86,7 +78,7 @@ class _Adding:
 
     __slots__ = ("added", "error", "lead", "row", "woken")
 
-    def __init__(self, row: tuple[str, str, str, float, float, str, str]) -> None:
+    def __init__(self, row: tuple[Any, ...]) -> None:
         self.row = row
         self.woken = threading.Event()  # its item is written (or failed), or it leads the next transaction
         self.lead = False
@@ -99,7 +91,7 @@ class StateLog:
 
     def __init__(self, path: Path, *, clock: Callable[[], float] = time.time, host: str | None = None,
                  retention_days: float = 0) -> None:
-        """``clock`` and ``host`` (default: this machine's name) exist for tests of claim takeover;
+        """``clock`` and ``host`` (default: this machine's name) exist for tests of lease take-over;
         ``retention_days`` (0: forever) is how long answers, votes and assistant threads are kept."""
         if retention_days < 0:
             raise ValueError("retention_days must be 0 (keep forever) or more")
@@ -109,7 +101,6 @@ class StateLog:
         self._clock = clock
         self._host = host or socket.gethostname()
         self._pruned_at = 0.0
-        self._work_pruned_at = 0.0
         # this process's writers queue here, as the chunk store's do (``sqlite_store.connection.Connections``):
         # threads waiting on SQLite's own write lock sleep in its busy handler's back-off (1, 2, 5 … 100 ms)
         # however soon it frees; 50 journal writes at once (0.4 ms each alone) waited 140 ms at p95, 47 ms here.
@@ -204,67 +195,6 @@ class StateLog:
         finally:
             self._write_lock.release()
 
-    # --- event dedup -------------------------------------------------------------------------
-    def claim_event(self, key: str, *, budget_s: float | None = None) -> bool:
-        """True when the caller should do the work of ``key``: the first time it is seen, or once more when
-        the claim was ``started`` (``budget_s`` given) and its worker is gone. False otherwise.
-
-        Without ``budget_s`` the claim is done at once (nothing to take over). With it the caller must call
-        :meth:`finish_event` when the work has ended, however it ended."""
-        now = self._clock()
-        with self._tx() as db:
-            self._prune(db, now)
-            row = db.execute(
-                "SELECT state, started, budget_s, pid, host, run, attempts FROM seen_events WHERE key = ?", (key,)
-            ).fetchone()
-            owner = (os.getpid(), self._host, RUN)
-            if row is None:
-                db.execute(
-                    """INSERT INTO seen_events (key, at, state, started, budget_s, pid, host, run, attempts)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)""",
-                    (key, _iso(now), "done" if budget_s is None else "started", now, budget_s, *owner),
-                )
-                return True
-            if (
-                row["state"] != "started"
-                or row["attempts"] >= MAX_CLAIM_ATTEMPTS
-                or not claim_abandoned(dict(row), now, self._host)
-            ):
-                return False
-            db.execute(
-                """UPDATE seen_events SET at = ?, started = ?, pid = ?, host = ?, run = ?, attempts = attempts + 1
-                   WHERE key = ?""",
-                (_iso(now), now, *owner, key),
-            )
-            record_claim_taken_over(key)
-            return True
-
-    def finish_event(self, key: str) -> None:
-        """The work of a claim taken with a budget has ended (done, or failed and reported): never redo it."""
-        with self._tx() as db:
-            db.execute("UPDATE seen_events SET state = 'done' WHERE key = ?", (key,))
-
-    def claim_note(self, key: str) -> dict[str, str]:
-        """What the claim's worker noted about its work so far (e.g. the status message it posted)."""
-        row = self._conn().execute("SELECT note FROM seen_events WHERE key = ?", (key,)).fetchone()
-        return dict(json.loads(row["note"])) if row is not None and row["note"] else {}
-
-    def note_claim(self, key: str, **note: str) -> None:
-        with self._tx() as db:
-            row = db.execute("SELECT note FROM seen_events WHERE key = ?", (key,)).fetchone()
-            if row is not None:
-                merged = {**(json.loads(row["note"]) if row["note"] else {}), **note}
-                db.execute("UPDATE seen_events SET note = ? WHERE key = ?", (json.dumps(merged), key))
-
-    def _prune(self, db: sqlite3.Connection, now: float) -> None:
-        """Forget claims older than :data:`CLAIM_TTL_S` (checked at most every few minutes)."""
-        if now - self._pruned_at < _PRUNE_EVERY_S:
-            return
-        self._pruned_at = now
-        db.execute("DELETE FROM seen_events WHERE at < ?", (_iso(now - CLAIM_TTL_S),))
-        if self.retention_days:
-            self._forget_before(db, _iso(now - self.retention_days * 86400))
-
     def forget_before(self, cutoff: str) -> int:
         """Forget answers, votes and assistant threads recorded before ``cutoff`` (ISO time); how many rows went."""
         with self._tx() as db:
@@ -276,9 +206,11 @@ class StateLog:
                    for table in ("answers", "feedback", "assistant_threads"))
 
     # --- the work journal ----------------------------------------------------------------------
-    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "") -> bool:
-        """Journal a piece of acknowledged work as ``pending``; False when ``key`` is journaled already. ``who`` and
-        ``tenant``: whose work it is (:meth:`take_work` takes turns between them).
+    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
+                 lease_s: float = 0.0) -> bool:
+        """Journal a piece of acknowledged work as ``pending`` (with ``owner``: ``running``, taken by ``owner`` for
+        ``lease_s``, its first attempt); False when ``key`` is journaled already. ``who`` and ``tenant``: whose work
+        it is (:meth:`take_work` takes turns between them).
 
         Calls at the same moment share one transaction (a group commit): the first caller writes every item queued
         meanwhile, the others wait for it; each returns only once its own item is committed. Each statement gives
@@ -286,7 +218,9 @@ class StateLog:
         interpreter's switch interval, while the write lock is held: 50 journal writes at once beside two busy
         threads took 0.32-0.47 s at p95 one transaction each, 0.12-0.13 s in shared ones (four statements for all)."""
         now = self._clock()
-        mine = _Adding((key, kind, payload, now, now, who, tenant))
+        state, attempts, taken = ("running", 1, now) if owner else ("pending", 0, 0.0)
+        mine = _Adding((key, kind, payload, state, attempts, owner, now + lease_s if owner else 0.0, now, now, who,
+                        tenant, taken))
         deadline = time.monotonic() + ACCEPT_WITHIN_S
         with self._adds_lock:
             self._adds.append(mine)
@@ -332,8 +266,9 @@ class StateLog:
                         rows.extend(a.row)
                 if rows:
                     db.execute(
-                        "INSERT INTO work_items (key, kind, payload, state, created, updated, who, tenant) VALUES "
-                        + ",".join(["(?, ?, ?, 'pending', ?, ?, ?, ?)"] * (len(rows) // 7)),
+                        "INSERT INTO work_items (key, kind, payload, state, attempts, owner, lease_until, created, "
+                        "updated, who, tenant, taken_at) VALUES "
+                        + ",".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * (len(rows) // 12)),
                         rows,
                     )
         except BaseException as e:
@@ -378,7 +313,7 @@ class StateLog:
         if self._conn().execute(sql + " LIMIT 1", args).fetchone() is None:
             return []  # idle workers poll: no write lock for them when there is nothing to take
         with self._tx() as db:
-            self._prune_work(db, now)
+            self._prune(db, now)
             rows = db.execute(sql + f" {_FAIR_ORDER} LIMIT ?", (*args, limit)).fetchall()
             taken = []
             for n, row in enumerate(rows):
@@ -464,12 +399,15 @@ class StateLog:
             args.append(who)
         return int(self._conn().execute(sql, args).fetchone()[0])
 
-    def _prune_work(self, db: sqlite3.Connection, now: float) -> None:
-        """Forget ended items older than :data:`CLAIM_TTL_S` (checked at most every few minutes)."""
-        if now - self._work_pruned_at < _PRUNE_EVERY_S:
+    def _prune(self, db: sqlite3.Connection, now: float) -> None:
+        """Forget ended items older than :data:`WORK_TTL_S`, and what is older than the retention (checked at most
+        every few minutes, by the workers' takes)."""
+        if now - self._pruned_at < _PRUNE_EVERY_S:
             return
-        self._work_pruned_at = now
-        db.execute("DELETE FROM work_items WHERE state IN ('done', 'failed') AND updated < ?", (now - CLAIM_TTL_S,))
+        self._pruned_at = now
+        db.execute("DELETE FROM work_items WHERE state IN ('done', 'failed') AND updated < ?", (now - WORK_TTL_S,))
+        if self.retention_days:
+            self._forget_before(db, _iso(now - self.retention_days * 86400))
 
     # --- uploads -----------------------------------------------------------------------------
     def record_upload(self, *, platform: str, file_ref: str, scope: str, doc_id: str, user: str) -> None:

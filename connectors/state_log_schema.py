@@ -31,10 +31,6 @@ CREATE TABLE IF NOT EXISTS feedback (
     retracted_at TEXT,
     UNIQUE (platform, message_ref, user)
 );
-CREATE TABLE IF NOT EXISTS seen_events (
-    key TEXT PRIMARY KEY,
-    at TEXT NOT NULL
-);
 CREATE TABLE IF NOT EXISTS work_items (
     key TEXT PRIMARY KEY,
     kind TEXT NOT NULL,
@@ -72,19 +68,6 @@ CREATE TABLE IF NOT EXISTS assistant_threads (
 """
 
 
-# Columns added to seen_events after its first release (old rows are finished claims).
-_CLAIM_COLUMNS = {
-    "state": "TEXT NOT NULL DEFAULT 'done'",
-    "started": "REAL",
-    "budget_s": "REAL",
-    "pid": "INTEGER",
-    "host": "TEXT",
-    "run": "TEXT",
-    "attempts": "INTEGER NOT NULL DEFAULT 1",
-    "note": "TEXT",
-}
-
-
 # Columns of work_items added for fair takes: whose item it is, their tenant (a Slack team, a Teams tenant), and
 # when it was last taken (a user's and a tenant's latest take order the next one).
 _FAIR_COLUMNS = {"who": "TEXT NOT NULL DEFAULT ''", "tenant": "TEXT NOT NULL DEFAULT ''",
@@ -93,11 +76,8 @@ _FAIR_COLUMNS = {"who": "TEXT NOT NULL DEFAULT ''", "tenant": "TEXT NOT NULL DEF
 
 def migrate(db: sqlite3.Connection) -> None:
     """Bring a state file made by an earlier version up to :data:`TABLES` (inside the caller's write transaction)."""
-    have = {r[1] for r in db.execute("PRAGMA table_info(seen_events)")}
-    for name, decl in _CLAIM_COLUMNS.items():
-        if name not in have:
-            db.execute(f"ALTER TABLE seen_events ADD COLUMN {name} {decl}")
-    db.execute("CREATE INDEX IF NOT EXISTS seen_events_at ON seen_events (at)")
+    # the claims of a version before the journal carried Teams' quick replies: a day's dedup, nothing to take over
+    db.execute("DROP TABLE IF EXISTS seen_events")  # and its index, seen_events_at
     # a journal from before fair takes (who and tenant on each item): its items belong to nobody in particular
     have = {r[1] for r in db.execute("PRAGMA table_info(work_items)")}
     for name, decl in _FAIR_COLUMNS.items():

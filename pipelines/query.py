@@ -171,7 +171,7 @@ class QueryEngine:
                                  max_result_chars=settings.llm_tool_result_chars)
         self.policy = AnswerPolicy(
             refusal=RefusalCheck(threshold=settings.refusal_threshold),
-            validator=CitationValidator(fuzzy_threshold=0.9),
+            validator=CitationValidator(),
             llm=self.llm,
         )
         self._pipelines: dict[str, Pipeline] = {}

@@ -1,8 +1,9 @@
 """The Teams activity handler: activities in, :class:`bot.core.ChatCore` calls, Teams messages out.
 
-Every turn acknowledges at once: help and the quick commands are answered in the turn; answers, uploads and
-``sync`` are written to the work journal before the HTTP 200 leaves (:mod:`bot.teams.work` does them from there
-and posts proactively), and the turn shows a typing indicator.
+Every turn acknowledges at once: help and the quick commands are answered in the turn, on a journal key taken by
+the turn (a re-delivery is answered once; a reply whose process died first is posted by a worker after the
+restart); answers, uploads and ``sync`` are written to the work journal before the HTTP 200 leaves
+(:mod:`bot.teams.work` does them from there and posts proactively), and the turn shows a typing indicator.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from functools import partial
 from typing import Any, TypeVar
 
 import structlog
-from microsoft_agents.activity import Activity, ChannelAccount, InvokeResponse, MessageReaction, TurnContextProtocol
+from microsoft_agents.activity import ChannelAccount, InvokeResponse, MessageReaction, TurnContextProtocol
 from microsoft_agents.hosting.core import ActivityHandler, ChannelServiceAdapter
 
-from bot.commands import is_core_verb, run_command
+from bot.commands import is_core_verb
 from bot.core import MAX_CHOICE_CHARS, ChatContext, ChatCore, ClaimKey
 from bot.journal import QueueFull
 from bot.teams import render
@@ -132,35 +133,38 @@ class CitebotTeamsBot(ActivityHandler):
         finally:
             structlog.contextvars.unbind_contextvars("platform", "scope", "user")
 
-    async def _claim(self, activity: Activity) -> bool:
-        """A quick reply's dedup: False for an activity handled before."""
-        claim = ClaimKey.teams_message(activity.conversation.id if activity.conversation else "", activity.id or "")
-        if activity.id and not await self._run(self.core.claim, claim):
-            log.info("teams_duplicate_ignored", event_id=activity.id)
-            return False
-        return True
-
-    async def _reply(self, turn_context: TurnContextProtocol, text: str) -> None:
-        if await self._claim(turn_context.activity):
-            await turn_context.send_activity(render.text_activity(text))
+    async def _reply(self, turn_context: TurnContextProtocol, turn: TeamsTurn, ctx: ChatContext, *, text: str = "",
+                     command: str = "", arg: str = "") -> None:
+        """A quick reply (``text``, or what ``command`` says), sent in the turn under the activity's journal key."""
+        activity = turn_context.activity
+        key = ClaimKey.teams_message(turn.conversation_id, activity.id or uuid.uuid4().hex)
+        item = await self._run(self.work.hold, str(key), turn, activity.get_conversation_reference(),
+                               activity.id or "", text=text, command=command, arg=arg)
+        if item is None:
+            log.info("teams_duplicate_ignored", event_id=activity.id or "")
+            return
+        sent = False
+        try:
+            reply = await self._run(self.work.reply_text, item, ctx)
+            await turn_context.send_activity(render.text_activity(reply))
+            sent = True
+        finally:  # a failed reply is not retried: the turn's error handler apologises instead
+            await self._run(self.work.finish, item, failed=not sent)
 
     async def _dispatch(self, turn_context: TurnContextProtocol, turn: TeamsTurn, ctx: ChatContext) -> None:
         word, _, rest = turn.text.partition(" ")
         command = word.lower().strip("!/.") if word.lower().strip("!/.") in COMMANDS else ""
         if not turn.files and (not turn.text or command == "help"):
-            await self._reply(turn_context, TEAMS_HELP_TEXT)
+            await self._reply(turn_context, turn, ctx, text=TEAMS_HELP_TEXT)
             return
         if is_core_verb(command) and (command != "forget" or rest.strip()):
-            if await self._claim(turn_context.activity):
-                text = await self._run(run_command, self.core, ctx, command, rest.strip(), scopes=[turn.scope],
-                                       is_admin=False)
-                await turn_context.send_activity(render.text_activity(text))
+            await self._reply(turn_context, turn, ctx, command=command, arg=rest.strip())
             return
         if command == "sync" and turn.kind != "channel":
-            await self._reply(turn_context, SYNC_ONLY_IN_CHANNELS)
+            await self._reply(turn_context, turn, ctx, text=SYNC_ONLY_IN_CHANNELS)
             return
         if command == "sync" and not graph_configured(self.settings):
-            await self._reply(turn_context, GRAPH_NOT_CONFIGURED)
+            await self._reply(turn_context, turn, ctx, text=GRAPH_NOT_CONFIGURED)
             return
 
         await self._journal(turn_context, turn, INGEST if turn.files else SYNC if command == "sync" else ANSWER)

@@ -1,4 +1,6 @@
-"""The Teams bot's journaled work: answers, uploads and ``sync``, done from the work journal (:mod:`bot.journal`).
+"""The Teams bot's journaled work: answers, uploads and ``sync``, done from the work journal (:mod:`bot.journal`);
+and quick replies (help, the commands), done in the turn on a journal key and posted by a worker only when the
+turn's process died first.
 
 The turn (:mod:`bot.teams.bot`) writes each of them to the journal before the HTTP 200 leaves, with the parsed turn
 and its conversation reference as the item's payload, because the Bot Framework never resends an activity it saw
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -27,6 +30,7 @@ import structlog
 from microsoft_agents.activity import Activity, ConversationReference
 from microsoft_agents.hosting.core import ChannelServiceAdapter, ConnectorClientBase, TeamsConnectorClient, TurnContext
 
+from bot.commands import is_core_verb, run_command
 from bot.core import ChatContext, ChatCore
 from bot.journal import Kind, Lane, RetryLater, WorkJournal
 from bot.teams import render
@@ -57,6 +61,7 @@ PROGRESS_INTERVAL_S = 2.0
 CONNECTOR_TIMEOUT_S = 60.0  # one Bot Connector call from a worker; its own client retries inside that
 ANSWER, INGEST, SYNC = "teams.answer", "teams.ingest", "teams.sync"  # the journal's kinds of Teams work
 CHOICE = "teams.choice"  # a reading picked on a "which one?" card, answered as a question is
+REPLY = "teams.reply"  # a quick reply: its text, or the command whose text it is; answered in the turn
 
 
 class _Progress:
@@ -106,8 +111,9 @@ class TeamsWork:
                 Kind(CHOICE, partial(self._run_answer, choice=True), self._give_up_answer),
                 Kind(INGEST, self._run_ingest, self._give_up_ingest),
                 Kind(SYNC, self._run_sync, self._give_up_sync),
+                Kind(REPLY, self._run_reply, self._give_up_reply),
             ],
-            lanes=[Lane("answers", (ANSWER, CHOICE), workers),
+            lanes=[Lane("answers", (ANSWER, CHOICE, REPLY), workers),
                    Lane("uploads", (INGEST, SYNC), settings.upload_workers)],
             lease_s=settings.work_lease_s,
             scan_s=settings.work_scan_s,
@@ -125,9 +131,33 @@ class TeamsWork:
 
     def accept(self, key: str, kind: str, turn: TeamsTurn, ref: ConversationReference, event_id: str) -> bool:
         """Journal one activity's work (before the turn's 200); False when it was journaled before."""
-        ref_json = ref.model_dump(mode="json", by_alias=True, exclude_none=True)
-        payload = {"turn": dataclasses.asdict(turn), "ref": ref_json, "event_id": event_id}
+        payload = _payload(turn, ref, event_id)
         return self.journal.accept(key, kind, payload, user=turn.user, tenant=turn.tenant_id)
+
+    def hold(self, key: str, turn: TeamsTurn, ref: ConversationReference, event_id: str, *, text: str = "",
+             command: str = "", arg: str = "") -> WorkItem | None:
+        """Journal a quick reply the turn sends itself: ``text``, or what ``command`` (``docs``, ``stats``,
+        ``forget``) with ``arg`` says. None when the activity was journaled before (a re-delivery: answered once).
+        The turn sends :meth:`reply_text` and ends the item with :meth:`finish`."""
+        payload = {**_payload(turn, ref, event_id), "text": text, "command": command, "arg": arg}
+        return self.journal.hold(key, REPLY, payload, user=turn.user, tenant=turn.tenant_id)
+
+    def reply_text(self, item: WorkItem, ctx: ChatContext) -> str:
+        """A quick reply's text; a command's is noted before it is sent, so a take-over sends that text and never
+        runs the command (a ``forget``) twice."""
+        if "reply" in item.notes:
+            return item.notes["reply"]
+        payload = json.loads(item.payload)
+        command = str(payload.get("command") or "")
+        if not is_core_verb(command):
+            return str(payload["text"])
+        text = run_command(self.core, ctx, command, str(payload.get("arg") or ""), scopes=[ctx.scope],
+                           is_admin=False)
+        self._note(item, reply=text)
+        return text
+
+    def finish(self, item: WorkItem, *, failed: bool = False) -> None:
+        self.journal.finish(item, failed=failed)
 
     def wait_idle(self, timeout_s: float) -> bool:
         return self.journal.wait_idle(timeout_s)
@@ -306,6 +336,16 @@ class TeamsWork:
         if not self._keep_posted(item, ctx, turn):
             self._post_once(item, "apology_id", ref, render.text_activity(APOLOGY))
 
+    # --- quick replies, when the turn that held one died -------------------------------------------------
+    def _run_reply(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        _, ref, ctx = self._work_of(payload)
+        self._sending_lost(item, "reply_id")
+        self._post_once(item, "reply_id", ref, render.text_activity(self.reply_text(item, ctx)))
+
+    def _give_up_reply(self, item: WorkItem, payload: dict[str, Any]) -> None:
+        _, ref, _ = self._work_of(payload)
+        self._post_once(item, "apology_id", ref, render.text_activity(APOLOGY))
+
     # --- files ------------------------------------------------------------------------------------
     def _ingest_one(
         self,
@@ -410,6 +450,12 @@ class TeamsWork:
     def _give_up_sync(self, item: WorkItem, payload: dict[str, Any]) -> None:
         _, ref, _ = self._work_of(payload)
         self._show(item, "status_id", ref, APOLOGY)
+
+
+def _payload(turn: TeamsTurn, ref: ConversationReference, event_id: str) -> dict[str, Any]:
+    """What a worker here or in another replica needs of an activity: the parsed turn, where to post, its id."""
+    ref_json = ref.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {"turn": dataclasses.asdict(turn), "ref": ref_json, "event_id": event_id}
 
 
 def _attachment_download(url: str, max_bytes: int, *, timeout_s: float, trusted_hosts: frozenset[str]) -> bytes:

@@ -18,6 +18,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
+from connectors.uploads import MAX_DECODED_MB, MAX_FILE_MB, MAX_PAGES, MAX_STREAM_MB
 from pipelines.reading.guard import guard_pdf
 from pipelines.reading.layout import Page, ParsedPdf
 from pipelines.reading.ocr import OcrOptions, ocr_pdf
@@ -31,10 +32,10 @@ class PdfGuard:
     def __init__(
         self,
         *,
-        max_file_mb: float = 50.0,
-        max_pages: int = 2000,
-        max_stream_mb: float = 256.0,
-        max_total_inflated_mb: float = 1024.0,
+        max_file_mb: float = MAX_FILE_MB,
+        max_pages: int = MAX_PAGES,
+        max_stream_mb: float = MAX_STREAM_MB,
+        max_total_inflated_mb: float = MAX_DECODED_MB,
     ) -> None:
         if max_file_mb <= 0:
             raise ValueError("max_file_mb must be positive")
@@ -62,7 +63,12 @@ class PdfGuard:
 
     @component.output_types(data=bytes, pages=int)
     def run(self, data: bytes) -> dict[str, Any]:
-        """Return the same bytes and the page count, or raise :class:`IngestError` with the reason."""
+        """Check the bytes before anything parses them.
+
+        :param data: the file's bytes.
+        :returns: ``data``, the same bytes, and ``pages``, the page count; or raises :class:`IngestError` with the
+            reason.
+        """
         pages = guard_pdf(
             data,
             max_file_mb=self.max_file_mb,
@@ -96,7 +102,13 @@ class PdfParser:
         deadline: float | None = None,
         on_page: PageCallback | None = None,
     ) -> dict[str, Any]:
-        """``deadline`` is a ``time.monotonic()`` value; past it the parse stops with :class:`IngestError`."""
+        """Read the text layer of every page.
+
+        :param data: the guarded PDF's bytes.
+        :param deadline: a ``time.monotonic()`` value; past it the parse stops with :class:`IngestError`.
+        :param on_page: called as each page is read (progress).
+        :returns: ``parsed``, the pages with their lines.
+        """
         return {"parsed": parse_pdf(data, ocr_min_chars=self.ocr_min_chars, deadline=deadline, on_page=on_page)}
 
 
@@ -146,6 +158,14 @@ class OcrFallback:
         deadline: float | None = None,
         on_page: PageCallback | None = None,
     ) -> dict[str, Any]:
+        """OCR the pages without a usable text layer.
+
+        :param data: the PDF's bytes.
+        :param parsed: its text layer, from :class:`PdfParser`.
+        :param deadline: a ``time.monotonic()`` value; past it OCR stops with :class:`IngestError`.
+        :param on_page: called as each page is recognised (progress).
+        :returns: ``parsed``, new pages where OCR read them, the others as they were.
+        """
         return {"parsed": ocr_pdf(data, parsed, self.options, deadline=deadline, on_page=on_page)}
 
     def psm_for(self, page: Page) -> int:

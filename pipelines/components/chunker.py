@@ -141,10 +141,22 @@ class StructureChunker:
         source_url: str = "",
         identity: DocumentIdentity | None = None,
     ) -> dict[str, Any]:
-        """``page_labels``: page number -> its label where the PDF labels its pages (chunk meta ``page_label``,
-        the label of the chunk's first page, so "page 17" finds the page a reader sees numbered 17).
-        ``identity``: what the document says it is (:mod:`pipelines.reading.identity`), its ``doc_*`` fields on
-        every chunk."""
+        """Cut the document's elements into chunks, each within one section.
+
+        :param elements: the structure step's elements, in reading order.
+        :param doc_id: the document's id (each chunk's id is ``{doc_id}:{n}``).
+        :param file_name: the file's name, on every chunk.
+        :param scope: where the document may be found (a channel, a chat), on every chunk.
+        :param sha256: the file's content hash.
+        :param uploaded_by: who uploaded it.
+        :param uploaded_at: when (ISO time).
+        :param page_labels: page number -> its label where the PDF labels its pages (chunk meta ``page_label``,
+            the label of the chunk's first page, so "page 17" finds the page a reader sees numbered 17).
+        :param source_url: where people open the file, for the citations' links.
+        :param identity: what the document says it is (:mod:`pipelines.reading.identity`), its ``doc_*`` fields
+            on every chunk.
+        :returns: ``documents``, the chunks (new Documents, without embeddings).
+        """
         self.warm_up()
         drafts = self._drafts(elements)
         drafts = self._merge_small(drafts)

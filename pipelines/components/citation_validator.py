@@ -3,8 +3,8 @@
 A quote passes when it occurs in its chunk exactly, or after normalising both sides (Unicode NFKC,
 whitespace runs, curly quotes and dash forms, line-break hyphenation, case), or when the best
 fuzzy alignment (rapidfuzz ``partial_ratio_alignment`` on the normalised texts) scores at least
-``fuzzy_threshold``. Whatever matched, the quote shown to the user is the exact span of the source
-text mapped back from the match, never the generator's wording.
+``fuzzy_threshold`` (:data:`FUZZY_THRESHOLD` unless a saved pipeline says otherwise). Whatever matched, the quote
+shown to the user is the exact span of the source text mapped back from the match, never the generator's wording.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict
 
 from pipelines.models import ChunkLocation, Citation, ValidationCounts, chunk_id_of
+
+FUZZY_THRESHOLD = 0.9  # the fuzzy alignment's score (0-1) a quote needs: the one threshold every validator uses
 
 _QUOTES = {
     "\u2018": "'",
@@ -125,7 +127,7 @@ def _trim_span(source: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def match_quote(quote: str, source: str, *, fuzzy_threshold: float = 0.9) -> QuoteMatch:
+def match_quote(quote: str, source: str, *, fuzzy_threshold: float = FUZZY_THRESHOLD) -> QuoteMatch:
     """Find ``quote`` in ``source``: exact, normalised, or fuzzy at ``fuzzy_threshold`` (0-1)."""
     q = quote.strip().strip("\"'“”‘’").strip()
     if len(q) < _MIN_QUOTE_CHARS:
@@ -168,7 +170,7 @@ class CitationValidator:
     ``validation`` (counts of every outcome).
     """
 
-    def __init__(self, *, fuzzy_threshold: float = 0.9) -> None:
+    def __init__(self, *, fuzzy_threshold: float = FUZZY_THRESHOLD) -> None:
         if not 0.5 <= fuzzy_threshold <= 1.0:
             raise ValueError("fuzzy_threshold must be between 0.5 and 1.0")
         self.fuzzy_threshold = fuzzy_threshold
@@ -182,6 +184,14 @@ class CitationValidator:
 
     @component.output_types(citations=list[Citation], failures=list[dict[str, Any]], validation=ValidationCounts)
     def run(self, citations: list[dict[str, Any]], documents: list[Document], retried: bool = False) -> dict[str, Any]:
+        """Check each citation's quote against the chunk it cites.
+
+        :param citations: the generator's citations, ``{n, chunk_id, quote}`` each.
+        :param documents: the chunks the generator was given; a citation of any other chunk fails.
+        :param retried: these citations come from the stricter retry (counted in ``validation``).
+        :returns: ``citations``, the valid ones with their quote replaced by the exact source span;
+            ``failures``, ``{n, chunk_id, quote, reason}`` for the others; ``validation``, the counts of every outcome.
+        """
         by_id: dict[str, Document] = {}
         for d in documents:
             by_id[chunk_id_of(d)] = d

@@ -68,6 +68,12 @@ class PassageEmbedder:
 
     @component.output_types(documents=list[Document])
     def run(self, documents: list[Document], on_progress: EmbedCallback | None = None) -> dict[str, Any]:
+        """Embed each chunk's passage text (section path + newline + chunk text).
+
+        :param documents: the chunks; never changed.
+        :param on_progress: called with (chunks embedded, all chunks) as batches finish.
+        :returns: ``documents``, new Documents carrying their embeddings, in the same order.
+        """
         self.warm_up()
         if on_progress is not None:
             on_progress(0, len(documents))

@@ -333,10 +333,18 @@ class ExtractiveAnswerer:
         content_question: str | None = None,
         reference: str = "",
     ) -> dict[str, Any]:
-        """``documents``: retrieved passages, best first; ``routed``: chunks the question referenced
-        explicitly (page, section, table...); ``content_question``: the question without its
-        structural references (defaults to ``question``); ``reference``: what the question
-        referenced, for the lead line ("pages 5–7")."""
+        """Pick the sentences or table rows that best answer the question.
+
+        :param question: the question.
+        :param documents: retrieved passages, best first.
+        :param routed: chunks the question referenced explicitly (page, section, table...).
+        :param query_embedding: the question's embedding, when the caller has it already.
+        :param content_question: the question without its structural references (defaults to ``question``).
+        :param reference: what the question referenced, for the lead line ("pages 5–7").
+        :returns: ``text`` (a lead line and quoted spans), ``citations`` (``{n, chunk_id, quote}``), and the
+            signals ``relevance``, ``max_cosine`` (the best candidate's cosine to the question) and ``coverage``
+            (how many of the question's terms the passages hold).
+        """
         routed = list(routed or [])
         routed_ids = {d.id for d in routed}
         context = routed + [d for d in documents if d.id not in routed_ids]

@@ -13,6 +13,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict
 
+from connectors import uploads
 from pipelines.reading.isolation import start as start_fork_server
 from pipelines.reading.layout import IngestError, IngestFailure, ParsedPdf
 from pipelines.reading.ocr import OcrOptions
@@ -27,18 +28,18 @@ class IsolatedPdfReader:
     def __init__(
         self,
         *,
-        max_file_mb: float = 50.0,
-        max_pages: int = 2000,
-        max_stream_mb: float = 256.0,
-        max_total_inflated_mb: float = 1024.0,
+        max_file_mb: float = uploads.MAX_FILE_MB,
+        max_pages: int = uploads.MAX_PAGES,
+        max_stream_mb: float = uploads.MAX_STREAM_MB,
+        max_total_inflated_mb: float = uploads.MAX_DECODED_MB,
         ocr_min_chars: int = 40,
         ocr_enabled: bool = True,
         ocr_dpi: int = 200,
         ocr_language: str = "eng",
         ocr_page_timeout_s: float = 60.0,
         max_memory_mb: int = 1500,
-        max_chars: int = 5_000_000,
-        max_lines: int = 60_000,
+        max_chars: int = uploads.MAX_DOCUMENT_CHARS,
+        max_lines: int = uploads.MAX_DOCUMENT_LINES,
     ) -> None:
         if max_memory_mb < MIN_MEMORY_MB:
             raise ValueError(f"max_memory_mb must be at least {MIN_MEMORY_MB}")
@@ -88,10 +89,17 @@ class IsolatedPdfReader:
         on_page: PageCallback | None = None,
         on_ocr: PageCallback | None = None,
     ) -> dict[str, Any]:
-        """The parsed pages and ``failed=[]``; or no pages and ``failed=[IngestFailure]`` with the reason the user
-        sees (the file's own problem, "too large when decompressed" when the child ran out of memory, the
-        timeout), so the steps after it do not run. Raises
-        :class:`pipelines.reading.isolation.ChildCrashedError` when the child failed through our fault."""
+        """Read one upload in a child process.
+
+        :param data: the file's bytes.
+        :param deadline: a ``time.monotonic()`` value: the document's time budget (the child is killed past it).
+        :param on_page: called as each page's text layer is read (progress).
+        :param on_ocr: called as each page is recognised by OCR (progress).
+        :returns: ``parsed``, the pages, and ``failed=[]``; or no pages and ``failed=[IngestFailure]`` with the
+            reason the user sees (the file's own problem, "too large when decompressed" when the child ran out of
+            memory, the timeout), so the steps after it do not run. Raises
+            :class:`pipelines.reading.isolation.ChildCrashedError` when the child failed through our fault.
+        """
         try:
             parsed = read_pdf_isolated(
                 data, self.options, max_memory_mb=self.max_memory_mb, deadline=deadline, on_page=on_page, on_ocr=on_ocr

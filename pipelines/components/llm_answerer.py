@@ -252,8 +252,17 @@ class LLMAnswerer:
         failures: list[dict[str, Any]] | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
-        """:param on_text: when given, the reply is streamed and this gets the reply's raw text so far as it grows
-        (:class:`pipelines.streaming.SentencePreview` turns that into checked sentences)."""
+        """Ask the model for an answer with [n] markers and exact quotes.
+
+        :param question: the question.
+        :param documents: the passages the model may quote, each shown under its chunk id.
+        :param history: the thread's earlier turns.
+        :param failures: the citations that failed validation in the first try (the stricter retry names them).
+        :param on_text: when given, the reply is streamed and this gets the reply's raw text so far as it grows
+            (:class:`pipelines.streaming.SentencePreview` turns that into checked sentences).
+        :returns: ``text`` with [n] markers, raw ``citations`` (``{n, chunk_id, quote}``, not yet validated) and
+            ``answerable`` (False: the model said the passages do not answer it).
+        """
         self.warm_up()
         messages = build_messages(question, documents, history, failures, max_passage_chars=self.max_passage_chars)
         streamed = {} if on_text is None else {"on_delta": on_text}  # a client that cannot stream is still asked

@@ -166,9 +166,14 @@ class PageRanker:
     @component.output_types(documents=list[Document], lead=list[str])
     def run(self, question: str, query_embedding: list[float], hits: list[Document], scopes: list[str],
             statements: list[str] | None = None) -> dict[str, Any]:
-        """``statements``: the statements the asker said to read from (``Instructions.statements``), lifted
-        with those the question's own words need.
+        """Re-rank the fused hits by their page's rank among the documents in play.
 
+        :param question: the question.
+        :param query_embedding: its embedding, compared with each page's vector.
+        :param hits: the fused chunk hits, best first.
+        :param scopes: where the asker may read (the pages ranked are in these scopes only).
+        :param statements: the statements the asker said to read from (``Instructions.statements``), lifted
+            with those the question's own words need.
         :returns: ``documents``, the lead chunks (scored by their page) then the other hits (their fused score);
             ``lead``, the ids of the lead chunks, so a caller can say which score each passage was ranked by.
         """

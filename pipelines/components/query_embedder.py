@@ -93,6 +93,11 @@ class QueryEmbedder:
 
     @component.output_types(embedding=list[float])
     def run(self, text: str) -> dict[str, Any]:
+        """Embed one query.
+
+        :param text: the query (not empty).
+        :returns: ``embedding``, its unit-normalised vector.
+        """
         if not isinstance(text, str) or not text.strip():
             raise ValueError("QueryEmbedder needs a non-empty text")
         return {"embedding": self.embed_many([text])[0]}

@@ -101,6 +101,12 @@ class QueryRewriter:
 
     @component.output_types(query=str, rewritten=bool)
     def run(self, question: str, history: list[Turn] | None = None) -> dict[str, Any]:
+        """Rewrite a follow-up into a question that stands on its own.
+
+        :param question: the question as asked.
+        :param history: the thread's earlier turns (the last ``max_turns`` are read).
+        :returns: ``query``, what retrieval searches for, and ``rewritten``, whether it differs from ``question``.
+        """
         turns = list(history or [])[-self.max_turns :]
         if not turns or not any(t.role == "user" for t in turns):
             return {"query": question, "rewritten": False}

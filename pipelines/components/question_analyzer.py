@@ -217,6 +217,13 @@ class QuestionAnalyzer:
 
     @component.output_types(query=str, keywords=str, anchors=list[str], words=list[str], instructions=Instructions)
     def run(self, question: str, names: list[str] | None = None) -> dict[str, Any]:
+        """Split the question from what the asker said about the answer, and find its terms.
+
+        :param question: the question as asked.
+        :param names: its words that name the company routing picked the files by (see the class docstring).
+        :returns: ``query`` (what the embedding reads), ``keywords`` (what BM25 searches for), ``anchors`` and
+            ``words`` (for the refusal check), and ``instructions``.
+        """
         query, said = split_question(question)
         query = plain_periods(query)
         keywords = without_names(query, list(names or [])) or query

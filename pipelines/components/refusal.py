@@ -68,6 +68,14 @@ class RefusalCheck:
 
     @component.output_types(refused=bool, text=str, reason=str)
     def run(self, relevance: float, documents: list[Document], answerable: bool = True) -> dict[str, Any]:
+        """Refuse, or let the answer through.
+
+        :param relevance: the best question-sentence cosine of the top passages.
+        :param documents: the passages retrieved.
+        :param answerable: False when the LLM said the passages do not answer the question.
+        :returns: ``refused``; on refusal ``text``, naming the closest passages, and ``reason`` (``no_passages``,
+            ``not_answerable`` or ``weak_retrieval``); else both empty.
+        """
         if documents and answerable and relevance >= self.threshold:
             return {"refused": False, "text": "", "reason": ""}
         reason = "no_passages" if not documents else ("not_answerable" if not answerable else "weak_retrieval")

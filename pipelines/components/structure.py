@@ -67,6 +67,12 @@ class StructureDetector:
 
     @component.output_types(elements=list[Element], page_labels=dict[int, str])
     def run(self, parsed: ParsedPdf) -> dict[str, Any]:
+        """Find headings, paragraphs, lists and tables, and the section each belongs to.
+
+        :param parsed: the document's pages and lines, from the reader.
+        :returns: ``elements``, in reading order with their section paths, and ``page_labels``, page number -> the
+            label a reader sees (the PDF's own labels, or the numbers printed on the pages).
+        """
         pages = strip_running_lines([p.lines for p in parsed.pages], [p.height for p in parsed.pages])
         ocr_conf = {p.number: p.ocr_confidence for p in parsed.pages if p.ocr}
         lines = [ln for page_lines in pages for ln in page_lines]

@@ -394,6 +394,15 @@ class StructureRouter:
         names=list[str],
     )
     def run(self, question: str, scopes: list[str]) -> dict[str, Any]:
+        """Find what the question names: pages, sections, tables and figures, files, the company.
+
+        :param question: the question.
+        :param scopes: where the asker may read; every fetch is filtered to them.
+        :returns: ``documents`` (the chunks it references), ``filters`` (restricting retrieval to the files it
+            names, or None), ``reference`` (for people: "pages 5–7"), ``content_question`` (the question without
+            its references), ``explicit`` (referenced chunks were found) and ``names`` (its words that name the
+            company of the files it was routed to).
+        """
         scopes = require_scopes(scopes)
         file_cond, files, phrases = self.file_filter(question, scopes)
         in_files = files or self.company_files(question, scopes)

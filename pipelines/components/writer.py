@@ -39,9 +39,15 @@ class ChunkWriter:
 
     @component.output_types(written=int, replaced=list[str], failed=list[IngestFailure])
     def run(self, documents: list[Document], scope: str, replaces: list[str] | None = None) -> dict[str, Any]:
-        """Write the file's chunks in ``scope``, removing the documents ``replaces`` names; a file without chunks
-        writes nothing and comes back in ``failed``. A store that cannot write raises
-        :class:`connectors.store_api.StoreError`."""
+        """Write the file's chunks in ``scope``, removing the documents ``replaces`` names, in one transaction.
+
+        :param documents: the embedded chunks of one document.
+        :param scope: where they are written.
+        :param replaces: the ids of the documents this one replaces.
+        :returns: ``written``, how many chunks; ``replaced``, the documents removed; ``failed``, empty, or the file
+            when it had no chunks (nothing is written then). A store that cannot write raises
+            :class:`connectors.store_api.StoreError`.
+        """
         if not documents:
             return {"written": 0, "replaced": [], "failed": [NO_TEXT]}
         replaced = self.store.replace_document(documents, scope=scope, replaces=replaces or [])

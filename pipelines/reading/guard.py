@@ -22,7 +22,15 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from connectors.uploads import BYTES_PER_MB, looks_like_pdf, max_upload_bytes
+from connectors.uploads import (
+    BYTES_PER_MB,
+    MAX_DECODED_MB,
+    MAX_FILE_MB,
+    MAX_PAGES,
+    MAX_STREAM_MB,
+    looks_like_pdf,
+    max_upload_bytes,
+)
 from pipelines.reading.layout import IngestError
 
 _MB = 1024 * 1024  # the decompression budgets' unit; the file's size cap is in connectors.uploads
@@ -462,10 +470,10 @@ class _Budget:
 def guard_pdf(
     data: bytes,
     *,
-    max_file_mb: float = 50.0,
-    max_pages: int = 2000,
-    max_stream_mb: float = 256.0,
-    max_total_inflated_mb: float = 1024.0,
+    max_file_mb: float = MAX_FILE_MB,
+    max_pages: int = MAX_PAGES,
+    max_stream_mb: float = MAX_STREAM_MB,
+    max_total_inflated_mb: float = MAX_DECODED_MB,
 ) -> int:
     """The page count of a PDF we are willing to parse, or :class:`IngestError` with the reason."""
     import pypdfium2 as pdfium

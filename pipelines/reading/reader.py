@@ -6,6 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from connectors.uploads import (
+    MAX_DECODED_MB,
+    MAX_DOCUMENT_CHARS,
+    MAX_DOCUMENT_LINES,
+    MAX_FILE_MB,
+    MAX_PAGES,
+    MAX_STREAM_MB,
+)
 from pipelines.reading.guard import guard_pdf
 from pipelines.reading.isolation import run_isolated
 from pipelines.reading.layout import IngestError, ParsedPdf
@@ -22,14 +30,14 @@ TOO_MUCH_TEXT = (
 class ReadOptions:
     """The limits and settings of one reading; invalid values raise :class:`ValueError`."""
 
-    max_file_mb: float = 50.0
-    max_pages: int = 2000
-    max_stream_mb: float = 256.0
-    max_total_inflated_mb: float = 1024.0
+    max_file_mb: float = MAX_FILE_MB
+    max_pages: int = MAX_PAGES
+    max_stream_mb: float = MAX_STREAM_MB
+    max_total_inflated_mb: float = MAX_DECODED_MB
     ocr_min_chars: int = 40
     ocr: OcrOptions = field(default_factory=OcrOptions)
-    max_chars: int = 5_000_000  # text of the whole document
-    max_lines: int = 60_000  # text lines of the whole document (each becomes objects the bot's process keeps)
+    max_chars: int = MAX_DOCUMENT_CHARS  # text of the whole document
+    max_lines: int = MAX_DOCUMENT_LINES  # its text lines (each becomes objects the bot's process keeps)
 
     def __post_init__(self) -> None:
         if self.max_file_mb <= 0:

@@ -85,6 +85,32 @@ def test_work_left_by_a_killed_owner_is_taken_over_when_its_lease_runs_out(state
     assert states(state) == {"k1": "done"}
 
 
+def test_work_its_listener_holds_is_done_once_there_or_after_a_kill_by_a_worker(state: StateLog) -> None:
+    """A quick reply inside a Teams turn: held by the turn as it is journaled, renewed past its lease while the turn
+    works, never taken by a worker; a re-delivery is a no-op; and a turn killed before it ended the item leaves it
+    to a worker of the restarted bot once the lease ran out."""
+    rec = Recorder()
+    j = journal(state, rec, lease_s=0.3)
+    try:
+        held = j.hold("k1", "slack.answer", {"q": 1}, user="U1", tenant="T1")
+        assert held is not None and held.attempts == 1
+        assert j.hold("k1", "slack.answer", {"q": 1}) is None and not j.accept("k1", "slack.answer", {"q": 1})
+        time.sleep(0.8)  # past the lease: renewed for the listener, so no worker took it
+        assert rec.runs == [] and states(state) == {"k1": "running"}
+        j.finish(held)
+        assert j.wait_idle(10) and states(state) == {"k1": "done"}
+        assert j.hold("k2", "slack.answer", {"q": 2}) is not None
+    finally:
+        j.close()  # killed with k2 held
+    restarted = journal(state, rec)
+    try:
+        assert restarted.wait_idle(10)
+    finally:
+        restarted.close()
+    assert rec.runs == [("k2", 2, {"q": 2})]
+    assert states(state) == {"k1": "done", "k2": "done"}
+
+
 def test_after_the_last_attempt_the_user_is_told_instead_of_a_fourth_try(state: StateLog) -> None:
     state.add_work("k1", kind="slack.answer", payload="{}")
     for _ in range(3):  # three takes, each by a process that then died
@@ -184,12 +210,13 @@ class _Flaky(StateLog):
 
     down = False
 
-    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "") -> bool:
+    def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
+                 lease_s: float = 0.0) -> bool:
         if self.down:
             import sqlite3
 
             raise sqlite3.OperationalError("database or disk is full")
-        return super().add_work(key, kind=kind, payload=payload, who=who, tenant=tenant)
+        return super().add_work(key, kind=kind, payload=payload, who=who, tenant=tenant, owner=owner, lease_s=lease_s)
 
     def probe(self) -> None:
         if self.down:

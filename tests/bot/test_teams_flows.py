@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import structlog
 from microsoft_agents.activity import Activity, ActivityTypes
 
-from bot.core import ChatContext, ChatCore
+from bot.core import ChatContext, ChatCore, ClaimKey
+from bot.teams.activity import parse_turn
 from bot.teams.bot import CitebotTeamsBot
-from bot.texts import APOLOGY, GRAPH_NOT_CONFIGURED, SYNC_ONLY_IN_CHANNELS
+from bot.texts import APOLOGY, GRAPH_NOT_CONFIGURED, SYNC_ONLY_IN_CHANNELS, docs_text
 from bot.texts import TEAMS_HELP_TEXT as HELP_TEXT
 from connectors.settings import Settings
 from tests.helpers.pdfs import make_pdf
@@ -134,6 +136,32 @@ def test_quick_commands_reply_inside_the_turn(harness: Harness) -> None:
     assert [a.text for a in turn.in_turn] == [SYNC_ONLY_IN_CHANNELS]
     turn = harness.run(channel_activity("sync"))
     assert [a.text for a in turn.in_turn] == [GRAPH_NOT_CONFIGURED]
+
+
+def test_a_quick_reply_delivered_twice_is_answered_once(harness: Harness) -> None:
+    activity = channel_activity("docs")
+    (reply,) = harness.run(activity).in_turn
+    assert FILE in reply.text
+    again = harness.run(activity)  # the Bot Framework re-sends an activity whose 200 it did not see
+    assert again.in_turn == [] and again.later == []
+
+
+def test_a_quick_reply_whose_bot_died_mid_turn_is_posted_after_the_restart(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, work_lease_s=1.0, work_scan_s=0.1)
+    core = ChatCore.from_settings(settings)
+    activity = chat_activity("docs")
+    turn = parse_turn(activity)
+    killed = CitebotTeamsBot(core, settings, workers=1)
+    key = str(ClaimKey.teams_message(turn.conversation_id, activity.id or ""))
+    assert killed.work.hold(key, turn, activity.get_conversation_reference(), activity.id or "", command="docs")
+    killed.close()  # died with the reply journaled, before sending it: nothing renews its lease
+    restarted = CitebotTeamsBot(core, settings, workers=1)
+    try:
+        again = Harness(core, settings, bot=restarted).run(activity)  # re-sent: its 200 never left
+    finally:
+        restarted.close()
+    assert again.in_turn == []  # answered once: by the restarted bot's worker, once the lease ran out
+    assert [a.text for a in again.later] == [docs_text([])]
 
 
 def test_exception_in_a_turn_becomes_an_apology(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:

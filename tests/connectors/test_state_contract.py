@@ -2,10 +2,11 @@
 ``CITEBOT_TEST_ELASTICSEARCH_URL`` points at a running Elasticsearch 8 (``deploy/README.md``).
 
 Several state objects on one backing store stand for several replicas (each with its own host name where the
-test needs it); subprocesses stand for replicas in other processes. Claims: one winner among threads and among
-processes racing for a key, takeover once after a crash or after the time budget (by one replica only), done
-claims never redone, expiry after a day. Answers and feedback: the round trip with comments and choices across
-replicas, a person's latest vote winning, retraction, filters. Uploads and assistant threads.
+test needs it); subprocesses stand for replicas in other processes. The work journal: one accept and one taker
+among threads and among processes racing for a key, work held by a killed process taken over once its lease ran
+out (by one replica only), done work never redone, expiry after a day, fair turns. Answers and feedback: the round
+trip with comments and choices across replicas, a person's latest vote winning, retraction, filters. Uploads and
+assistant threads.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any
 import pytest
 
 from connectors.settings import Settings
-from connectors.state_api import CLAIM_TTL_S, ChatState, StateError
+from connectors.state_api import WORK_TTL_S, ChatState, StateError
 from connectors.state_log import StateLog, feedback_as_json
 from connectors.stores import open_state
 from pipelines.models import Answer, Citation, RetrievedChunk
@@ -91,12 +93,12 @@ def make_state(kind: str, cfg: dict[str, Any]) -> Iterator[Factory]:
         state.close()
 
 
-def stored_claims(state: Any) -> int:
-    """How many claims the backing store holds (the test peeks below the protocol)."""
+def stored_work(state: Any) -> int:
+    """How many work items the backing store holds, ended ones too (the test peeks below the protocol)."""
     if isinstance(state, StateLog):
         with sqlite3.connect(state.path) as db:
-            return int(db.execute("SELECT count(*) FROM seen_events").fetchone()[0])
-    index = state.index("claims")
+            return int(db.execute("SELECT count(*) FROM work_items").fetchone()[0])
+    index = state.index("work")
     state.es.indices.refresh(index=index)
     return int(state.es.count(index=index)["count"])
 
@@ -125,10 +127,13 @@ def test_the_embedded_state_is_the_default_and_the_factory_makes_it(tmp_path: Pa
     assert state.path == tmp_path / "d" / "state.sqlite3"
 
 
-# --- claims ---------------------------------------------------------------------------------------
+# --- one winner ---------------------------------------------------------------------------------------
+
+KINDS = ("slack.answer", "slack.ingest")
 
 
 def test_one_winner_among_racing_threads(make_state: Factory) -> None:
+    """A re-delivery accepted by another replica at the same moment is journaled once, and taken once."""
     replicas = [make_state(host="replica-a"), make_state(host="replica-b")]
     for round_ in range(5):
         key = f"slack:event:THREADS{round_}"
@@ -136,16 +141,19 @@ def test_one_winner_among_racing_threads(make_state: Factory) -> None:
         wins: list[bool] = []
         lock = threading.Lock()
 
-        def claim(
+        def accept(
             i: int, key: str = key, barrier: threading.Barrier = barrier, wins: list[bool] = wins,
             lock: threading.Lock = lock,
         ) -> None:
             barrier.wait(10)
-            won = replicas[i % 2].claim_event(key, budget_s=None if i % 3 else 120)
+            state = replicas[i % 2]
+            held = {"owner": f"turn-{i}", "lease_s": 120} if i % 3 == 0 else {}  # a quick reply's turn takes it
+            won = state.add_work(key, kind="slack.answer", payload="{}", **held)
+            won = bool(state.take_work(owner=f"w{i}", lease_s=120, kinds=KINDS, key=key)) or (won and bool(held))
             with lock:
                 wins.append(won)
 
-        threads = [threading.Thread(target=claim, args=(i,)) for i in range(12)]
+        threads = [threading.Thread(target=accept, args=(i,)) for i in range(12)]
         for t in threads:
             t.start()
         for t in threads:
@@ -153,7 +161,7 @@ def test_one_winner_among_racing_threads(make_state: Factory) -> None:
         assert sorted(wins) == [False] * 11 + [True], round_
 
 
-CLAIMER = textwrap.dedent(
+ACCEPTER = textwrap.dedent(
     """
     import json, sys
     from connectors.settings import Settings
@@ -163,7 +171,10 @@ CLAIMER = textwrap.dedent(
     state = open_state(Settings(_env_file=None, **cfg))
     print("ready", flush=True)
     sys.stdin.readline()  # go
-    won = [k for k in keys if state.claim_event(k, budget_s=300)]
+    for k in keys:
+        state.add_work(k, kind="slack.answer", payload="{}")
+    won = [i.key for k in keys for i in state.take_work(owner=sys.argv[3], lease_s=300, kinds=("slack.answer",),
+                                                        key=k)]
     print(json.dumps(won), flush=True)
     """
 )
@@ -179,14 +190,14 @@ def _spawn(code: str, *args: str, cwd: Path) -> subprocess.Popen[str]:
 
 @pytest.mark.slow
 def test_one_winner_among_racing_processes(cfg: dict[str, Any], tmp_path: Path, make_state: Factory) -> None:
-    make_state()  # creates the store (and, on Elasticsearch, drops it afterwards)
+    state = make_state()  # creates the store (and, on Elasticsearch, drops it afterwards)
     keys = [f"slack:event:PROC{i:02d}" for i in range(30)]
-    procs = [_spawn(CLAIMER, json.dumps(cfg), json.dumps(keys if n % 2 else keys[::-1]), cwd=tmp_path)
+    procs = [_spawn(ACCEPTER, json.dumps(cfg), json.dumps(keys if n % 2 else keys[::-1]), f"proc-{n}", cwd=tmp_path)
              for n in range(3)]
     try:
         for p in procs:
             assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:  # all start claiming at once
+        for p in procs:  # all start accepting and taking at once
             assert p.stdin is not None
             p.stdin.write("go\n")
             p.stdin.flush()
@@ -196,7 +207,8 @@ def test_one_winner_among_racing_processes(cfg: dict[str, Any], tmp_path: Path, 
             p.kill()
             p.wait(30)
     flat = [k for w in won for k in w]
-    assert sorted(flat) == sorted(keys)  # every key claimed, none twice
+    assert sorted(flat) == sorted(keys)  # every key taken, none twice
+    assert sorted(i.key for i in state.work_items()) == sorted(keys)  # and journaled once each
 
 
 HOLDER = textwrap.dedent(
@@ -206,73 +218,50 @@ HOLDER = textwrap.dedent(
     from connectors.stores import open_state
 
     state = open_state(Settings(_env_file=None, **json.loads(sys.argv[1])))
-    print(json.dumps(state.claim_event(sys.argv[2], budget_s=3600)), flush=True)
-    state.note_claim(sys.argv[2], status_ts="111.222")
+    print(json.dumps(state.add_work(sys.argv[2], kind="teams.reply", payload="{}", owner="turn", lease_s=2)),
+          flush=True)
+    state.note_work(sys.argv[2], reply="Documents in this channel: ...")
     print("noted", flush=True)
-    time.sleep(600)  # mid-work, until killed
+    time.sleep(600)  # mid-reply, until killed
     """
 )
 
 
 @pytest.mark.slow
-def test_a_claim_held_by_a_killed_process_is_retried_once(
+def test_work_held_by_a_killed_process_is_taken_over_once_with_what_it_noted(
     cfg: dict[str, Any], tmp_path: Path, make_state: Factory
 ) -> None:
+    """A quick reply's turn takes its item as it journals it; killed mid-reply, a worker does it once its lease
+    ran out, finding the text the turn noted."""
     state = make_state()
-    key = "slack:event:KILLED"
+    key = "teams:msg:19:c@thread.tacv2:1700000000001"
     holder = _spawn(HOLDER, json.dumps(cfg), key, cwd=tmp_path)
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "true"
         assert holder.stdout.readline().strip() == "noted"
-        assert not state.claim_event(key, budget_s=3600)  # its worker is alive: a duplicate
+        assert not state.add_work(key, kind="teams.reply", payload="{}")  # a re-delivery: answered once
+        assert state.take_work(owner="w", lease_s=60, kinds=("teams.reply",)) == []  # its turn holds it
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait(30)
-    assert state.claim_event(key, budget_s=3600)  # its process is gone: Slack's retry does the work
-    assert state.claim_note(key) == {"status_ts": "111.222"}  # and finds the status message it left
-    other = make_state()
-    assert not other.claim_event(key, budget_s=3600)  # but only once
-    state.finish_event(key)
-    assert not other.claim_event(key, budget_s=3600)
-
-
-def test_a_claim_past_its_budget_is_taken_over_once_by_one_replica(make_state: Factory) -> None:
-    now = [1_000_000.0]
-    a = make_state(clock=lambda: now[0], host="replica-a")
-    b = make_state(clock=lambda: now[0], host="replica-b")
-    c = make_state(clock=lambda: now[0], host="replica-c")
-    key = "slack:answer:C1:100.0"
-    assert a.claim_event(key, budget_s=60)
-    now[0] += 30
-    assert not b.claim_event(key, budget_s=60)  # within its budget (another host: only the budget tells)
-    now[0] += 60
-    barrier = threading.Barrier(6)
-    wins: list[bool] = []
-
-    def take(replica: ChatState) -> None:
-        barrier.wait(10)
-        wins.append(replica.claim_event(key, budget_s=60))
-
     from connectors.metrics import CLAIMS_TAKEN_OVER
 
-    taken_before = CLAIMS_TAKEN_OVER.labels("slack")._value.get()
-    threads = [threading.Thread(target=take, args=(r,)) for r in (b, c, b, c, b, c)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert sorted(wins) == [False] * 5 + [True]  # abandoned: exactly one replica retries it
-    assert CLAIMS_TAKEN_OVER.labels("slack")._value.get() == taken_before + 1  # and /metrics counts it
-    now[0] += 120
-    assert not a.claim_event(key, budget_s=60) and not b.claim_event(key, budget_s=60)  # only once
-    b.finish_event(key)
-    assert not c.claim_event(key, budget_s=60)
+    taken_before = CLAIMS_TAKEN_OVER.labels("teams")._value.get()
+    deadline = time.monotonic() + 30
+    while not (taken := state.take_work(owner="w", lease_s=60, kinds=("teams.reply",))):
+        assert time.monotonic() < deadline, "the killed turn's item was never taken over"
+        time.sleep(0.2)
+    [item] = taken
+    assert (item.key, item.attempts, item.notes) == (key, 2, {"reply": "Documents in this channel: ..."})
+    assert CLAIMS_TAKEN_OVER.labels("teams")._value.get() == taken_before + 1  # and /metrics counts it
+    other = make_state()
+    assert other.take_work(owner="w2", lease_s=60, kinds=("teams.reply",)) == []  # but only once
+    assert state.end_work(key, owner="w")
+    assert other.take_work(owner="w2", lease_s=60, kinds=("teams.reply",)) == []
 
 
 # --- the work journal -----------------------------------------------------------------------------
-
-KINDS = ("slack.answer", "slack.ingest")
 
 
 def test_journaled_work_is_taken_by_one_worker_among_racing_replicas(make_state: Factory) -> None:
@@ -364,34 +353,22 @@ def test_released_work_is_pending_at_once_and_failed_work_is_never_retaken(make_
     assert a.count_work(kinds=KINDS, states=("failed",)) == 1
 
 
-def test_a_claim_without_budget_or_finished_is_never_redone(make_state: Factory) -> None:
-    now = [2_000_000.0]
-    a, b = make_state(clock=lambda: now[0], host="a"), make_state(clock=lambda: now[0], host="b")
-    assert a.claim_event("slack:event:DONE")
-    assert a.claim_event("slack:file:F1", budget_s=10)
-    a.finish_event("slack:file:F1")
-    a.finish_event("slack:file:NEVER-CLAIMED")  # harmless
-    now[0] += 3600
-    assert not b.claim_event("slack:event:DONE", budget_s=10)
-    assert not b.claim_event("slack:file:F1", budget_s=10)
-    assert b.claim_note("slack:file:NEVER-CLAIMED") == {}
-    a.note_claim("slack:file:F1", status_ts="1.1")
-    b.note_claim("slack:file:F1", progress="done")
-    assert a.claim_note("slack:file:F1") == {"status_ts": "1.1", "progress": "done"}
-
-
-def test_claims_are_forgotten_after_a_day(make_state: Factory) -> None:
+def test_ended_work_is_forgotten_after_a_day_and_a_key_is_then_new_work(make_state: Factory) -> None:
     now = [3_000_000.0]
     a = make_state(clock=lambda: now[0], host="a")
-    assert a.claim_event("slack:event:OLD")
-    assert a.claim_event("teams:activity:" + "x" * 600)  # a long key (hashed where ids are bounded)
-    assert not a.claim_event("teams:activity:" + "x" * 600)
-    assert stored_claims(a) == 2
-    now[0] += CLAIM_TTL_S + 60
+    long_key = "teams:msg:" + "x" * 600  # a long key (hashed where ids are bounded)
+    assert a.add_work("slack:event:OLD", kind="slack.answer", payload="{}")
+    assert a.add_work(long_key, kind="teams.reply", payload="{}", owner="turn", lease_s=60)
+    assert not a.add_work(long_key, kind="teams.reply", payload="{}", owner="turn2", lease_s=60)
+    [old] = a.take_work(owner="w", lease_s=60, kinds=KINDS)
+    assert a.end_work(old.key, owner="w") and a.end_work(long_key, owner="turn")
+    assert stored_work(a) == 2
+    now[0] += WORK_TTL_S + 60
     b = make_state(clock=lambda: now[0], host="b")
-    assert b.claim_event("slack:event:NEW")
-    assert stored_claims(b) == 1  # pruned
-    assert a.claim_event("slack:event:OLD")  # a re-delivery a day later is new work
+    assert b.add_work("slack:event:NEW", kind="slack.answer", payload="{}")
+    assert [i.key for i in b.take_work(owner="w", lease_s=60, kinds=KINDS)] == ["slack:event:NEW"]
+    assert stored_work(b) == 1  # pruned by the take
+    assert a.add_work("slack:event:OLD", kind="slack.answer", payload="{}")  # a re-delivery a day later is new work
 
 
 # --- answers and feedback ---------------------------------------------------------------------------
@@ -516,7 +493,7 @@ def test_open_state_picks_elasticsearch_when_its_url_is_set(tmp_path: Path) -> N
     state = open_state(Settings(_env_file=None, data_dir=tmp_path / "d", elasticsearch_url="http://127.0.0.1:9",
                                 elasticsearch_state_prefix="acme-state"))  # type: ignore[call-arg]
     assert isinstance(state, ElasticsearchState) and isinstance(state, ChatState)
-    assert state.index("claims") == "acme-state-claims"
+    assert state.index("work") == "acme-state-work"
     assert not (tmp_path / "d" / "state.sqlite3").exists()  # nothing local: replicas share the indices
     assert Settings(_env_file=None).elasticsearch_state_prefix == "citebot-state"  # type: ignore[call-arg]
 
@@ -538,7 +515,7 @@ def test_elasticsearch_state_checks_its_settings_and_says_what_to_fix_when_down(
     s.close()
     state = ElasticsearchState(hosts=f"http://elastic:hunter2@127.0.0.1:{port}", request_timeout=2)
     with pytest.raises(StateError, match="CITEBOT_ELASTICSEARCH_URL") as err:
-        state.claim_event("slack:event:E1")
+        state.add_work("slack:event:E1", kind="slack.answer", payload="{}")
     assert "hunter2" not in str(err.value)
     # deterministic ids: the same key always, distinct keys never collide, long ones are hashed
     assert doc_id("slack:event:E1") == doc_id("slack:event:E1") == "slack:event:E1"

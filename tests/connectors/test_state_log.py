@@ -31,12 +31,6 @@ def _record(log: StateLog, ref: str = "C1:111.1", thread: str = "C1:100.0", q: s
                       question=q, answer_json=_answer().model_dump_json())
 
 
-def test_event_is_claimed_once(log: StateLog) -> None:
-    assert log.claim_event("slack:Ev1")
-    assert not log.claim_event("slack:Ev1")
-    assert log.claim_event("slack:Ev2")
-
-
 def test_feedback_links_to_the_answer_and_survives_reopen(log: StateLog, tmp_path: Path) -> None:
     _record(log)
     assert log.add_feedback(platform="slack", message_ref="C1:111.1", user="U2", polarity="up")
@@ -189,3 +183,27 @@ def test_a_journal_from_before_fair_takes_is_migrated(tmp_path: Path) -> None:
     assert log.add_work("new", kind="slack.answer", payload="{}", who="slack:T1:U1", tenant="T1")
     taken = [log.take_work(owner="w", lease_s=60, kinds=("slack.answer",))[0].key for _ in range(2)]
     assert taken == ["old", "new"]
+
+
+def test_a_state_file_with_the_retired_claims_table_opens_and_drops_it(tmp_path: Path) -> None:
+    """Before the journal carried Teams' quick replies their dedup was a ``seen_events`` table: a data dir made then
+    opens, keeps its answers and journal, and loses only that table and its index."""
+    import sqlite3
+
+    path = tmp_path / "state.sqlite3"
+    old = StateLog(path)
+    _record(old)
+    assert old.add_work("k1", kind="slack.answer", payload="{}")
+    old.close()
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE seen_events (key TEXT PRIMARY KEY, at TEXT NOT NULL, state TEXT NOT NULL DEFAULT "
+                   "'done', started REAL, budget_s REAL, pid INTEGER, host TEXT, run TEXT, attempts INTEGER NOT NULL "
+                   "DEFAULT 1, note TEXT)")
+        db.execute("CREATE INDEX seen_events_at ON seen_events (at)")
+        db.execute("INSERT INTO seen_events (key, at) VALUES ('teams:msg:c:1', '2026-01-01T00:00:00+00:00')")
+    log = StateLog(path)
+    assert log.find_answer(platform="slack", message_ref="C1:111.1") is not None
+    assert [i.key for i in log.work_items()] == ["k1"]
+    with sqlite3.connect(path) as db:
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    assert not {"seen_events", "seen_events_at"} & names

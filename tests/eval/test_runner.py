@@ -565,6 +565,8 @@ class TestIndexCode:
             for node in ast.walk(ast.parse((REPO / rel).read_text())):
                 names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module else
                          [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+                if isinstance(node, ast.ImportFrom) and node.module and (REPO / node.module.replace(".", "/")).is_dir():
+                    names = [f"{node.module}.{a.name}" for a in node.names]  # `from connectors import uploads`
                 for name in names:
                     if name.split(".")[0] not in ("pipelines", "connectors"):
                         continue

@@ -19,7 +19,7 @@ EXT = Draft(text="From hb.pdf [1]:", citations=[{"n": 1, "chunk_id": "hb:00000",
 
 
 def _policy() -> AnswerPolicy:
-    return AnswerPolicy(refusal=RefusalCheck(threshold=0.5), validator=CitationValidator(fuzzy_threshold=0.9), llm=None)
+    return AnswerPolicy(refusal=RefusalCheck(threshold=0.5), validator=CitationValidator(), llm=None)
 
 
 @pytest.mark.parametrize(

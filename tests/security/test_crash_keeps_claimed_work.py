@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -25,7 +24,6 @@ import pytest
 
 from bot.core import ChatCore
 from connectors.settings import Settings
-from connectors.state_log import StateLog
 from eval.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, TEAM, FakeSlack, event_callback, post_signed
 from pipelines.models import slack_scope
 from tests.helpers.pdfs import sections_pdf
@@ -129,31 +127,3 @@ def test_an_upload_claimed_by_a_killed_process_is_indexed_on_slacks_retry(tmp_pa
     assert updates[-1]["text"].startswith("Indexed expenses.pdf: 1 pages")
     assert len(fake.calls_to("chat.postMessage", channel=CHANNEL)) == 1
     assert [d.file for d in core.documents([slack_scope(TEAM, CHANNEL)])] == ["expenses.pdf"]
-
-
-def test_a_started_claim_past_its_budget_is_taken_over_once(tmp_path: Path) -> None:
-    now = [1_000_000.0]
-    log = StateLog(tmp_path / "state.sqlite3", clock=lambda: now[0])
-    assert log.claim_event("slack:event:E1", budget_s=60)
-    with sqlite3.connect(tmp_path / "state.sqlite3") as db:  # its worker runs on another host
-        db.execute("UPDATE seen_events SET host = 'another-host'")
-    now[0] += 30
-    assert not log.claim_event("slack:event:E1", budget_s=60)  # still within its budget: a duplicate
-    now[0] += 60
-    assert log.claim_event("slack:event:E1", budget_s=60)  # abandoned: retried
-    now[0] += 120
-    assert not log.claim_event("slack:event:E1", budget_s=60)  # but only once
-    log.finish_event("slack:event:E1")
-    assert not log.claim_event("slack:event:E1", budget_s=60)
-
-
-def test_claims_are_forgotten_after_a_day(tmp_path: Path) -> None:
-    path = tmp_path / "state.sqlite3"
-    StateLog(path)
-    with sqlite3.connect(path) as db:
-        db.execute("INSERT INTO seen_events (key, at) VALUES ('slack:event:OLD', '2020-01-01T00:00:00+00:00')")
-    log = StateLog(path)
-    assert log.claim_event("slack:event:NEW")
-    with sqlite3.connect(path) as db:
-        keys = [r[0] for r in db.execute("SELECT key FROM seen_events")]
-    assert keys == ["slack:event:NEW"]

@@ -59,7 +59,8 @@ def test_answers_votes_and_threads_older_than_the_retention_are_forgotten(tmp_pa
     state._clock = NOW.timestamp  # noqa: SLF001 - the state's own clock, as its takeover tests set it
     _record(state, 1, days_ago=45)
     _record(state, 2, days_ago=5)
-    assert state.claim_event("Ev0RETAIN")  # any claim runs the pruning, as every event does in the bots
+    assert state.add_work("Ev0RETAIN", kind="slack.answer", payload="{}")
+    assert state.take_work(owner="w", lease_s=60, kinds=("slack.answer",))  # a take prunes, as every item does
     assert [a.message_ref for a in state.answers()] == ["C1:2.0"]
     assert [f.message_ref for f in state.feedback()] == ["C1:2.0"]
     assert state.thread_context(platform="slack", thread_ref="D1:1.0") is None
@@ -70,5 +71,6 @@ def test_the_default_forgets_after_90_days_and_0_keeps_everything(tmp_path: Path
     assert Settings(_env_file=None).retention_days == 90  # type: ignore[call-arg]
     state = StateLog(tmp_path / "state.sqlite3", clock=NOW.timestamp, retention_days=0)
     _record(state, 1, days_ago=4000)
-    assert state.claim_event("Ev0KEEP")
+    assert state.add_work("Ev0KEEP", kind="slack.answer", payload="{}")
+    assert state.take_work(owner="w", lease_s=60, kinds=("slack.answer",))
     assert len(state.answers()) == 1

@@ -184,3 +184,40 @@ def test_one_rule_says_where_a_credential_may_go(url: str, allowed: bool) -> Non
 
     hosts = {"files.slack.com", "127.0.0.1"}
     assert may_receive_credentials(url, hosts, {"127.0.0.1"}, ["smba.trafficmanager.net"]) is allowed
+
+
+LOOK_ALIKES = ["https://evil-slack.com/f/q.pdf", "https://files.slack.com.evil.net/f/q.pdf",
+               "https://evilfiles.slack.com/f/q.pdf", "https://files-slack.com/f/q.pdf",
+               "https://files.slack.com@evil.net/f/q.pdf", "https://evil-botframework.com/v3/",
+               "https://smba.trafficmanager.net.evil.net/emea/", "https://botframework.com.evil.net/v3/",
+               "https://evilsmba.trafficmanager.net/emea/", "https://teams.microsoft.com.evil.net/v3/"]
+
+
+@pytest.mark.parametrize("lookalike", LOOK_ALIKES)
+def test_a_look_alike_host_gets_no_slack_token(slack: tuple[FakeSlack, Any, str], lookalike: str) -> None:
+    """The Slack caller of the one rule: a file whose download link only looks like Slack's file host is refused
+    before anything is fetched (the rule is asked before "Indexing…" is posted), so the token never leaves."""
+    fake, bot, url = slack
+    channel = f"C0LOOK{LOOK_ALIKES.index(lookalike):02d}"
+    file_obj = {"id": f"F0LOOK{channel[-2:]}", "name": "quarterly.pdf", "filetype": "pdf",
+                "mimetype": "application/pdf", "size": 2000, "url_private": lookalike,
+                "url_private_download": lookalike}
+    event = message(channel, "U0MEMBER", "", "301.000001") | {"subtype": "file_share", "files": [file_obj]}
+    assert post_signed(url, event_callback(event, team=TEAM))[0] == 200
+    (posted,) = fake.wait_for("chat.postMessage", channel=channel)
+    assert bot.wait_idle(30)
+    assert posted.params["text"].startswith("I can only read files uploaded to Slack")
+
+
+@pytest.mark.parametrize("lookalike", LOOK_ALIKES)
+def test_a_look_alike_host_gets_no_teams_token(lookalike: str) -> None:
+    """The Teams caller of the same rule: the Bot Connector's token goes to Microsoft's connector hosts and their
+    subdomains (Teams' serviceUrl is regional), never to a host that only looks like one."""
+    from bot.teams.auth import TeamsAuth
+    from connectors.settings import Settings
+
+    auth = TeamsAuth.from_settings(Settings(_env_file=None, teams_app_id="app", teams_app_password="pw"))  # type: ignore[call-arg]
+    assert not auth.may_receive_token(lookalike)
+    for service_url in ("https://smba.trafficmanager.net/emea/", "https://smba.infra.gcc.teams.microsoft.com/",
+                        "https://smba.infra.gov.teams.microsoft.us/"):
+        assert auth.may_receive_token(service_url), service_url
