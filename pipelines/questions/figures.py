@@ -32,7 +32,7 @@ from pipelines.figures.numbers import grouped, parse_figure
 from pipelines.figures.periods import AskedPeriod, asked_period
 from pipelines.figures.tables import SCALE, UNIT_WORD, Header, Row, Span, read_page
 from pipelines.models import Answer, RetrievalMode
-from pipelines.questions.kinds import Question
+from pipelines.questions.kinds import SHARE_OF_REVENUE, Question
 from pipelines.questions.steps import AnswerDraft, Steps, doc_filter
 
 # a question about the item's story or its outlook ("is growth in EPS expected to accelerate in FY2023?": the
@@ -315,6 +315,8 @@ def line_item_figure(steps: Steps, q: Question) -> Answer | None:
     item = asked_item(q.text)
     if item is None or formula_for(q.text) is not None or _NARRATIVE.search(q.text):
         return None
+    if item.name == "revenue" and SHARE_OF_REVENUE.search(q.text):
+        return None  # "wages expense as a percent of net sales": a share of sales, of a line no statement names
     period = asked_period(q.text)
     r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)
     chosen = best(item_rows(steps, item, candidate_pages(r.routed + r.hits), q.scopes, q.mode), period)

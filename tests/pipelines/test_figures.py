@@ -94,6 +94,13 @@ def test_a_question_about_the_outlook_is_answered_from_the_guidance_not_refused_
     assert any("expects net income to grow 8% to 10%" in c.quote for c in answer.citations)
 
 
+def test_a_share_of_sales_of_a_line_no_statement_names_is_not_answered_with_sales(service):
+    """"Wages expense as a percent of net sales": the only line item named is net sales, which is not the answer."""
+    answer = service.answer("Did Acme's wages expense as a percent of net sales increase or decrease in FY2022?",
+                            [SCOPE])
+    assert answer.kind != "figure" and not answer.text.startswith("Total revenue")
+
+
 def test_a_unit_the_question_asks_for_is_shown_beside_the_quoted_figure(service):
     answer = service.answer("What were Acme's total assets in FY2022? Answer in USD billions.", [SCOPE])
     assert "$2,500 million" in answer.text and "$2.50 billion (converted from the quoted figure)" in answer.text
