@@ -120,15 +120,23 @@ def period_phrase(header: Header, name: str, statement: str, span: str = "") -> 
     return f"for the year ended {name}" if re.search(r"years? ended|fiscal year", before) else f"for {name}"
 
 
+def text_above(chunks: list[Document], at: Span, reach: int) -> list[tuple[Document, int, int]]:
+    """The ``reach`` characters of a page's text before ``at`` (a span of one of ``chunks``), as (chunk, start, end)
+    ranges in reading order: the chunk before on the page is read too when ``at`` opens its chunk."""
+    where = [(at.doc, max(0, at.start - reach), at.start)]
+    i = next((k for k, d in enumerate(chunks) if d is at.doc), 0)
+    if at.start < reach and i > 0:
+        before = chunks[i - 1].content or ""
+        where.insert(0, (chunks[i - 1], max(0, len(before) - (reach - at.start)), len(before)))
+    return where
+
+
 def spans_above(chunks: list[Document], header: Span) -> tuple[Span, ...]:
     """What the line nearest above a table's column header (or the header itself) says its column groups cover
-    ("Three months ended March 31", "13 Weeks Ended  52 Weeks Ended"), as quotable spans; the chunk before on the
-    page is read too when the header opens its chunk."""
-    where = [(header.doc, max(0, header.start - _ABOVE), header.end)]
-    i = next((k for k, d in enumerate(chunks) if d is header.doc), 0)
-    if header.start < _ABOVE and i > 0:
-        before = chunks[i - 1].content or ""
-        where.insert(0, (chunks[i - 1], max(0, len(before) - (_ABOVE - header.start)), len(before)))
+    ("Three months ended March 31", "13 Weeks Ended  52 Weeks Ended"), as quotable spans (:func:`text_above`)."""
+    where = text_above(chunks, header, _ABOVE)
+    doc, lo, _ = where[-1]
+    where[-1] = (doc, lo, header.end)  # the header line itself may say it
     last: list[Span] = []
     for doc, lo, hi in where:
         text = doc.content or ""

@@ -34,6 +34,7 @@ from pipelines.questions.figures import (
     spans_above,
     spans_period,
     statement_of,
+    text_above,
 )
 from pipelines.questions.kinds import LOW_WORDS, superlative
 from pipelines.questions.steps import AnswerDraft, Steps, content_words, page_text
@@ -97,15 +98,8 @@ def _which_noun(question: str) -> str:
 def _title(chunks: list[Document], header: Header, measure: set[str]) -> tuple[Span | None, int]:
     """The line above ``header`` naming most of ``measure`` (the table's title: "ADJUSTED PROPERTY EBITDAR"), and how
     many of its terms it names."""
-    doc = header.span.doc
-    text = doc.content or ""
-    where = [(doc, max(0, header.span.start - _TITLE_ABOVE), header.span.start)]
-    i = next((k for k, d in enumerate(chunks) if d is doc), 0)
-    if header.span.start < _TITLE_ABOVE and i > 0:
-        before = chunks[i - 1].content or ""
-        where.insert(0, (chunks[i - 1], max(0, len(before) - (_TITLE_ABOVE - header.span.start)), len(before)))
     best: tuple[Span | None, int] = (None, 0)
-    for d, lo, hi in where:
+    for d, lo, hi in text_above(chunks, header.span, _TITLE_ABOVE):
         text = d.content or ""
         for m in re.finditer(r"[^\n]+", text[lo:hi]):
             line = m.group(0).strip(" |")
