@@ -41,14 +41,20 @@ from connectors.settings import Settings
 from eval.cases import Case, apply_asked_in, asked_in_file, load_cases, set_checksum
 from eval.index import REPO, Progress, ServiceFactory, build_index, default_service, neutral_names
 from eval.page_baseline import PageBaseline
-from eval.records import META_FILE, RESULTS_FILE, RETRIEVAL_ONLY, CaseResult, CitedQuote, Hit, read_results
+from eval.records import (
+    FUSION_MODES,
+    META_FILE,
+    MODES,
+    PAGES,
+    RESULTS_FILE,
+    RETRIEVAL_ONLY,
+    CaseResult,
+    CitedQuote,
+    Hit,
+    read_results,
+)
 from pipelines.models import RetrievalMode
 
-# the product's retrieval modes (RetrievalMode), plus the eval-only ones: a fusion forced, and the naive page baseline
-MODES = (*(m.value for m in RetrievalMode), "hybrid-weighted", "hybrid-rrf", "pages")
-# hybrid-weighted / hybrid-rrf: hybrid retrieval with that fusion whatever CITEBOT_FUSION says (hybrid uses it);
-# pages: the naive one-page-one-vector dense retriever (eval/page_baseline.py), retrieval only, no answers.
-FUSION_MODES = {"hybrid-weighted": "weighted", "hybrid-rrf": "rrf"}
 # Settings that must match for a resumed run to continue an earlier one.
 RESUME_KEYS = ("set_sha256", "retrieval_mode", "fusion", "k", "per_doc", "index_key", "judge", "limit",
                "cases_filter", "categories_filter", "neutral_names")
@@ -63,13 +69,12 @@ class EvalRunError(Exception):
 def all_modes(settings: Settings) -> list[str]:
     """What ``--mode all`` runs: hybrid (the configured fusion), hybrid with the other fusion, bm25, dense and
     the naive page baseline."""
-    other = "hybrid-rrf" if settings.fusion == "weighted" else "hybrid-weighted"
-    return ["hybrid", other, "bm25", "dense", "pages"]
+    return [m for m in MODES if FUSION_MODES.get(m) != settings.fusion]
 
 
 def mode_fusion(mode: str, settings: Settings) -> str | None:
     """The fusion a mode's hybrid retrieval uses (None: a mode that fuses nothing)."""
-    if mode == "hybrid":
+    if mode == RetrievalMode.HYBRID:
         return settings.fusion
     return FUSION_MODES.get(mode)
 
@@ -268,7 +273,7 @@ def _page_result(case: Case, baseline: PageBaseline, scopes: list[str], k: int) 
     hits = baseline.search(case.question, scopes, max(RANKING_DEPTH, k))
     return CaseResult(id=case.id, question=case.question, category=case.category, critical=case.critical,
                       answerable=case.answerable, expected_answer=case.answer, sources=case.sources, scopes=scopes,
-                      retrieval_mode="pages", answer_mode=RETRIEVAL_ONLY, retrieved=hits[:k], ranking=hits,
+                      retrieval_mode=PAGES, answer_mode=RETRIEVAL_ONLY, retrieved=hits[:k], ranking=hits,
                       latency_ms=(time.perf_counter() - t0) * 1000)
 
 
@@ -381,7 +386,7 @@ def run_eval(
     for mode in opts.modes:
         run_dir = opts.out_dir / mode if len(opts.modes) > 1 else opts.out_dir
         fusion = mode_fusion(mode, settings)
-        query_mode = "hybrid" if mode in FUSION_MODES else mode
+        query_mode = RetrievalMode.HYBRID.value if mode in FUSION_MODES else mode
         if fusion is not None and fusion not in services:
             services[fusion] = service_factory(index.settings.model_copy(update={"fusion": fusion}))
             if hasattr(services[fusion], "warm_up"):
@@ -416,7 +421,7 @@ def run_eval(
         todo = [c for c in cases if c.id not in done]
         if done:
             log(f"{mode}: resuming, {len(done)} of {len(cases)} cases already done")
-        if mode == "pages" and todo and page_baseline is None:
+        if mode == PAGES and todo and page_baseline is None:
             page_baseline = PageBaseline.build(index.settings, list_pdfs(opts.docs_dir), index.scopes, index.path,
                                                log=log, names=names)
         t_mode = time.perf_counter()
@@ -426,7 +431,7 @@ def run_eval(
             scopes = index.scopes_for(case, opts.per_doc)
             t0 = time.perf_counter()
             try:
-                if page_baseline is not None and mode == "pages":
+                if page_baseline is not None and mode == PAGES:
                     result = _page_result(case, page_baseline, scopes, opts.k)
                 else:
                     answer = mode_service.answer(case.question, scopes, mode=query_mode, k=opts.k)
