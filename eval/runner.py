@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectors.log import error_fields
 from connectors.settings import Settings
@@ -53,7 +53,11 @@ from eval.records import (
     Hit,
     read_results,
 )
-from pipelines.models import RetrievalMode
+from pipelines.models import Answer, RetrievalMode
+
+if TYPE_CHECKING:
+    from connectors.store_api import ChunkStore
+    from pipelines.service import CitebotService
 
 # Settings that must match for a resumed run to continue an earlier one.
 RESUME_KEYS = ("set_sha256", "retrieval_mode", "fusion", "k", "per_doc", "index_key", "judge", "limit",
@@ -181,10 +185,10 @@ def _prompt_version() -> str | None:
 # --- one case ---------------------------------------------------------------------------------------
 
 
-def ranking(service: Any, question: str, scopes: list[str], mode: str, k: int) -> list[Hit]:
+def ranking(service: CitebotService, question: str, scopes: list[str], mode: str, k: int) -> list[Hit]:
     """The retrieval ranking to depth max(10, k) through the production query engine (same routing and
     fusion as the answer), so MRR and nDCG@10 see ten passages even when answers use five."""
-    query = getattr(service, "query", None)
+    query = getattr(service, "query", None)  # a stand-in service (the runner's tests) has no query engine
     if query is None or not hasattr(query, "retrieve"):
         return []
     docs = query.passages(question, scopes, mode=mode, k=max(RANKING_DEPTH, k))
@@ -195,8 +199,8 @@ def ranking(service: Any, question: str, scopes: list[str], mode: str, k: int) -
     ]
 
 
-def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_ms: float,
-              store: Any) -> CaseResult:
+def to_result(case: Case, answer: Answer, *, mode: str, scopes: list[str], latency_ms: float,
+              store: ChunkStore) -> CaseResult:
     cits = [
         CitedQuote(n=c.n, chunk_id=c.chunk_id, file=c.file, page_start=c.page_start, page_end=c.page_end,
                    quote=c.quote, verbatim=None)
@@ -219,7 +223,7 @@ def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_
         scopes=scopes,
         retrieval_mode=mode,
         answer_mode=answer.mode,
-        answer_kind=getattr(answer, "kind", "answer"),
+        answer_kind=answer.kind,
         answer=answer.text,
         refused=answer.refused,
         confidence=answer.confidence,
@@ -381,7 +385,7 @@ def run_eval(
         base_meta["judge_prompt_version"] = JUDGE_PROMPT_VERSION
 
     out: dict[str, tuple[dict[str, Any], list[CaseResult]]] = {}
-    services: dict[str, Any] = {index.settings.fusion: service}  # one service per fusion the modes need
+    services: dict[str, CitebotService] = {index.settings.fusion: service}  # one service per fusion the modes need
     page_baseline: PageBaseline | None = None
     for mode in opts.modes:
         run_dir = opts.out_dir / mode if len(opts.modes) > 1 else opts.out_dir
