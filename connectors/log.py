@@ -23,6 +23,8 @@ from typing import Any
 
 import structlog
 
+from connectors.platforms import SDK_PACKAGES
+
 _SECRET_KEYS = ("token", "secret", "password", "api_key", "authorization")
 # Secrets by their look, wherever they stand in a value: Slack tokens, bearer credentials, OpenAI-style keys, the
 # signature or token parameter of a signed URL, and the password in a URL's user part.
@@ -153,7 +155,7 @@ def configure_logging(level: str = "info", fmt: str = "auto", *, stdlib: bool = 
     root.addHandler(handler)
     root.setLevel(max(lvl, logging.WARNING))
     # third-party chatter that can carry URLs with tokens or whole payloads
-    for noisy in ("httpx", "urllib3", "elastic_transport", "slack_bolt", "slack_sdk", "microsoft_agents"):
+    for noisy in ("httpx", "urllib3", "elastic_transport", *SDK_PACKAGES):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -17,7 +17,9 @@ from collections.abc import Iterable
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-PLATFORMS = ("slack", "teams", "cli")
+from connectors.platforms import CHAT_SDKS
+
+PLATFORMS = (*CHAT_SDKS, "cli")  # each chat platform, and `citebot ask` on a terminal
 ANSWER_MODES = ("extractive", "llm")
 QUESTION_OUTCOMES = ("answered", "refused", "failed")
 INGEST_OUTCOMES = ("indexed", "unchanged", "failed")

@@ -83,24 +83,28 @@ def settings_for_store(settings: Settings, store: ChunkStore) -> Settings:
     return settings.model_copy(update={"embedding_backend": backend})
 
 
+# Citebot's own document stores, each with its (BM25, dense) retrievers: the one list :func:`store_from_dict` and
+# :func:`make_retrievers` read. A new store is an entry here and its branch in :func:`open_store`.
+STORES: dict[type[Any], tuple[type[Any], type[Any]]] = {
+    SQLiteDocumentStore: (SQLiteBM25Retriever, SQLiteEmbeddingRetriever),
+    CitebotElasticsearchStore: (ScopedElasticsearchBM25Retriever, ScopedElasticsearchEmbeddingRetriever),
+}
+
+
 def store_from_dict(data: dict[str, Any]) -> ChunkStore:
-    """Rebuild one of Citebot's own stores from its ``to_dict`` (an explicit list: a saved pipeline never
-    names a class to import)."""
+    """Rebuild one of Citebot's own stores from its ``to_dict`` (an explicit list, :data:`STORES`: a saved
+    pipeline never names a class to import)."""
     kind = str(data.get("type", ""))
-    if kind.endswith(".SQLiteDocumentStore"):
-        return SQLiteDocumentStore.from_dict(data)
-    if kind.endswith(".CitebotElasticsearchStore"):
-        return CitebotElasticsearchStore.from_dict(data)
+    for cls in STORES:
+        if kind.endswith(f".{cls.__name__}"):
+            store: ChunkStore = cls.from_dict(data)
+            return store
     raise ValueError(f"unknown document store type {kind!r}")
 
 
 def make_retrievers(store: ChunkStore, top_k: int = 20) -> tuple[Any, Any]:
     """``(bm25_retriever, embedding_retriever)`` components for ``store``, each returning ``top_k`` documents."""
-    if isinstance(store, SQLiteDocumentStore):
-        return SQLiteBM25Retriever(store, top_k=top_k), SQLiteEmbeddingRetriever(store, top_k=top_k)
-    if isinstance(store, CitebotElasticsearchStore):
-        return (
-            ScopedElasticsearchBM25Retriever(store, top_k=top_k),
-            ScopedElasticsearchEmbeddingRetriever(store, top_k=top_k),
-        )
+    for cls, (bm25, dense) in STORES.items():
+        if isinstance(store, cls):
+            return bm25(store, top_k=top_k), dense(store, top_k=top_k)
     raise TypeError(f"no retrievers for a {type(store).__name__}; use open_store() to get a store")

@@ -17,10 +17,13 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectors.settings import Settings
 from eval.cases import Case
+
+if TYPE_CHECKING:  # imported where a service is built: pipelines.service loads Haystack
+    from pipelines.service import CitebotService
 
 REPO = Path(__file__).resolve().parents[1]
 # Settings that change what the index holds (the rest only change answers). The ingest time budgets and memory
@@ -102,11 +105,11 @@ INDEX_CODE_IMPORTS_NOT_HASHED = {
 }
 KEEP_INDEXES = 4
 
-ServiceFactory = Callable[[Settings], Any]
+ServiceFactory = Callable[[Settings], "CitebotService"]
 Progress = Callable[[str, int, int], None]  # (what, done, total), e.g. ("hybrid cases", 12, 40)
 
 
-def default_service(settings: Settings) -> Any:
+def default_service(settings: Settings) -> CitebotService:
     from pipelines.service import CitebotService
 
     return CitebotService(settings)
@@ -236,7 +239,7 @@ def build_index(
     progress: Progress | None = None,
     only: Collection[str] | None = None,
     names: Mapping[str, str] | None = None,
-) -> tuple[EvalIndex, Any]:
+) -> tuple[EvalIndex, CitebotService]:
     """Index (or reuse) ``pdfs`` (a folder's PDFs), each into its own scope; returns the index and a service over it.
     ``only``: just these file names (a per-document smoke run), unless the whole folder's index is built already.
     ``names``: the name each PDF is indexed under (:func:`neutral_names`); ``only`` and the index's scopes use them.

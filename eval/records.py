@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, Field
 
+from connectors.settings import Settings
 from eval.cases import Source
+from pipelines.models import RetrievalMode
 
 
 class Hit(BaseModel):
@@ -92,7 +94,14 @@ class CaseResult(BaseModel):
 
 RESULTS_FILE = "results.jsonl"
 META_FILE = "meta.json"
-MODES_ORDER = ("hybrid", "hybrid-weighted", "hybrid-rrf", "bm25", "dense", "pages")
+# The modes an eval runs (``citebot eval run --mode``), in report order: the one list the runner, the command line's
+# choices and the reports read. Each product mode (:class:`RetrievalMode`, so a new member joins by itself), hybrid
+# followed by hybrid with each fusion of ``CITEBOT_FUSION`` forced (``hybrid-weighted``, ``hybrid-rrf``: that fusion
+# whatever the setting says), and last the naive one-vector-per-page baseline (eval/page_baseline.py: retrieval only).
+PAGES = "pages"
+FUSION_MODES: dict[str, str] = {f"hybrid-{f}": f for f in get_args(Settings.model_fields["fusion"].annotation)}
+HYBRID_MODES = (RetrievalMode.HYBRID.value, *FUSION_MODES)
+MODES = (*HYBRID_MODES, *(m.value for m in RetrievalMode if m is not RetrievalMode.HYBRID), PAGES)
 # The answer_mode of a case asked of a retriever that gives no answer (the naive page baseline, ``--mode pages``).
 RETRIEVAL_ONLY = "retrieval-only"
 
@@ -106,7 +115,7 @@ def resolve_run_dir(run_dir: Path) -> Path:
     stands for it."""
     if (run_dir / RESULTS_FILE).exists():
         return run_dir
-    for mode in MODES_ORDER:
+    for mode in MODES:
         if (run_dir / mode / RESULTS_FILE).exists():
             return run_dir / mode
     raise RunDirError(f"{run_dir} holds no {RESULTS_FILE}: make one with `citebot eval run --out {run_dir} ...`")

@@ -37,7 +37,7 @@ from eval.metrics import (
     refusal_curve,
     summarise,
 )
-from eval.records import MODES_ORDER, RESULTS_FILE, CaseResult, RunDirError, load_run
+from eval.records import MODES, PAGES, RESULTS_FILE, CaseResult, RunDirError, load_run
 from eval.report_tables import (
     ABLATION_CHART_KEYS,
     HEADLINE_KEYS,
@@ -289,12 +289,12 @@ def write_report(run_dir: Path, *, against: Path | None = None, gates_path: Path
 
     The verdict uses ``gates_path`` (default: the shipped ``eval/gates.toml``) unless ``use_gates`` is False, and
     ``against`` as the baseline run (drop and critical gates, deltas, regressed cases)."""
-    subruns = [m for m in MODES_ORDER if (run_dir / m / RESULTS_FILE).exists()]
+    subruns = [m for m in MODES if (run_dir / m / RESULTS_FILE).exists()]
     if not (run_dir / RESULTS_FILE).exists() and subruns:
         written: list[Path] = []
         runs = {}
         for m in subruns:
-            if m != "pages":  # the naive baseline answers nothing: no verdict of its own, a row in the table
+            if m != PAGES:  # the naive baseline answers nothing: no verdict of its own, a row in the table
                 written += write_report(run_dir / m, against=against, gates_path=gates_path, use_gates=use_gates)
             runs[m] = load_run(run_dir / m)
         return write_ablation(run_dir, runs) + written
@@ -350,7 +350,7 @@ def write_ablation(run_dir: Path, runs: dict[str, Run]) -> list[Path]:
     for name, svg in charts_.items():
         (run_dir / name).write_text(svg, encoding="utf-8")
     context = {"title": "Eval ablation", "header": header, "rows": rows, "charts": charts_,
-               "modes": [m for m in runs if m != "pages"], "vs_naive": vs_naive(runs)}
+               "modes": [m for m in runs if m != PAGES], "vs_naive": vs_naive(runs)}
     (run_dir / "report.md").write_text(render("ablation.md.j2", **context), encoding="utf-8")
     (run_dir / "report.html").write_text(render("ablation.html.j2", **context), encoding="utf-8")
     return [run_dir / "report.md", run_dir / "report.html"]
@@ -364,7 +364,7 @@ def _run_label(run_dir: Path, meta: dict[str, Any]) -> str:
 def _trend_run(run_dir: Path) -> Run:
     """A run's results; a ``--mode all`` directory stands for its first mode (hybrid when there)."""
     if not (run_dir / RESULTS_FILE).exists():
-        for m in MODES_ORDER:
+        for m in MODES:
             if (run_dir / m / RESULTS_FILE).exists():
                 return load_run(run_dir / m)
     return load_run(run_dir)

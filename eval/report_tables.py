@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from eval.metrics import HEADLINE_K, refusal_curve, summarise
-from eval.records import RETRIEVAL_ONLY, CaseResult
+from eval.records import HYBRID_MODES, PAGES, RETRIEVAL_ONLY, CaseResult
 from eval.templating import fmt
 
 Run = tuple[dict[str, Any], list[CaseResult]]
@@ -68,7 +68,7 @@ def ablation_markdown(runs: dict[str, Run]) -> str:
 def vs_naive(runs: dict[str, Run]) -> str:
     """How far each hybrid mode's page-hit@5 is above the naive page baseline's (``--mode pages``) in the same
     run: the floor the issue asks every run to show; "" without a pages run or a hybrid one."""
-    if "pages" not in runs:
+    if PAGES not in runs:
         return ""
     key = f"page_hit@{HEADLINE_K}"
 
@@ -77,10 +77,10 @@ def vs_naive(runs: dict[str, Run]) -> str:
         value = summarise(results, int(meta.get("k", 5)))["overall"][key]
         return float(value) if value is not None else None
 
-    naive = hit("pages")
+    naive = hit(PAGES)
     parts = []
     for mode in runs:
-        ours = hit(mode) if mode.startswith("hybrid") else None
+        ours = hit(mode) if mode in HYBRID_MODES else None
         if ours is not None and naive is not None:
             parts.append(f"{mode} {ours - naive:+.3f} ({ours:.3f} vs {naive:.3f})")
     return f"vs naive ({key}, our hybrid minus the one-vector-per-page baseline): {'; '.join(parts)}" if parts else ""

@@ -34,21 +34,31 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectors.log import error_fields
 from connectors.settings import Settings
 from eval.cases import Case, apply_asked_in, asked_in_file, load_cases, set_checksum
 from eval.index import REPO, Progress, ServiceFactory, build_index, default_service, neutral_names
 from eval.page_baseline import PageBaseline
-from eval.records import META_FILE, RESULTS_FILE, RETRIEVAL_ONLY, CaseResult, CitedQuote, Hit, read_results
-from pipelines.models import RetrievalMode
+from eval.records import (
+    FUSION_MODES,
+    META_FILE,
+    MODES,
+    PAGES,
+    RESULTS_FILE,
+    RETRIEVAL_ONLY,
+    CaseResult,
+    CitedQuote,
+    Hit,
+    read_results,
+)
+from pipelines.models import Answer, RetrievalMode
 
-# the product's retrieval modes (RetrievalMode), plus the eval-only ones: a fusion forced, and the naive page baseline
-MODES = (*(m.value for m in RetrievalMode), "hybrid-weighted", "hybrid-rrf", "pages")
-# hybrid-weighted / hybrid-rrf: hybrid retrieval with that fusion whatever CITEBOT_FUSION says (hybrid uses it);
-# pages: the naive one-page-one-vector dense retriever (eval/page_baseline.py), retrieval only, no answers.
-FUSION_MODES = {"hybrid-weighted": "weighted", "hybrid-rrf": "rrf"}
+if TYPE_CHECKING:
+    from connectors.store_api import ChunkStore
+    from pipelines.service import CitebotService
+
 # Settings that must match for a resumed run to continue an earlier one.
 RESUME_KEYS = ("set_sha256", "retrieval_mode", "fusion", "k", "per_doc", "index_key", "judge", "limit",
                "cases_filter", "categories_filter", "neutral_names")
@@ -63,13 +73,12 @@ class EvalRunError(Exception):
 def all_modes(settings: Settings) -> list[str]:
     """What ``--mode all`` runs: hybrid (the configured fusion), hybrid with the other fusion, bm25, dense and
     the naive page baseline."""
-    other = "hybrid-rrf" if settings.fusion == "weighted" else "hybrid-weighted"
-    return ["hybrid", other, "bm25", "dense", "pages"]
+    return [m for m in MODES if FUSION_MODES.get(m) != settings.fusion]
 
 
 def mode_fusion(mode: str, settings: Settings) -> str | None:
     """The fusion a mode's hybrid retrieval uses (None: a mode that fuses nothing)."""
-    if mode == "hybrid":
+    if mode == RetrievalMode.HYBRID:
         return settings.fusion
     return FUSION_MODES.get(mode)
 
@@ -176,10 +185,10 @@ def _prompt_version() -> str | None:
 # --- one case ---------------------------------------------------------------------------------------
 
 
-def ranking(service: Any, question: str, scopes: list[str], mode: str, k: int) -> list[Hit]:
+def ranking(service: CitebotService, question: str, scopes: list[str], mode: str, k: int) -> list[Hit]:
     """The retrieval ranking to depth max(10, k) through the production query engine (same routing and
     fusion as the answer), so MRR and nDCG@10 see ten passages even when answers use five."""
-    query = getattr(service, "query", None)
+    query = getattr(service, "query", None)  # a stand-in service (the runner's tests) has no query engine
     if query is None or not hasattr(query, "retrieve"):
         return []
     docs = query.passages(question, scopes, mode=mode, k=max(RANKING_DEPTH, k))
@@ -190,8 +199,8 @@ def ranking(service: Any, question: str, scopes: list[str], mode: str, k: int) -
     ]
 
 
-def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_ms: float,
-              store: Any) -> CaseResult:
+def to_result(case: Case, answer: Answer, *, mode: str, scopes: list[str], latency_ms: float,
+              store: ChunkStore) -> CaseResult:
     cits = [
         CitedQuote(n=c.n, chunk_id=c.chunk_id, file=c.file, page_start=c.page_start, page_end=c.page_end,
                    quote=c.quote, verbatim=None)
@@ -214,7 +223,7 @@ def to_result(case: Case, answer: Any, *, mode: str, scopes: list[str], latency_
         scopes=scopes,
         retrieval_mode=mode,
         answer_mode=answer.mode,
-        answer_kind=getattr(answer, "kind", "answer"),
+        answer_kind=answer.kind,
         answer=answer.text,
         refused=answer.refused,
         confidence=answer.confidence,
@@ -268,7 +277,7 @@ def _page_result(case: Case, baseline: PageBaseline, scopes: list[str], k: int) 
     hits = baseline.search(case.question, scopes, max(RANKING_DEPTH, k))
     return CaseResult(id=case.id, question=case.question, category=case.category, critical=case.critical,
                       answerable=case.answerable, expected_answer=case.answer, sources=case.sources, scopes=scopes,
-                      retrieval_mode="pages", answer_mode=RETRIEVAL_ONLY, retrieved=hits[:k], ranking=hits,
+                      retrieval_mode=PAGES, answer_mode=RETRIEVAL_ONLY, retrieved=hits[:k], ranking=hits,
                       latency_ms=(time.perf_counter() - t0) * 1000)
 
 
@@ -376,12 +385,12 @@ def run_eval(
         base_meta["judge_prompt_version"] = JUDGE_PROMPT_VERSION
 
     out: dict[str, tuple[dict[str, Any], list[CaseResult]]] = {}
-    services: dict[str, Any] = {index.settings.fusion: service}  # one service per fusion the modes need
+    services: dict[str, CitebotService] = {index.settings.fusion: service}  # one service per fusion the modes need
     page_baseline: PageBaseline | None = None
     for mode in opts.modes:
         run_dir = opts.out_dir / mode if len(opts.modes) > 1 else opts.out_dir
         fusion = mode_fusion(mode, settings)
-        query_mode = "hybrid" if mode in FUSION_MODES else mode
+        query_mode = RetrievalMode.HYBRID.value if mode in FUSION_MODES else mode
         if fusion is not None and fusion not in services:
             services[fusion] = service_factory(index.settings.model_copy(update={"fusion": fusion}))
             if hasattr(services[fusion], "warm_up"):
@@ -416,7 +425,7 @@ def run_eval(
         todo = [c for c in cases if c.id not in done]
         if done:
             log(f"{mode}: resuming, {len(done)} of {len(cases)} cases already done")
-        if mode == "pages" and todo and page_baseline is None:
+        if mode == PAGES and todo and page_baseline is None:
             page_baseline = PageBaseline.build(index.settings, list_pdfs(opts.docs_dir), index.scopes, index.path,
                                                log=log, names=names)
         t_mode = time.perf_counter()
@@ -426,7 +435,7 @@ def run_eval(
             scopes = index.scopes_for(case, opts.per_doc)
             t0 = time.perf_counter()
             try:
-                if page_baseline is not None and mode == "pages":
+                if page_baseline is not None and mode == PAGES:
                     result = _page_result(case, page_baseline, scopes, opts.k)
                 else:
                     answer = mode_service.answer(case.question, scopes, mode=query_mode, k=opts.k)

@@ -28,7 +28,7 @@ from connectors.tracing import span
 from pipelines.components.citation_validator import CitationValidator
 from pipelines.components.llm_answerer import LLMAnswerer, keep_supported
 from pipelines.components.refusal import RefusalCheck, refusal_text
-from pipelines.models import Answer, Citation, Turn, ValidationCounts
+from pipelines.models import Answer, Citation, RawCitation, Turn, ValidationCounts
 from pipelines.streaming import ShowText, preview
 
 log = get_logger(__name__)
@@ -43,11 +43,11 @@ NOTE_DROPPED = "Some statements were left out because their quotes could not be 
 @dataclass(frozen=True)
 class Draft:
     """The extractive answerer's draft: ``text`` with [n] markers, its ``citations`` as the answerer wrote them
-    (``{"n", "chunk_id", "quote"}``, not yet validated), and how well the passages match the question
+    (:class:`RawCitation`, not yet validated), and how well the passages match the question
     (``max_cosine``: the best question–sentence cosine; ``coverage``: the share of question terms they hold)."""
 
     text: str
-    citations: list[dict[str, Any]] = field(default_factory=list)
+    citations: list[RawCitation] = field(default_factory=list)
     max_cosine: float = 0.0
     coverage: float = 0.0
 

@@ -24,8 +24,9 @@ A kind applies when :func:`pipelines.questions.kinds.classify` says the question
 ``lookup`` always may); it answers, or returns ``None`` and the next kind is tried. A question that looks like a
 follow-up of earlier turns is left to the look-up, which rewrites it from the thread (only ``reference`` and
 ``document_type`` answer it here whatever came before). A new answer kind is a function ``(Question) -> Answer |
-None``, a :class:`~pipelines.questions.kinds.QuestionKind` member with its pattern in ``classify``, and its place
-in :meth:`Answerer.order`.
+None``, a :class:`~pipelines.questions.kinds.QuestionKind` member with its pattern in ``classify``, its place
+in :meth:`Answerer.order`, and the ``Answer.kind`` it gives in :data:`pipelines.models.AnswerKind`
+(``tests/test_where_to_add.py`` checks the four agree).
 """
 
 from __future__ import annotations

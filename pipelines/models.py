@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -133,6 +133,16 @@ class ChunkLocation(BaseModel):
             "url": str(meta.get("source_url", "") or ""),
             "label": file_label(str(meta.get("file_name", "")), meta),
         }
+
+
+class RawCitation(TypedDict):
+    """A quote as an answerer wrote it, before validation: the [n] marker, the chunk it quotes, the quoted text.
+    The extractive answerer and the question types build these; :class:`CitationValidator
+    <pipelines.components.citation_validator.CitationValidator>` turns the ones that hold into :class:`Citation`."""
+
+    n: int
+    chunk_id: str
+    quote: str
 
 
 class Citation(ChunkLocation):

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from connectors.platforms import SDK_PACKAGES
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("connectors", "pipelines", "bot", "eval")
-CHAT_SDKS = ("slack_bolt", "slack_sdk", "microsoft_agents")
 
 # The most specific prefix of the importing module decides; each entry lists the packages (or subpackages)
 # it may import besides itself. A longer prefix narrows or widens what its parent allows.
@@ -81,7 +82,7 @@ def _rule(module: str, table: dict[str, tuple[str, ...]]) -> tuple[str, ...] | N
 def _violation(module: str, target: str) -> str | None:
     top = module.split(".")[0]
     target_top = target.split(".")[0]
-    if target_top in CHAT_SDKS:
+    if target_top in SDK_PACKAGES:
         if top in ("connectors", "pipelines"):
             return "connectors and pipelines import no chat SDK"
         if target_top == "microsoft_agents" and not _within(module, "bot.teams"):

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 from bot.texts import location_text
 from connectors.settings import Settings
-from pipelines.models import LOCAL_SCOPE, Answer, for_people
+from pipelines.models import LOCAL_SCOPE, Answer, RetrievalMode, for_people
 
 # The query pipeline words its refusal for a chat channel; on the command line there is no channel.
 CHANNEL_REFUSAL = "The PDFs in this channel"
@@ -32,7 +32,8 @@ def register(sub: Any) -> None:
     p.add_argument("question")
     p.add_argument("--scope", action="append", help=f"scope to search (repeatable; default {LOCAL_SCOPE})")
     p.add_argument("--json", action="store_true", help="print the Answer as JSON")
-    p.add_argument("--mode", choices=["hybrid", "bm25", "dense"], default="hybrid", help="retrieval mode")
+    p.add_argument("--mode", choices=[m.value for m in RetrievalMode], default=RetrievalMode.HYBRID.value,
+                   help="retrieval mode")
     p.add_argument("--k", type=int, default=None, help="passages given to the answerer (default settings)")
     p.set_defaults(func=run_ask)
 

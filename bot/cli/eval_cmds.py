@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.settings import Settings
+from eval.records import MODES
 
 EVAL_DIR = Path(__file__).resolve().parents[2] / "eval"
 DEMO_SET = EVAL_DIR / "sets" / "demo.jsonl"
@@ -42,7 +43,7 @@ def register(sub: Any) -> None:
     r.add_argument("--set", type=Path, default=DEMO_SET, help="eval set JSONL (default: the demo set)")
     r.add_argument("--docs", type=Path, help="folder of PDFs (default: the generated sample PDFs)")
     r.add_argument("--out", type=Path, help="run directory (default: DATA_DIR/eval/runs/<time>); reuse to resume")
-    r.add_argument("--mode", choices=["hybrid", "hybrid-weighted", "hybrid-rrf", "bm25", "dense", "pages", "all"],
+    r.add_argument("--mode", choices=[*MODES, "all"],
                    default="hybrid",
                    help="hybrid: CITEBOT_FUSION's fusion; hybrid-weighted/hybrid-rrf: that fusion; pages: the naive "
                    "baseline (one vector per page, dense only, no answers); all: hybrid, the other fusion, bm25, "

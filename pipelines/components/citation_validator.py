@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,10 +184,12 @@ class CitationValidator:
         return default_from_dict(cls, data)
 
     @component.output_types(citations=list[Citation], failures=list[dict[str, Any]], validation=ValidationCounts)
-    def run(self, citations: list[dict[str, Any]], documents: list[Document], retried: bool = False) -> dict[str, Any]:
+    def run(self, citations: Sequence[Mapping[str, Any]], documents: list[Document],
+            retried: bool = False) -> dict[str, Any]:
         """Check each citation's quote against the chunk it cites.
 
-        :param citations: the generator's citations, ``{n, chunk_id, quote}`` each.
+        :param citations: the generator's citations, ``{n, chunk_id, quote}`` each: a :class:`RawCitation
+            <pipelines.models.RawCitation>`, or the model's JSON as it came (checked here, key by key).
         :param documents: the chunks the generator was given; a citation of any other chunk fails.
         :param retried: these citations come from the stricter retry (counted in ``validation``).
         :returns: ``citations``, the valid ones with their quote replaced by the exact source span;

@@ -43,6 +43,7 @@ from pipelines.components.answer_forms import asked_form
 from pipelines.components.citation_validator import chunk_id_of
 from pipelines.components.query_embedder import check_embedding_args, shared_encoder
 from pipelines.components.statements import Formula, formula_for, is_line
+from pipelines.models import RawCitation
 
 LEAD = "Here is what the PDFs say"
 _MIN_CHARS = 20
@@ -116,7 +117,7 @@ def skip_heading_lines(content: str, s: int, e: int, doc: Document) -> int:
             s += 1
 
 
-def _lead(lead: str, citations: list[dict[str, Any]]) -> str:
+def _lead(lead: str, citations: list[RawCitation]) -> str:
     """The one line written by Citebot: a fixed lead and the [n] markers; the quotes are the citations."""
     return lead + " " + "".join(f"[{c['n']}]" for c in citations) + ":"
 
@@ -175,7 +176,7 @@ def _computed_answer(formula: Formula, found: list[tuple[str, Candidate]]) -> di
             spans.append((c.doc, c.header_text))
         if (c.doc, c.text) not in spans:
             spans.append((c.doc, c.text))
-    citations = [{"n": i, "chunk_id": chunk_id_of(d), "quote": text} for i, (d, text) in enumerate(spans, 1)]
+    citations = [RawCitation(n=i, chunk_id=chunk_id_of(d), quote=text) for i, (d, text) in enumerate(spans, 1)]
     row_ns = "".join(f"[{cit['n']}]" for cit in citations if any(cit["quote"] == c.text for _, c in found))
     missing = [line for line in formula.lines if line not in {name for name, _ in found}]
     name = formula.name[:1].upper() + formula.name[1:]
@@ -322,7 +323,7 @@ class ExtractiveAnswerer:
                         if e - s <= _MAX_CHARS and qterms <= (words := set(terms(content[s:e])))]
         return out
 
-    @component.output_types(text=str, citations=list[dict[str, Any]], relevance=float, max_cosine=float,
+    @component.output_types(text=str, citations=list[RawCitation], relevance=float, max_cosine=float,
                             coverage=float)
     def run(
         self,
@@ -363,7 +364,7 @@ class ExtractiveAnswerer:
             )
             return {
                 "text": f"{_label_for(table)} in {table.meta.get('file_name', 'the PDF')} [1]:",
-                "citations": [{"n": 1, "chunk_id": chunk_id_of(table), "quote": quote}],
+                "citations": [RawCitation(n=1, chunk_id=chunk_id_of(table), quote=quote)],
                 "relevance": 1.0,
                 "max_cosine": 1.0,
                 "coverage": 1.0,
@@ -442,7 +443,7 @@ class ExtractiveAnswerer:
                 spans.append((c.doc, c.header_text))  # "Year | Revenue | Headcount" before "2019 | 70.4 | 940"
             spans.append((c.doc, c.text))
         citations = [
-            {"n": i, "chunk_id": chunk_id_of(d), "quote": text}
+            RawCitation(n=i, chunk_id=chunk_id_of(d), quote=text)
             for i, (d, text) in enumerate(spans[: self.max_quotes + 1], 1)
         ]
         text = _lead(LEAD, citations)
@@ -474,7 +475,7 @@ class ExtractiveAnswerer:
                         break
         picked.sort(key=lambda p: (int((p[0].meta or {}).get("page_start", 0) or 0), str(p[0].id)))
         citations = [
-            {"n": i, "chunk_id": chunk_id_of(d), "quote": (d.content or "")[s:e]}
+            RawCitation(n=i, chunk_id=chunk_id_of(d), quote=(d.content or "")[s:e])
             for i, (d, s, e) in enumerate(picked, 1)
         ]
         if not citations:

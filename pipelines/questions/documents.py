@@ -8,7 +8,7 @@ either from the same passages (:meth:`pipelines.questions.steps.Steps.written`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from haystack import Document
@@ -229,8 +229,8 @@ def _names(topic: str, others: list[str]) -> Callable[[str], bool]:
     return lambda sentence: bool(pats) and all(p.search(sentence) for p in pats)
 
 
-def _own_sentences(topic: str, topics: list[str], hits: list[Document], cited: list[dict[str, Any]],
-                   quoted: set[str]) -> list[dict[str, Any]]:
+def _own_sentences(topic: str, topics: list[str], hits: list[Document], cited: Sequence[Mapping[str, Any]],
+                   quoted: set[str]) -> Sequence[Mapping[str, Any]]:
     """Up to two quotes about ``topic`` alone: the extractive draft's, less any naming another topic too ("this
     section describes annual, parental, sick and bereavement leave" says nothing of one's own); else the first
     sentences of the passages that name it and no other; else the draft's as they are."""

@@ -17,7 +17,7 @@ from pipelines.answer_policy import Draft, Validated
 from pipelines.components._text import GENERIC, STOPWORDS, terms
 from pipelines.components.citation_validator import chunk_id_of
 from pipelines.figures.arithmetic import recompute
-from pipelines.models import Answer, AnswerKind, Computation, RetrievalMode, RetrievedChunk
+from pipelines.models import Answer, AnswerKind, Computation, RawCitation, RetrievalMode, RetrievedChunk
 
 if TYPE_CHECKING:
     from pipelines.query import QueryEngine
@@ -32,12 +32,12 @@ class AnswerDraft:
     """An answer being built: text with [n] markers and the raw citations it refers to."""
 
     lines: list[str] = field(default_factory=list)
-    citations: list[dict[str, Any]] = field(default_factory=list)
+    citations: list[RawCitation] = field(default_factory=list)
     docs: dict[str, Document] = field(default_factory=dict)
 
     def cite(self, doc: Document, quote: str) -> str:
         n = len(self.citations) + 1
-        self.citations.append({"n": n, "chunk_id": chunk_id_of(doc), "quote": quote})
+        self.citations.append(RawCitation(n=n, chunk_id=chunk_id_of(doc), quote=quote))
         self.docs[chunk_id_of(doc)] = doc
         return f"[{n}]"
 
