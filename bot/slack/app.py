@@ -32,6 +32,7 @@ from typing import Any
 import structlog
 from slack_bolt import App, BoltContext, BoltRequest, BoltResponse
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+from slack_bolt.middleware import Middleware
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
@@ -46,7 +47,7 @@ from bot.slack.items import ItemPosts
 from bot.slack.render import CHOICE_ACTION, FEEDBACK_ACTION, FEEDBACK_MODAL
 from bot.slack.scopes import MembershipCache
 from bot.slack.slash import SlashCommand
-from bot.slack.workers import SlackWorkers
+from bot.slack.workers import AckBackPressure, RecentKeys, SlackWorkers
 from bot.texts import APOLOGY
 from connectors.log import error_fields
 from connectors.settings import Settings
@@ -88,6 +89,80 @@ def web_client(settings: Settings) -> WebClient:
     )
 
 
+class TrackAcks(Middleware):
+    """Counts the deliveries being acknowledged: a worker about to start waits for them (:class:`AckBackPressure`)."""
+
+    def __init__(self, gate: AckBackPressure) -> None:
+        self.gate = gate
+
+    def process(
+        self,
+        *,
+        req: BoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], BoltResponse],  # noqa: A002 - Bolt's name for it
+    ) -> BoltResponse:
+        self.gate.enter()
+        try:
+            return next()
+        finally:
+            self.gate.leave()
+
+
+class LogContext(Middleware):
+    """Binds the delivery's platform, event id and type, team and user to every log line written while it runs."""
+
+    def process(
+        self,
+        *,
+        req: BoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], BoltResponse],  # noqa: A002 - Bolt's name for it
+    ) -> BoltResponse:
+        body = req.body
+        event = _event_of(body)
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(
+            platform="slack",
+            event_id=str(body.get("event_id", "")),
+            event_type=str(event.get("type", body.get("command", body.get("type", "")))),
+            team=str(body.get("team_id", "")),
+            user=str(event.get("user") or body.get("user_id", "")),
+        )
+        return next()
+
+
+class DropRedeliveries(Middleware):
+    """Drops an ``event_id`` seen before. Slack re-sends an event (``X-Slack-Retry-Num`` 1, 2, 3) when it did not
+    see our ack in time; the retry carries the same event id, so it is acknowledged and dropped here (and, after a
+    restart, by the work journal's key). A retry whose first delivery never arrived is processed."""
+
+    def __init__(self, recent: RecentKeys) -> None:
+        self.recent = recent
+
+    def process(
+        self,
+        *,
+        req: BoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], BoltResponse],  # noqa: A002 - Bolt's name for it
+    ) -> BoltResponse:
+        event_id = req.body.get("event_id")
+        if req.body.get("type") != "event_callback" or not event_id:
+            return next()
+        retry = (req.headers.get(_RETRY_HEADER) or [""])[0]
+        if self._is_repeat(str(event_id)):
+            log.info("duplicate_event_skipped", retry_num=retry)
+            return BoltResponse(status=200, body="")
+        if retry not in ("", "0"):  # Bolt passes the header as "0" on a first delivery in Socket Mode
+            log.info("retried_event_first_seen", retry_num=retry)
+        return next()
+
+    def _is_repeat(self, event_id: str) -> bool:
+        """True while ``event_id`` is remembered; remembers it otherwise (one step, so two threads agree)."""
+        return not self.recent.add(event_id)
+
+
 class SlackBot:
     """One Bolt app, its worker pool and its membership cache; the listeners are those of :mod:`bot.slack.answers`,
     :mod:`bot.slack.files`, :mod:`bot.slack.feedback`, :mod:`bot.slack.slash` and :mod:`bot.slack.assistant`."""
@@ -118,9 +193,9 @@ class SlackBot:
             request_verification_enabled=secret is not None,
             process_before_response=True,
         )
-        self.app.use(self._track_acks)
-        self.app.use(self._log_context)
-        self.app.use(self._dedup)
+        self.app.use(TrackAcks(self.work.gate))
+        self.app.use(LogContext())
+        self.app.use(DropRedeliveries(self.work.recent))
         self.app.assistant(self.pane.middleware())
         self.app.event("app_mention")(self.answers.on_mention)
         self.app.event("message")(self._on_message)
@@ -148,46 +223,6 @@ class SlackBot:
 
     def close(self) -> None:
         self.work.close()
-
-    # --- middleware ------------------------------------------------------------------------------
-    def _track_acks(self, next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
-        self.work.gate.enter()
-        try:
-            return next()
-        finally:
-            self.work.gate.leave()
-
-    def _log_context(self, body: dict[str, Any], next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
-        event = _event_of(body)
-        structlog.contextvars.clear_contextvars()
-        structlog.contextvars.bind_contextvars(
-            platform="slack",
-            event_id=str(body.get("event_id", "")),
-            event_type=str(event.get("type", body.get("command", body.get("type", "")))),
-            team=str(body.get("team_id", "")),
-            user=str(event.get("user") or body.get("user_id", "")),
-        )
-        return next()
-
-    def _dedup(
-        self,
-        body: dict[str, Any],
-        request: BoltRequest,
-        next: Callable[[], BoltResponse],  # noqa: A002
-    ) -> BoltResponse:
-        """Drop an ``event_id`` seen before. Slack re-sends an event (``X-Slack-Retry-Num`` 1, 2, 3) when it did
-        not see our ack in time; the retry carries the same event id, so it is dropped here (and, after a
-        restart, by the work journal's key). A retry whose first delivery never arrived is processed."""
-        event_id = body.get("event_id")
-        if body.get("type") != "event_callback" or not event_id:
-            return next()
-        retry = (request.headers.get(_RETRY_HEADER) or [""])[0]
-        if not self.work.recent.add(str(event_id)):
-            log.info("duplicate_event_skipped", retry_num=retry)
-            return BoltResponse(status=200, body="")
-        if retry not in ("", "0"):  # Bolt passes the header as "0" on a first delivery in Socket Mode
-            log.info("retried_event_first_seen", retry_num=retry)
-        return next()
 
     def _on_error(self, error: Exception, body: Any) -> BoltResponse:
         """Bolt's one error handler: a listener raised before its work was journaled. It survives any payload. Work
