@@ -1,25 +1,23 @@
-"""The Slack adapter: Bolt listeners that parse events, call :class:`bot.core.ChatCore`, and render.
+"""The Slack adapter's one Bolt app: its middleware, its one error handler, the ``message`` dispatcher.
 
-Acknowledge first, work after. The app runs with ``process_before_response=True``: every listener
-runs in the request's own thread, does only cheap things (parse, claim, ``ack``) and hands the real
-work (answering, downloading, indexing) to one explicitly sized ``ThreadPoolExecutor``
-(``CITEBOT_SLACK_WORKERS``). The HTTP response (or Socket Mode ack) goes out as soon as the listener
-returns, so a busy pool never delays an ack — not even a slash command's, which with Bolt's default
-(listeners themselves queued on the listener executor) would wait for a free worker.
+Acknowledge first, work after, and lose nothing in between. The app runs with ``process_before_response=True``: a
+listener runs in the request's own thread and only parses the event and journals its work
+(:meth:`bot.journal.WorkJournal.accept`, through :class:`bot.slack.workers.SlackWorkers`) before the ack leaves.
+The work itself (answering, downloading, indexing) is done by the journal's workers, sized per lane (answers and
+commands ``CITEBOT_SLACK_WORKERS``, uploads ``CITEBOT_UPLOAD_WORKERS``), each item under a lease that any replica
+takes over when a bot is killed; a busy lane never delays an ack, not even a slash command's.
 
-Cross-cutting concerns are Bolt middleware: log context, and dedup (a re-delivered ``event_id``,
-e.g. a retry carrying ``X-Slack-Retry-Num``, is acknowledged and dropped). Dedup has two lines: an
-in-memory set of recent event ids in the middleware (no disk on the ack path), and durable claims in
-the state log (``event:<id>``, ``answer:<message>``, ``file:<channel>:<file>``) taken by the worker
-before it does anything, so a re-delivery after a restart, or the twin ``message`` event of an
-``app_mention``, never does the work twice. One ``@app.error`` handler and the pool's own guard share
-one failure path: log the event id, apologise in the thread.
+Cross-cutting concerns are Bolt middleware, one small class each, as Bolt's own ``IgnoringSelfEvents`` (which drops
+the bot's own posts): :class:`TrackAcks` (workers wait while acks are in flight), :class:`LogContext`, and
+:class:`DropRedeliveries` (a re-delivered ``event_id``, e.g. a retry carrying ``X-Slack-Retry-Num``, is acknowledged
+and dropped by an in-memory set before any listener runs). After a restart the journal's key (``slack:answer:…``,
+``slack:file:…``) drops it instead. Work the journal cannot take (:class:`bot.journal.NotRecorded`) is answered 503,
+so Slack re-sends it; any other listener failure reaches the one ``@app.error`` handler: log, apologise in the thread.
 
-Bolt's own middleware does what it can: ``IgnoringSelfEvents`` (on by default) drops the bot's own posts before any
-listener, and its ``Assistant`` routes the assistant pane's thread events (:mod:`bot.slack.assistant`). This module
-wires the app; the listeners and the work they journal are one module per concern: questions and "which one?"
-(:mod:`bot.slack.answers`), files (:mod:`bot.slack.files`), 👍/👎 (:mod:`bot.slack.feedback`), ``/citebot``
-(:mod:`bot.slack.slash`), the assistant pane; posting once per work item is :mod:`bot.slack.items`.
+Bolt's ``Assistant`` routes the assistant pane's thread events (:mod:`bot.slack.assistant`). The listeners and the
+work they journal are one module per concern: questions and "which one?" (:mod:`bot.slack.answers`), files
+(:mod:`bot.slack.files`), 👍/👎 (:mod:`bot.slack.feedback`), ``/citebot`` (:mod:`bot.slack.slash`), the assistant
+pane; posting once per work item is :mod:`bot.slack.items`.
 """
 
 from __future__ import annotations
@@ -164,8 +162,9 @@ class DropRedeliveries(Middleware):
 
 
 class SlackBot:
-    """One Bolt app, its worker pool and its membership cache; the listeners are those of :mod:`bot.slack.answers`,
-    :mod:`bot.slack.files`, :mod:`bot.slack.feedback`, :mod:`bot.slack.slash` and :mod:`bot.slack.assistant`."""
+    """One Bolt app, its journal's workers and its membership cache; the listeners are those of
+    :mod:`bot.slack.answers`, :mod:`bot.slack.files`, :mod:`bot.slack.feedback`, :mod:`bot.slack.slash` and
+    :mod:`bot.slack.assistant`."""
 
     def __init__(self, settings: Settings, core: ChatCore, client: WebClient | None = None) -> None:
         if settings.slack_signing_secret is None and settings.slack_app_token is None:
