@@ -1,10 +1,14 @@
 """What the Elasticsearch document store and the Elasticsearch chat state share about reaching the cluster: the TLS
-options their clients get, and the URL as it may be shown (without credentials)."""
+options their clients get, the URL as it may be shown (without credentials), and which error says an index being
+created is there already."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from elasticsearch import ApiError
 
 
 def tls_options(hosts: str, ca_certs: str | None) -> dict[str, Any]:
@@ -23,3 +27,9 @@ def redact_url(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def index_exists_already(e: ApiError) -> bool:
+    """True for the 400 Elasticsearch answers a create of an index that exists (another replica made it first): the
+    client puts the error's ``type`` in :attr:`ApiError.error`, so its message text is never read."""
+    return e.meta.status == 400 and e.error == "resource_already_exists_exception"

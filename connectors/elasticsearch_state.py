@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from connectors.elasticsearch_client import redact_url, tls_options
+from connectors.elasticsearch_client import index_exists_already, redact_url, tls_options
 from connectors.metrics import record_claim_taken_over
 from connectors.settings import Settings
 from connectors.state_api import (
@@ -210,8 +210,8 @@ class ElasticsearchState:
                     continue
                 try:
                     self._es.indices.create(index=self.index(name), mappings=mapping)
-                except BadRequestError as e:  # another replica created it first
-                    if "resource_already_exists_exception" not in str(e):
+                except BadRequestError as e:
+                    if not index_exists_already(e):  # else another replica created it first
                         raise
 
     def drop(self) -> None:

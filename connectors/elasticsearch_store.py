@@ -30,7 +30,7 @@ from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumen
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret
 
-from connectors.elasticsearch_client import redact_url, tls_options
+from connectors.elasticsearch_client import index_exists_already, redact_url, tls_options
 from connectors.log import get_logger
 from connectors.scoped_retrievers import ScopedBM25Retriever, ScopedEmbeddingRetriever
 from connectors.settings import Settings
@@ -210,7 +210,7 @@ class CitebotElasticsearchStore:
         return self.document_store.client
 
     def _create_index(self) -> None:
-        from elasticsearch import Elasticsearch
+        from elasticsearch import BadRequestError, Elasticsearch
 
         raw = Elasticsearch(
             self.hosts,
@@ -228,8 +228,8 @@ class CitebotElasticsearchStore:
                     mappings=chunk_mapping(self.embedding_dim, self.vectors),
                     settings={"refresh_interval": "-1"},
                 )
-        except Exception as e:
-            if "resource_already_exists_exception" not in str(e):
+        except BadRequestError as e:
+            if not index_exists_already(e):  # else another replica created it first
                 raise
         finally:
             raw.close()

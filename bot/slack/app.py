@@ -1,25 +1,23 @@
-"""The Slack adapter: Bolt listeners that parse events, call :class:`bot.core.ChatCore`, and render.
+"""The Slack adapter's one Bolt app: its middleware, its one error handler, the ``message`` dispatcher.
 
-Acknowledge first, work after. The app runs with ``process_before_response=True``: every listener
-runs in the request's own thread, does only cheap things (parse, claim, ``ack``) and hands the real
-work (answering, downloading, indexing) to one explicitly sized ``ThreadPoolExecutor``
-(``CITEBOT_SLACK_WORKERS``). The HTTP response (or Socket Mode ack) goes out as soon as the listener
-returns, so a busy pool never delays an ack — not even a slash command's, which with Bolt's default
-(listeners themselves queued on the listener executor) would wait for a free worker.
+Acknowledge first, work after, and lose nothing in between. The app runs with ``process_before_response=True``: a
+listener runs in the request's own thread and only parses the event and journals its work
+(:meth:`bot.journal.WorkJournal.accept`, through :class:`bot.slack.workers.SlackWorkers`) before the ack leaves.
+The work itself (answering, downloading, indexing) is done by the journal's workers, sized per lane (answers and
+commands ``CITEBOT_SLACK_WORKERS``, uploads ``CITEBOT_UPLOAD_WORKERS``), each item under a lease that any replica
+takes over when a bot is killed; a busy lane never delays an ack, not even a slash command's.
 
-Cross-cutting concerns are Bolt middleware: log context, and dedup (a re-delivered ``event_id``,
-e.g. a retry carrying ``X-Slack-Retry-Num``, is acknowledged and dropped). Dedup has two lines: an
-in-memory set of recent event ids in the middleware (no disk on the ack path), and durable claims in
-the state log (``event:<id>``, ``answer:<message>``, ``file:<channel>:<file>``) taken by the worker
-before it does anything, so a re-delivery after a restart, or the twin ``message`` event of an
-``app_mention``, never does the work twice. One ``@app.error`` handler and the pool's own guard share
-one failure path: log the event id, apologise in the thread.
+Cross-cutting concerns are Bolt middleware, one small class each, as Bolt's own ``IgnoringSelfEvents`` (which drops
+the bot's own posts): :class:`TrackAcks` (workers wait while acks are in flight), :class:`LogContext`, and
+:class:`DropRedeliveries` (a re-delivered ``event_id``, e.g. a retry carrying ``X-Slack-Retry-Num``, is acknowledged
+and dropped by an in-memory set before any listener runs). After a restart the journal's key (``slack:answer:…``,
+``slack:file:…``) drops it instead. Work the journal cannot take (:class:`bot.journal.NotRecorded`) is answered 503,
+so Slack re-sends it; any other listener failure reaches the one ``@app.error`` handler: log, apologise in the thread.
 
-Bolt's own middleware does what it can: ``IgnoringSelfEvents`` (on by default) drops the bot's own posts before any
-listener, and its ``Assistant`` routes the assistant pane's thread events (:mod:`bot.slack.assistant`). This module
-wires the app; the listeners and the work they journal are one module per concern: questions and "which one?"
-(:mod:`bot.slack.answers`), files (:mod:`bot.slack.files`), 👍/👎 (:mod:`bot.slack.feedback`), ``/citebot``
-(:mod:`bot.slack.slash`), the assistant pane; posting once per work item is :mod:`bot.slack.items`.
+Bolt's ``Assistant`` routes the assistant pane's thread events (:mod:`bot.slack.assistant`). The listeners and the
+work they journal are one module per concern: questions and "which one?" (:mod:`bot.slack.answers`), files
+(:mod:`bot.slack.files`), 👍/👎 (:mod:`bot.slack.feedback`), ``/citebot`` (:mod:`bot.slack.slash`), the assistant
+pane; posting once per work item is :mod:`bot.slack.items`.
 """
 
 from __future__ import annotations
@@ -32,6 +30,7 @@ from typing import Any
 import structlog
 from slack_bolt import App, BoltContext, BoltRequest, BoltResponse
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+from slack_bolt.middleware import Middleware
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
@@ -46,7 +45,7 @@ from bot.slack.items import ItemPosts
 from bot.slack.render import CHOICE_ACTION, FEEDBACK_ACTION, FEEDBACK_MODAL
 from bot.slack.scopes import MembershipCache
 from bot.slack.slash import SlashCommand
-from bot.slack.workers import SlackWorkers
+from bot.slack.workers import AckBackPressure, RecentKeys, SlackWorkers
 from bot.texts import APOLOGY
 from connectors.log import error_fields
 from connectors.settings import Settings
@@ -88,9 +87,84 @@ def web_client(settings: Settings) -> WebClient:
     )
 
 
+class TrackAcks(Middleware):
+    """Counts the deliveries being acknowledged: a worker about to start waits for them (:class:`AckBackPressure`)."""
+
+    def __init__(self, gate: AckBackPressure) -> None:
+        self.gate = gate
+
+    def process(
+        self,
+        *,
+        req: BoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], BoltResponse],  # noqa: A002 - Bolt's name for it
+    ) -> BoltResponse:
+        self.gate.enter()
+        try:
+            return next()
+        finally:
+            self.gate.leave()
+
+
+class LogContext(Middleware):
+    """Binds the delivery's platform, event id and type, team and user to every log line written while it runs."""
+
+    def process(
+        self,
+        *,
+        req: BoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], BoltResponse],  # noqa: A002 - Bolt's name for it
+    ) -> BoltResponse:
+        body = req.body
+        event = _event_of(body)
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(
+            platform="slack",
+            event_id=str(body.get("event_id", "")),
+            event_type=str(event.get("type", body.get("command", body.get("type", "")))),
+            team=str(body.get("team_id", "")),
+            user=str(event.get("user") or body.get("user_id", "")),
+        )
+        return next()
+
+
+class DropRedeliveries(Middleware):
+    """Drops an ``event_id`` seen before. Slack re-sends an event (``X-Slack-Retry-Num`` 1, 2, 3) when it did not
+    see our ack in time; the retry carries the same event id, so it is acknowledged and dropped here (and, after a
+    restart, by the work journal's key). A retry whose first delivery never arrived is processed."""
+
+    def __init__(self, recent: RecentKeys) -> None:
+        self.recent = recent
+
+    def process(
+        self,
+        *,
+        req: BoltRequest,
+        resp: BoltResponse,
+        next: Callable[[], BoltResponse],  # noqa: A002 - Bolt's name for it
+    ) -> BoltResponse:
+        event_id = req.body.get("event_id")
+        if req.body.get("type") != "event_callback" or not event_id:
+            return next()
+        retry = (req.headers.get(_RETRY_HEADER) or [""])[0]
+        if self._is_repeat(str(event_id)):
+            log.info("duplicate_event_skipped", retry_num=retry)
+            return BoltResponse(status=200, body="")
+        if retry not in ("", "0"):  # Bolt passes the header as "0" on a first delivery in Socket Mode
+            log.info("retried_event_first_seen", retry_num=retry)
+        return next()
+
+    def _is_repeat(self, event_id: str) -> bool:
+        """True while ``event_id`` is remembered; remembers it otherwise (one step, so two threads agree)."""
+        return not self.recent.add(event_id)
+
+
 class SlackBot:
-    """One Bolt app, its worker pool and its membership cache; the listeners are those of :mod:`bot.slack.answers`,
-    :mod:`bot.slack.files`, :mod:`bot.slack.feedback`, :mod:`bot.slack.slash` and :mod:`bot.slack.assistant`."""
+    """One Bolt app, its journal's workers and its membership cache; the listeners are those of
+    :mod:`bot.slack.answers`, :mod:`bot.slack.files`, :mod:`bot.slack.feedback`, :mod:`bot.slack.slash` and
+    :mod:`bot.slack.assistant`."""
 
     def __init__(self, settings: Settings, core: ChatCore, client: WebClient | None = None) -> None:
         if settings.slack_signing_secret is None and settings.slack_app_token is None:
@@ -118,9 +192,9 @@ class SlackBot:
             request_verification_enabled=secret is not None,
             process_before_response=True,
         )
-        self.app.use(self._track_acks)
-        self.app.use(self._log_context)
-        self.app.use(self._dedup)
+        self.app.use(TrackAcks(self.work.gate))
+        self.app.use(LogContext())
+        self.app.use(DropRedeliveries(self.work.recent))
         self.app.assistant(self.pane.middleware())
         self.app.event("app_mention")(self.answers.on_mention)
         self.app.event("message")(self._on_message)
@@ -148,46 +222,6 @@ class SlackBot:
 
     def close(self) -> None:
         self.work.close()
-
-    # --- middleware ------------------------------------------------------------------------------
-    def _track_acks(self, next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
-        self.work.gate.enter()
-        try:
-            return next()
-        finally:
-            self.work.gate.leave()
-
-    def _log_context(self, body: dict[str, Any], next: Callable[[], BoltResponse]) -> BoltResponse:  # noqa: A002
-        event = _event_of(body)
-        structlog.contextvars.clear_contextvars()
-        structlog.contextvars.bind_contextvars(
-            platform="slack",
-            event_id=str(body.get("event_id", "")),
-            event_type=str(event.get("type", body.get("command", body.get("type", "")))),
-            team=str(body.get("team_id", "")),
-            user=str(event.get("user") or body.get("user_id", "")),
-        )
-        return next()
-
-    def _dedup(
-        self,
-        body: dict[str, Any],
-        request: BoltRequest,
-        next: Callable[[], BoltResponse],  # noqa: A002
-    ) -> BoltResponse:
-        """Drop an ``event_id`` seen before. Slack re-sends an event (``X-Slack-Retry-Num`` 1, 2, 3) when it did
-        not see our ack in time; the retry carries the same event id, so it is dropped here (and, after a
-        restart, by the work journal's key). A retry whose first delivery never arrived is processed."""
-        event_id = body.get("event_id")
-        if body.get("type") != "event_callback" or not event_id:
-            return next()
-        retry = (request.headers.get(_RETRY_HEADER) or [""])[0]
-        if not self.work.recent.add(str(event_id)):
-            log.info("duplicate_event_skipped", retry_num=retry)
-            return BoltResponse(status=200, body="")
-        if retry not in ("", "0"):  # Bolt passes the header as "0" on a first delivery in Socket Mode
-            log.info("retried_event_first_seen", retry_num=retry)
-        return next()
 
     def _on_error(self, error: Exception, body: Any) -> BoltResponse:
         """Bolt's one error handler: a listener raised before its work was journaled. It survives any payload. Work

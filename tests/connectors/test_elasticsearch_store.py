@@ -1,4 +1,5 @@
-"""The Elasticsearch store's parts that need no server: choice of store, mapping, secrets, errors, scopes.
+"""The Elasticsearch store's parts that need no server: choice of store, mapping, secrets, errors, scopes (and
+how it and the chat state take an index another replica created first).
 Its behaviour against a real server is the contract suite (``test_store_contract.py``), run when
 ``CITEBOT_TEST_ELASTICSEARCH_URL`` is set."""
 
@@ -118,14 +119,21 @@ def test_scope_and_input_checks_happen_before_any_request() -> None:
 
 class _FakeElasticsearch:
     """A local server answering as Elasticsearch 8 does, for what the term look-up sends: the index exists, and each
-    ``_msearch`` line pair gets the next scripted response. It keeps every request it was sent."""
+    ``_msearch`` line pair gets the next scripted response. It keeps every request it was sent.
 
-    def __init__(self, responses: list[dict[str, object]]) -> None:
+    ``created_elsewhere``: the first look at an index says it is missing and the first ``PUT`` (its create) is
+    answered with that status and body, as when another replica creates it in between; later looks find it."""
+
+    def __init__(
+        self, responses: list[dict[str, object]], *, created_elsewhere: tuple[int, dict[str, object]] | None = None
+    ) -> None:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         fake = self
         self.requests: list[tuple[str, str, str]] = []
         self.responses = responses
+        self.missing = created_elsewhere is not None
+        self.refusal = created_elsewhere
 
         class Handler(BaseHTTPRequestHandler):
             def _send(self, code: int, body: object | None) -> None:
@@ -140,7 +148,14 @@ class _FakeElasticsearch:
 
             def do_HEAD(self) -> None:
                 fake.requests.append(("HEAD", self.path, ""))
-                self._send(200, None)
+                missing, fake.missing = fake.missing, False
+                self._send(404 if missing else 200, None)
+
+            def do_PUT(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                fake.requests.append(("PUT", self.path, body))
+                refusal, fake.refusal = fake.refusal, None
+                self._send(*(refusal or (200, {"acknowledged": True})))
 
             def do_GET(self) -> None:
                 fake.requests.append(("GET", self.path, ""))
@@ -204,5 +219,60 @@ class TestTermLookUps:
                 store.bm25_matches_each(["leave", "osprey"], scopes=["local"])
             with pytest.raises(ScopeRequiredError):
                 store.bm25_matches_each(["leave"], scopes=[])
+        finally:
+            fake.close()
+
+
+def _create_refused(error_type: str, reason: str) -> tuple[int, dict[str, object]]:
+    error = {"type": error_type, "reason": reason, "index": "chunks"}
+    return 400, {"error": {**error, "root_cause": [error]}, "status": 400}
+
+
+class TestIndexCreatedByAnotherReplica:
+    """Two replicas starting together both find the index missing and both create it; the one that loses is told
+    ``resource_already_exists_exception``, by the error's type, which the store reads (never the message's text)."""
+
+    def test_the_store_takes_the_other_replicas_index(self) -> None:
+        fake = _FakeElasticsearch([], created_elsewhere=_create_refused(
+            "resource_already_exists_exception", "index [chunks/Xy1] already exists"))
+        try:
+            store = CitebotElasticsearchStore(hosts=fake.url, index="chunks", embedding_dim=4)
+            assert store.client is not None
+            assert [r[:2] for r in fake.requests if r[0] == "PUT"] == [("PUT", "/chunks")]
+        finally:
+            fake.close()
+
+    def test_another_refusal_fails_even_when_its_text_names_that_error(self) -> None:
+        fake = _FakeElasticsearch([], created_elsewhere=_create_refused(
+            "mapper_parsing_exception", "unknown parameter [resource_already_exists_exception]"))
+        try:
+            store = CitebotElasticsearchStore(hosts=fake.url, index="chunks", embedding_dim=4)
+            with pytest.raises(StoreError, match="BadRequestError"):
+                store.client  # noqa: B018 - creating the index is what is tested
+        finally:
+            fake.close()
+
+    def test_the_chat_state_takes_the_other_replicas_index(self) -> None:
+        from connectors.elasticsearch_state import ElasticsearchState
+
+        fake = _FakeElasticsearch([], created_elsewhere=_create_refused(
+            "resource_already_exists_exception", "index [citebot-state-work/Xy1] already exists"))
+        try:
+            state = ElasticsearchState(hosts=fake.url)
+            assert state.es is not None
+            creates = [r[1] for r in fake.requests if r[0] == "PUT" and not r[1].endswith("/_mapping")]
+            assert len(creates) == 1  # the first index; the others were found, and their mappings brought up to date
+        finally:
+            fake.close()
+
+    def test_another_refusal_fails_the_chat_state_with_a_state_error(self) -> None:
+        from connectors.elasticsearch_state import ElasticsearchState
+        from connectors.state_api import StateError
+
+        fake = _FakeElasticsearch([], created_elsewhere=_create_refused(
+            "mapper_parsing_exception", "unknown parameter [resource_already_exists_exception]"))
+        try:
+            with pytest.raises(StateError, match="BadRequestError"):
+                ElasticsearchState(hosts=fake.url).es  # noqa: B018 - creating the indices is what is tested
         finally:
             fake.close()
