@@ -40,7 +40,12 @@ from pipelines.questions.kinds import LOW_WORDS, superlative
 from pipelines.questions.steps import AnswerDraft, Steps, content_words, page_text
 
 _TITLE_ABOVE = 320  # how far above a table's column header its title is looked for
-_TOTAL = re.compile(r"(?i)^(?:grand\s+)?totals?\b|^net (?:increase|decrease|change)\b")
+# no peer of the rows around it: a total, a roll-forward's balance
+_NOT_A_PEER = re.compile(r"(?i)^(?:grand\s+)?totals?\b|^net (?:increase|decrease|change)\b|\bbalance,? "
+                         r"(?:at )?(?:beginning|end)\b")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+# a label that swallowed a figure: the table's columns were misread, so no row of it can be ranked
+_MISREAD = re.compile(r"\$\s*\d|\d\.\d|\d,\d{3}")
 # "among operations, investing, and financing activities, which …": the options the question compares
 _AMONG = re.compile(r"\bamong\s+(?:the\s+)?(.+?)\s*,?\s+(?:which|what|who)\b", re.I)
 # a row label that is a statement's line, not one of peers (regions, segments, products) a measure ranks
@@ -96,19 +101,22 @@ def _which_noun(question: str) -> str:
 
 
 def _title(chunks: list[Document], header: Header, measure: set[str]) -> tuple[Span | None, int]:
-    """The line above ``header`` naming most of ``measure`` (the table's title: "ADJUSTED PROPERTY EBITDAR"), and how
-    many of its terms it names."""
-    best: tuple[Span | None, int] = (None, 0)
+    """The line of the table's caption above ``header`` naming most of ``measure`` ("ADJUSTED PROPERTY EBITDAR"), and
+    how many of its terms it names. The caption is read upwards from the header to the row of figures that ends the
+    table before, so another table's title never names this one."""
+    lines: list[tuple[Document, int, str]] = []
     for d, lo, hi in text_above(chunks, header.span, _TITLE_ABOVE):
         text = d.content or ""
-        for m in re.finditer(r"[^\n]+", text[lo:hi]):
-            line = m.group(0).strip(" |")
-            if "|" in line or len(re.findall(r"\d[\d,.]*", line)) > 1:
-                continue  # a row of figures, not a title
-            overlap = len(measure & set(terms(line)))
-            if overlap > best[1] and len(line) <= 200:
-                start = lo + m.start() + (len(m.group(0)) - len(m.group(0).lstrip(" |")))
-                best = (Span(d, start, start + len(line)), overlap)
+        lines += [(d, lo + m.start(), m.group(0)) for m in re.finditer(r"[^\n]+", text[lo:hi])]
+    best: tuple[Span | None, int] = (None, 0)
+    for d, start, raw in reversed(lines):
+        line = raw.strip(" |")
+        if "|" in line or len(re.findall(r"\d[\d,.]*", line)) > 1:
+            break  # a row of figures: the table before ends here
+        overlap = len(measure & set(terms(line)))
+        if overlap > best[1] and len(line) <= 200:
+            at = start + (len(raw) - len(raw.lstrip(" |")))
+            best = (Span(d, at, at + len(line)), overlap)
     return best
 
 
@@ -121,6 +129,26 @@ def _column(found: Found, period: AskedPeriod) -> int | None:
     cols = [i for i, y in enumerate(years) if y == year]
     fitting = [i for i in cols if spans_period(found, i, period)]
     return next(iter(fitting or cols), None)
+
+
+def _group_rows(rows: list[Row], measure: set[str]) -> list[Row]:
+    """The rows under the group line the measure names whole ("Operating profit:" in a segment table that prints
+    "Net sales:" first; a one-word group, "Income:", is too loose to tell), up to its total: what follows a total
+    reconciles it (corporate items), and a row labelled as the measure itself is its total too. [] when no group
+    names it."""
+    out: list[Row] = []
+    for row in rows:
+        named = set(terms(row.group))
+        if len(named) < 2 or not named <= measure:  # the question names the group whole ("operating profit")
+            if out:
+                break
+            continue
+        if _NOT_A_PEER.search(row.label) or set(terms(row.label)) <= measure | {"total"}:
+            if out:
+                break
+            continue
+        out.append(row)
+    return out
 
 
 def _option_rows(rows: list[Row], wanted: list[str], measure: set[str]) -> list[Row] | None:
@@ -181,16 +209,22 @@ def row_extreme(steps: Steps, question: str, scopes: list[str], mode: RetrievalM
                     continue
             else:
                 sections = [r for r in rows if ranked & set(terms(r.section))]
-                if not sections and score * 2 < max(len(about), 1):
-                    continue  # a title naming under half of the measure is another table's
-                chosen = [r for r in (sections or rows) if not _TOTAL.match(r.label)]
-                if not sections and any(_STATEMENT_LINE.search(r.label) for r in chosen):
+                grouped = [] if sections or which_noun in _NO_NOUN else _group_rows(rows, about)
+                if not sections and not grouped and (which_noun in _NO_NOUN or score * 2 < max(len(about), 1)):
+                    continue  # "the largest expense" ranks a section's rows; a title naming under half of the
+                    # measure is another table's
+                chosen = [r for r in (sections or grouped or rows) if not _NOT_A_PEER.search(r.label)]
+                if any(_MISREAD.search(r.label) for r in chosen):
+                    continue
+                if not sections and not grouped and any(_STATEMENT_LINE.search(r.label) for r in chosen):
                     continue  # a statement's lines (net revenue, net income), not peers ranked against each other
-                score += 1 if sections else 0
+                score += 1 if sections or grouped else 0
             found = Found(chosen[0], rank, statement, False, spans_above(chunks, header.span))
             col = _column(found, period)
             if col is None or len(chosen) < 2:
                 continue
+            if any(col < len(row.cells) and _YEAR.fullmatch(row.cells[col].strip()) for row in chosen):
+                continue  # a header line read as a row ("Percentage Change Fiscal | 2022 | 2021")
             values = [(v, row) for row in chosen if col < len(row.cells) and (v := parse_figure(row.cells[col]))
                       is not None]
             if len(values) < len(chosen) if wanted else len(values) < 2:

@@ -109,3 +109,36 @@ def test_a_superlative_of_a_change_is_not_answered_with_the_largest_level(servic
 def test_no_row_crosses_a_channel(service):
     answer = service.answer("What was the largest liability in Acme's balance sheet in 2022?", [OTHER])
     assert answer.refused and not answer.citations
+
+
+SEGMENTS = "slack:T1:CSEGMENTS"
+SEGMENT_PAGES = [
+    ["Acme Foods Inc. Annual Report on Form 10-K", "Acme Foods reports four operating segments."],
+    ["NOTE 16. SEGMENT INFORMATION", "Our operating segment results were as follows:", "Fiscal Year",
+     "In Millions 2022 2021", "Net sales:", "North America Retail 11,572.0 11,250.0", "International 3,315.7 3,656.8",
+     "Pet 2,259.4 1,732.4", "North America Foodservice 1,845.7 1,487.8", "Total 18,992.8 18,127.0",
+     "Operating profit:", "North America Retail 2,699.7 2,725.9", "International 232.0 236.6", "Pet 470.6 415.0",
+     "North America Foodservice 255.5 203.3", "Total segment operating profit 3,657.8 3,580.8",
+     "Unallocated corporate items 402.6 212.1", "Divestitures (gain) loss (194.1) 53.5",
+     "Operating profit 3,475.8 3,144.8"],
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "shown"),
+    [("Which segment had the highest operating profit for Acme in fiscal 2022?", "North America Retail"),
+     # not the reconciling lines after the segments' total, though "Divestitures (gain) loss" is lower
+     ("Which segment had the lowest operating profit for Acme in fiscal 2022?", "International"),
+     ("Which segment had the highest net sales for Acme in fiscal 2022?", "North America Retail")],
+)
+def test_a_segment_is_ranked_on_the_group_of_rows_its_measure_names(service, question, shown):
+    """A segment note prints "Net sales:" then "Operating profit:" over the same segments, then the lines that
+    reconcile the total; the measure asked names the group, and only the segments are ranked."""
+    if not service.store.fetch(scopes=[SEGMENTS], limit=1):
+        assert service.ingest(make_pdf(SEGMENT_PAGES, bold=None), file_name="ACME_FOODS_2022_10K.pdf",
+                              scope=SEGMENTS).status == "indexed"
+    answer = service.answer(question, [SEGMENTS])
+    assert answer.kind == "table" and answer.text.startswith(f"{shown}: the ")
+    figure = "2,699.7" if "highest operating" in question else "232.0" if "lowest" in question else "11,572.0"
+    assert figure in answer.text.splitlines()[0]
+    _verbatim(service, answer, SEGMENTS)
