@@ -152,13 +152,16 @@ def split_row(text: str) -> tuple[str, list[str]] | None:
     return (rows[0][2], rows[0][3]) if len(rows) == 1 else None
 
 
+_NOTE_REF = re.compile(r"\((?:see )?notes? \d+(?:\s*(?:,|and)\s*\d+)*\)", re.I)
+
+
 def _header_years(text: str) -> tuple[int, ...]:
     """The years of a column-header line: two or more years and no other figure ("December 2, 2022 December 3,
     2021", "Years Ended December 31, 2017 2016 2015"); () for any other line."""
     years = years_in(text)
     if len(years) < 2:
         return ()
-    rest = _MONTH_DAY.sub(" ", text)
+    rest = _NOTE_REF.sub(" ", _MONTH_DAY.sub(" ", text))  # "(Note 1)" is no column
     others = [t for t in rest.replace("|", " ").split() if is_figure(t) and not re.fullmatch(r"(?:19|20)\d\d", t)]
     return tuple(years) if not others else ()
 
