@@ -206,7 +206,7 @@ def _computed(steps: Steps, q: Question, plan: _Plan) -> Answer | None:
     pages = candidate_pages(r.routed + r.hits)
     if not pages:
         return None
-    found = _rows_by_line(steps, q, template, pages)
+    found = _one_filing(_rows_by_line(steps, q, template, pages))
 
     def rows_of(name_: str) -> list[Found]:
         return found.get(name_, [])
@@ -304,6 +304,17 @@ def _a_rate(cell: str) -> bool:
     """Whether a cell reads as a rate in percent ("21.6 %", "23%"), not an amount."""
     value = parse_figure(cell)
     return value is not None and abs(value) < 100
+
+
+def _one_filing(found: dict[str, list[Found]]) -> dict[str, list[Found]]:
+    """Each line's rows from one document, where one prints every line: the one retrieval ranked first among them.
+    In a channel holding a company's 10-K and its quarterly release, a year's turnover reads the 10-K's cost of
+    sales and inventories, not one from each (the release's quarter beside the 10-K's year)."""
+    everywhere = set.intersection(*({page_of(f)[0] for f in rows} for rows in found.values())) if found else set()
+    if not everywhere:
+        return found
+    best = min(everywhere, key=lambda d: min(f.rank for rows in found.values() for f in rows if page_of(f)[0] == d))
+    return {line: [f for f in rows if page_of(f)[0] == best] for line, rows in found.items()}
 
 
 def _first_line(template: str) -> str:

@@ -182,6 +182,17 @@ def test_a_page_reads_as_rows_under_their_header_and_unit():
     assert page.rows[0].span.text == "Total assets | $ 27,165 $ | 27,241" and page.rows[0].unit.text == "(In millions)"
 
 
+def test_a_column_header_that_cites_a_note_is_still_the_header():
+    """JnJ's balance sheet: the date line names the fiscal years' ends (2023, 2022), the next line the columns'
+    years, after a note reference; "(Note 1)" is no column."""
+    head = Document(id="a", content="CONSOLIDATED BALANCE SHEETS\nAt January 1, 2023 and January 2, 2022\n"
+                                    "(Dollars in Millions Except Share and Per Share Amounts) (Note 1) 2022 2021")
+    rows = Document(id="b", content="Inventories (Notes 1 and 3) | 12,483 | 10,387")
+    page = read_page([head, rows])
+    assert [(r.label, r.header.years if r.header else None) for r in page.rows] == [
+        ("Inventories (Notes 1 and 3)", (2022, 2021))]
+
+
 def test_a_row_under_a_line_that_groups_it_is_read_with_that_line():
     from pipelines.components.statements import line_item
 
@@ -578,3 +589,23 @@ def test_a_metric_whose_line_the_statement_lacks_is_said_not_to_apply_when_the_q
     assert not answer.refused and f"prints no {line} line" in answer.text
     assert [c.quote for c in answer.citations][:1] == ["CONSOLIDATED STATEMENTS OF INCOME"]
     assert "=" not in answer.text  # nothing computed
+
+
+QUARTER_RELEASE = [
+    ["Acme Widgets Reports Fourth-Quarter 2022 Results", "Fourth-quarter sales and cost of revenue follow.",
+     "CONSOLIDATED STATEMENTS OF EARNINGS", "(In millions)", "Fourth Quarter", "2022 2021",
+     "Total revenue 260 240", "Cost of revenue 104 96", "Net income 45 40"],
+]
+
+
+def test_a_metric_reads_every_operand_from_one_filing(service, tmp_path_factory):
+    """A channel with the 10-K and the fourth quarter's release: the year's inventory turnover divides the 10-K's
+    cost of revenue (400) by its inventories, never the release's quarter (104) by the 10-K's inventories."""
+    scope = "slack:T1:CONEFILING"
+    if not service.store.fetch(scopes=[scope], limit=1):
+        for pages, name in ((QUARTER_RELEASE, "ACME_2022Q4_EARNINGS.pdf"), (FILING, "ACME_2022_10K.pdf")):
+            assert service.ingest(make_pdf(pages, bold=None), file_name=name, scope=scope).status == "indexed"
+    answer = service.answer("What is Acme's FY2022 inventory turnover? Calculate it from cost of revenue and "
+                            "average inventories.", [scope])
+    assert answer.kind == "computed" and "400 ÷ ((90 + 80) ÷ 2)" in answer.text.splitlines()[0]
+    assert {c.file for c in answer.citations} == {"ACME_2022_10K.pdf"}
