@@ -36,7 +36,7 @@ import structlog
 
 from connectors import metrics
 from connectors.log import error_fields
-from connectors.state_api import ChatState, StateError, WorkItem
+from connectors.state_api import AnswerRecord, ChatState, StateError, WorkItem
 
 log = structlog.get_logger(__name__)
 
@@ -126,6 +126,7 @@ class WorkJournal:
         self._woken = {lane.name: 0 for lane in lanes}
         self._running: dict[str, WorkItem] = {}
         self._running_lock = threading.Condition()
+        self._ended: set[str] = set()  # items their handler ended already (end_answered), under _running_lock
         self._stopping = threading.Event()
         self._closed = threading.Event()
         self._worker = threading.local()  # the item this worker thread runs (its key), for posting()
@@ -174,6 +175,20 @@ class WorkJournal:
             self._running.pop(item.key, None)
             self._running_lock.notify_all()
         self._end(item, failed=failed, retry_in=0.0)
+
+    def end_answered(self, item: WorkItem, answer: AnswerRecord) -> None:
+        """Record the answer ``item`` posted and end the item (done; failed in its kind's ``give_up``) in one write
+        (:meth:`ChatState.end_work`): the handler calls it once the answer is out, instead of recording it and
+        leaving the end to the journal. What the handler does after it (a 👀 taken back) is cosmetic: a kill then
+        loses nothing. Raises when the chat state cannot take the write (the handler fails, as a failed record
+        made it before)."""
+        failed = getattr(self._worker, "giving_up", False)  # recorded by a give-up: the item still ends failed
+        if not self.state.end_work(item.key, owner=self.owner, failed=failed, answer=answer):
+            log.warning("work_lost_lease")  # taken over meanwhile: the answer is recorded, their run ends it
+        with self._running_lock:
+            self._running.pop(item.key, None)  # no lease to renew, nothing for a drain to hand back
+            self._ended.add(item.key)
+            self._running_lock.notify_all()
 
     def _who(self, kind: str, user: str, tenant: str) -> str:
         if kind not in self.kinds or kind not in self._lane_of:
@@ -387,19 +402,29 @@ class WorkJournal:
             metrics.queue_changed(self.platform, -1)
             if not stopped:
                 self._end(item, failed=failed, retry_in=retry_in)
+            else:
+                with self._running_lock:
+                    self._ended.discard(item.key)
 
     def _give_up(self, kind: Kind, item: WorkItem, payload: dict[str, Any]) -> None:
         log.warning("work_given_up", attempts=item.attempts)
         if kind.give_up is None:
             return
+        self._worker.giving_up = True
         try:
             kind.give_up(item, payload)
         except Stopping:
             raise
         except Exception as e:  # noqa: BLE001 - best effort: the apology itself may fail
             log.warning("apology_failed", error=type(e).__name__)
+        finally:
+            self._worker.giving_up = False
 
     def _end(self, item: WorkItem, *, failed: bool, retry_in: float) -> None:
+        with self._running_lock:
+            if item.key in self._ended:  # its handler ended it with its answer (end_answered)
+                self._ended.discard(item.key)
+                return
         try:
             if retry_in > 0:  # leave it running under a short lease: any replica takes it again after that
                 self.state.renew_work([item.key], owner=self.owner, lease_s=retry_in)

@@ -43,6 +43,7 @@ from connectors.state_api import (
     ACCEPT_WITHIN_S,
     PRUNE_EVERY_S,
     WORK_TTL_S,
+    AnswerRecord,
     FeedbackEntry,
     Polarity,
     PostedAnswer,
@@ -381,7 +382,13 @@ class ElasticsearchState:
 
         return [key for key in keys if self._change_work(key, renew)]
 
-    def end_work(self, key: str, *, owner: str, failed: bool = False) -> bool:
+    def end_work(self, key: str, *, owner: str, failed: bool = False, answer: AnswerRecord | None = None) -> bool:
+        """As :meth:`StateLog.end_work`. Elasticsearch has no transaction across documents (each write is atomic on
+        its own document), so ``answer`` is written (and refreshed) before the item ends: a kill between the two
+        leaves the item running with its answer recorded, and the take-over records it again (the same id)."""
+        if answer is not None:
+            self.record_answer(**answer._asdict())
+
         def end(doc: dict[str, Any]) -> dict[str, Any] | None:
             if doc.get("owner") != owner or doc.get("state") != "running":
                 return None

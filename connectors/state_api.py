@@ -87,6 +87,19 @@ class PostedAnswer(NamedTuple):
     answer_json: str
 
 
+class AnswerRecord(NamedTuple):
+    """An answer to record as it was posted (``ChatState.end_work(answer=…)``, ``record_answer``): where
+    (``message_ref``, its thread), whose question, and the answer's JSON document as the chat core wrote it."""
+
+    platform: str
+    message_ref: str
+    thread_ref: str
+    scope: str
+    user: str
+    question: str
+    answer_json: str
+
+
 class RecordedAnswer(NamedTuple):
     """An answer as the quality report reads it: where and when, and its recorded JSON document (``refused``,
     ``citations``, ``validation``...). No question: the report counts, it does not quote."""
@@ -170,7 +183,11 @@ class ChatState(Protocol):
 
     def renew_work(self, keys: list[str], *, owner: str, lease_s: float) -> list[str]: ...
 
-    def end_work(self, key: str, *, owner: str, failed: bool = False) -> bool: ...
+    def end_work(self, key: str, *, owner: str, failed: bool = False, answer: AnswerRecord | None = None) -> bool:
+        """``done`` (or ``failed``) if ``owner`` still holds the item; False when it was taken over. With ``answer``
+        (what the item posted) the answer is recorded in the same call, whoever holds the item: an item never ends
+        without its answer's record (one transaction on SQLite; on Elasticsearch the answer is written first)."""
+        ...
 
     def release_work(self, key: str, *, owner: str) -> None: ...
 

@@ -40,6 +40,7 @@ from connectors.state_api import (
     ACCEPT_WITHIN_S,
     PRUNE_EVERY_S,
     WORK_TTL_S,
+    AnswerRecord,
     FeedbackEntry,
     Polarity,
     PostedAnswer,
@@ -347,9 +348,13 @@ class StateLog:
                     kept.append(key)
         return kept
 
-    def end_work(self, key: str, *, owner: str, failed: bool = False) -> bool:
-        """``done`` (or ``failed``: its user was told) if ``owner`` still holds it; False when it was taken over."""
+    def end_work(self, key: str, *, owner: str, failed: bool = False, answer: AnswerRecord | None = None) -> bool:
+        """``done`` (or ``failed``: its user was told) if ``owner`` still holds it; False when it was taken over.
+        ``answer``: recorded in the same transaction (whoever holds the item: it was posted), so no kill leaves an
+        answer recorded and its item running, or the item ended and its answer unrecorded."""
         with self._tx() as db:
+            if answer is not None:
+                _insert_answer(db, answer)
             cur = db.execute(
                 "UPDATE work_items SET state = ?, updated = ? WHERE key = ? AND owner = ? AND state = 'running'",
                 ("failed" if failed else "done", self._clock(), key, owner),
@@ -465,10 +470,7 @@ class StateLog:
         answer_json: str,
     ) -> None:
         with self._tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (platform, message_ref, thread_ref, scope, user, question, answer_json, _now()),
-            )
+            _insert_answer(db, AnswerRecord(platform, message_ref, thread_ref, scope, user, question, answer_json))
 
     def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[ThreadTurn]:
         """The last ``limit`` question/answer pairs the bot handled in a thread, oldest first."""
@@ -596,3 +598,8 @@ def _cannot_open(path: Path, e: BaseException) -> str:
 
 def feedback_as_json(entries: list[FeedbackEntry]) -> str:
     return json.dumps([e.to_json() for e in entries], ensure_ascii=False, indent=2)
+
+
+def _insert_answer(db: sqlite3.Connection, answer: AnswerRecord) -> None:
+    """Record ``answer`` (a later record of the same message replaces it), inside the caller's transaction."""
+    db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (*answer, _now()))

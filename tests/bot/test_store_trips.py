@@ -51,8 +51,8 @@ def test_a_first_question_after_an_upload(tmp_path: Path, shared_models_dir: Pat
     finally:
         fake.stop()
     assert "eighteen weeks" in str(posted[-1].params)
-    assert answered == ["count_work", "add_work", "take_work", "note_work", "note_work", "record_answer",
-                        "note_work", "end_work"]
+    # the answer is recorded with the end of its item, in one transaction
+    assert answered == ["count_work", "add_work", "take_work", "note_work", "note_work", "end_work"]
     # The status line ("Searching 1 PDF…", on the UI pool) and the answer share one listing of the channel's
     # documents: whichever comes first counts the chunks and lists; the other reuses the listing (counting again
     # only when the last count is over 2 s old). All of the question's words are looked up in one call.

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from connectors.settings import Settings
-from connectors.state_api import WORK_TTL_S, ChatState, StateError
+from connectors.state_api import WORK_TTL_S, AnswerRecord, ChatState, StateError
 from connectors.state_log import StateLog, feedback_as_json
 from connectors.stores import open_state
 from pipelines.models import Answer, Citation, RetrievedChunk
@@ -337,6 +337,33 @@ def test_work_whose_lease_ran_out_is_taken_over_once_and_its_old_owner_cannot_en
     now[0] += 3600
     assert b.take_work(owner="c", lease_s=30, kinds=KINDS) == []  # done is never redone
     assert [i.state for i in b.work_items()] == ["done"]
+
+
+def test_an_answer_ends_its_item_in_the_same_call_and_a_taken_over_item_still_gets_its_record(
+    make_state: Factory,
+) -> None:
+    now = [3_000_000.0]
+    a = make_state(clock=lambda: now[0], host="replica-a")
+    b = make_state(clock=lambda: now[0], host="replica-b")
+    record = AnswerRecord("slack", "C1:111.1", "C1:100.0", "slack:T1:C1", "U1", "How much leave?",
+                          _answer().model_dump_json())
+    a.add_work("k1", kind="slack.answer", payload="{}")
+    a.add_work("k2", kind="slack.answer", payload="{}")
+    a.take_work(owner="a", lease_s=30, kinds=KINDS, key="k1")
+    assert a.end_work("k1", owner="a", answer=record)
+    assert [(i.key, i.state) for i in b.work_items(state="done")] == [("k1", "done")]
+    found = b.find_answer(platform="slack", message_ref="C1:111.1")
+    assert found is not None and found.question == "How much leave?"
+    assert b.thread_history(platform="slack", thread_ref="C1:100.0")[0].text == "How much leave?"
+    # a's lease on k2 ran out and b took it over: a's answer is still recorded, but b's run ends the item
+    a.take_work(owner="a", lease_s=30, kinds=KINDS, key="k2")
+    now[0] += 31
+    [again] = b.take_work(owner="b", lease_s=30, kinds=KINDS)
+    later = record._replace(message_ref="C1:222.2")
+    assert not a.end_work("k2", owner="a", answer=later)
+    assert b.find_answer(platform="slack", message_ref="C1:222.2") is not None
+    assert b.end_work(again.key, owner="b", answer=later)  # the take-over's record of the same post: one record
+    assert len(b.thread_history(platform="slack", thread_ref="C1:100.0")) == 4  # two answers, each once
 
 
 def test_released_work_is_pending_at_once_and_failed_work_is_never_retaken(make_state: Factory) -> None:
