@@ -19,7 +19,8 @@ most every :data:`PRUNE_EVERY_S`, forgets answers, votes and assistant threads o
 fair: an item carries whose it is (``who``) and their ``tenant`` (a Slack team, a Teams tenant), and ``take_work``
 takes from the tenant taken from least recently, within it the user taken from least recently, then that user's
 oldest item (a latest take of never comes first), so one user's burst of forty questions waits behind a colleague's
-one. ``add_work`` raises rather than wait past :data:`ACCEPT_WITHIN_S` (the listener then refuses the event, and the
+one, and ``add_work(max_waiting=…)`` bounds one user's waiting items (:class:`QueueFull`). ``add_work`` raises
+rather than wait past :data:`ACCEPT_WITHIN_S` (the listener then refuses the event, and the
 platform re-sends it); ``probe`` writes and removes a throwaway item, raising when the journal cannot take a write
 (readiness follows it).
 """
@@ -62,6 +63,11 @@ class WorkItem:
 
 class StateError(Exception):
     """The state store could not do what was asked (server down, refused credentials...)."""
+
+
+class QueueFull(Exception):  # noqa: N818 - the listener's cue to tell the user, not a bug
+    """``add_work(max_waiting=…)`` refused the item: its ``who`` already has that many items pending or running. The
+    item is not journaled (the listener tells the person to ask again once their earlier work is done)."""
 
 
 # How long ``add_work`` may wait for the store before it gives up (a lock held by another process, a queue of
@@ -173,7 +179,11 @@ class ChatState(Protocol):
 
     # --- the work journal
     def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
-                 lease_s: float = 0.0) -> bool: ...
+                 lease_s: float = 0.0, max_waiting: int = 0) -> bool:
+        """Journal an item; False when ``key`` was journaled before. ``max_waiting`` (0: no bound): raise
+        :class:`QueueFull` instead when ``who`` already has that many items pending or running, counted in the same
+        call (one transaction on SQLite; a count then the create on Elasticsearch)."""
+        ...
 
     def probe(self) -> None: ...
 

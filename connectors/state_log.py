@@ -44,6 +44,7 @@ from connectors.state_api import (
     FeedbackEntry,
     Polarity,
     PostedAnswer,
+    QueueFull,
     RecordedAnswer,
     StateError,
     ThreadTurn,
@@ -77,10 +78,11 @@ _MAX_ADDS = 500  # journal items in one shared transaction (12 variables each, S
 class _Adding:
     """One :meth:`StateLog.add_work` waiting for its shared transaction."""
 
-    __slots__ = ("added", "error", "lead", "row", "woken")
+    __slots__ = ("added", "error", "lead", "max_waiting", "row", "woken")
 
-    def __init__(self, row: tuple[Any, ...]) -> None:
+    def __init__(self, row: tuple[Any, ...], max_waiting: int = 0) -> None:
         self.row = row
+        self.max_waiting = max_waiting  # refuse (QueueFull) when its ``who`` has this many waiting (0: no bound)
         self.woken = threading.Event()  # its item is written (or failed), or it leads the next transaction
         self.lead = False
         self.added = False
@@ -208,10 +210,11 @@ class StateLog:
 
     # --- the work journal ----------------------------------------------------------------------
     def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
-                 lease_s: float = 0.0) -> bool:
+                 lease_s: float = 0.0, max_waiting: int = 0) -> bool:
         """Journal a piece of acknowledged work as ``pending`` (with ``owner``: ``running``, taken by ``owner`` for
         ``lease_s``, its first attempt); False when ``key`` is journaled already. ``who`` and ``tenant``: whose work
-        it is (:meth:`take_work` takes turns between them).
+        it is (:meth:`take_work` takes turns between them). ``max_waiting``: :class:`QueueFull` instead when ``who``
+        has that many items pending or running, counted in the transaction that writes the item.
 
         Calls at the same moment share one transaction (a group commit): the first caller writes every item queued
         meanwhile, the others wait for it; each returns only once its own item is committed. Each statement gives
@@ -221,7 +224,7 @@ class StateLog:
         now = self._clock()
         state, attempts, taken = ("running", 1, now) if owner else ("pending", 0, 0.0)
         mine = _Adding((key, kind, payload, state, attempts, owner, now + lease_s if owner else 0.0, now, now, who,
-                        tenant, taken))
+                        tenant, taken), max_waiting if who else 0)
         deadline = time.monotonic() + ACCEPT_WITHIN_S
         with self._adds_lock:
             self._adds.append(mine)
@@ -259,11 +262,15 @@ class StateLog:
                 seen = {r[0] for r in db.execute(
                     f"SELECT key FROM work_items WHERE key IN ({','.join('?' * len(keys))})", keys
                 )}
+                waiting = self._waiting(db, {a.row[9] for a in batch if a.max_waiting})
                 rows: list[Any] = []
                 for a in batch:
                     a.added = a.row[0] not in seen
-                    if a.added:
+                    if a.added and a.max_waiting and waiting.get(a.row[9], 0) >= a.max_waiting:
+                        a.added, a.error = False, QueueFull(a.row[1])
+                    elif a.added:
                         seen.add(a.row[0])
+                        waiting[a.row[9]] = waiting.get(a.row[9], 0) + 1
                         rows.extend(a.row)
                 if rows:
                     db.execute(
@@ -280,6 +287,15 @@ class StateLog:
             for a in batch:
                 if not a.lead:
                     a.woken.set()
+
+    @staticmethod
+    def _waiting(db: sqlite3.Connection, whos: set[str]) -> dict[str, int]:
+        """How many items each of ``whos`` has pending or running (one look-up on the ``(who, state)`` index)."""
+        if not whos:
+            return {}
+        return {r[0]: int(r[1]) for r in db.execute(
+            f"""SELECT who, COUNT(*) FROM work_items WHERE who IN ({','.join('?' * len(whos))})
+                AND state IN ('pending', 'running') GROUP BY who""", sorted(whos))}
 
     def probe(self) -> None:
         """Write and remove a throwaway journal item, as an accept would, within its deadline; raises when the

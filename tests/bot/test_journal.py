@@ -211,12 +211,13 @@ class _Flaky(StateLog):
     down = False
 
     def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
-                 lease_s: float = 0.0) -> bool:
+                 lease_s: float = 0.0, max_waiting: int = 0) -> bool:
         if self.down:
             import sqlite3
 
             raise sqlite3.OperationalError("database or disk is full")
-        return super().add_work(key, kind=kind, payload=payload, who=who, tenant=tenant, owner=owner, lease_s=lease_s)
+        return super().add_work(key, kind=kind, payload=payload, who=who, tenant=tenant, owner=owner, lease_s=lease_s,
+                                max_waiting=max_waiting)
 
     def probe(self) -> None:
         if self.down:

@@ -51,8 +51,9 @@ def test_a_first_question_after_an_upload(tmp_path: Path, shared_models_dir: Pat
     finally:
         fake.stop()
     assert "eighteen weeks" in str(posted[-1].params)
-    # the answer is recorded with the end of its item, in one transaction
-    assert answered == ["count_work", "add_work", "take_work", "note_work", "note_work", "end_work"]
+    # the asker's waiting work is counted as the item is written, and the answer recorded as the item ends: one
+    # transaction each
+    assert answered == ["add_work", "take_work", "note_work", "note_work", "end_work"]
     # The status line ("Searching 1 PDF…", on the UI pool) and the answer share one listing of the channel's
     # documents: whichever comes first lists them (a first listing is its own chunk count: no count before it); the
     # other reuses the listing (counting first only when the listing is over 2 s old, as on a slow machine it may

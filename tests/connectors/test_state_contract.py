@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from connectors.settings import Settings
-from connectors.state_api import WORK_TTL_S, AnswerRecord, ChatState, StateError
+from connectors.state_api import WORK_TTL_S, AnswerRecord, ChatState, QueueFull, StateError
 from connectors.state_log import StateLog, feedback_as_json
 from connectors.stores import open_state
 from pipelines.models import Answer, Citation, RetrievedChunk
@@ -548,6 +548,42 @@ def test_elasticsearch_state_checks_its_settings_and_says_what_to_fix_when_down(
     assert doc_id("slack:event:E1") == doc_id("slack:event:E1") == "slack:event:E1"
     assert doc_id("a|b", "c") != doc_id("a", "b|c")
     assert len(doc_id("x" * 1000)) < 100
+
+
+def test_an_add_past_one_persons_bound_is_refused_in_the_same_call_and_a_redelivery_is_still_a_no_op(
+    make_state: Factory,
+) -> None:
+    s = make_state(host="a")
+    for n in range(2):
+        assert s.add_work(f"a{n}", kind="slack.answer", payload="{}", who="X:a", tenant="X", max_waiting=2)
+    with pytest.raises(QueueFull):
+        s.add_work("a2", kind="slack.answer", payload="{}", who="X:a", tenant="X", max_waiting=2)
+    assert not s.add_work("a1", kind="slack.answer", payload="{}", who="X:a", tenant="X", max_waiting=2)
+    assert s.add_work("b0", kind="slack.answer", payload="{}", who="X:b", tenant="X", max_waiting=2)
+    assert s.add_work("a3", kind="slack.answer", payload="{}", who="X:a", tenant="X")  # no bound asked for
+    [taken] = s.take_work(owner="w", lease_s=60, kinds=KINDS, key="a0")
+    with pytest.raises(QueueFull):  # a running item still waits: a0 (running), a1, a3
+        s.add_work("a4", kind="slack.answer", payload="{}", who="X:a", tenant="X", max_waiting=3)
+    assert s.end_work(taken.key, owner="w")  # done work no longer waits: one more fits
+    assert s.add_work("a4", kind="slack.answer", payload="{}", who="X:a", tenant="X", max_waiting=3)
+    # accepts of one person at the same moment (one shared SQLite transaction) are bounded together
+    results: list[object] = []
+
+    def add(n: int) -> None:
+        try:
+            results.append(s.add_work(f"c{n}", kind="slack.answer", payload="{}", who="Y:c", tenant="Y",
+                                      max_waiting=3))
+        except QueueFull as e:
+            results.append(e)
+
+    pool = [threading.Thread(target=add, args=(n,)) for n in range(6)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    assert s.count_work(kinds=KINDS, states=("pending",), who="Y:c") == results.count(True)
+    if isinstance(s, StateLog):
+        assert results.count(True) == 3
 
 
 def test_takes_go_round_tenants_then_users_then_oldest_and_a_burst_waits_its_turn(make_state: Factory) -> None:
