@@ -21,7 +21,7 @@ from connectors import metrics
 from connectors.download import DownloadError, TooLargeError, check_size
 from connectors.log import error_fields
 from connectors.settings import Settings
-from connectors.state_api import ChatState, Polarity
+from connectors.state_api import AnswerRecord, ChatState, Polarity
 from connectors.store_api import DocInfo
 from connectors.stores import open_state
 from connectors.uploads import max_upload_bytes
@@ -172,18 +172,14 @@ class ChatCore:
     def thread_answered(self, platform: Platform, thread_ref: str) -> bool:
         return self.state.thread_answered(platform=platform, thread_ref=thread_ref)
 
-    def record_answer(
-        self, ctx: ChatContext, *, message_ref: str, thread_ref: str, question: str, answer: Answer
-    ) -> None:
-        self.state.record_answer(
-            platform=ctx.platform,
-            message_ref=message_ref,
-            thread_ref=thread_ref,
-            scope=ctx.scope,
-            user=ctx.user,
-            question=question,
-            answer_json=answer.model_dump_json(),
-        )
+    @staticmethod
+    def answer_record(
+        ctx: ChatContext, *, message_ref: str, thread_ref: str, question: str, answer: Answer
+    ) -> AnswerRecord:
+        """What the chat state records of a posted answer, so 👍/👎 and follow-ups find it; written with the end of
+        its work item (:meth:`bot.journal.WorkJournal.end_answered`)."""
+        return AnswerRecord(platform=ctx.platform, message_ref=message_ref, thread_ref=thread_ref, scope=ctx.scope,
+                            user=ctx.user, question=question, answer_json=answer.model_dump_json())
 
     # --- feedback --------------------------------------------------------------------------------
     def feedback(

@@ -36,7 +36,9 @@ import structlog
 
 from connectors import metrics
 from connectors.log import error_fields
-from connectors.state_api import ChatState, StateError, WorkItem
+from connectors.state_api import AnswerRecord, ChatState, QueueFull, StateError, WorkItem
+
+__all__ = ["Kind", "Lane", "NotRecorded", "QueueFull", "RetryLater", "Stopping", "WorkJournal"]
 
 log = structlog.get_logger(__name__)
 
@@ -46,11 +48,6 @@ MAX_ATTEMPTS = 3  # takes of one item (the first and two take-overs); the next t
 
 class NotRecorded(Exception):  # noqa: N818 - the listener's cue to refuse the event, not a bug
     """The journal could not take a piece of work: it must not be acknowledged (the platform re-sends it)."""
-
-
-class QueueFull(Exception):  # noqa: N818 - the listener's cue to tell the user, not a bug
-    """The user already has ``max_queued_per_user`` items waiting: this one is not journaled (the listener tells
-    them, in :data:`bot.texts.QUEUE_FULL`, to ask again once their earlier questions are answered)."""
 
 
 class Stopping(Exception):  # noqa: N818 - a signal to the journal, not an error to report
@@ -126,6 +123,7 @@ class WorkJournal:
         self._woken = {lane.name: 0 for lane in lanes}
         self._running: dict[str, WorkItem] = {}
         self._running_lock = threading.Condition()
+        self._ended: set[str] = set()  # items their handler ended already (end_answered), under _running_lock
         self._stopping = threading.Event()
         self._closed = threading.Event()
         self._worker = threading.local()  # the item this worker thread runs (its key), for posting()
@@ -141,10 +139,7 @@ class WorkJournal:
         whose work it is, so the workers take turns between users (:meth:`ChatState.take_work`) and one user's
         waiting work is bounded (:class:`QueueFull`)."""
         who = self._who(kind, user, tenant)
-        if who and self.max_queued_per_user and self._waiting(who) >= self.max_queued_per_user:
-            log.warning("work_queue_full", kind=kind, max_queued_per_user=self.max_queued_per_user)
-            raise QueueFull(kind)
-        if not self._add(key, kind, payload, who=who, tenant=tenant):
+        if not self._add(key, kind, payload, who=who, tenant=tenant, max_waiting=self.max_queued_per_user):
             return False
         lane = self._lane_of[kind]
         with self._wake[lane]:
@@ -175,16 +170,35 @@ class WorkJournal:
             self._running_lock.notify_all()
         self._end(item, failed=failed, retry_in=0.0)
 
+    def end_answered(self, item: WorkItem, answer: AnswerRecord) -> None:
+        """Record the answer ``item`` posted and end the item (done; failed in its kind's ``give_up``) in one write
+        (:meth:`ChatState.end_work`): the handler calls it once the answer is out, instead of recording it and
+        leaving the end to the journal. What the handler does after it (a 👀 taken back) is cosmetic: a kill then
+        loses nothing. Raises when the chat state cannot take the write (the handler fails, as a failed record
+        made it before)."""
+        failed = getattr(self._worker, "giving_up", False)  # recorded by a give-up: the item still ends failed
+        if not self.state.end_work(item.key, owner=self.owner, failed=failed, answer=answer):
+            log.warning("work_lost_lease")  # taken over meanwhile: the answer is recorded, their run ends it
+        with self._running_lock:
+            self._running.pop(item.key, None)  # no lease to renew, nothing for a drain to hand back
+            self._ended.add(item.key)
+            self._running_lock.notify_all()
+
     def _who(self, kind: str, user: str, tenant: str) -> str:
         if kind not in self.kinds or kind not in self._lane_of:
             raise ValueError(f"no handler or lane for work of kind {kind!r}")
         return f"{self.platform}:{tenant}:{user}" if user else ""
 
-    def _add(self, key: str, kind: str, payload: dict[str, Any], *, who: str, tenant: str, owner: str = "") -> bool:
-        """Write the item (taken by ``owner`` when given); :class:`NotRecorded` when the chat state cannot take it."""
+    def _add(self, key: str, kind: str, payload: dict[str, Any], *, who: str, tenant: str, owner: str = "",
+             max_waiting: int = 0) -> bool:
+        """Write the item (taken by ``owner`` when given); :class:`NotRecorded` when the chat state cannot take it,
+        :class:`QueueFull` when ``who`` has ``max_waiting`` items waiting (counted in the same write)."""
         try:
             added = self.state.add_work(key, kind=kind, payload=json.dumps(payload), who=who, tenant=tenant,
-                                        owner=owner, lease_s=self.lease_s if owner else 0.0)
+                                        owner=owner, lease_s=self.lease_s if owner else 0.0, max_waiting=max_waiting)
+        except QueueFull:
+            log.warning("work_queue_full", kind=kind, max_queued_per_user=max_waiting)
+            raise
         except Exception as e:
             self._writable.clear()
             log.error("work_not_recorded", kind=kind, reason=_reason(e), **error_fields(e))
@@ -192,13 +206,6 @@ class WorkJournal:
         if not added:
             log.info("duplicate_skipped", durable=True, kind=kind)
         return added
-
-    def _waiting(self, who: str) -> int:
-        try:
-            return self.state.count_work(kinds=tuple(self.kinds), states=("pending", "running"), who=who)
-        except Exception as e:  # noqa: BLE001 - the add that follows tells whether the journal works at all
-            log.warning("work_count_failed", error=type(e).__name__)
-            return 0
 
     # --- lifecycle -------------------------------------------------------------------------------
     def start(self) -> WorkJournal:
@@ -387,19 +394,29 @@ class WorkJournal:
             metrics.queue_changed(self.platform, -1)
             if not stopped:
                 self._end(item, failed=failed, retry_in=retry_in)
+            else:
+                with self._running_lock:
+                    self._ended.discard(item.key)
 
     def _give_up(self, kind: Kind, item: WorkItem, payload: dict[str, Any]) -> None:
         log.warning("work_given_up", attempts=item.attempts)
         if kind.give_up is None:
             return
+        self._worker.giving_up = True
         try:
             kind.give_up(item, payload)
         except Stopping:
             raise
         except Exception as e:  # noqa: BLE001 - best effort: the apology itself may fail
             log.warning("apology_failed", error=type(e).__name__)
+        finally:
+            self._worker.giving_up = False
 
     def _end(self, item: WorkItem, *, failed: bool, retry_in: float) -> None:
+        with self._running_lock:
+            if item.key in self._ended:  # its handler ended it with its answer (end_answered)
+                self._ended.discard(item.key)
+                return
         try:
             if retry_in > 0:  # leave it running under a short lease: any replica takes it again after that
                 self.state.renew_work([item.key], owner=self.owner, lease_s=retry_in)

@@ -43,9 +43,11 @@ from connectors.state_api import (
     ACCEPT_WITHIN_S,
     PRUNE_EVERY_S,
     WORK_TTL_S,
+    AnswerRecord,
     FeedbackEntry,
     Polarity,
     PostedAnswer,
+    QueueFull,
     RecordedAnswer,
     StateError,
     ThreadTurn,
@@ -268,8 +270,16 @@ class ElasticsearchState:
     # Each item is one document under its key's id; every change of state is a write conditioned on the
     # _seq_no/_primary_term read (one taker wins), and is refreshed so other replicas' searches find it.
     def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
-                 lease_s: float = 0.0) -> bool:
+                 lease_s: float = 0.0, max_waiting: int = 0) -> bool:
+        """As :meth:`StateLog.add_work`; ``max_waiting`` is a count before the create (no transaction spans the two:
+        replicas accepting one person's items at the same moment may each pass the bound once, as they could when
+        the listener counted first)."""
         from elasticsearch import ConflictError
+
+        if who and max_waiting and self._waiting(who) >= max_waiting:
+            if self._get("work", doc_id(key)) is not None:  # a re-delivery of an item journaled before
+                return False
+            raise QueueFull(kind)
 
         now = self._clock()
         doc = {"key": key, "kind": kind, "payload": payload, "state": "pending", "attempts": 0, "owner": "",
@@ -381,7 +391,13 @@ class ElasticsearchState:
 
         return [key for key in keys if self._change_work(key, renew)]
 
-    def end_work(self, key: str, *, owner: str, failed: bool = False) -> bool:
+    def end_work(self, key: str, *, owner: str, failed: bool = False, answer: AnswerRecord | None = None) -> bool:
+        """As :meth:`StateLog.end_work`. Elasticsearch has no transaction across documents (each write is atomic on
+        its own document), so ``answer`` is written (and refreshed) before the item ends: a kill between the two
+        leaves the item running with its answer recorded, and the take-over records it again (the same id)."""
+        if answer is not None:
+            self.record_answer(**answer._asdict())
+
         def end(doc: dict[str, Any]) -> dict[str, Any] | None:
             if doc.get("owner") != owner or doc.get("state") != "running":
                 return None
@@ -406,6 +422,11 @@ class ElasticsearchState:
             self.es.indices.refresh(index=self.index("work"))
         docs = sorted(self._search_all("work", query), key=lambda d: float(d.get("created") or 0))
         return [_work_item(doc) for doc in docs]
+
+    def _waiting(self, who: str) -> int:
+        query = {"bool": {"filter": [{"term": {"who": who}}, {"terms": {"state": ["pending", "running"]}}]}}
+        with self._guard():
+            return int(self.es.count(index=self.index("work"), query=query)["count"])
 
     def count_work(self, *, kinds: tuple[str, ...], states: tuple[WorkState, ...], who: str | None = None) -> int:
         if not kinds or not states:

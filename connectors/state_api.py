@@ -19,7 +19,8 @@ most every :data:`PRUNE_EVERY_S`, forgets answers, votes and assistant threads o
 fair: an item carries whose it is (``who``) and their ``tenant`` (a Slack team, a Teams tenant), and ``take_work``
 takes from the tenant taken from least recently, within it the user taken from least recently, then that user's
 oldest item (a latest take of never comes first), so one user's burst of forty questions waits behind a colleague's
-one. ``add_work`` raises rather than wait past :data:`ACCEPT_WITHIN_S` (the listener then refuses the event, and the
+one, and ``add_work(max_waiting=…)`` bounds one user's waiting items (:class:`QueueFull`). ``add_work`` raises
+rather than wait past :data:`ACCEPT_WITHIN_S` (the listener then refuses the event, and the
 platform re-sends it); ``probe`` writes and removes a throwaway item, raising when the journal cannot take a write
 (readiness follows it).
 """
@@ -64,6 +65,11 @@ class StateError(Exception):
     """The state store could not do what was asked (server down, refused credentials...)."""
 
 
+class QueueFull(Exception):  # noqa: N818 - the listener's cue to tell the user, not a bug
+    """``add_work(max_waiting=…)`` refused the item: its ``who`` already has that many items pending or running. The
+    item is not journaled (the listener tells the person to ask again once their earlier work is done)."""
+
+
 # How long ``add_work`` may wait for the store before it gives up (a lock held by another process, a queue of
 # writers): well inside Slack's 3 s, so a listener that cannot journal its event answers an error in time and the
 # platform re-sends it, instead of an ack for work that was never written.
@@ -83,6 +89,19 @@ class PostedAnswer(NamedTuple):
     document: ``text``, ``citations``, ``retrieved``, ``refused``... as the chat core wrote it)."""
 
     scope: str
+    question: str
+    answer_json: str
+
+
+class AnswerRecord(NamedTuple):
+    """An answer to record as it was posted (``ChatState.end_work(answer=…)``, ``record_answer``): where
+    (``message_ref``, its thread), whose question, and the answer's JSON document as the chat core wrote it."""
+
+    platform: str
+    message_ref: str
+    thread_ref: str
+    scope: str
+    user: str
     question: str
     answer_json: str
 
@@ -160,7 +179,11 @@ class ChatState(Protocol):
 
     # --- the work journal
     def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
-                 lease_s: float = 0.0) -> bool: ...
+                 lease_s: float = 0.0, max_waiting: int = 0) -> bool:
+        """Journal an item; False when ``key`` was journaled before. ``max_waiting`` (0: no bound): raise
+        :class:`QueueFull` instead when ``who`` already has that many items pending or running, counted in the same
+        call (one transaction on SQLite; a count then the create on Elasticsearch)."""
+        ...
 
     def probe(self) -> None: ...
 
@@ -170,7 +193,11 @@ class ChatState(Protocol):
 
     def renew_work(self, keys: list[str], *, owner: str, lease_s: float) -> list[str]: ...
 
-    def end_work(self, key: str, *, owner: str, failed: bool = False) -> bool: ...
+    def end_work(self, key: str, *, owner: str, failed: bool = False, answer: AnswerRecord | None = None) -> bool:
+        """``done`` (or ``failed``) if ``owner`` still holds the item; False when it was taken over. With ``answer``
+        (what the item posted) the answer is recorded in the same call, whoever holds the item: an item never ends
+        without its answer's record (one transaction on SQLite; on Elasticsearch the answer is written first)."""
+        ...
 
     def release_work(self, key: str, *, owner: str) -> None: ...
 

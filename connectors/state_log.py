@@ -40,9 +40,11 @@ from connectors.state_api import (
     ACCEPT_WITHIN_S,
     PRUNE_EVERY_S,
     WORK_TTL_S,
+    AnswerRecord,
     FeedbackEntry,
     Polarity,
     PostedAnswer,
+    QueueFull,
     RecordedAnswer,
     StateError,
     ThreadTurn,
@@ -76,10 +78,11 @@ _MAX_ADDS = 500  # journal items in one shared transaction (12 variables each, S
 class _Adding:
     """One :meth:`StateLog.add_work` waiting for its shared transaction."""
 
-    __slots__ = ("added", "error", "lead", "row", "woken")
+    __slots__ = ("added", "error", "lead", "max_waiting", "row", "woken")
 
-    def __init__(self, row: tuple[Any, ...]) -> None:
+    def __init__(self, row: tuple[Any, ...], max_waiting: int = 0) -> None:
         self.row = row
+        self.max_waiting = max_waiting  # refuse (QueueFull) when its ``who`` has this many waiting (0: no bound)
         self.woken = threading.Event()  # its item is written (or failed), or it leads the next transaction
         self.lead = False
         self.added = False
@@ -207,10 +210,11 @@ class StateLog:
 
     # --- the work journal ----------------------------------------------------------------------
     def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
-                 lease_s: float = 0.0) -> bool:
+                 lease_s: float = 0.0, max_waiting: int = 0) -> bool:
         """Journal a piece of acknowledged work as ``pending`` (with ``owner``: ``running``, taken by ``owner`` for
         ``lease_s``, its first attempt); False when ``key`` is journaled already. ``who`` and ``tenant``: whose work
-        it is (:meth:`take_work` takes turns between them).
+        it is (:meth:`take_work` takes turns between them). ``max_waiting``: :class:`QueueFull` instead when ``who``
+        has that many items pending or running, counted in the transaction that writes the item.
 
         Calls at the same moment share one transaction (a group commit): the first caller writes every item queued
         meanwhile, the others wait for it; each returns only once its own item is committed. Each statement gives
@@ -220,7 +224,7 @@ class StateLog:
         now = self._clock()
         state, attempts, taken = ("running", 1, now) if owner else ("pending", 0, 0.0)
         mine = _Adding((key, kind, payload, state, attempts, owner, now + lease_s if owner else 0.0, now, now, who,
-                        tenant, taken))
+                        tenant, taken), max_waiting if who else 0)
         deadline = time.monotonic() + ACCEPT_WITHIN_S
         with self._adds_lock:
             self._adds.append(mine)
@@ -258,11 +262,15 @@ class StateLog:
                 seen = {r[0] for r in db.execute(
                     f"SELECT key FROM work_items WHERE key IN ({','.join('?' * len(keys))})", keys
                 )}
+                waiting = self._waiting(db, {a.row[9] for a in batch if a.max_waiting})
                 rows: list[Any] = []
                 for a in batch:
                     a.added = a.row[0] not in seen
-                    if a.added:
+                    if a.added and a.max_waiting and waiting.get(a.row[9], 0) >= a.max_waiting:
+                        a.added, a.error = False, QueueFull(a.row[1])
+                    elif a.added:
                         seen.add(a.row[0])
+                        waiting[a.row[9]] = waiting.get(a.row[9], 0) + 1
                         rows.extend(a.row)
                 if rows:
                     db.execute(
@@ -279,6 +287,15 @@ class StateLog:
             for a in batch:
                 if not a.lead:
                     a.woken.set()
+
+    @staticmethod
+    def _waiting(db: sqlite3.Connection, whos: set[str]) -> dict[str, int]:
+        """How many items each of ``whos`` has pending or running (one look-up on the ``(who, state)`` index)."""
+        if not whos:
+            return {}
+        return {r[0]: int(r[1]) for r in db.execute(
+            f"""SELECT who, COUNT(*) FROM work_items WHERE who IN ({','.join('?' * len(whos))})
+                AND state IN ('pending', 'running') GROUP BY who""", sorted(whos))}
 
     def probe(self) -> None:
         """Write and remove a throwaway journal item, as an accept would, within its deadline; raises when the
@@ -347,9 +364,13 @@ class StateLog:
                     kept.append(key)
         return kept
 
-    def end_work(self, key: str, *, owner: str, failed: bool = False) -> bool:
-        """``done`` (or ``failed``: its user was told) if ``owner`` still holds it; False when it was taken over."""
+    def end_work(self, key: str, *, owner: str, failed: bool = False, answer: AnswerRecord | None = None) -> bool:
+        """``done`` (or ``failed``: its user was told) if ``owner`` still holds it; False when it was taken over.
+        ``answer``: recorded in the same transaction (whoever holds the item: it was posted), so no kill leaves an
+        answer recorded and its item running, or the item ended and its answer unrecorded."""
         with self._tx() as db:
+            if answer is not None:
+                _insert_answer(db, answer)
             cur = db.execute(
                 "UPDATE work_items SET state = ?, updated = ? WHERE key = ? AND owner = ? AND state = 'running'",
                 ("failed" if failed else "done", self._clock(), key, owner),
@@ -465,10 +486,7 @@ class StateLog:
         answer_json: str,
     ) -> None:
         with self._tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (platform, message_ref, thread_ref, scope, user, question, answer_json, _now()),
-            )
+            _insert_answer(db, AnswerRecord(platform, message_ref, thread_ref, scope, user, question, answer_json))
 
     def thread_history(self, *, platform: str, thread_ref: str, limit: int = 6) -> list[ThreadTurn]:
         """The last ``limit`` question/answer pairs the bot handled in a thread, oldest first."""
@@ -596,3 +614,8 @@ def _cannot_open(path: Path, e: BaseException) -> str:
 
 def feedback_as_json(entries: list[FeedbackEntry]) -> str:
     return json.dumps([e.to_json() for e in entries], ensure_ascii=False, indent=2)
+
+
+def _insert_answer(db: sqlite3.Connection, answer: AnswerRecord) -> None:
+    """Record ``answer`` (a later record of the same message replaces it), inside the caller's transaction."""
+    db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (*answer, _now()))

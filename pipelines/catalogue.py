@@ -5,7 +5,9 @@ upload used to list them twice: once for the status line's count ("Searching 3 P
 :meth:`pipelines.service.CitebotService.document_count`) and once for the structure router's file names, each
 behind its own cache. :class:`DocumentCatalogue` is the one cache: each caller says how fresh a listing it needs
 (``max_age_s``) and how recently the chunk count must have been checked (``count_every_s``); a listing is reused
-while the scopes' chunk count (:meth:`ChunkStore.count_in_scopes`, an index look-up) has not changed.
+while the scopes' chunk count (:meth:`ChunkStore.count_in_scopes`, an index look-up) has not changed. The first
+listing of a set of scopes is not counted first: with nothing to keep, its documents' chunks are its count, so a
+first question after an upload makes one trip for its documents.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class DocumentCatalogue:
     Usage::
 
         catalogue = DocumentCatalogue(store)
-        docs = catalogue.documents(["slack:T1:C1"], max_age_s=30.0)  # counts, lists
+        docs = catalogue.documents(["slack:T1:C1"], max_age_s=30.0)  # lists (its chunks are its count)
         docs = catalogue.documents(["slack:T1:C1"], max_age_s=600.0, count_every_s=2.0)  # neither, a moment later
     """
 
@@ -70,14 +72,20 @@ class DocumentCatalogue:
             hit = self._fresh(key, max_age_s, count_every_s, now)
             if hit is not None:
                 return hit.docs
-            version = self.store.count_in_scopes(list(key))
+            with self._lock:
+                hit = self._listings.get(key)
+            version: int | None = None
+            if hit is not None:  # a listing to keep while the count has not changed (an index look-up)
+                version = self.store.count_in_scopes(list(key))
+                if (version is None or version == hit.version) and now - hit.listed_at < max_age_s:
+                    with self._lock:
+                        self._counted[key] = now
+                    return hit.docs
+            docs = self.store.list_documents(scopes=list(key))
+            if hit is None:  # nothing to keep: no count first, the listing's chunks are its count
+                version = sum(d.chunks for d in docs)
             with self._lock:
                 self._counted[key] = now
-                hit = self._listings.get(key)
-            if hit is not None and hit.version == version and now - hit.listed_at < max_age_s:
-                return hit.docs
-            docs = self.store.list_documents(scopes=list(key))
-            with self._lock:
                 if len(self._listings) >= _MAX_ENTRIES:  # start over (a waiter on an old lock lists once more)
                     self._listings.clear()
                     self._counted = {key: now}

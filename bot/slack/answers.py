@@ -226,10 +226,9 @@ class Answers:
         return bool(posted)
 
     def _record(self, item: WorkItem, ctx: ChatContext, msg: Message, ts: str, answer: Answer) -> None:
-        self.core.record_answer(
+        self.posts.record(item, self.core.answer_record(
             ctx, message_ref=f"{msg.channel}:{ts}", thread_ref=msg.thread_ref, question=msg.question, answer=answer
-        )
-        self.posts.note(item, recorded="1")
+        ))
 
     def give_up_answer(self, item: WorkItem, payload: dict[str, Any]) -> None:
         """After the last attempt: a short apology in the thread (it also replaces the "Searching…" status); or, when
@@ -266,8 +265,8 @@ class Answers:
         else:
             return
         ref = f"{click.channel}:{answer_ref}"
-        self.core.record_answer(ctx, message_ref=ref, thread_ref=ref, question=msg.question, answer=answer)
-        self.posts.note(item, recorded="1")
+        self.posts.record(item, self.core.answer_record(ctx, message_ref=ref, thread_ref=ref, question=msg.question,
+                                                        answer=answer))
 
     def _respond_privately(self, item: WorkItem, click: ChoiceClick, text: str, **kw: Any) -> None:
         """To the clicker alone, once: at the click's ``response_url``, else ``chat.postEphemeral``."""

@@ -176,7 +176,7 @@ class SlackBot:
         self.client = client if client is not None else web_client(settings)
         self.members = MembershipCache(self.client)
         self.work = SlackWorkers(core)
-        posts = ItemPosts(self.client, core, gate=self.work.posting)
+        posts = ItemPosts(self.client, core, gate=self.work.posting, finish=self.work.end_answered)
         self.answers = Answers(core=core, client=self.client, members=self.members, work=self.work, posts=posts)
         self.files = Files(settings=settings, core=core, client=self.client, work=self.work, posts=posts)
         self.feedback = Feedback(core=core, client=self.client, work=self.work)

@@ -21,7 +21,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.core import ChatCore, ClaimKey
 from bot.journal import RetryLater
 from bot.texts import QUEUE_FULL
-from connectors.state_api import WorkItem
+from connectors.state_api import AnswerRecord, WorkItem
 
 log = structlog.get_logger(__name__)
 
@@ -43,11 +43,13 @@ def event_key(event_id: str) -> ClaimKey:
 class ItemPosts:
     """Posting once per work item, and noting what the item's work did."""
 
-    def __init__(self, client: WebClient, core: ChatCore,
+    def __init__(self, client: WebClient, core: ChatCore, *, finish: Callable[[WorkItem, AnswerRecord], None],
                  gate: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
         """``gate``: entered around each post (the journal's :meth:`~bot.journal.WorkJournal.posting`: after a
-        drain's deadline no post starts)."""
+        drain's deadline no post starts); ``finish``: records an item's answer and ends the item in one write (the
+        journal's :meth:`~bot.journal.WorkJournal.end_answered`)."""
         self.client, self.core, self.gate = client, core, gate
+        self.finish = finish
         self._bot_id = ""  # this bot's id (auth.test), to know its own half-written stream in a thread
 
     def posted(self, item: WorkItem, slot: str, channel: str, thread_ts: str) -> str:
@@ -130,6 +132,11 @@ class ItemPosts:
         """Keep what the item's work did, in the journal (for a take-over) and on the item (for this run)."""
         self.core.note_work(item.key, **note)
         item.notes.update(note)
+
+    def record(self, item: WorkItem, answer: AnswerRecord) -> None:
+        """Record the answer the item posted, and end the item with it: the item's last write."""
+        self.finish(item, answer)
+        item.notes["recorded"] = "1"  # for this run only: the ended item is never taken again
 
     def say_queue_full(self, channel: str, user: str, thread_ts: str) -> None:
         """Tell ``user`` (only them, in the thread) that this question or file was not taken: their earlier ones

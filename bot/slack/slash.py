@@ -102,8 +102,8 @@ class SlashCommand:
         else:
             return
         ref = f"{cmd.channel}:{answer_ref}"
-        self.core.record_answer(ctx, message_ref=ref, thread_ref=ref, question=cmd.text, answer=answer)
-        self.posts.note(item, recorded="1")
+        self.posts.record(item, self.core.answer_record(ctx, message_ref=ref, thread_ref=ref, question=cmd.text,
+                                                        answer=answer))
 
     def give_up(self, item: WorkItem, payload: dict[str, Any]) -> None:
         """After the last attempt: an apology at the ``response_url`` (replacing a question's "Searching…")."""

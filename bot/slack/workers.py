@@ -21,6 +21,7 @@ import structlog
 
 from bot.core import ChatCore, ClaimKey
 from bot.journal import Kind, Lane, WorkJournal
+from connectors.state_api import AnswerRecord, WorkItem
 
 log = structlog.get_logger(__name__)
 
@@ -139,6 +140,10 @@ class SlackWorkers:
     def posting(self) -> AbstractContextManager[None]:
         """Entered around each post of a work item (:meth:`bot.journal.WorkJournal.posting`)."""
         return self.journal.posting()
+
+    def end_answered(self, item: WorkItem, answer: AnswerRecord) -> None:
+        """Record an item's answer and end the item in one write (:meth:`bot.journal.WorkJournal.end_answered`)."""
+        self.journal.end_answered(item, answer)
 
     def uploads_waiting(self) -> int:
         return self.core.state.count_work(kinds=INGEST_KINDS, states=("pending",))

@@ -325,9 +325,10 @@ class TeamsWork:
         return bool(posted)
 
     def _record(self, item: WorkItem, ctx: ChatContext, turn: TeamsTurn, message_id: str, answer: Answer) -> None:
-        self.core.record_answer(ctx, message_ref=message_ref(turn.scope, message_id), thread_ref=turn.thread_ref,
-                                question=turn.text, answer=answer)
-        self._note(item, recorded="1")
+        self.journal.end_answered(item, self.core.answer_record(
+            ctx, message_ref=message_ref(turn.scope, message_id), thread_ref=turn.thread_ref, question=turn.text,
+            answer=answer))
+        item.notes["recorded"] = "1"  # for this run only: the ended item is never taken again
 
     def _give_up_answer(self, item: WorkItem, payload: dict[str, Any]) -> None:
         """After the last attempt: a short apology in the thread, unless the answer is known to be there (then it is

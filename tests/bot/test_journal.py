@@ -211,12 +211,13 @@ class _Flaky(StateLog):
     down = False
 
     def add_work(self, key: str, *, kind: str, payload: str, who: str = "", tenant: str = "", owner: str = "",
-                 lease_s: float = 0.0) -> bool:
+                 lease_s: float = 0.0, max_waiting: int = 0) -> bool:
         if self.down:
             import sqlite3
 
             raise sqlite3.OperationalError("database or disk is full")
-        return super().add_work(key, kind=kind, payload=payload, who=who, tenant=tenant, owner=owner, lease_s=lease_s)
+        return super().add_work(key, kind=kind, payload=payload, who=who, tenant=tenant, owner=owner, lease_s=lease_s,
+                                max_waiting=max_waiting)
 
     def probe(self) -> None:
         if self.down:
@@ -277,3 +278,47 @@ def test_one_users_waiting_work_is_bounded_and_the_next_is_refused_not_dropped(s
     runs = [key for key, _, _ in rec.runs]
     assert sorted(runs) == ["u0", "u1", "u2", "u3", "v0"]
     assert runs.index("v0") < runs.index("u2")  # the colleague's turn came before U1's third
+
+
+def test_a_handler_ends_its_item_with_its_answer_in_one_write_done_or_failed_in_a_give_up(state: StateLog) -> None:
+    from connectors.state_api import AnswerRecord
+
+    def record(key: str) -> AnswerRecord:
+        return AnswerRecord("slack", f"C1:{key}", "C1:100.0", "slack:T1:C1", "U1", "How much leave?",
+                            '{"text": "25 days"}')
+
+    ends: list[tuple[str, bool, bool]] = []
+    end_work = state.end_work
+
+    def counted_end(key: str, *, owner: str, failed: bool = False, answer: AnswerRecord | None = None) -> bool:
+        ends.append((key, failed, answer is not None))
+        return end_work(key, owner=owner, failed=failed, answer=answer)
+
+    state.end_work = counted_end  # type: ignore[method-assign]
+    j: WorkJournal | None = None
+
+    def run(item: WorkItem, payload: dict[str, Any]) -> None:
+        assert j is not None
+        j.end_answered(item, record(item.key))
+        assert item.key not in j.running()  # nothing left to renew or hand back
+
+    def give_up(item: WorkItem, payload: dict[str, Any]) -> None:  # the last attempt's answer was posted
+        assert j is not None
+        j.end_answered(item, record(item.key))
+
+    state.add_work("k2", kind="slack.answer", payload="{}")
+    for _ in range(3):  # three takes, each by a process that then died
+        state.take_work(owner="dead", lease_s=0.0, kinds=("slack.answer",))
+        time.sleep(0.01)
+    j = WorkJournal(state, platform="slack", kinds=[Kind("slack.answer", run, give_up)],
+                    lanes=[Lane("answers", ("slack.answer",), 1)], lease_s=5.0, scan_s=0.1)
+    j.start()
+    try:
+        assert j.wait_idle(10)
+        j.accept("k1", "slack.answer", {})
+        assert j.wait_idle(10)
+    finally:
+        j.close()
+    assert sorted(ends) == [("k1", False, True), ("k2", True, True)]  # one end each, the answer with it
+    assert states(state) == {"k1": "done", "k2": "failed"}
+    assert all(state.find_answer(platform="slack", message_ref=f"C1:{k}") for k in ("k1", "k2"))

@@ -51,13 +51,13 @@ def test_a_first_question_after_an_upload(tmp_path: Path, shared_models_dir: Pat
     finally:
         fake.stop()
     assert "eighteen weeks" in str(posted[-1].params)
-    assert answered == ["count_work", "add_work", "take_work", "note_work", "note_work", "record_answer",
-                        "note_work", "end_work"]
+    # the asker's waiting work is counted as the item is written, and the answer recorded as the item ends: one
+    # transaction each
+    assert answered == ["add_work", "take_work", "note_work", "note_work", "end_work"]
     # The status line ("Searching 1 PDF…", on the UI pool) and the answer share one listing of the channel's
-    # documents: whichever comes first counts the chunks and lists; the other reuses the listing (counting again
-    # only when the last count is over 2 s old). All of the question's words are looked up in one call.
-    assert chunks.count("list_documents") == 1
-    assert chunks.count("bm25_matches_each") == 1 and "bm25_matches" not in chunks
-    assert sorted(set(chunks)) == ["bm25_matches_each", "bm25_search", "count_in_scopes", "document_vectors",
-                                   "embedding_search", "list_documents"]
-    assert len(chunks) <= 7
+    # documents: whichever comes first lists them (a first listing is its own chunk count: no count before it); the
+    # other reuses the listing (counting first only when the listing is over 2 s old, as on a slow machine it may
+    # be). All of the question's words are looked up in one call.
+    assert [c for c in chunks if c != "count_in_scopes"] == ["list_documents", "embedding_search", "bm25_search",
+                                                             "document_vectors", "bm25_matches_each"]
+    assert chunks.count("count_in_scopes") <= 1

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from connectors.settings import Settings
-from connectors.state_api import WORK_TTL_S, ChatState, StateError
+from connectors.state_api import WORK_TTL_S, AnswerRecord, ChatState, QueueFull, StateError
 from connectors.state_log import StateLog, feedback_as_json
 from connectors.stores import open_state
 from pipelines.models import Answer, Citation, RetrievedChunk
@@ -339,6 +339,33 @@ def test_work_whose_lease_ran_out_is_taken_over_once_and_its_old_owner_cannot_en
     assert [i.state for i in b.work_items()] == ["done"]
 
 
+def test_an_answer_ends_its_item_in_the_same_call_and_a_taken_over_item_still_gets_its_record(
+    make_state: Factory,
+) -> None:
+    now = [3_000_000.0]
+    a = make_state(clock=lambda: now[0], host="replica-a")
+    b = make_state(clock=lambda: now[0], host="replica-b")
+    record = AnswerRecord("slack", "C1:111.1", "C1:100.0", "slack:T1:C1", "U1", "How much leave?",
+                          _answer().model_dump_json())
+    a.add_work("k1", kind="slack.answer", payload="{}")
+    a.add_work("k2", kind="slack.answer", payload="{}")
+    a.take_work(owner="a", lease_s=30, kinds=KINDS, key="k1")
+    assert a.end_work("k1", owner="a", answer=record)
+    assert [(i.key, i.state) for i in b.work_items(state="done")] == [("k1", "done")]
+    found = b.find_answer(platform="slack", message_ref="C1:111.1")
+    assert found is not None and found.question == "How much leave?"
+    assert b.thread_history(platform="slack", thread_ref="C1:100.0")[0].text == "How much leave?"
+    # a's lease on k2 ran out and b took it over: a's answer is still recorded, but b's run ends the item
+    a.take_work(owner="a", lease_s=30, kinds=KINDS, key="k2")
+    now[0] += 31
+    [again] = b.take_work(owner="b", lease_s=30, kinds=KINDS)
+    later = record._replace(message_ref="C1:222.2")
+    assert not a.end_work("k2", owner="a", answer=later)
+    assert b.find_answer(platform="slack", message_ref="C1:222.2") is not None
+    assert b.end_work(again.key, owner="b", answer=later)  # the take-over's record of the same post: one record
+    assert len(b.thread_history(platform="slack", thread_ref="C1:100.0")) == 4  # two answers, each once
+
+
 def test_released_work_is_pending_at_once_and_failed_work_is_never_retaken(make_state: Factory) -> None:
     a, b = make_state(host="a"), make_state(host="b")
     a.add_work("k1", kind="slack.answer", payload="{}")
@@ -521,6 +548,42 @@ def test_elasticsearch_state_checks_its_settings_and_says_what_to_fix_when_down(
     assert doc_id("slack:event:E1") == doc_id("slack:event:E1") == "slack:event:E1"
     assert doc_id("a|b", "c") != doc_id("a", "b|c")
     assert len(doc_id("x" * 1000)) < 100
+
+
+def test_an_add_past_one_persons_bound_is_refused_in_the_same_call_and_a_redelivery_is_still_a_no_op(
+    make_state: Factory,
+) -> None:
+    s = make_state(host="a")
+    for n in range(2):
+        assert s.add_work(f"a{n}", kind="slack.answer", payload="{}", who="X:a", tenant="X", max_waiting=2)
+    with pytest.raises(QueueFull):
+        s.add_work("a2", kind="slack.answer", payload="{}", who="X:a", tenant="X", max_waiting=2)
+    assert not s.add_work("a1", kind="slack.answer", payload="{}", who="X:a", tenant="X", max_waiting=2)
+    assert s.add_work("b0", kind="slack.answer", payload="{}", who="X:b", tenant="X", max_waiting=2)
+    assert s.add_work("a3", kind="slack.answer", payload="{}", who="X:a", tenant="X")  # no bound asked for
+    [taken] = s.take_work(owner="w", lease_s=60, kinds=KINDS, key="a0")
+    with pytest.raises(QueueFull):  # a running item still waits: a0 (running), a1, a3
+        s.add_work("a4", kind="slack.answer", payload="{}", who="X:a", tenant="X", max_waiting=3)
+    assert s.end_work(taken.key, owner="w")  # done work no longer waits: one more fits
+    assert s.add_work("a4", kind="slack.answer", payload="{}", who="X:a", tenant="X", max_waiting=3)
+    # accepts of one person at the same moment (one shared SQLite transaction) are bounded together
+    results: list[object] = []
+
+    def add(n: int) -> None:
+        try:
+            results.append(s.add_work(f"c{n}", kind="slack.answer", payload="{}", who="Y:c", tenant="Y",
+                                      max_waiting=3))
+        except QueueFull as e:
+            results.append(e)
+
+    pool = [threading.Thread(target=add, args=(n,)) for n in range(6)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    assert s.count_work(kinds=KINDS, states=("pending",), who="Y:c") == results.count(True)
+    if isinstance(s, StateLog):
+        assert results.count(True) == 3
 
 
 def test_takes_go_round_tenants_then_users_then_oldest_and_a_burst_waits_its_turn(make_state: Factory) -> None:

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from connectors.state_api import AnswerRecord
 from connectors.state_log import StateLog, feedback_as_json
 from pipelines.models import Answer, Citation, RetrievedChunk
 
@@ -207,3 +209,24 @@ def test_a_state_file_with_the_retired_claims_table_opens_and_drops_it(tmp_path:
     with sqlite3.connect(path) as db:
         names = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
     assert not {"seen_events", "seen_events_at"} & names
+
+
+def test_an_answer_and_the_end_of_its_item_are_one_transaction(log: StateLog, tmp_path: Path) -> None:
+    """If ending the item fails, its answer is not recorded either (and the other way round): a take-over finds the
+    item running and records the answer it posted, never an item done without its answer's record."""
+    log.add_work("k1", kind="slack.answer", payload="{}")
+    log.take_work(owner="w", lease_s=60, kinds=("slack.answer",))
+    record = AnswerRecord("slack", "C1:111.1", "C1:100.0", "slack:T1:C1", "U1", "How much leave?",
+                          _answer().model_dump_json())
+    with sqlite3.connect(tmp_path / "state.sqlite3") as db:
+        db.execute("""CREATE TRIGGER no_end BEFORE UPDATE OF state ON work_items
+                      BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END""")
+    with pytest.raises(sqlite3.Error):
+        log.end_work("k1", owner="w", answer=record)
+    assert log.find_answer(platform="slack", message_ref="C1:111.1") is None
+    assert [i.state for i in log.work_items()] == ["running"]
+    with sqlite3.connect(tmp_path / "state.sqlite3") as db:
+        db.execute("DROP TRIGGER no_end")
+    assert log.end_work("k1", owner="w", answer=record)
+    assert log.find_answer(platform="slack", message_ref="C1:111.1") is not None
+    assert [i.state for i in log.work_items()] == ["done"]
