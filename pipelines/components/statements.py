@@ -277,6 +277,10 @@ FORMULAS: tuple[tuple[str, Formula], ...] = (
     (r"operating cash ?flow ratio", Formula("the operating cash flow ratio",
                                             "cash from operations ÷ total current liabilities",
                                             "{cash from operations} / {total current liabilities}")),
+    (r"(?:free cash ?flow|fcf) conversion", Formula("free cash flow conversion",
+                                                    "(cash from operations − capital expenditure) ÷ net income",
+                                                    "({cash from operations} - {capital expenditure}) / {net income}"
+                                                    " * 100", percent=True)),
     (r"free cash ?flow|\bfcf\b", Formula("free cash flow", "cash from operations − capital expenditure",
                                          "{cash from operations} - {capital expenditure}")),
     (r"cash conversion cycle|\bccc\b", Formula(

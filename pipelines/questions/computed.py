@@ -52,6 +52,9 @@ NOT_USEFUL = re.compile(r"\bif\b[^.?]{0,80}\bnot (?:a |an )?(?:useful|relevant|m
 MIN_STATEMENT_ROWS = 8  # a page with fewer rows is a fragment of a statement, not one whose lines can be told
 _CHANGE = re.compile(r"\b(?:chang(?:e|ed|es)|increase[ds]?|decrease[ds]?|differ(?:ence)?)\b", re.I)
 
+# asks whether a metric moves, not only its value: "an improving operating margin profile", "is it declining"
+_TREND = re.compile(r"\b(?:improv(?:e|es|ed|ing|ement)|declin(?:e|es|ed|ing)|deteriorat\w*|trend\w*|profile)\b",
+                    re.I)
 _RANGE = re.compile(r"(?:fy\s*)?((?:19|20)\d\d)\s*(?:-|–|to|through|and)\s*(?:the\s+)?(?:fy\s*)?((?:19|20)\d\d)",
                     re.I)
 _COUNT = {"two": 2, "three": 3, "four": 4, "five": 5}
@@ -62,8 +65,9 @@ def _years(question: str, period: AskedPeriod, latest: int, *, metric: bool,
     """The years the metric is computed for and how they combine: ``single`` (one year), ``average`` (the mean over
     a range), ``growth`` (the change from the first year to the last, in percent), ``change`` (a rate's change
     between two years, in percentage points: "how much has the effective tax rate changed between FY2021 and
-    FY2022"). For a ``metric`` (a formula), only "N-year average" averages over years: "average PP&E between FY2018
-    and FY2019" is its own definition."""
+    FY2022"; "is the operating margin improving" compares the year asked with the one before). For a ``metric``
+    (a formula), only "N-year average" averages over years: "average PP&E between FY2018 and FY2019" is its own
+    definition."""
     span = _RANGE.search(question)
     multi = AVERAGE.search(question)
     if multi and (not metric or multi.group(1)):
@@ -77,6 +81,9 @@ def _years(question: str, period: AskedPeriod, latest: int, *, metric: bool,
     if metric and percent and span and _CHANGE.search(question):
         a, b = sorted((int(span.group(1)), int(span.group(2))))
         return [a, b], "change"
+    if metric and not span and _TREND.search(question):  # "does it have an improving operating margin profile as
+        end = period.year or latest  # of FY2022": the year asked beside the year before
+        return [end - 1, end], "change" if percent else "growth"
     if GROWTH.search(question):
         if span:
             a, b = sorted((int(span.group(1)), int(span.group(2))))

@@ -128,6 +128,11 @@ def test_a_unit_the_question_asks_for_is_shown_beside_the_quoted_figure(service)
         # a rate's change in percentage points, both rates shown
         ("How much has Acme's operating margin changed between FY2021 and FY2022?",
          "= 2.8 percentage points (from 22.2% in fiscal 2021 to 25.0% in fiscal 2022)"),
+        # "is it improving": the year asked beside the one before
+        ("Does Acme have an improving operating margin profile as of FY2022?",
+         "= 2.8 percentage points (from 22.2% in fiscal 2021 to 25.0% in fiscal 2022)"),
+        ("Does Acme have an improving free cash flow conversion as of FY2022?",
+         "= -4.4 percentage points (from 143.3% in fiscal 2021 to 138.9% in fiscal 2022)"),
         # the question's own definition: days payable over purchases (COGS plus the change in inventory)
         ("What is FY2022 days payable outstanding (DPO) for Acme? DPO is defined as: 365 * (average accounts "
          "payable between FY2021 and FY2022) / (FY2022 COGS + change in inventory between FY2021 and FY2022). "
