@@ -38,7 +38,18 @@ from connectors.log import get_logger
 from pipelines.answer_policy import NOTE_LLM_FAILED, Decision
 from pipelines.components.query_rewriter import looks_like_follow_up
 from pipelines.models import Answer, RetrievalMode, Turn
-from pipelines.questions import choices, computed, documents, drivers, figures, parts, references, row_extremes, tables
+from pipelines.questions import (
+    choices,
+    computed,
+    documents,
+    drivers,
+    figures,
+    geographies,
+    parts,
+    references,
+    row_extremes,
+    tables,
+)
 from pipelines.questions.kinds import Question, QuestionKind, classify
 from pipelines.questions.steps import Steps
 
@@ -81,6 +92,7 @@ class Answerer:
             (QuestionKind.COMPARE, lambda q: documents.compare(steps, q.text, q.scopes, q.mode, q.k)),
             (QuestionKind.TABLE, lambda q: row_extremes.row_extreme(steps, q.text, q.scopes, q.mode)
              or tables.table_extreme(steps, q.text, q.scopes, q.mode)),
+            (QuestionKind.GEOGRAPHIES, lambda q: geographies.geographies(steps, q)),
             (QuestionKind.DRIVERS, lambda q: drivers.metric_drivers(steps, q)),
             (QuestionKind.COMPUTED, lambda q: computed.computed_metric(steps, q)),
             (QuestionKind.FIGURE, lambda q: figures.line_item_figure(steps, q)),

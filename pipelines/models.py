@@ -78,7 +78,7 @@ class RetrievalMode(StrEnum):
 
 # What kind of answer it is: a look-up, or one of the question types of pipelines/questions/.
 AnswerKind = Literal["answer", "compare", "summary", "not_found", "clarify", "table", "document_type", "partial",
-                     "multi_part", "figure", "computed", "drivers"]
+                     "multi_part", "figure", "computed", "drivers", "geographies"]
 
 LOCAL_SCOPE = "local"
 

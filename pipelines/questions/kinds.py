@@ -67,6 +67,9 @@ SHORT_DEFINITE = re.compile(
     r"([a-z][\w\-]*(?:\s[a-z][\w\-]*)?)\s*\??\s*$",
     re.I,
 )
+# asks where a company operates: "what are the geographies that X primarily operates in"
+GEOGRAPHIES = re.compile(r"\b(?:geograph(?:y|ies|ic (?:regions?|areas?|markets?|segments?))|regions?|countries)\b"
+                         r".{0,60}\boperat|\bwhere\b.{0,40}\boperat", re.I)
 # asks what moved a figure, not the figure: "what drove gross margin change", "why did revenue fall"
 DRIVERS = re.compile(r"\b(?:why|drivers?|reasons?|what (?:drove|caused))\b", re.I)
 # a metric over time: "year-over-year change in operating income from FY2015 to FY2016", "3 year average of capex"
@@ -112,6 +115,7 @@ class QuestionKind(StrEnum):
     SHORT = "short"
     MULTI_PART = "multi_part"
     DRIVERS = "drivers"
+    GEOGRAPHIES = "geographies"
     COMPUTED = "computed"
     FIGURE = "figure"
     PERIOD = "period"
@@ -140,6 +144,8 @@ def classify(question: str) -> list[QuestionKind]:
     if superlative(question) and re.search(r"\b(?:which|what|who|when)\b", question, re.I):
         kinds.append(QuestionKind.TABLE)
     head = re.split(r"[?.]\s", question, maxsplit=1)[0]
+    if GEOGRAPHIES.search(head):
+        kinds.append(QuestionKind.GEOGRAPHIES)
     if DRIVERS.search(head) and (formula_for(head) is not None or asked_item(head) is not None):
         kinds.append(QuestionKind.DRIVERS)
     figure = not NOT_A_FIGURE.search(question)

@@ -142,3 +142,26 @@ def test_a_segment_is_ranked_on_the_group_of_rows_its_measure_names(service, que
     figure = "2,699.7" if "highest operating" in question else "232.0" if "lowest" in question else "11,572.0"
     assert figure in answer.text.splitlines()[0]
     _verbatim(service, answer, SEGMENTS)
+
+
+GEO = "slack:T1:CGEO"
+GEO_PAGES = [
+    ["Acme Card Company Annual Report on Form 10-K", "Acme Card issues charge and credit cards worldwide."],
+    ["NOTE 24. REPORTABLE OPERATING SEGMENTS AND GEOGRAPHIC OPERATIONS", "GEOGRAPHIC OPERATIONS",
+     "The following table presents our total revenues in different geographic regions.",
+     "(Millions) | United States | EMEA | APAC | LACC | Other Unallocated | Consolidated",
+     "Total revenues net of interest expense | $ 41,396 | 4,871 | 3,835 | 2,917 | (157) | 52,862"],
+]
+
+
+def test_the_regions_a_company_operates_in_are_its_geographic_tables_columns(service):
+    """FinanceBench's "what are the geographies that X primarily operates in": the regions the filing reports by,
+    copied from the quoted header, without the unit, the total or what is not allocated to a region."""
+    if not service.store.fetch(scopes=[GEO], limit=1):
+        assert service.ingest(make_pdf(GEO_PAGES, bold=None), file_name="ACME_CARD_2022_10K.pdf",
+                              scope=GEO).status == "indexed"
+    answer = service.answer("What are the geographies that Acme Card primarily operates in as of 2022?", [GEO])
+    assert not answer.refused
+    assert "reports by: United States, EMEA, APAC and LACC [1]." in answer.text
+    assert answer.citations[0].quote.startswith("(Millions) | United States | EMEA")
+    _verbatim(service, answer, GEO)
