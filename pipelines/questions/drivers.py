@@ -21,7 +21,7 @@ from pipelines.components.statements import asked_item, formula_for, line_item
 from pipelines.figures.periods import asked_period
 from pipelines.models import Answer
 from pipelines.questions.kinds import DRIVERS, Question
-from pipelines.questions.steps import AnswerDraft, Steps, doc_filter, page_text
+from pipelines.questions.steps import AnswerDraft, Steps, page_text
 
 MAX_QUOTES = 2
 MAX_SENTENCE = 700  # characters: a bulleted list of drivers is one sentence; a page of prose is not
@@ -73,18 +73,13 @@ def metric_drivers(steps: Steps, q: Question) -> Answer | None:
     subjects = _subjects(head)
     if not subjects:
         return None
-    r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)
-    first = r.routed + r.hits
-    if not first:
-        return None
-    doc_id = str((first[0].meta or {}).get("doc_id", ""))
     words = " ".join(s.name for s in subjects)
-    more, _ = steps.engine.search(f"{words} increased decreased percent of sales driven by due to", q.scopes,
-                                  mode=q.mode, filters=doc_filter(doc_id) if doc_id else None)
+    first, more = steps.and_in_first(q.text, f"{words} increased decreased percent of sales driven by due to",
+                                     q.scopes, q.mode, q.k)
     year = asked_period(q.text).year
     found: list[tuple[float, int, Document, str]] = []  # score, retrieval rank, chunk, quote
     seen: set[str] = set()
-    for rank, doc in enumerate(first[: q.k] + more[:10]):
+    for rank, doc in enumerate(first + more[:10]):
         if doc.id in seen:
             continue
         seen.add(doc.id)

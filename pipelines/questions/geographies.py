@@ -15,7 +15,7 @@ from haystack import Document
 
 from pipelines.models import Answer
 from pipelines.questions.kinds import GEOGRAPHIES, Question
-from pipelines.questions.steps import AnswerDraft, Steps, doc_filter, page_text
+from pipelines.questions.steps import AnswerDraft, Steps, page_text
 
 TITLE = re.compile(r"\bgeograph(?:y|ic|ical)\b", re.I)
 # a column or row that is no region: the unit, a total, what is not allocated to one
@@ -46,14 +46,9 @@ def geographies(steps: Steps, q: Question) -> Answer | None:
     thing or no retrieved page has the table."""
     if not GEOGRAPHIES.search(q.text):
         return None
-    r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)
-    first = r.routed + r.hits
-    if not first:
-        return None
-    doc_id = str((first[0].meta or {}).get("doc_id", ""))
-    more, _ = steps.engine.search("geographic operations regions revenues by geographic area", q.scopes,
-                                  mode=q.mode, filters=doc_filter(doc_id) if doc_id else None)
-    for doc in first[: q.k] + more[:10]:
+    first, more = steps.and_in_first(q.text, "geographic operations regions revenues by geographic area", q.scopes,
+                                     q.mode, q.k)
+    for doc in first + more[:10]:
         meta = doc.meta or {}
         page = steps.page_chunks(q.scopes, str(meta.get("doc_id", "")), int(meta.get("page_start", 0) or 0))
         if not any(TITLE.search((c.content or "")[:600]) for c in page):

@@ -151,6 +151,19 @@ class Steps:
         ext = e.draft(r, k)
         return r.hits, ext, e.signals(r, ext, scopes).confidence
 
+    def and_in_first(self, question: str, query: str, scopes: list[str], mode: RetrievalMode,
+                     k: int) -> tuple[list[Document], list[Document]]:
+        """The passages retrieval puts forward for ``question`` (routed ones first, then its top ``k``), and a search
+        for ``query`` within the document it ranked first: where an answer kind looks for a sentence or a table
+        the question's own words may not find. ``([], [])`` when nothing is retrieved."""
+        r = self.engine.retrieve(question, scopes, mode, k)
+        first = r.routed + r.hits
+        if not first:
+            return [], []
+        doc_id = str((first[0].meta or {}).get("doc_id", ""))
+        more, _ = self.engine.search(query, scopes, mode=mode, filters=doc_filter(doc_id) if doc_id else None)
+        return first[:k], more
+
     def page_chunks(self, scopes: list[str], doc_id: str, page: int) -> list[Document]:
         """The chunks of one page of a document in ``scopes``, in reading order."""
         return self.store.fetch(scopes=scopes, filters={"operator": "AND", "conditions": [
