@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from connectors.log import get_logger
 from pipelines.components.instructions import Instructions
@@ -41,6 +42,9 @@ from pipelines.questions.figures import (
 )
 from pipelines.questions.kinds import AVERAGE, DRIVERS, GROWTH, SHARE_OF_REVENUE, Question
 from pipelines.questions.steps import AnswerDraft, Steps, doc_filter, page_text
+
+if TYPE_CHECKING:
+    from pipelines.query import Retrieval
 
 log = get_logger(__name__)
 
@@ -152,25 +156,27 @@ def computed_metric(steps: Steps, q: Question) -> Answer | None:
     if DRIVERS.search(re.split(r"[?.]\s", q.text, maxsplit=1)[0]):  # "what drove the change in gross margin":
         # the story, not the figure (an "if it is not useful, explain why" after it still computes); a filing that
         # prints no line of the metric has no story of it to tell
-        return _not_printed(steps, q, plan) if plan.metric and NOT_USEFUL.search(q.text) else None
+        if not (plan.metric and NOT_USEFUL.search(q.text)):
+            return None
+        return _not_printed(steps, q, plan, steps.engine.retrieve(q.text, q.scopes, q.mode, q.k))
+    r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)  # once, for every reading below
     formula = formula_for(q.text)
     if formula is not None and formula.printed:
         as_printed = _computed(steps, q, replace(plan, template="{" + formula.printed + "}",
-                                                 formula=f"the {formula.printed} as printed", printed=True))
+                                                 formula=f"the {formula.printed} as printed", printed=True), r)
         if as_printed is not None:
             return as_printed
-    answer = _computed(steps, q, plan)
+    answer = _computed(steps, q, plan, r)
     if answer is None and plan.metric and NOT_USEFUL.search(q.text):
-        return _not_printed(steps, q, plan)
+        return _not_printed(steps, q, plan, r)
     return answer
 
 
-def _not_printed(steps: Steps, q: Question, plan: _Plan) -> Answer | None:
+def _not_printed(steps: Steps, q: Question, plan: _Plan, r: Retrieval) -> Answer | None:
     """"If gross margin is not a useful metric for a company like this, say so": the filing's own statement that
     would print a line the metric needs (a card issuer's income statement has no cost of goods sold), quoted by its
     title and column header, and the line it lacks named; ``None`` when the statement prints every line or is not
-    found."""
-    r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)
+    found. ``r``: the question's retrieval."""
     first = r.routed + r.hits
     doc_id = str((first[0].meta or {}).get("doc_id", "")) if first else ""
     if not doc_id:
@@ -204,12 +210,11 @@ def _not_printed(steps: Steps, q: Question, plan: _Plan) -> Answer | None:
     return None
 
 
-def _computed(steps: Steps, q: Question, plan: _Plan) -> Answer | None:
-    """The answer computing ``plan`` from rows on the pages retrieval puts forward, or None where an operand is
-    not printed there."""
+def _computed(steps: Steps, q: Question, plan: _Plan, r: Retrieval) -> Answer | None:
+    """The answer computing ``plan`` from rows on the pages retrieval (``r``) puts forward, or None where an operand
+    is not printed there."""
     template, name, percent, text_formula = plan.template, plan.name, plan.percent, plan.formula
     period = asked_period(q.text)
-    r = steps.engine.retrieve(q.text, q.scopes, q.mode, q.k)
     pages = candidate_pages(r.routed + r.hits)
     if not pages:
         return None
