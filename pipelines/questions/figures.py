@@ -185,10 +185,15 @@ def statement_of(chunks: list[Document]) -> str:
     return statement_kind(text[:400], text)
 
 
+def _titled_primary(chunks: list[Document]) -> bool:
+    """Whether a page's head titles it consolidated and does not discuss a statement ("Analysis of …")."""
+    head = "\n".join(c.content or "" for c in chunks)[:400].replace("|", " ")
+    return "consolidated" in head.lower() and not _DISCUSSED.search(head)
+
+
 def primary_statement(chunks: list[Document]) -> str:
     """The statement a page is when it is a primary one (titled consolidated, not a discussion's copy), else ""."""
-    head = "\n".join(c.content or "" for c in chunks)[:400].replace("|", " ")
-    return statement_of(chunks) if "consolidated" in head.lower() and not _DISCUSSED.search(head) else ""
+    return statement_of(chunks) if _titled_primary(chunks) else ""
 
 
 def statement_title(chunks: list[Document], kind: str) -> Span | None:
@@ -233,9 +238,7 @@ def find_rows(steps: Steps, item: LineItem, pages: list[tuple[str, int]], scopes
                     if row_is(item, r.label, r.group) and r.span.doc in chunks]
         lead = list({id(d): d for r in rows if r.header and (d := r.header.span.doc) not in chunks}.values())
         statement = statement_of(lead + chunks)  # a title at the foot of the page before counts
-        head = "\n".join(c.content or "" for c in lead + chunks)[:400].replace("|", " ").lower()
-        primary = "consolidated" in head and not _DISCUSSED.search(head)
-        found += [Found(r, rank, statement, primary, spans_above(lead + chunks, r.header.span))
+        found += [Found(r, rank, statement, _titled_primary(lead + chunks), spans_above(lead + chunks, r.header.span))
                   for r in rows if r.header is not None and r.cells]
     return found
 
